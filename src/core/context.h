@@ -1,0 +1,26 @@
+/* The context's private layout, shared by core, model and CLI-internal code. */
+#ifndef HRMT_CORE_CONTEXT_H
+#define HRMT_CORE_CONTEXT_H
+
+#include "core/backend.h"
+#include "hrmt.h"
+
+#define HRMT_ERRMSG_LEN 512
+
+struct hrmt_context {
+    hrmt_backend_kind backend_kind;
+    hrmt_isa isa;
+    const hrmt_backend *be; /* kernel table in use */
+    int threads;            /* OpenMP team size for this context's ops */
+    hrmt_topology topo;
+    hrmt_tile_plan plan;    /* after HRMT_GEMM_KC/MC/NC overrides */
+    hrmt_tiers *tiers;
+    char err[HRMT_ERRMSG_LEN];
+};
+
+/* Records a formatted message in ctx (may be NULL) and returns `s`, so error
+ * paths read `return hrmt_fail(ctx, HRMT_ERR_SHAPE, "x has %d dims", n);`. */
+hrmt_status hrmt_fail(hrmt_context *ctx, hrmt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,8 @@
+/* Row-wise kernels, avx2 table. */
+#include <string.h>
+
+#include "core/backend.h"
+
+static void copy__avx2(void *dst, const void *src, size_t nbytes) { memcpy(dst, src, nbytes); }
+
+void hrmt_rowops_fill_avx2(hrmt_rowops *t) { t->copy = copy__avx2; }

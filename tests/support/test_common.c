@@ -1,0 +1,41 @@
+#include "support/test_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+hrmt_context *hrmt_test_context_opts(const hrmt_context_options *o) {
+    hrmt_context *ctx = NULL;
+    char err[256] = "";
+    hrmt_status s = hrmt_context_create(o, &ctx, err, sizeof err);
+    if (s == HRMT_ERR_ISA) {
+        const char *want = getenv("HRMT_ISA");
+        hrmt_isa isa;
+        if (want && hrmt_isa_parse(want, &isa) == HRMT_OK) {
+            fprintf(stderr, "skipping: %s\n", err);
+            exit(77);
+        }
+    }
+    if (s != HRMT_OK) {
+        fprintf(stderr, "context creation failed: %s: %s\n", hrmt_status_str(s), err);
+        exit(1);
+    }
+    return ctx;
+}
+
+hrmt_context *hrmt_test_context(void) { return hrmt_test_context_opts(NULL); }
+
+float hrmt_test_uniform(hrmt_test_rng *r) {
+    uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ull;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    r->s = x;
+    return (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+const char *hrmt_test_data(const char *rel) {
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", HRMT_TEST_DATA_DIR, rel);
+    return buf;
+}

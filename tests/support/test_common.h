@@ -1,0 +1,23 @@
+/* Helpers shared by the Criterion tests. */
+#ifndef HRMT_TEST_COMMON_H
+#define HRMT_TEST_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hrmt.h"
+
+/* Creates a context for the ISA in HRMT_ISA (or the best one). When HRMT_ISA
+ * names an ISA this CPU lacks, the process exits 77 so ctest reports SKIPPED. */
+hrmt_context *hrmt_test_context(void);
+/* The same with explicit options (isa/threads/sram capacity). */
+hrmt_context *hrmt_test_context_opts(const hrmt_context_options *o);
+
+/* Deterministic xorshift random numbers in [-1, 1). */
+typedef struct { uint64_t s; } hrmt_test_rng;
+float hrmt_test_uniform(hrmt_test_rng *r);
+
+/* Path of a file under tests/data (static buffer). */
+const char *hrmt_test_data(const char *rel);
+
+#endif
