@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages hrmt needs to build, test and benchmark.
+# Idempotent: skips apt-get when everything is already installed. Run as root.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config git python3
+      libsleef-dev libhwloc-dev libcriterion-dev libcjson-dev libomp-dev
+      libopenblas-dev)
+if [ "${HRMT_LINT:-0}" = 1 ]; then
+  pkgs+=(clang-format clang-tidy cppcheck)
+fi
+if [ "${HRMT_PLOT:-0}" = 1 ]; then
+  pkgs+=(gnuplot-nox)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: need root to apt-get install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
