@@ -1,6 +1,16 @@
 # Installs the header, libhrmt.a, `hrmt`, hrmt.pc and the CMake package hrmt::hrmt.
+# Everything installed is relocatable (hrmt.pc finds its prefix from its own
+# directory, hrmtConfig.cmake likewise), so `cmake --install --prefix DIR`
+# works and nothing installed points back into the build tree.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
+
+# A sanitized libhrmt.a needs the sanitizer runtimes in whatever links it.
+set(HRMT_SANITIZE_LINK_FLAGS "")
+if(HRMT_SANITIZE)
+  set(HRMT_SANITIZE_LINK_FLAGS "-fsanitize=address,undefined")
+  target_link_options(hrmt INTERFACE $<INSTALL_INTERFACE:${HRMT_SANITIZE_LINK_FLAGS}>)
+endif()
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/hrmt.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS hrmt EXPORT hrmtTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -9,15 +19,34 @@ if(TARGET hrmt_shared)
 endif()
 install(TARGETS hrmt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# pkg-config: a static link needs the private libraries too.
-set(HRMT_PC_LIBS_PRIVATE "-lsleef -lhwloc -lcjson -fopenmp -lpthread -lm")
-if(HRMT_CUDA_ENABLED)
-  string(APPEND HRMT_PC_LIBS_PRIVATE " -lcudart -lcublas -lstdc++")
+# pkg-config: a static link (pkg-config --static) needs the private libraries too.
+# HrmtCuda.cmake runs in src/'s scope, so its variables are not visible here;
+# the CUDA object library (a global target) says whether the backend is in.
+set(HRMT_INSTALL_WITH_CUDA OFF)
+if(TARGET hrmt_cuda_obj)
+  set(HRMT_INSTALL_WITH_CUDA ON)
+  find_package(CUDAToolkit REQUIRED)
+endif()
+set(HRMT_PC_LIBS_PRIVATE "-lsleef -lhwloc -lcjson ${OpenMP_C_FLAGS} -lpthread -lm")
+if(HRMT_INSTALL_WITH_CUDA)
+  string(APPEND HRMT_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lstdc++")
+endif()
+if(HRMT_SANITIZE_LINK_FLAGS)
+  string(APPEND HRMT_PC_LIBS_PRIVATE " ${HRMT_SANITIZE_LINK_FLAGS}")
+endif()
+# prefix relative to the .pc file's own directory (pkg-config's ${pcfiledir}).
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(HRMT_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _hrmt_pc_up "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+  string(REGEX REPLACE "/$" "" _hrmt_pc_up "${_hrmt_pc_up}")
+  set(HRMT_PC_PREFIX "\${pcfiledir}/${_hrmt_pc_up}")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/hrmt.pc.in ${PROJECT_BINARY_DIR}/hrmt.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/hrmt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 install(EXPORT hrmtTargets NAMESPACE hrmt:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hrmt)
+set(HRMT_CONFIG_NEEDS_CUDA ${HRMT_INSTALL_WITH_CUDA})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hrmtConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hrmtConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hrmt)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/hrmtConfigVersion.cmake

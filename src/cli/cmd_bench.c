@@ -1,11 +1,235 @@
-/* PLACEHOLDER: `hrmt bench` is not built yet. */
+/* `hrmt bench`: times ACT steps of the HRM model under the tiered and the
+ * baseline schedule over batch sizes and sequence lengths (the seed's
+ * run_benchmark.py), prints tables and optionally writes a JSON array. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/bench_opts.h"
+#include "cli/bench_run.h"
 #include "cli/commands.h"
+#include "cli/json_out.h"
+#include "cli/progress.h"
+#include "hrmt.h"
+
+#define BENCH_SEED 20250101u /* weights of the built-in model */
+
+static int has_arch_overrides(const cli_bench_opts *o) {
+    return o->hidden_size || o->num_heads || o->expansion > 0 || o->H_cycles || o->L_cycles ||
+           o->H_layers || o->L_layers || o->dtype >= 0;
+}
+
+static void apply_overrides(const cli_bench_opts *o, hrmt_model_config *c) {
+    if (o->hidden_size) c->hidden_size = o->hidden_size;
+    if (o->num_heads) c->num_heads = o->num_heads;
+    if (o->expansion > 0) c->expansion = o->expansion;
+    if (o->H_cycles) c->H_cycles = o->H_cycles;
+    if (o->L_cycles) c->L_cycles = o->L_cycles;
+    if (o->H_layers) c->H_layers = o->H_layers;
+    if (o->L_layers) c->L_layers = o->L_layers;
+    if (o->dtype >= 0) c->forward_dtype = (hrmt_dtype)o->dtype;
+}
+
+/* The run's state, so the phases below can share it and clean up in one place. */
+typedef struct bench {
+    cli_bench_opts o;
+    hrmt_context *ctx;
+    hrmt_model_config cfg;  /* final config (built-in: seq_len set per row group) */
+    hrmt_model *file_model; /* --model, loaded once */
+    int seqs[CLI_BENCH_MAX_LIST];
+    size_t n_seq;
+    cli_bench_row *rows;
+    size_t n_rows;
+    cli_bench_machine mach;
+    cli_progress bar;
+    int outputs_differ;
+} bench;
+
+/* Resolves the config and the sequence lengths. Returns 0, or the exit code. */
+static int prepare(bench *b) {
+    const cli_bench_opts *o = &b->o;
+    hrmt_status s;
+    b->cfg = hrmt_model_config_default();
+    if (o->config_path && (s = hrmt_model_config_load_json(b->ctx, o->config_path, &b->cfg))) {
+        fprintf(stderr, "hrmt bench: --config %s: %s\n", o->config_path, hrmt_last_error(b->ctx));
+        return 2;
+    }
+    if (o->model_path) {
+        const hrmt_model_config *given = o->config_path ? &b->cfg : NULL;
+        s = hrmt_model_load(b->ctx, o->model_path, given, &b->file_model);
+        if (s == HRMT_OK && has_arch_overrides(o)) {
+            /* Reload with the overridden config; shape-changing flags fail here. */
+            b->cfg = *hrmt_model_get_config(b->file_model);
+            apply_overrides(o, &b->cfg);
+            hrmt_model_destroy(b->file_model);
+            b->file_model = NULL;
+            s = hrmt_model_load(b->ctx, o->model_path, &b->cfg, &b->file_model);
+        }
+        if (s != HRMT_OK) {
+            fprintf(stderr, "hrmt bench: --model %s: %s: %s\n", o->model_path,
+                    hrmt_status_str(s), hrmt_last_error(b->ctx));
+            return 1;
+        }
+        b->cfg = *hrmt_model_get_config(b->file_model);
+    } else {
+        apply_overrides(o, &b->cfg);
+    }
+    char err[512];
+    if (cli_bench_check_config(o, &b->cfg, o->model_path != NULL, err, sizeof err)) {
+        fprintf(stderr, "hrmt bench: %s\n", err);
+        return 2;
+    }
+    if (o->model_path && !o->seq_lens_given) {
+        b->seqs[0] = b->cfg.seq_len;
+        b->n_seq = 1;
+    } else {
+        memcpy(b->seqs, o->seq_lens, o->n_seq * sizeof *b->seqs);
+        b->n_seq = o->n_seq;
+    }
+    /* Validate every built-in config up front, so a bad flag fails before minutes of work. */
+    for (size_t i = 0; !o->model_path && i < b->n_seq; i++) {
+        hrmt_model_config c = b->cfg;
+        c.seq_len = b->seqs[i];
+        if (hrmt_model_config_validate(b->ctx, &c) != HRMT_OK) {
+            fprintf(stderr, "hrmt bench: invalid model configuration: %s\n",
+                    hrmt_last_error(b->ctx));
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int fail_status(bench *b, const char *what, hrmt_status s) {
+    cli_progress_finish(&b->bar);
+    fprintf(stderr, "hrmt bench: %s: %s: %s\n", what, hrmt_status_str(s), hrmt_last_error(b->ctx));
+    return 1;
+}
+
+/* Times every (batch, schedule) of one model. */
+static int run_model(bench *b, hrmt_model *m) {
+    const cli_bench_opts *o = &b->o;
+    int seq = hrmt_model_get_config(m)->seq_len;
+    for (size_t i = 0; i < o->n_batch; i++) {
+        int batch = o->batch_sizes[i];
+        int identical = 0, checked = o->mode == CLI_MODE_COMPARE;
+        hrmt_status s;
+        if (checked) {
+            char detail[256];
+            s = cli_bench_check_identical(m, batch, &identical, detail, sizeof detail);
+            if (s != HRMT_OK) return fail_status(b, "tiered/baseline check", s);
+            cli_progress_advance(&b->bar, 1, "check tiered == baseline");
+            if (!identical) {
+                cli_progress_finish(&b->bar);
+                fprintf(stderr,
+                        "hrmt bench: ERROR: tiered and baseline outputs differ (batch %d, "
+                        "seq %d): %s\n",
+                        batch, seq, detail);
+                b->outputs_differ = 1;
+            }
+        }
+        cli_bench_row *first = &b->rows[b->n_rows];
+        for (int k = 0; k < 2; k++) {
+            hrmt_schedule sched = k == 0 ? HRMT_SCHEDULE_TIERED : HRMT_SCHEDULE_BASELINE;
+            if ((o->mode == CLI_MODE_TIERED && k == 1) || (o->mode == CLI_MODE_BASELINE && k == 0))
+                continue;
+            cli_bench_row *r = &b->rows[b->n_rows];
+            s = cli_bench_time(b->ctx, m, sched, batch, o->warmup, o->iterations, &b->mach,
+                               &b->bar, r);
+            if (s != HRMT_OK) return fail_status(b, "timing", s);
+            r->outputs_checked = checked;
+            r->outputs_identical = identical;
+            b->n_rows++;
+        }
+        if (o->mode == CLI_MODE_COMPARE) {
+            first->has_speedup = 1;
+            first->speedup_vs_baseline = first[1].total_inference_latency_ms.mean /
+                                         first->total_inference_latency_ms.mean;
+        }
+    }
+    return 0;
+}
+
+static int run_all(bench *b) {
+    const cli_bench_opts *o = &b->o;
+    size_t modes = o->mode == CLI_MODE_COMPARE ? 2 : 1;
+    size_t groups = b->n_seq * o->n_batch;
+    b->rows = calloc(groups * modes, sizeof *b->rows);
+    if (!b->rows) return fail_status(b, "results", HRMT_ERR_OUT_OF_MEMORY);
+    size_t units = 1 + groups * modes * (size_t)(o->warmup + o->iterations) +
+                   (o->mode == CLI_MODE_COMPARE ? groups : 0);
+    cli_progress_init(&b->bar, cli_progress_wanted(o->quiet) ? stderr : NULL, units);
+    cli_progress_advance(&b->bar, 0, "probing memory and GEMM peak");
+    hrmt_dtype dt = b->cfg.forward_dtype;
+    hrmt_status s = cli_bench_measure_machine(b->ctx, dt, &b->mach);
+    if (s != HRMT_OK) return fail_status(b, "machine probes", s);
+    cli_progress_advance(&b->bar, 1, "probing memory and GEMM peak");
+    for (size_t i = 0; i < b->n_seq; i++) {
+        if (b->file_model) {
+            if (run_model(b, b->file_model)) return 1;
+            continue;
+        }
+        hrmt_model_config c = b->cfg;
+        c.seq_len = b->seqs[i];
+        hrmt_model *m = NULL;
+        if ((s = hrmt_model_create_random(b->ctx, &c, BENCH_SEED, &m)) != HRMT_OK)
+            return fail_status(b, "built-in model", s);
+        int rc = run_model(b, m);
+        hrmt_model_destroy(m);
+        if (rc) return rc;
+    }
+    cli_progress_finish(&b->bar);
+    return 0;
+}
+
+static int report(bench *b) {
+    const char *dtype = b->cfg.forward_dtype == HRMT_F32 ? "f32" : "bf16";
+    const char *isa = hrmt_isa_name(hrmt_context_isa(b->ctx));
+    int threads = hrmt_context_threads(b->ctx);
+    cli_bench_print(b->rows, b->n_rows, &b->mach, dtype, isa, threads, stdout);
+    fflush(stdout);
+    if (!b->o.output_path) return 0;
+    cJSON *j = cli_bench_json(b->rows, b->n_rows, dtype, isa, threads);
+    char err[512] = "out of memory";
+    int bad = !j || cli_json_write_file(j, b->o.output_path, err, sizeof err);
+    cJSON_Delete(j);
+    if (bad) {
+        fprintf(stderr, "hrmt bench: --output: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
 
 int hrmt_cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hrmt bench: not available in this build yet\n");
-    return 1;
+    bench b;
+    memset(&b, 0, sizeof b);
+    char err[512];
+    if (cli_bench_opts_parse(argc, argv, &b.o, err, sizeof err)) {
+        fprintf(stderr, "hrmt bench: %s\n", err);
+        return 2;
+    }
+    if (b.o.help) {
+        cli_bench_usage(stdout);
+        return 0;
+    }
+    hrmt_context_options co = hrmt_context_default_options();
+    co.backend = b.o.backend;
+    co.num_threads = b.o.threads;
+    hrmt_status s = hrmt_context_create(&co, &b.ctx, err, sizeof err);
+    if (s != HRMT_OK) {
+        fprintf(stderr, "hrmt bench: --backend %s: %s (%s)\n",
+                b.o.backend == HRMT_BACKEND_CUDA ? "cuda" : "cpu", err, hrmt_status_str(s));
+        return 1;
+    }
+    int rc = prepare(&b);
+    if (rc == 0) rc = run_all(&b);
+    if (rc == 0) rc = report(&b);
+    if (rc == 0 && b.outputs_differ) {
+        fprintf(stderr, "hrmt bench: FAILED: tiered and baseline schedules gave different "
+                        "outputs (see above)\n");
+        rc = 1;
+    }
+    free(b.rows);
+    hrmt_model_destroy(b.file_model);
+    hrmt_context_destroy(b.ctx);
+    return rc;
 }

@@ -1,11 +1,113 @@
-/* PLACEHOLDER: `hrmt probe` is not built yet. */
+/* `hrmt probe`: the memory-tier map (latency and bandwidth against working-set
+ * size, with the detected cache levels), as a table, JSON or a chart. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/commands.h"
+#include "cli/json_out.h"
+#include "cli/probe_opts.h"
+#include "cli/probe_report.h"
+#include "cli/probe_sweep.h"
+#include "cli/progress.h"
+#include "hrmt.h"
+
+/* Why the GPU column of --compare is empty. */
+static const char *gpu_unavailable_reason(void) {
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    if (hrmt_cuda_query(&ci) != HRMT_OK || !ci.built)
+        return "hrmt was built without the CUDA backend";
+    if (ci.device_count == 0) return "no CUDA device is present";
+    return NULL;
+}
+
+/* Creates a context for `backend`; messages say which backend failed and why. */
+static hrmt_context *open_context(hrmt_backend_kind backend, int threads) {
+    hrmt_context_options co = hrmt_context_default_options();
+    co.backend = backend;
+    co.num_threads = threads;
+    hrmt_context *ctx = NULL;
+    char err[512] = "";
+    hrmt_status s = hrmt_context_create(&co, &ctx, err, sizeof err);
+    if (s != HRMT_OK) {
+        fprintf(stderr, "hrmt probe: %s backend unavailable: %s (%s)\n",
+                backend == HRMT_BACKEND_CUDA ? "CUDA" : "CPU", err, hrmt_status_str(s));
+        return NULL;
+    }
+    return ctx;
+}
+
+/* Runs the sweep with a progress bar; 0 ok. */
+static int sweep(hrmt_context *ctx, const cli_probe_opts *o, cli_probe_result *r) {
+    size_t sizes[CLI_PROBE_MAX_POINTS];
+    size_t n = cli_probe_sizes(o->min_bytes, o->max_bytes, o->quick, sizes, CLI_PROBE_MAX_POINTS);
+    cli_progress bar;
+    cli_progress_init(&bar, cli_progress_wanted(o->quiet) ? stderr : NULL,
+                      n + HRMT_MAX_CACHE_LEVELS + 1);
+    hrmt_status s = cli_probe_run(ctx, sizes, n, o->max_bytes, &bar, r);
+    cli_progress_finish(&bar);
+    if (s != HRMT_OK) {
+        fprintf(stderr, "hrmt probe: %s: %s\n", hrmt_status_str(s), hrmt_last_error(ctx));
+        return -1;
+    }
+    return 0;
+}
 
 int hrmt_cmd_probe(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hrmt probe: not available in this build yet\n");
-    return 1;
+    cli_probe_opts o;
+    char err[512];
+    if (cli_probe_opts_parse(argc, argv, &o, err, sizeof err)) {
+        fprintf(stderr, "hrmt probe: %s\n", err);
+        return 2;
+    }
+    if (o.help) {
+        cli_probe_usage(stdout);
+        return 0;
+    }
+    hrmt_context *ctx = open_context(o.backend, o.threads);
+    if (!ctx) return 1;
+    cli_probe_result r;
+    const hrmt_topology *topo = hrmt_context_topology(ctx);
+    if (o.quick && !o.max_given) {
+        /* Quick: stop at the main-memory plateau point, the last size that matters. */
+        size_t dram = cli_probe_tier_point(topo, topo->num_levels);
+        if (dram < o.max_bytes && dram >= o.min_bytes) o.max_bytes = dram;
+    }
+    int rc = 0;
+    if (sweep(ctx, &o, &r)) {
+        rc = 1;
+        goto done;
+    }
+    if (o.json) {
+        cJSON *j = cli_probe_json(&r, topo);
+        if (!j || cli_json_write(j, stdout, err, sizeof err)) {
+            fprintf(stderr, "hrmt probe: JSON output: %s\n", j ? err : "out of memory");
+            rc = 1;
+        }
+        cJSON_Delete(j);
+    } else if (o.compare) {
+        const char *why = gpu_unavailable_reason();
+        cli_probe_result gpu;
+        int have_gpu = 0;
+        if (!why) {
+            hrmt_context *gctx = open_context(HRMT_BACKEND_CUDA, o.threads);
+            have_gpu = gctx && sweep(gctx, &o, &gpu) == 0;
+            if (!have_gpu) why = "the CUDA probe failed (see the message above)";
+            hrmt_context_destroy(gctx);
+        }
+        cli_probe_print_compare(&r, have_gpu ? &gpu : NULL, why, stdout);
+    } else {
+        cli_probe_print(&r, topo, stdout);
+    }
+    if (rc == 0 && o.plot_path) {
+        if (cli_probe_plot(&r, topo, o.plot_path, o.plot_format, err, sizeof err)) {
+            fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+            rc = 1;
+        } else if (!o.json) {
+            fprintf(stdout, "plot written to %s\n", o.plot_path);
+        }
+    }
+done:
+    hrmt_context_destroy(ctx);
+    return rc;
 }

@@ -1,6 +1,383 @@
-#include "core/gemm_kernels.h"
+/* GEMM driver, BLIS style: C[M,N] (+)= A[M,K] * W[N,K]^T.
+ *
+ * W is packed once (core/gemm_pack.c) into K blocks of NR-column panels. A
+ * call cuts C into units of m_chunk x n_chunk (multiples of MR x NR) that the
+ * OpenMP threads share; inside a unit, for each K block (KC, the L1 term):
+ * pack the unit's rows of A into MR slivers (the A block, the L2 term), then
+ * for each W panel (NR) in the unit, for each A sliver (MR), run the
+ * micro-kernel on one MR x NR tile. Units are at most MC x NC (the plan's L2
+ * and L3 terms); when M is small they are cut along N instead, so batch-1
+ * shapes (M = 82) still keep every thread busy.
+ *
+ * Partial sums between K blocks live in C itself when C is F32, not
+ * accumulated and the tile is whole; otherwise in a per-thread F32 buffer
+ * ("partial"), whose size bounds the unit (<= the SRAM tier). Edge tiles use
+ * the same micro-kernel on zero-padded slivers and store only their valid
+ * part, so each element's chain is the same wherever it sits. */
+#include "core/gemm.h"
+
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bf16.h"
+#include "core/checked.h"
+#include "core/context.h"
+
+typedef struct gemm_plan {
+    size_t M, N, K;
+    const void *A;
+    hrmt_dtype a_dt;
+    size_t lda;
+    const hrmt_packed_w *W;
+    void *C;
+    hrmt_dtype c_dt;
+    size_t ldc;
+    int accumulate;
+    const hrmt_gemm_ukernel *uk;
+    int widen_w;             /* BF16X2 panels run through the F32 kernel */
+    size_t a_esz, c_esz;     /* packed A element bytes, C element bytes */
+    size_t m_chunk, n_chunk; /* unit size (multiples of MR, NR) */
+    size_t mt, nt;           /* units along M and N */
+    int need_partial;
+    size_t a_bytes, b_bytes, p_bytes, thread_bytes; /* per-thread scratch pieces */
+    int threads;
+} gemm_plan;
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* Chooses kernel, unit grid and scratch sizes. Pure arithmetic on validated
+ * sizes; HRMT_ERR_OVERFLOW when the scratch would not fit size_t. */
+static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g) {
+    const hrmt_gemm_kernels *t = &ctx->be->gemm;
+    const hrmt_packed_w *W = g->W;
+    g->widen_w = 0;
+    if (W->fmt == HRMT_GEMM_PACK_BF16X2 && g->a_dt == HRMT_BF16) {
+        g->uk = &t->bf16;
+        g->a_esz = 2;
+    } else {
+        g->uk = &t->f32;
+        g->a_esz = 4;
+        g->widen_w = W->fmt == HRMT_GEMM_PACK_BF16X2;
+    }
+    g->c_esz = g->c_dt == HRMT_F32 ? 4 : 2;
+    const size_t mr = g->uk->mr, nr = g->uk->nr;
+    const size_t kc = W->kc;
+
+    /* MC and NC are sized in the plan for F32 at the plan's KC; keep the same
+     * bytes for this call's KC and element size. */
+    const hrmt_tile_plan *pl = &ctx->plan;
+    size_t a_block = pl->gemm_mc * pl->gemm_kc * 4, b_panel = pl->gemm_nc * pl->gemm_kc * 4;
+    size_t mc = a_block / (kc * g->a_esz) / mr * mr;
+    size_t nc = b_panel / (kc * W->esz) / nr * nr;
+    if (mc < mr) mc = mr;
+    if (nc < nr) nc = nr;
+
+    const size_t slivers = ceil_div(g->M, mr), panels = ceil_div(g->N, nr);
+    g->need_partial = W->nblk > 1 && (g->c_dt != HRMT_F32 || g->accumulate || g->M % mr != 0 ||
+                                      g->N % nr != 0);
+    if (g->need_partial) {
+        /* Bound the partial sums of a unit by the SRAM tier: shrink the unit
+         * along M first (a smaller A block costs little; re-packing A for more
+         * N chunks costs more), never below a few slivers. */
+        size_t cap = pl->sram_tier_bytes / 4; /* F32 partial sums */
+        size_t ncols = nc < panels * nr ? nc : panels * nr;
+        size_t rows = cap / ncols / mr * mr;
+        if (rows < 4 * mr) {
+            rows = 4 * mr;
+            ncols = cap / rows / nr * nr;
+            if (ncols < nr) ncols = nr;
+        }
+        if (rows < mc) mc = rows;
+        if (ncols < nc) nc = ncols;
+    }
+
+    size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
+    if (threads > 1) {
+        /* Cut along N first (A is re-packed per N chunk, W panels are not),
+         * until every thread has work and the units share out evenly. */
+        size_t T = (size_t)threads;
+        while (nt < panels && (mt * nt < T || ((mt * nt) % T != 0 && mt * nt < 4 * T))) nt++;
+        while (mt < slivers && mt * nt < T) mt++;
+    }
+    g->m_chunk = round_up(ceil_div(g->M, mt), mr);
+    g->n_chunk = round_up(ceil_div(g->N, nt), nr);
+    g->mt = ceil_div(g->M, g->m_chunk);
+    g->nt = ceil_div(g->N, g->n_chunk);
+    size_t units = g->mt * g->nt;
+    g->threads = units < (size_t)threads ? (int)units : threads;
+
+    size_t a_rows = g->m_chunk < round_up(g->M, mr) ? g->m_chunk : round_up(g->M, mr);
+    if (!hrmt_mul_ok(a_rows, kc * g->a_esz, &g->a_bytes)) return HRMT_ERR_OVERFLOW;
+    g->a_bytes = round_up(g->a_bytes, 64);
+    g->b_bytes = g->widen_w ? round_up(kc * nr * 4, 64) : 0;
+    g->p_bytes = 0;
+    if (g->need_partial) {
+        size_t cols = g->n_chunk < round_up(g->N, nr) ? g->n_chunk : round_up(g->N, nr);
+        if (!hrmt_mul_ok(a_rows, cols * 4, &g->p_bytes)) return HRMT_ERR_OVERFLOW;
+    }
+    if (!hrmt_add_ok(g->a_bytes, g->b_bytes, &g->thread_bytes) ||
+        !hrmt_add_ok(g->thread_bytes, g->p_bytes, &g->thread_bytes))
+        return HRMT_ERR_OVERFLOW;
+    return HRMT_OK;
+}
+
+/* BF16 pair panel (kc_p/2 x nr x 2) -> F32 k-major panel (kc_p x nr). */
+static void widen_panel(const uint16_t *src, size_t kc_p, size_t nr, float *dst) {
+    for (size_t kp = 0; kp < kc_p / 2; kp++)
+        for (size_t j = 0; j < nr; j++) {
+            dst[(2 * kp) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j]);
+            dst[(2 * kp + 1) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j + 1]);
+        }
+}
+
+/* One unit of C: rows [m0, m1), columns [n0, n1). */
+static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1, char *scratch) {
+    const hrmt_gemm_ukernel *uk = g->uk;
+    const hrmt_packed_w *W = g->W;
+    const size_t mr = uk->mr, nr = uk->nr;
+    char *abuf = scratch;
+    float *bbuf = (float *)(scratch + g->a_bytes);
+    float *pbuf = (float *)(scratch + g->a_bytes + g->b_bytes);
+    const size_t ld_p = round_up(n1 - n0, nr);
+    const size_t a_esz = g->a_esz;
+
+    for (size_t p = 0; p < W->nblk; p++) {
+        size_t kc_p;
+        (void)hrmt_gemm_packed_panel(W, p, 0, &kc_p);
+        const size_t k0 = p * W->kc;
+        const size_t kv = g->K - k0 < kc_p ? g->K - k0 : kc_p;
+        const size_t sliver_bytes = mr * kc_p * a_esz;
+
+        /* Pack this K block of rows m0..m1 into MR slivers. */
+        for (size_t i = m0; i < m1; i += mr) {
+            char *dst = abuf + (i - m0) / mr * sliver_bytes;
+            size_t m = m1 - i < mr ? m1 - i : mr;
+            const char *src = (const char *)g->A + (i * g->lda + k0) * hrmt_dtype_size(g->a_dt);
+            uk->pack_a(m, kv, src, g->a_dt, g->lda, dst);
+            if (uk->k_unit == 1 && kc_p > kv) /* F32 kernel on padded BF16 pairs */
+                memset(dst + kv * mr * a_esz, 0, (kc_p - kv) * mr * a_esz);
+        }
+
+        hrmt_gemm_ukr_out o;
+        o.load = p > 0;
+        o.final = p + 1 == W->nblk;
+        o.c_dt = g->c_dt;
+        o.ldc = g->ldc;
+        o.accumulate = g->accumulate;
+        for (size_t j = n0; j < n1; j += nr) {
+            size_t kk;
+            const void *b = hrmt_gemm_packed_panel(W, p, j / nr, &kk);
+            if (g->widen_w) {
+                widen_panel(b, kc_p, nr, bbuf);
+                b = bbuf;
+            }
+            o.n = n1 - j < nr ? n1 - j : nr;
+            for (size_t i = m0; i < m1; i += mr) {
+                o.m = m1 - i < mr ? m1 - i : mr;
+                o.c = (char *)g->C + (i * g->ldc + j) * g->c_esz;
+                if (!g->need_partial || (o.m == mr && o.n == nr && g->c_dt == HRMT_F32 &&
+                                         !g->accumulate)) {
+                    o.partial = o.c; /* only read/written when the tile is whole */
+                    o.ld_partial = g->ldc;
+                } else {
+                    o.partial = pbuf + (i - m0) * ld_p + (j - n0);
+                    o.ld_partial = ld_p;
+                }
+                uk->run(kc_p, abuf + (i - m0) / mr * sliver_bytes, b, &o);
+            }
+        }
+    }
+}
+
+static void run_units(const gemm_plan *g, char *scratch) {
+    const size_t units = g->mt * g->nt;
+    if (g->threads <= 1) {
+        for (size_t u = 0; u < units; u++) {
+            size_t um = u / g->nt, un = u % g->nt;
+            size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;
+            size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;
+            size_t n1 = n0 + g->n_chunk < g->N ? n0 + g->n_chunk : g->N;
+            run_unit(g, m0, m1, n0, n1, scratch);
+        }
+        return;
+    }
+#pragma omp parallel num_threads(g->threads)
+    {
+        char *mine = scratch + (size_t)omp_get_thread_num() * g->thread_bytes;
+#pragma omp for schedule(static)
+        for (size_t u = 0; u < units; u++) {
+            size_t um = u / g->nt, un = u % g->nt;
+            size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;
+            size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;
+            size_t n1 = n0 + g->n_chunk < g->N ? n0 + g->n_chunk : g->N;
+            run_unit(g, m0, m1, n0, n1, mine);
+        }
+    }
+}
+
+static hrmt_status check_raw(hrmt_context *ctx, int threads, size_t M, size_t N, size_t K,
+                             const void *A, hrmt_dtype a_dt, size_t lda, const hrmt_packed_w *W,
+                             const void *C, hrmt_dtype c_dt, size_t ldc) {
+    if (!A || !W || !C)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s is NULL",
+                         !A ? "A" : !W ? "packed W" : "C");
+    if (threads < 1)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: thread count %d < 1", threads);
+    if (M == 0 || N == 0 || K == 0)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: zero dimension (M %zu, N %zu, K %zu)",
+                         M, N, K);
+    if (a_dt != HRMT_F32 && a_dt != HRMT_BF16)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "gemm: A dtype %s (want F32 or BF16)",
+                         hrmt_dtype_name(a_dt));
+    if (c_dt != HRMT_F32 && c_dt != HRMT_BF16)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "gemm: C dtype %s (want F32 or BF16)",
+                         hrmt_dtype_name(c_dt));
+    if (W->n != N || W->k != K)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: packed W is [%zu, %zu], want [N %zu, K %zu]",
+                         W->n, W->k, N, K);
+    if (W->isa != ctx->isa)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
+                         "gemm: W was packed for ISA %s, this context runs %s",
+                         hrmt_isa_name(W->isa), hrmt_isa_name(ctx->isa));
+    if (lda < K) return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: lda %zu < K %zu", lda, K);
+    if (ldc < N) return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: ldc %zu < N %zu", ldc, N);
+    size_t t;
+    if (!hrmt_mul_ok(M, lda, &t) || !hrmt_mul_ok(t, 4, &t) || !hrmt_mul_ok(M, ldc, &t) ||
+        !hrmt_mul_ok(t, 4, &t))
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm: A or C extent overflows");
+    return HRMT_OK;
+}
+
+static void fill_plan(gemm_plan *g, size_t M, size_t N, size_t K, const void *A, hrmt_dtype a_dt,
+                      size_t lda, const hrmt_packed_w *W, void *C, hrmt_dtype c_dt, size_t ldc,
+                      int accumulate) {
+    memset(g, 0, sizeof *g);
+    g->M = M;
+    g->N = N;
+    g->K = K;
+    g->A = A;
+    g->a_dt = a_dt;
+    g->lda = lda;
+    g->W = W;
+    g->C = C;
+    g->c_dt = c_dt;
+    g->ldc = ldc;
+    g->accumulate = accumulate != 0;
+}
+
+size_t hrmt_gemm_scratch_bytes(const hrmt_context *ctx, int threads, size_t M, size_t N, size_t K,
+                               hrmt_dtype a_dt, const hrmt_packed_w *W, hrmt_dtype c_dt,
+                               int accumulate) {
+    if (!ctx || !W || threads < 1 || M == 0 || N == 0 || K == 0 || W->n != N || W->k != K ||
+        (a_dt != HRMT_F32 && a_dt != HRMT_BF16) || (c_dt != HRMT_F32 && c_dt != HRMT_BF16))
+        return 0;
+    gemm_plan g;
+    fill_plan(&g, M, N, K, NULL, a_dt, K, W, NULL, c_dt, N, accumulate);
+    size_t total;
+    if (plan_call(ctx, threads, &g) != HRMT_OK ||
+        !hrmt_mul_ok(g.thread_bytes, (size_t)g.threads, &total))
+        return 0;
+    return total;
+}
+
+hrmt_status hrmt_gemm_raw_ex(hrmt_context *ctx, int threads, size_t M, size_t N, size_t K,
+                             const void *A, hrmt_dtype a_dt, size_t lda, const hrmt_packed_w *W,
+                             void *C, hrmt_dtype c_dt, size_t ldc, int accumulate, void *scratch,
+                             size_t scratch_bytes) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    hrmt_status s = check_raw(ctx, threads, M, N, K, A, a_dt, lda, W, C, c_dt, ldc);
+    if (s != HRMT_OK) return s;
+    gemm_plan g;
+    fill_plan(&g, M, N, K, A, a_dt, lda, W, C, c_dt, ldc, accumulate);
+    if (plan_call(ctx, threads, &g) != HRMT_OK)
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm: scratch size overflows");
+    size_t need;
+    if (!hrmt_mul_ok(g.thread_bytes, (size_t)g.threads, &need))
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm: scratch size overflows");
+    void *own = NULL;
+    if (scratch) {
+        if (scratch_bytes < need || ((uintptr_t)scratch & 63u) != 0)
+            return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
+                             "gemm: scratch of %zu bytes at %p; need %zu, 64-byte aligned",
+                             scratch_bytes, scratch, need);
+    } else {
+        own = aligned_alloc(64, need);
+        if (!own)
+            return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "gemm: cannot allocate %zu bytes", need);
+        scratch = own;
+    }
+    run_units(&g, scratch);
+    free(own);
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_gemm_raw(hrmt_context *ctx, size_t M, size_t N, size_t K, const void *A,
+                          hrmt_dtype a_dt, size_t lda, const hrmt_packed_w *W, void *C,
+                          hrmt_dtype c_dt, size_t ldc, int accumulate) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    return hrmt_gemm_raw_ex(ctx, ctx->threads, M, N, K, A, a_dt, lda, W, C, c_dt, ldc,
+                            accumulate, NULL, 0);
+}
+
+/* Checks one 2-D host operand; `what` names it in messages. */
+static hrmt_status check_tensor(hrmt_context *ctx, const hrmt_tensor *x, const char *what) {
+    if (!x) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s is NULL", what);
+    if (!x->data) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s has no data", what);
+    if (x->device != HRMT_DEVICE_HOST)
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "gemm: %s is not in host memory", what);
+    if (x->ndim != 2)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: %s must be 2-D, has %d dims", what, x->ndim);
+    if (x->shape[0] == 0 || x->shape[1] == 0)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s has a zero dimension", what);
+    if (x->stride[1] != 1)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: %s's last dim must be contiguous", what);
+    if (x->dtype != HRMT_F32 && x->dtype != HRMT_BF16)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "gemm: %s dtype %s (want F32 or BF16)", what,
+                         hrmt_dtype_name(x->dtype));
+    if (x->stride[0] < x->shape[1])
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: %s row stride %zu < row length %zu", what,
+                         x->stride[0], x->shape[1]);
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_gemm_packed(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_packed_w *w,
+                             hrmt_tensor *c, int accumulate) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    hrmt_status s;
+    if ((s = check_tensor(ctx, a, "a")) != HRMT_OK || (s = check_tensor(ctx, c, "c")) != HRMT_OK)
+        return s;
+    if (!w) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: packed w is NULL");
+    if (c->shape[0] != a->shape[0] || c->shape[1] != w->n || a->shape[1] != w->k)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE,
+                         "gemm: a [%zu, %zu] * w^T [%zu, %zu]^T does not give c [%zu, %zu]",
+                         a->shape[0], a->shape[1], w->n, w->k, c->shape[0], c->shape[1]);
+    return hrmt_gemm_raw(ctx, a->shape[0], w->n, w->k, a->data, a->dtype, a->stride[0], w, c->data,
+                         c->dtype, c->stride[0], accumulate);
+}
+
+hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor *w,
+                      hrmt_tensor *c, int accumulate) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    hrmt_status s;
+    if ((s = check_tensor(ctx, a, "a")) != HRMT_OK || (s = check_tensor(ctx, w, "w")) != HRMT_OK ||
+        (s = check_tensor(ctx, c, "c")) != HRMT_OK)
+        return s;
+    if (a->shape[1] != w->shape[1] || c->shape[0] != a->shape[0] || c->shape[1] != w->shape[0])
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE,
+                         "gemm: a [%zu, %zu] * w^T [%zu, %zu]^T does not give c [%zu, %zu]",
+                         a->shape[0], a->shape[1], w->shape[0], w->shape[1], c->shape[0],
+                         c->shape[1]);
+    hrmt_packed_w *pw = NULL;
+    s = hrmt_gemm_pack_w(ctx, w, &pw);
+    if (s != HRMT_OK) return s;
+    s = hrmt_gemm_packed(ctx, a, pw, c, accumulate);
+    hrmt_packed_w_destroy(pw);
+    return s;
+}
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype) {
-    (void)t; (void)op; (void)dtype;
-    return 0;
+    return t && op == HRMT_OP_GEMM && t->f32.run && (dtype == HRMT_F32 || dtype == HRMT_BF16);
 }

@@ -1,4 +1,17 @@
-/* GEMM micro-kernel table. OWNED BY THE GEMM WORK (issue 4): extend this struct. */
+/* GEMM micro-kernel table (one per CPU ISA), filled by src/cpu/gemm_<isa>.c.
+ *
+ * The framework (core/gemm.c) computes C = A * W^T in the BLIS way: W is
+ * packed once into K blocks of NR-column panels, A is packed per call into
+ * MR-row slivers, and a register-tile micro-kernel multiplies one A sliver by
+ * one W panel over one K block.
+ *
+ * Summation order (the contract that makes results independent of blocking
+ * and thread count): every output element is one F32 chain over k = 0..K-1 in
+ * increasing order, started at 0. A micro-kernel continues the chain of the
+ * previous K block by loading its exact F32 partial sums, so where the K block
+ * boundaries fall never changes a bit. Per k the F32 kernels do one fused
+ * multiply-add (the scalar reference one multiply then one add); the BF16
+ * kernel consumes k in pairs (vdpbf16ps), pairs starting at even k. */
 #ifndef HRMT_CORE_GEMM_KERNELS_H
 #define HRMT_CORE_GEMM_KERNELS_H
 
@@ -6,8 +19,46 @@
 
 #include "hrmt.h"
 
+/* Where a micro-kernel's MR x NR tile of sums goes. */
+typedef struct hrmt_gemm_ukr_out {
+    float *partial;     /* full MR x NR F32 tile of partial sums, row stride ld_partial */
+    size_t ld_partial;
+    int load;           /* 1: continue the chains stored in *partial; 0: start at 0 */
+    int final;          /* 0: write the sums to *partial; 1: write them to C */
+    void *c;            /* final destination: element (0,0) of the tile in C */
+    size_t ldc;         /* in elements */
+    hrmt_dtype c_dt;    /* HRMT_F32 or HRMT_BF16 (round to nearest even once) */
+    int accumulate;     /* 1: C = C + sums (BF16: bf16(f32(C) + sums)) */
+    size_t m, n;        /* valid rows / columns of the tile in C (<= MR, NR) */
+} hrmt_gemm_ukr_out;
+
+/* Micro-kernel: multiplies a packed A sliver (kc x MR, see pack_a) by a packed
+ * W panel (kc x NR, layout in core/gemm_pack.c) and stores per `out`. For the
+ * BF16 pair kernel kc is even. No pointer needs any particular alignment
+ * (64 bytes is fastest). */
+typedef void (*hrmt_gemm_ukr_fn)(size_t kc, const void *a, const void *b,
+                                 const hrmt_gemm_ukr_out *out);
+
+/* Packs rows [0, m) (m <= MR) and columns [0, kc) of A (row stride lda, dtype
+ * a_dt) into one sliver: F32 kernels store k-major (MR floats per k), the
+ * BF16 kernel k-pair-major (MR 32-bit words per pair, each word = A[i][2p],
+ * A[i][2p+1]). Rows m..MR-1 and the odd k tail are zero. */
+typedef void (*hrmt_gemm_pack_a_fn)(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
+                                    size_t lda, void *dst);
+
+typedef struct hrmt_gemm_ukernel {
+    const char *name;           /* XNNPACK style, e.g. "f32_gemm__avx512_14x32" */
+    size_t mr, nr;              /* register tile */
+    size_t k_unit;              /* 1 (F32) or 2 (BF16 pairs): K blocks are multiples */
+    hrmt_gemm_ukr_fn run;       /* NULL: this table has no such kernel */
+    hrmt_gemm_pack_a_fn pack_a;
+} hrmt_gemm_ukernel;
+
 typedef struct hrmt_gemm_kernels {
-    size_t mr, nr; /* register tile of this ISA's F32 micro-kernel */
+    size_t mr, nr;              /* register tile of the F32 kernel (sizes the tile plan) */
+    hrmt_gemm_ukernel f32;      /* F32 products; BF16 operands widened while packing */
+    hrmt_gemm_ukernel bf16;     /* BF16 x BF16 products in pairs; run == NULL when the
+                                 * CPU lacks it. Same nr as f32 (W panels are shared). */
 } hrmt_gemm_kernels;
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype);

@@ -56,9 +56,10 @@ hrmt_status hrmt_tensor_nbytes(const hrmt_tensor *t, size_t *out) {
     size_t n;
     hrmt_status s = hrmt_tensor_numel(t, &n);
     if (s != HRMT_OK) return s;
-    size_t es = hrmt_dtype_size(t->dtype);
+    size_t es = hrmt_dtype_size(t->dtype), bytes;
     if (es == 0) return HRMT_ERR_INVALID_ARG;
-    if (!hrmt_mul_ok(n, es, out)) return HRMT_ERR_OVERFLOW;
+    if (!hrmt_mul_ok(n, es, &bytes)) return HRMT_ERR_OVERFLOW; /* *out untouched */
+    *out = bytes;
     return HRMT_OK;
 }
 

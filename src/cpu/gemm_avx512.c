@@ -1,4 +1,93 @@
-/* GEMM micro-kernels, avx512 table. */
-#include "core/backend.h"
+/* GEMM micro-kernel, AVX-512 table: 14 x 32 F32 register tile (28 zmm
+ * accumulators, 2 for the W row, one broadcast of A). The BF16 pair kernel
+ * lives in gemm_bf16_avx512.c and is added when the CPU has AVX512_BF16. */
+#include <immintrin.h>
 
-void hrmt_gemm_fill_avx512(hrmt_gemm_kernels *t) { t->mr = 8; t->nr = 8; }
+#include "core/backend.h"
+#include "core/cpu_features.h"
+#include "cpu/gemm_avx512_common.h"
+
+#define MR 14
+#define NR 32
+
+/* Per k: two aligned loads of the W row, 14 broadcasts of A, 28 FMAs. */
+static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_,
+                                       const hrmt_gemm_ukr_out *o) {
+    const float *a = a_, *b = b_;
+    __m512 c0[MR], c1[MR];
+    if (o->load) {
+        const float *p = o->partial;
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            c0[i] = _mm512_loadu_ps(p + (size_t)i * o->ld_partial);
+            c1[i] = _mm512_loadu_ps(p + (size_t)i * o->ld_partial + 16);
+        }
+    } else {
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();
+    }
+    for (size_t k = 0; k < kc; k++) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+        a += MR;
+        b += NR;
+    }
+    const int direct =
+        o->final && o->c_dt == HRMT_F32 && !o->accumulate && o->m == MR && o->n == NR;
+    float tile[MR * NR];
+    float *dst = o->partial;
+    size_t ld = o->ld_partial;
+    if (direct) {
+        dst = o->c;
+        ld = o->ldc;
+    } else if (o->final) {
+        dst = tile;
+        ld = NR;
+    }
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; i++) {
+        _mm512_storeu_ps(dst + (size_t)i * ld, c0[i]);
+        _mm512_storeu_ps(dst + (size_t)i * ld + 16, c1[i]);
+    }
+    if (o->final && !direct) hrmt_gemm_store_tile32__avx512(tile, o);
+}
+
+/* Rows of F32 A are 32-bit words already; BF16 A is widened to F32. */
+static void f32_gemm_pack_a__avx512_14(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
+                                       size_t lda, void *dst) {
+    if (a_dt == HRMT_F32) {
+        const float *af = a;
+#define LOAD_F32_ROW(i, k0, nk)                                                             \
+    _mm512_castps_si512(_mm512_maskz_loadu_ps((__mmask16)(nk >= 16 ? 0xffffu : (1u << nk) - 1u), \
+                                              af + (i) * lda + (k0)))
+        HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_F32_ROW);
+#undef LOAD_F32_ROW
+    } else {
+        const uint16_t *ah = a;
+#define LOAD_BF16_ROW(i, k0, nk)                                                        \
+    _mm512_castps_si512(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16(        \
+        (__mmask16)(nk >= 16 ? 0xffffu : (1u << nk) - 1u), ah + (i) * lda + (k0))))
+        HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_BF16_ROW);
+#undef LOAD_BF16_ROW
+    }
+}
+
+#if defined(HRMT_HAVE_AVX512)
+void hrmt_gemm_fill_bf16_avx512(hrmt_gemm_ukernel *u);
+#endif
+
+void hrmt_gemm_fill_avx512(hrmt_gemm_kernels *t) {
+    *t = (hrmt_gemm_kernels){
+        .mr = MR,
+        .nr = NR,
+        .f32 = {"f32_gemm__avx512_14x32", MR, NR, 1, f32_gemm_ukr__avx512_14x32,
+                f32_gemm_pack_a__avx512_14},
+        .bf16 = {"none", MR, NR, 2, NULL, NULL},
+    };
+    if (hrmt_cpu_features_get()->avx512_bf16) hrmt_gemm_fill_bf16_avx512(&t->bf16);
+}

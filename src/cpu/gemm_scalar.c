@@ -1,4 +1,40 @@
-/* GEMM micro-kernels, scalar table. */
+/* GEMM micro-kernel, scalar reference table (built with -ffp-contract=off:
+ * one rounded multiply then one rounded add per k, in increasing k). */
 #include "core/backend.h"
+#include "cpu/gemm_common.h"
 
-void hrmt_gemm_fill_scalar(hrmt_gemm_kernels *t) { t->mr = 8; t->nr = 8; }
+#define MR 4
+#define NR 8
+
+static void f32_gemm_ukr__scalar_4x8(size_t kc, const void *a_, const void *b_,
+                                     const hrmt_gemm_ukr_out *o) {
+    const float *a = a_, *b = b_;
+    float acc[MR][NR];
+    for (size_t i = 0; i < MR; i++)
+        for (size_t j = 0; j < NR; j++)
+            acc[i][j] = o->load ? o->partial[i * o->ld_partial + j] : 0.0f;
+    for (size_t k = 0; k < kc; k++, a += MR, b += NR)
+        for (size_t i = 0; i < MR; i++)
+            for (size_t j = 0; j < NR; j++) acc[i][j] = acc[i][j] + a[i] * b[j];
+    if (!o->final) {
+        for (size_t i = 0; i < MR; i++)
+            for (size_t j = 0; j < NR; j++) o->partial[i * o->ld_partial + j] = acc[i][j];
+        return;
+    }
+    hrmt_gemm_store_tile_generic(&acc[0][0], NR, o);
+}
+
+static void f32_gemm_pack_a__scalar_4(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
+                                      size_t lda, void *dst) {
+    hrmt_gemm_pack_a_f32_generic(MR, m, kc, a, a_dt, lda, dst);
+}
+
+void hrmt_gemm_fill_scalar(hrmt_gemm_kernels *t) {
+    *t = (hrmt_gemm_kernels){
+        .mr = MR,
+        .nr = NR,
+        .f32 = {"f32_gemm__scalar_4x8", MR, NR, 1, f32_gemm_ukr__scalar_4x8,
+                f32_gemm_pack_a__scalar_4},
+        .bf16 = {"none", MR, NR, 2, NULL, NULL},
+    };
+}

@@ -1,8 +1,5 @@
-/* Row-wise kernels, avx2 table. */
-#include <string.h>
-
+/* Row-wise kernels, AVX2 table: starts from the scalar reference and replaces
+ * the entries that have AVX2 kernels. */
 #include "core/backend.h"
 
-static void copy__avx2(void *dst, const void *src, size_t nbytes) { memcpy(dst, src, nbytes); }
-
-void hrmt_rowops_fill_avx2(hrmt_rowops *t) { t->copy = copy__avx2; }
+void hrmt_rowops_fill_avx2(hrmt_rowops *t) { hrmt_rowops_fill_scalar(t); }

@@ -1,0 +1,249 @@
+/* hrmt-bench-gemm: our GEMM (F32 and BF16) against OpenBLAS cblas_sgemm, side
+ * by side in one run, on the HRM shapes C[M,N] = A[M,K] * W[N,K]^T.
+ *
+ *   ours F32:  A, W, C in F32, W packed once (hrmt_gemm_pack_w).
+ *   ours BF16: A, W in BF16, W packed once, C in BF16 (the model's path;
+ *              --c-f32 writes F32 C instead).
+ *   OpenBLAS:  cblas_sgemm(RowMajor, NoTrans, Trans), the same F32 data.
+ *
+ * Each repetition runs the three back to back (alternating, so load from
+ * other processes hits all of them alike); a measurement repeats the call
+ * until it spans >= --min-ms. Reported: median GFLOP/s over --reps
+ * repetitions and the ratios ours_f32/openblas and ours_bf16/ours_f32.
+ *
+ * Usage: hrmt-bench-gemm [--threads N] [--reps R] [--min-ms T] [--json]
+ *                        [--c-f32] [--shape MxNxK ...] */
+#include <cblas.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/bf16.h"
+#include "hrmt.h"
+
+typedef struct shape {
+    size_t m, n, k;
+} shape;
+
+static const shape k_default_shapes[] = {
+    {82, 1536, 512},   {82, 512, 512},   {82, 3072, 512},   {82, 512, 1536},
+    {656, 1536, 512},  {656, 512, 512},  {656, 3072, 512},  {656, 512, 1536},
+    {2624, 1536, 512}, {2624, 512, 512}, {2624, 3072, 512}, {2624, 512, 1536},
+    {2048, 2048, 2048},
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct problem {
+    shape s;
+    float *a, *w, *c;
+    uint16_t *ah, *wh, *ch;
+    hrmt_packed_w *pw32, *pw16;
+    hrmt_tensor ta, ta16, tc, tc16;
+    int c_f32_for_bf16;
+} problem;
+
+enum { OURS_F32 = 0, OURS_BF16 = 1, OPENBLAS = 2, NMETHODS = 3 };
+
+static void die(const char *what, hrmt_context *ctx) {
+    fprintf(stderr, "hrmt-bench-gemm: %s: %s\n", what, ctx ? hrmt_last_error(ctx) : "");
+    exit(1);
+}
+
+static void run_once(hrmt_context *ctx, problem *p, int method) {
+    const shape s = p->s;
+    if (method == OURS_F32) {
+        if (hrmt_gemm_packed(ctx, &p->ta, p->pw32, &p->tc, 0) != HRMT_OK) die("gemm f32", ctx);
+    } else if (method == OURS_BF16) {
+        hrmt_tensor *c = p->c_f32_for_bf16 ? &p->tc : &p->tc16;
+        if (hrmt_gemm_packed(ctx, &p->ta16, p->pw16, c, 0) != HRMT_OK) die("gemm bf16", ctx);
+    } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s.m, (int)s.n, (int)s.k, 1.0f,
+                    p->a, (int)s.k, p->w, (int)s.k, 0.0f, p->c, (int)s.n);
+    }
+}
+
+/* Seconds per call, timing enough calls to span min_s. */
+static double time_method(hrmt_context *ctx, problem *p, int method, double min_s) {
+    int iters = 0;
+    double t0 = now_s(), t;
+    do {
+        run_once(ctx, p, method);
+        iters++;
+        t = now_s() - t0;
+    } while (t < min_s);
+    return t / iters;
+}
+
+static void setup(hrmt_context *ctx, problem *p, shape s, int c_f32_for_bf16) {
+    memset(p, 0, sizeof *p);
+    p->s = s;
+    p->c_f32_for_bf16 = c_f32_for_bf16;
+    size_t na = s.m * s.k, nw = s.n * s.k, nc = s.m * s.n;
+    p->a = malloc(na * 4);
+    p->w = malloc(nw * 4);
+    p->c = malloc(nc * 4);
+    p->ah = malloc(na * 2);
+    p->wh = malloc(nw * 2);
+    p->ch = malloc(nc * 2);
+    if (!p->a || !p->w || !p->c || !p->ah || !p->wh || !p->ch) die("out of memory", NULL);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < na + nw; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        float v = (float)((double)(x >> 40) / (double)(1ull << 24) - 0.5);
+        if (i < na) {
+            p->a[i] = v;
+            p->ah[i] = hrmt_f32_to_bf16(v);
+        } else {
+            p->w[i - na] = v;
+            p->wh[i - na] = hrmt_f32_to_bf16(v);
+        }
+    }
+    size_t sa[2] = {s.m, s.k}, sw[2] = {s.n, s.k}, sc[2] = {s.m, s.n};
+    hrmt_tensor tw, tw16;
+    hrmt_tensor_init(&p->ta, p->a, HRMT_F32, 2, sa);
+    hrmt_tensor_init(&p->ta16, p->ah, HRMT_BF16, 2, sa);
+    hrmt_tensor_init(&p->tc, p->c, HRMT_F32, 2, sc);
+    hrmt_tensor_init(&p->tc16, p->ch, HRMT_BF16, 2, sc);
+    hrmt_tensor_init(&tw, p->w, HRMT_F32, 2, sw);
+    hrmt_tensor_init(&tw16, p->wh, HRMT_BF16, 2, sw);
+    if (hrmt_gemm_pack_w(ctx, &tw, &p->pw32) != HRMT_OK) die("pack f32", ctx);
+    if (hrmt_gemm_pack_w(ctx, &tw16, &p->pw16) != HRMT_OK) die("pack bf16", ctx);
+}
+
+static void teardown(problem *p) {
+    hrmt_packed_w_destroy(p->pw32);
+    hrmt_packed_w_destroy(p->pw16);
+    free(p->a);
+    free(p->w);
+    free(p->c);
+    free(p->ah);
+    free(p->wh);
+    free(p->ch);
+}
+
+static int parse_shape(const char *v, shape *s) {
+    return sscanf(v, "%zux%zux%zu", &s->m, &s->n, &s->k) == 3 && s->m && s->n && s->k;
+}
+
+int main(int argc, char **argv) {
+    int threads = 0, reps = 5, json = 0, c_f32 = 0;
+    double min_ms = 30.0;
+    shape custom[64];
+    int ncustom = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--min-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--c-f32")) c_f32 = 1;
+        else if (!strcmp(a, "--shape") && i + 1 < argc && ncustom < 64 &&
+                 parse_shape(argv[i + 1], &custom[ncustom])) {
+            ncustom++;
+            i++;
+        } else {
+            fprintf(stderr,
+                    "usage: %s [--threads N] [--reps R] [--min-ms T] [--json] [--c-f32] "
+                    "[--shape MxNxK ...]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (reps < 1 || threads < 0 || min_ms < 0) {
+        fprintf(stderr, "hrmt-bench-gemm: bad --reps/--threads/--min-ms\n");
+        return 2;
+    }
+    if (threads == 0) threads = omp_get_max_threads();
+    openblas_set_num_threads(threads);
+
+    hrmt_context_options o = hrmt_context_default_options();
+    o.num_threads = threads;
+    hrmt_context *ctx = NULL;
+    char err[256] = "";
+    if (hrmt_context_create(&o, &ctx, err, sizeof err) != HRMT_OK) {
+        fprintf(stderr, "hrmt-bench-gemm: context: %s\n", err);
+        return 1;
+    }
+    const hrmt_tile_plan *pl = hrmt_context_tile_plan(ctx);
+    const shape *shapes = ncustom ? custom : k_default_shapes;
+    int nshapes = ncustom ? ncustom : (int)(sizeof k_default_shapes / sizeof k_default_shapes[0]);
+
+    if (!json) {
+        printf("hrmt-bench-gemm: isa %s, %d threads, KC %zu MC %zu NC %zu (MRxNR %zux%zu), "
+               "BF16 C %s, median of %d reps\n",
+               hrmt_isa_name(hrmt_context_isa(ctx)), threads, pl->gemm_kc, pl->gemm_mc,
+               pl->gemm_nc, pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps);
+        printf("%6s %6s %6s | %10s %10s %10s | %9s %9s\n", "M", "N", "K", "ours_f32", "ours_bf16",
+               "openblas", "f32/oblas", "bf16/f32");
+    } else {
+        printf("[");
+    }
+    double r_f32[64], r_bf16[64];
+    int nhrm = 0;
+    for (int si = 0; si < nshapes; si++) {
+        problem p;
+        setup(ctx, &p, shapes[si], c_f32);
+        double flops = 2.0 * (double)p.s.m * (double)p.s.n * (double)p.s.k;
+        double *times[NMETHODS];
+        for (int m = 0; m < NMETHODS; m++) {
+            times[m] = malloc((size_t)reps * sizeof(double));
+            run_once(ctx, &p, m); /* warm up: page in, spin up threads */
+        }
+        for (int r = 0; r < reps; r++)
+            for (int m = 0; m < NMETHODS; m++) times[m][r] = time_method(ctx, &p, m, min_ms * 1e-3);
+        double g[NMETHODS];
+        for (int m = 0; m < NMETHODS; m++) {
+            g[m] = flops / median(times[m], reps) * 1e-9;
+            free(times[m]);
+        }
+        if (json) {
+            printf("%s\n  {\"m\": %zu, \"n\": %zu, \"k\": %zu, \"threads\": %d, "
+                   "\"ours_f32_gflops\": %.2f, \"ours_bf16_gflops\": %.2f, "
+                   "\"openblas_f32_gflops\": %.2f}",
+                   si ? "," : "", p.s.m, p.s.n, p.s.k, threads, g[OURS_F32], g[OURS_BF16],
+                   g[OPENBLAS]);
+        } else {
+            printf("%6zu %6zu %6zu | %10.1f %10.1f %10.1f | %9.3f %9.3f\n", p.s.m, p.s.n, p.s.k,
+                   g[OURS_F32], g[OURS_BF16], g[OPENBLAS], g[OURS_F32] / g[OPENBLAS],
+                   g[OURS_BF16] / g[OURS_F32]);
+        }
+        fflush(stdout);
+        /* The targets are set on the HRM shapes with M >= 656 (not 2048^3). */
+        int hrm = p.s.m >= 656 && !(p.s.m == 2048 && p.s.n == 2048 && p.s.k == 2048);
+        if (hrm && nhrm < 64) {
+            r_f32[nhrm] = g[OURS_F32] / g[OPENBLAS];
+            r_bf16[nhrm] = g[OURS_BF16] / g[OURS_F32];
+            nhrm++;
+        }
+        teardown(&p);
+    }
+    if (json) {
+        printf("\n]\n");
+    } else if (nhrm) {
+        printf("median over %d HRM shapes with M >= 656: ours_f32/openblas %.3f, "
+               "ours_bf16/ours_f32 %.3f\n",
+               nhrm, median(r_f32, nhrm), median(r_bf16, nhrm));
+    }
+    hrmt_context_destroy(ctx);
+    return 0;
+}

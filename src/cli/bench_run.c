@@ -1,0 +1,293 @@
+/* `hrmt bench` measurements (see bench_run.h).
+ *
+ * Definitions used in every row (also in the README):
+ *  - l_level_latency_us: per timed iteration, the L-level time of the ACT step
+ *    divided by its number of L-level calls (hrmt_step_timing); the stats are
+ *    over iterations. h_level_latency_us likewise for the H-level.
+ *  - total_inference_latency_ms: wall-clock time of one hrmt_act_step call.
+ *  - memory_efficiency: time inside L- and H-level compute (the levels' own
+ *    timers, which exclude embedding, tier transfers, the output heads and ACT
+ *    bookkeeping) divided by the wall time of the steps, over all iterations.
+ *  - sram_peak_mb / dram_peak_mb: the tier manager's peak bytes per tier over
+ *    the timed iterations (peak starts at the bytes live when stats are reset);
+ *    total_memory_mb is their sum, an upper bound on the simultaneous peak.
+ *  - h_l_transfer_mean_us / l_h_transfer_mean_us: the tier manager's mean
+ *    transfer time out of DRAM (H -> L) and out of SRAM (L -> H).
+ *  - sram_hit_rate: the SRAM tier's hits / (hits + misses).
+ *  - tokens_per_s: batch * seq_len / mean step time; gflops: the model's
+ *    matrix-product FLOPs of one step / mean step time; gemm_peak_fraction:
+ *    gflops / gemm_peak_gflops. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "cli/bench_run.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/probe_sweep.h"
+#include "core/context.h" /* hrmt_fail */
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static uint64_t xorshift(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* ---- machine: probes and GEMM peak ---------------------------------------- */
+
+static hrmt_status gemm_peak(hrmt_context *ctx, hrmt_dtype dt, cli_bench_machine *out) {
+    const size_t M = 656, N = 1536, K = 512;
+    const size_t es = hrmt_dtype_size(dt);
+    hrmt_status s = HRMT_OK;
+    void *a = calloc(M * K, es), *w = calloc(N * K, es), *c = calloc(M * N, es);
+    hrmt_packed_w *pw = NULL;
+    if (!a || !w || !c) {
+        s = HRMT_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    /* Small values whose BF16 form is exact: 1/8 steps in [-1, 1). */
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < M * K + N * K; i++) {
+        float v = (float)((int)(xorshift(&seed) % 16) - 8) / 8.0f;
+        void *base = i < M * K ? a : w;
+        size_t j = i < M * K ? i : i - M * K;
+        if (dt == HRMT_BF16) {
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            ((uint16_t *)base)[j] = (uint16_t)(bits >> 16);
+        } else ((float *)base)[j] = v;
+    }
+    hrmt_tensor ta, tw, tc;
+    size_t sa[2] = {M, K}, sw[2] = {N, K}, sc[2] = {M, N};
+    if ((s = hrmt_tensor_init(&ta, a, dt, 2, sa)) || (s = hrmt_tensor_init(&tw, w, dt, 2, sw)) ||
+        (s = hrmt_tensor_init(&tc, c, dt, 2, sc)) || (s = hrmt_gemm_pack_w(ctx, &tw, &pw)))
+        goto done;
+    double best_us = 0.0;
+    for (int rep = 0; rep < 6; rep++) { /* the first call warms caches and threads */
+        double t0 = now_us();
+        if ((s = hrmt_gemm_packed(ctx, &ta, pw, &tc, 0)) != HRMT_OK) goto done;
+        double dt_us = now_us() - t0;
+        if (rep > 0 && (best_us == 0.0 || dt_us < best_us)) best_us = dt_us;
+    }
+    out->gemm_m = (int)M;
+    out->gemm_n = (int)N;
+    out->gemm_k = (int)K;
+    out->gemm_peak_gflops = 2.0 * (double)M * (double)N * (double)K / (best_us * 1e3);
+done:
+    hrmt_packed_w_destroy(pw);
+    free(a);
+    free(w);
+    free(c);
+    return s;
+}
+
+hrmt_status cli_bench_measure_machine(hrmt_context *ctx, hrmt_dtype dtype, cli_bench_machine *out) {
+    cli_bench_machine m;
+    memset(&m, 0, sizeof m);
+    const hrmt_topology *topo = hrmt_context_topology(ctx);
+    hrmt_status s = cli_probe_tier_latency(ctx, 0, &m.sram_probe_bytes, &m.sram_probe_ns);
+    if (s == HRMT_OK)
+        s = cli_probe_tier_latency(ctx, topo->num_levels, &m.dram_probe_bytes, &m.dram_probe_ns);
+    if (s == HRMT_OK) s = gemm_peak(ctx, dtype, &m);
+    if (s == HRMT_OK) *out = m;
+    return s;
+}
+
+/* ---- one model step, its buffers and inputs -------------------------------- */
+
+typedef struct step_io {
+    int32_t *inputs, *puzzle_ids, *halted;
+    float *logits, *q_halt, *q_cont, *zH, *zL;
+    size_t n_logits, n_z;
+} step_io;
+
+static void io_free(step_io *io) {
+    free(io->inputs);
+    free(io->puzzle_ids);
+    free(io->halted);
+    free(io->logits);
+    free(io->q_halt);
+    free(io->q_cont);
+    free(io->zH);
+    free(io->zL);
+    memset(io, 0, sizeof *io);
+}
+
+/* Buffers for `batch` samples and deterministic inputs (same for every call). */
+static hrmt_status io_alloc(const hrmt_model *m, int batch, int want_z, step_io *io) {
+    memset(io, 0, sizeof *io);
+    const hrmt_model_config *c = hrmt_model_get_config(m);
+    size_t B = (size_t)batch, S = (size_t)c->seq_len;
+    size_t T = S + (size_t)hrmt_model_puzzle_len(m);
+    io->n_logits = B * S * (size_t)c->vocab_size;
+    io->n_z = B * T * (size_t)c->hidden_size;
+    io->inputs = malloc(B * S * sizeof *io->inputs);
+    io->puzzle_ids = malloc(B * sizeof *io->puzzle_ids);
+    io->halted = malloc(B * sizeof *io->halted);
+    io->logits = malloc(io->n_logits * sizeof *io->logits);
+    io->q_halt = malloc(B * sizeof(float));
+    io->q_cont = malloc(B * sizeof(float));
+    if (want_z) {
+        io->zH = malloc(io->n_z * sizeof(float));
+        io->zL = malloc(io->n_z * sizeof(float));
+    }
+    if (!io->inputs || !io->puzzle_ids || !io->halted || !io->logits || !io->q_halt ||
+        !io->q_cont || (want_z && (!io->zH || !io->zL))) {
+        io_free(io);
+        return HRMT_ERR_OUT_OF_MEMORY;
+    }
+    uint64_t seed = 0xD1B54A32D192ED03ull;
+    int vocab = c->vocab_size > 1 ? c->vocab_size : 2;
+    for (size_t i = 0; i < B * S; i++)
+        io->inputs[i] = 1 + (int32_t)(xorshift(&seed) % (uint64_t)(vocab - 1)); /* no pad */
+    int ids = c->num_puzzle_identifiers > 0 ? c->num_puzzle_identifiers : 1;
+    for (size_t b = 0; b < B; b++) io->puzzle_ids[b] = (int32_t)(xorshift(&seed) % (uint64_t)ids);
+    return HRMT_OK;
+}
+
+static hrmt_status step(hrmt_model *m, hrmt_carry *carry, hrmt_schedule sched, step_io *io,
+                        hrmt_step_timing *timing) {
+    hrmt_step_options so;
+    memset(&so, 0, sizeof so);
+    so.schedule = sched;
+    hrmt_step_outputs outs = {io->logits, io->q_halt, io->q_cont, io->zH, io->zL, io->halted};
+    return hrmt_act_step(m, carry, io->inputs, io->puzzle_ids, &so, &outs, timing);
+}
+
+/* ---- timing ----------------------------------------------------------------- */
+
+hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch, int warmup,
+                           int iterations, const cli_bench_machine *mach, cli_progress *bar,
+                           cli_bench_row *row) {
+    hrmt_tiers *tiers = hrmt_context_tiers(ctx);
+    const hrmt_model_config *cfg = hrmt_model_get_config(m);
+    size_t n = (size_t)iterations;
+    double *l_us = malloc(n * sizeof *l_us), *h_us = malloc(n * sizeof *h_us);
+    double *t_ms = malloc(n * sizeof *t_ms);
+    step_io io;
+    hrmt_carry *carry = NULL;
+    hrmt_status s = io_alloc(m, batch, 0, &io);
+    if (s == HRMT_OK && (!l_us || !h_us || !t_ms)) s = HRMT_ERR_OUT_OF_MEMORY;
+    if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &carry);
+    if (s != HRMT_OK) goto done;
+
+    char label[64];
+    snprintf(label, sizeof label, "%s b=%d s=%d",
+             schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", batch, cfg->seq_len);
+    for (int i = 0; i < warmup; i++) {
+        if ((s = step(m, carry, schedule, &io, NULL)) != HRMT_OK) goto done;
+        cli_progress_advance(bar, 1, label);
+    }
+    hrmt_tiers_reset_stats(tiers);
+    double level_us = 0.0, wall_us = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        hrmt_step_timing tm;
+        memset(&tm, 0, sizeof tm);
+        double t0 = now_us();
+        if ((s = step(m, carry, schedule, &io, &tm)) != HRMT_OK) goto done;
+        double wall = now_us() - t0;
+        l_us[i] = tm.l_level_calls ? tm.l_level_us_total / tm.l_level_calls : 0.0;
+        h_us[i] = tm.h_level_calls ? tm.h_level_us_total / tm.h_level_calls : 0.0;
+        t_ms[i] = wall / 1e3;
+        level_us += tm.l_level_us_total + tm.h_level_us_total;
+        wall_us += wall;
+        cli_progress_advance(bar, 1, label);
+    }
+
+    hrmt_tier_stats sram, dram;
+    if ((s = hrmt_tiers_stats(tiers, HRMT_TIER_SRAM, &sram)) != HRMT_OK ||
+        (s = hrmt_tiers_stats(tiers, HRMT_TIER_DRAM, &dram)) != HRMT_OK)
+        goto done;
+    cli_bench_row r;
+    memset(&r, 0, sizeof r);
+    r.mode = schedule == HRMT_SCHEDULE_TIERED ? CLI_MODE_TIERED : CLI_MODE_BASELINE;
+    r.batch_size = batch;
+    r.seq_len = cfg->seq_len;
+    if (cli_stats_compute(l_us, n, &r.l_level_latency_us) ||
+        cli_stats_compute(h_us, n, &r.h_level_latency_us) ||
+        cli_stats_compute(t_ms, n, &r.total_inference_latency_ms)) {
+        s = hrmt_fail(ctx, HRMT_ERR_NONFINITE, "timings are not finite");
+        goto done;
+    }
+    const double mb = 1.0 / (1024.0 * 1024.0);
+    r.h_over_l_latency_ratio = r.l_level_latency_us.mean > 0
+                                   ? r.h_level_latency_us.mean / r.l_level_latency_us.mean
+                                   : 0.0;
+    r.sram_peak_mb = (double)sram.peak_alloc_bytes * mb;
+    r.dram_peak_mb = (double)dram.peak_alloc_bytes * mb;
+    r.total_memory_mb = r.sram_peak_mb + r.dram_peak_mb;
+    r.h_l_transfer_mean_us = dram.mean_transfer_us;
+    r.l_h_transfer_mean_us = sram.mean_transfer_us;
+    r.sram_hit_rate = sram.hit_rate;
+    r.memory_efficiency = wall_us > 0 ? level_us / wall_us : 0.0;
+    r.sram_probe_latency_ns = mach->sram_probe_ns;
+    r.dram_probe_latency_ns = mach->dram_probe_ns;
+    double step_s = r.total_inference_latency_ms.mean / 1e3;
+    r.tokens_per_s = (double)batch * (double)cfg->seq_len / step_s;
+    r.gflops = hrmt_model_step_flops(m, batch) / step_s / 1e9;
+    r.gemm_peak_gflops = mach->gemm_peak_gflops;
+    r.gemm_peak_fraction = mach->gemm_peak_gflops > 0 ? r.gflops / mach->gemm_peak_gflops : 0.0;
+    *row = r;
+done:
+    hrmt_carry_destroy(carry);
+    io_free(&io);
+    free(l_us);
+    free(h_us);
+    free(t_ms);
+    return s;
+}
+
+/* ---- tiered == baseline ------------------------------------------------------ */
+
+/* Index of the first differing float, or n when the arrays are equal bytewise. */
+static size_t first_diff(const float *a, const float *b, size_t n) {
+    if (!memcmp(a, b, n * sizeof *a)) return n;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a)) return i;
+    return n;
+}
+
+hrmt_status cli_bench_check_identical(hrmt_model *m, int batch, int *identical, char *detail,
+                                      size_t detail_len) {
+    step_io a, b;
+    hrmt_carry *ca = NULL, *cb = NULL;
+    hrmt_status s = io_alloc(m, batch, 1, &a);
+    if (s == HRMT_OK) s = io_alloc(m, batch, 1, &b);
+    else memset(&b, 0, sizeof b);
+    if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &ca);
+    if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &cb);
+    if (s == HRMT_OK) s = step(m, ca, HRMT_SCHEDULE_TIERED, &a, NULL);
+    if (s == HRMT_OK) s = step(m, cb, HRMT_SCHEDULE_BASELINE, &b, NULL);
+    if (s == HRMT_OK) {
+        const struct { const char *name; const float *x, *y; size_t n; } cmp[] = {
+            {"logits", a.logits, b.logits, a.n_logits},
+            {"q_halt_logits", a.q_halt, b.q_halt, (size_t)batch},
+            {"q_continue_logits", a.q_cont, b.q_cont, (size_t)batch},
+            {"z_H", a.zH, b.zH, a.n_z},
+            {"z_L", a.zL, b.zL, a.n_z}};
+        *identical = 1;
+        snprintf(detail, detail_len, "logits, q, z_H and z_L byte-identical");
+        for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) {
+            size_t i = first_diff(cmp[k].x, cmp[k].y, cmp[k].n);
+            if (i < cmp[k].n) {
+                *identical = 0;
+                snprintf(detail, detail_len, "%s[%zu] differs: tiered %.9g, baseline %.9g",
+                         cmp[k].name, i, (double)cmp[k].x[i], (double)cmp[k].y[i]);
+                break;
+            }
+        }
+    }
+    hrmt_carry_destroy(ca);
+    hrmt_carry_destroy(cb);
+    io_free(&a);
+    io_free(&b);
+    return s;
+}

@@ -1,0 +1,63 @@
+/* Measurements behind `hrmt bench`: one row per (schedule, batch, seq). */
+#ifndef HRMT_CLI_BENCH_RUN_H
+#define HRMT_CLI_BENCH_RUN_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cli/bench_opts.h"
+#include "cli/progress.h"
+#include "cli/stats.h"
+#include "hrmt.h"
+
+/* Measured once per run. */
+typedef struct cli_bench_machine {
+    double sram_probe_ns, dram_probe_ns;      /* pointer-chase latency */
+    size_t sram_probe_bytes, dram_probe_bytes; /* working sets they were taken at */
+    double gemm_peak_gflops;                   /* best hrmt_gemm rate, forward dtype */
+    int gemm_m, gemm_n, gemm_k;
+} cli_bench_machine;
+
+typedef struct cli_bench_row {
+    cli_bench_mode mode; /* TIERED or BASELINE */
+    int batch_size, seq_len;
+    cli_stats l_level_latency_us;         /* per iteration: mean time of one L-level call */
+    cli_stats h_level_latency_us;         /* per iteration: mean time of one H-level call */
+    cli_stats total_inference_latency_ms; /* wall time of one ACT step */
+    double h_over_l_latency_ratio;        /* mean H-level / mean L-level */
+    double sram_peak_mb, dram_peak_mb, total_memory_mb;
+    double h_l_transfer_mean_us, l_h_transfer_mean_us;
+    double sram_hit_rate;
+    double memory_efficiency;
+    double sram_probe_latency_ns, dram_probe_latency_ns;
+    double tokens_per_s, gflops, gemm_peak_gflops, gemm_peak_fraction;
+    int has_speedup;
+    double speedup_vs_baseline;           /* baseline mean step / tiered mean step */
+    int outputs_checked, outputs_identical;
+} cli_bench_row;
+
+/* Probes the SRAM-tier (L1-sized) and beyond-L3 latencies and the GEMM peak
+ * (M=656, N=1536, K=512: a batch-8 Sudoku activation times the MLP weights). */
+hrmt_status cli_bench_measure_machine(hrmt_context *ctx, hrmt_dtype dtype, cli_bench_machine *out);
+
+/* Warms up, resets the tier statistics, then times `iterations` ACT steps of
+ * `batch` samples with `schedule`, filling every measured field of row. */
+hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch, int warmup,
+                           int iterations, const cli_bench_machine *mach, cli_progress *bar,
+                           cli_bench_row *row);
+
+/* Runs one ACT step of each schedule on the same inputs and compares logits,
+ * q values, z_H and z_L byte for byte. *identical = 1 when all agree; else
+ * `detail` says what differed first. */
+hrmt_status cli_bench_check_identical(hrmt_model *m, int batch, int *identical, char *detail,
+                                      size_t detail_len);
+
+/* The JSON array of rows (the seed's results.json shape). */
+cJSON *cli_bench_json(const cli_bench_row *rows, size_t n, const char *dtype, const char *isa,
+                      int threads);
+/* The human-readable tables. */
+void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machine *mach,
+                     const char *dtype, const char *isa, int threads, FILE *f);
+
+#endif

@@ -1,0 +1,29 @@
+/* Output of `hrmt probe`: table, JSON, tier comparison and gnuplot chart. */
+#ifndef HRMT_CLI_PROBE_REPORT_H
+#define HRMT_CLI_PROBE_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "cli/probe_opts.h"
+#include "cli/probe_sweep.h"
+
+/* {"device", "latency":[{"bytes","ns","device","tier"}...],
+ *  "bandwidth":[{"bytes","read_gbps","write_gbps","copy_gbps","device","tier"}...],
+ *  "levels":[{"name","level","device","size_bytes","probe_bytes","ns"}...]}. */
+cJSON *cli_probe_json(const cli_probe_result *r, const hrmt_topology *topo);
+
+/* The sweep table (one row per working set) and the tier table. */
+void cli_probe_print(const cli_probe_result *r, const hrmt_topology *topo, FILE *f);
+
+/* CPU tiers beside GPU tiers; gpu NULL prints the GPU column as unavailable
+ * with `gpu_note` saying why. */
+void cli_probe_print_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
+                             const char *gpu_note, FILE *f);
+
+/* Renders latency and bandwidth against working-set size with gnuplot (found on
+ * PATH). -1 with a message in err when gnuplot is missing or fails. */
+int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const char *path,
+                   cli_plot_format fmt, char *err, size_t errlen);
+
+#endif

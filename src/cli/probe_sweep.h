@@ -1,0 +1,65 @@
+/* The memory-tier map behind `hrmt probe`: latency and bandwidth over a range
+ * of working-set sizes, and one latency "plateau" per detected tier. Rows carry
+ * a device name so GPU tiers (shared memory, L1, L2, HBM) can sit beside the
+ * CPU's in the same table and JSON. */
+#ifndef HRMT_CLI_PROBE_SWEEP_H
+#define HRMT_CLI_PROBE_SWEEP_H
+
+#include <stddef.h>
+
+#include "cli/progress.h"
+#include "hrmt.h"
+
+#define CLI_PROBE_MAX_POINTS 128
+#define CLI_PROBE_MAX_TIERS (HRMT_MAX_CACHE_LEVELS + 1)
+#define CLI_PROBE_TIER_TRIALS 3 /* plateau latency = fastest of this many */
+
+typedef struct cli_probe_point {
+    size_t bytes;
+    double ns;          /* latency per dependent load */
+    hrmt_bandwidth bw;  /* GB/s */
+} cli_probe_point;
+
+typedef struct cli_probe_tier {
+    char name[8];       /* "L1", "L2", "L3", "DRAM" */
+    int level;          /* cache level; 0 for main memory */
+    size_t size_bytes;  /* capacity (main memory: physical RAM) */
+    size_t probe_bytes; /* working set at which the plateau was measured */
+    double ns;          /* plateau latency */
+} cli_probe_tier;
+
+typedef struct cli_probe_result {
+    const char *device; /* "cpu" */
+    cli_probe_point points[CLI_PROBE_MAX_POINTS];
+    size_t n_points;
+    cli_probe_tier tiers[CLI_PROBE_MAX_TIERS];
+    size_t n_tiers;
+} cli_probe_result;
+
+/* Working-set sizes in [min_bytes, max_bytes]: powers of two and their
+ * midpoints (1.5 * 2^k), or in quick mode every second power of two (plus
+ * max_bytes when it is a power of two that would be skipped). Returns the count. */
+size_t cli_probe_sizes(size_t min_bytes, size_t max_bytes, int quick, size_t *out, size_t cap);
+
+/* Working set at which a tier's plateau is measured. L1: half its capacity.
+ * Other caches: 1.5x the previous level's capacity (capped at the tier's own),
+ * the smallest size that no longer stays in the level above. Not deeper: under
+ * a VM or cache partitioning a process may get far less L3 than the topology
+ * reports, and a point deep in the nominal L3 then measures main memory. Main
+ * memory: 4x the largest cache, at least 64 MiB. */
+size_t cli_probe_tier_point(const hrmt_topology *topo, int tier_index);
+
+/* Name of the tier a working set of `bytes` fits in ("L1".."L3", "DRAM"). */
+const char *cli_probe_tier_of(const hrmt_topology *topo, size_t bytes);
+
+/* Fills r: the sweep over `sizes` (latency + bandwidth) and every tier whose
+ * plateau point is <= max_tier_bytes. On failure returns the status; the
+ * context holds the message. */
+hrmt_status cli_probe_run(hrmt_context *ctx, const size_t *sizes, size_t n_sizes,
+                          size_t max_tier_bytes, cli_progress *progress, cli_probe_result *r);
+
+/* Latency at one tier's plateau point, fastest of CLI_PROBE_TIER_TRIALS (the
+ * bench's SRAM/DRAM probes use it too). */
+hrmt_status cli_probe_tier_latency(hrmt_context *ctx, int tier_index, size_t *bytes, double *ns);
+
+#endif

@@ -1,0 +1,141 @@
+/* Packing W [N, K] once into the micro-kernels' panel layout.
+ *
+ * Layout: K is cut into nblk blocks of kc (the last one shorter); block p is
+ * n_pad/nr panels, each kc_p x nr, stored back to back:
+ *   F32:    panel[k * nr + j]                 = W[j0 + j][k0 + k]
+ *   BF16X2: panel[(k/2) * 2nr + 2j + (k % 2)] = W[j0 + j][k0 + k]   (bf16)
+ * Columns past N and k past K are zero. Block p starts at p * kc * n_pad
+ * elements and its panel j at j * kc_p * nr within the block, so every panel
+ * is 64-byte aligned (kc_p * nr * esz is a multiple of 64 for nr >= 16 F32 /
+ * nr >= 32 BF16; smaller nr only asks for 16-byte alignment).
+ *
+ * KC: the plan's gemm_kc is in F32 elements (L1 bytes = kc * nr * 4); BF16
+ * panels take twice as many k for the same bytes. The K blocks are then
+ * balanced (same count, equal sizes) so no block is a sliver: K = 512 with
+ * KC = 146 gives 4 blocks of 128. Where blocks fall never changes a result
+ * (the kernels continue each chain across blocks), only speed. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bf16.h"
+#include "core/checked.h"
+#include "core/context.h"
+#include "core/gemm.h"
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+const void *hrmt_gemm_packed_panel(const hrmt_packed_w *w, size_t p, size_t j, size_t *kc_p) {
+    size_t k0 = p * w->kc;
+    size_t kp = w->k_pad - k0 < w->kc ? w->k_pad - k0 : w->kc;
+    *kc_p = kp;
+    return (const char *)w->data + (k0 * w->n_pad + j * kp * w->nr) * w->esz;
+}
+
+static float load_w(const void *w, hrmt_dtype dt, size_t idx) {
+    return dt == HRMT_F32 ? ((const float *)w)[idx] : hrmt_bf16_to_f32(((const uint16_t *)w)[idx]);
+}
+
+/* Copies W row (column of B) `col` of block p into its panel. */
+static void pack_column(hrmt_packed_w *pw, const void *w, size_t ldw, size_t col, size_t p) {
+    size_t kc_p;
+    size_t j = col / pw->nr, jj = col % pw->nr;
+    void *panel = (void *)hrmt_gemm_packed_panel(pw, p, j, &kc_p);
+    size_t k0 = p * pw->kc;
+    size_t kv = pw->k - k0 < kc_p ? pw->k - k0 : kc_p; /* valid k in this block */
+    size_t row = col * ldw + k0;
+    if (pw->fmt == HRMT_GEMM_PACK_F32) {
+        float *d = (float *)panel + jj;
+        for (size_t k = 0; k < kv; k++) d[k * pw->nr] = load_w(w, pw->src_dtype, row + k);
+    } else {
+        const uint16_t *s = (const uint16_t *)w + row;
+        uint16_t *d = (uint16_t *)panel + 2 * jj;
+        for (size_t k = 0; k < kv; k++) d[(k / 2) * 2 * pw->nr + (k % 2)] = s[k];
+    }
+}
+
+void hrmt_packed_w_shape(const hrmt_packed_w *w, size_t *n, size_t *k) {
+    if (n) *n = w ? w->n : 0;
+    if (k) *k = w ? w->k : 0;
+}
+
+hrmt_status hrmt_gemm_pack_w_raw(hrmt_context *ctx, size_t n, size_t k, const void *w,
+                                 hrmt_dtype w_dt, size_t ldw, hrmt_packed_w **out) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    if (!out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm_pack_w: out is NULL");
+    *out = NULL;
+    if (!w) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm_pack_w: W data is NULL");
+    if (n == 0 || k == 0)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm_pack_w: W is [%zu, %zu]; zero dims", n,
+                         k);
+    if (w_dt != HRMT_F32 && w_dt != HRMT_BF16)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "gemm_pack_w: W dtype %s (want F32 or BF16)",
+                         hrmt_dtype_name(w_dt));
+    if (ldw < k)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm_pack_w: row stride %zu < K %zu", ldw, k);
+    const hrmt_gemm_kernels *t = &ctx->be->gemm;
+    if (!t->f32.run)
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "gemm_pack_w: backend %s has no GEMM",
+                         ctx->be->name);
+
+    hrmt_packed_w *pw = calloc(1, sizeof *pw);
+    if (!pw) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "gemm_pack_w: out of memory");
+    pw->n = n;
+    pw->k = k;
+    pw->nr = t->f32.nr;
+    pw->src_dtype = w_dt;
+    pw->isa = ctx->isa;
+    /* BF16 W stays BF16 when a pair kernel exists (BF16 A then uses it; F32 A
+     * widens each panel on the fly); otherwise it is widened once, here. */
+    pw->fmt = (w_dt == HRMT_BF16 && t->bf16.run) ? HRMT_GEMM_PACK_BF16X2 : HRMT_GEMM_PACK_F32;
+    pw->k_unit = pw->fmt == HRMT_GEMM_PACK_BF16X2 ? 2 : 1;
+    pw->esz = pw->fmt == HRMT_GEMM_PACK_BF16X2 ? 2 : 4;
+    pw->n_pad = round_up(n, pw->nr);
+    pw->k_pad = round_up(k, pw->k_unit);
+
+    size_t kc_target = ctx->plan.gemm_kc * (4 / pw->esz);
+    if (kc_target < pw->k_unit) kc_target = pw->k_unit;
+    size_t nblk = (pw->k_pad + kc_target - 1) / kc_target;
+    pw->kc = round_up((pw->k_pad + nblk - 1) / nblk, pw->k_unit);
+    pw->nblk = (pw->k_pad + pw->kc - 1) / pw->kc;
+
+    size_t elems;
+    if (n > SIZE_MAX / ldw || !hrmt_mul_ok(pw->n_pad, pw->k_pad, &elems) ||
+        !hrmt_mul_ok(elems, pw->esz, &pw->bytes) || pw->bytes > SIZE_MAX - 64) {
+        free(pw);
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm_pack_w: [%zu, %zu] is too large", n, k);
+    }
+    size_t bytes = pw->bytes;
+    pw->data = aligned_alloc(64, round_up(bytes, 64));
+    if (!pw->data) {
+        free(pw);
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "gemm_pack_w: cannot allocate %zu bytes",
+                         bytes);
+    }
+    memset(pw->data, 0, pw->bytes);
+    for (size_t p = 0; p < pw->nblk; p++)
+        for (size_t col = 0; col < n; col++) pack_column(pw, w, ldw, col, p);
+    *out = pw;
+    return HRMT_OK;
+}
+
+void hrmt_packed_w_destroy(hrmt_packed_w *pw) {
+    if (!pw) return;
+    free(pw->data);
+    free(pw);
+}
+
+hrmt_status hrmt_gemm_pack_w(hrmt_context *ctx, const hrmt_tensor *w, hrmt_packed_w **out) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    if (out) *out = NULL;
+    if (!w) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm_pack_w: w is NULL");
+    if (w->device != HRMT_DEVICE_HOST)
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "gemm_pack_w: w is not in host memory");
+    if (w->ndim != 2)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm_pack_w: w must be 2-D [N, K], has %d dims",
+                         w->ndim);
+    if (w->stride[1] != 1)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm_pack_w: w's last dim must be contiguous");
+    return hrmt_gemm_pack_w_raw(ctx, w->shape[0], w->shape[1], w->data, w->dtype, w->stride[0],
+                                out);
+}

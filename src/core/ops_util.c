@@ -1,0 +1,163 @@
+/* Descriptor checks and the OpenMP row splitter for the public ops. */
+#include "core/ops_util.h"
+
+#include <omp.h>
+#include <stdio.h>
+
+#include "core/checked.h"
+
+/* Below this much traffic a parallel region costs more than it saves. */
+#define HRMT_OPS_PAR_MIN_BYTES ((size_t)64 * 1024)
+
+hrmt_status hrmt_ops_check_ctx(hrmt_context *ctx, const char *op) {
+    (void)op;
+    if (!ctx || !ctx->be) return HRMT_ERR_INVALID_ARG;
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_basic(hrmt_context *ctx, const char *op, const char *name,
+                           const hrmt_tensor *t) {
+    if (!t) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s is NULL", op, name);
+    if (!t->data) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s has no data", op, name);
+    if (t->ndim < 1 || t->ndim > HRMT_MAX_DIMS)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s has ndim %d (1..%d)", op, name,
+                         t->ndim, HRMT_MAX_DIMS);
+    if (t->device != HRMT_DEVICE_HOST)
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: %s is not in host memory", op, name);
+    if (hrmt_dtype_size(t->dtype) == 0)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "%s: %s has an invalid dtype", op, name);
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0)
+            return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s has a zero dim %d", op, name, d);
+    const int last = t->ndim - 1;
+    if (t->shape[last] > 1 && t->stride[last] != 1)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s's last dim is not contiguous (stride %zu)",
+                         op, name, t->stride[last]);
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_view(hrmt_context *ctx, const char *op, const char *name,
+                          const hrmt_tensor *t, hrmt_rowview *v) {
+    hrmt_status s = hrmt_ops_basic(ctx, op, name, t);
+    if (s != HRMT_OK) return s;
+    const size_t es = hrmt_dtype_size(t->dtype);
+    const int last = t->ndim - 1;
+    const size_t cols = t->shape[last];
+    size_t rows = 1, ld = cols, expect = 0;
+    int seen = 0;
+    for (int d = last - 1; d >= 0; d--) {
+        if (t->shape[d] == 1) continue;
+        if (!seen) {
+            ld = t->stride[d];
+            seen = 1;
+        } else if (t->stride[d] != expect) {
+            return hrmt_fail(ctx, HRMT_ERR_SHAPE,
+                             "%s: %s's rows are not evenly strided (dim %d stride %zu, want %zu)",
+                             op, name, d, t->stride[d], expect);
+        }
+        if (!hrmt_mul_ok(t->stride[d], t->shape[d], &expect) ||
+            !hrmt_mul_ok(rows, t->shape[d], &rows))
+            return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "%s: %s's size overflows", op, name);
+    }
+    if (rows > 1 && ld < cols)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s's rows overlap (row stride %zu < %zu cols)",
+                         op, name, ld, cols);
+    size_t span;
+    if (!hrmt_mul_ok(rows - 1, ld, &span) || !hrmt_add_ok(span, cols, &span) ||
+        !hrmt_mul_ok(span, es, &span))
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "%s: %s's size overflows", op, name);
+    v->data = t->data;
+    v->dtype = t->dtype;
+    v->rows = rows;
+    v->cols = cols;
+    v->ld = ld;
+    v->es = es;
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_float_dtype(hrmt_context *ctx, const char *op, const char *name,
+                                 const hrmt_rowview *v) {
+    if (v->dtype != HRMT_F32 && v->dtype != HRMT_BF16)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "%s: %s is %s, want F32 or BF16", op, name,
+                         hrmt_dtype_name(v->dtype));
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_same_dtype(hrmt_context *ctx, const char *op, const char *na,
+                                const hrmt_rowview *a, const char *nb, const hrmt_rowview *b) {
+    if (a->dtype != b->dtype)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "%s: %s is %s but %s is %s", op, nb,
+                         hrmt_dtype_name(b->dtype), na, hrmt_dtype_name(a->dtype));
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_same_rows(hrmt_context *ctx, const char *op, const char *na,
+                               const hrmt_rowview *a, const char *nb, const hrmt_rowview *b) {
+    if (a->rows != b->rows)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s has %zu rows but %s has %zu", op, nb,
+                         b->rows, na, a->rows);
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_same_cols(hrmt_context *ctx, const char *op, const char *na,
+                               const hrmt_rowview *a, const char *nb, const hrmt_rowview *b) {
+    if (a->cols != b->cols)
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s has %zu columns but %s has %zu", op, nb,
+                         b->cols, na, a->cols);
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_ops_exact(hrmt_context *ctx, const char *op, const char *name,
+                           const hrmt_tensor *t, hrmt_dtype dtype, int ndim, const size_t *shape) {
+    hrmt_rowview v;
+    hrmt_status s = hrmt_ops_view(ctx, op, name, t, &v);
+    if (s != HRMT_OK) return s;
+    if (t->dtype != dtype)
+        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "%s: %s is %s, want %s", op, name,
+                         hrmt_dtype_name(t->dtype), hrmt_dtype_name(dtype));
+    int ok = t->ndim == ndim;
+    for (int d = 0; ok && d < ndim; d++) ok = t->shape[d] == shape[d];
+    if (!ok) {
+        char want[96] = "", got[96] = "";
+        size_t nw = 0, ng = 0;
+        for (int d = 0; d < ndim && nw < sizeof want; d++)
+            nw += (size_t)snprintf(want + nw, sizeof want - nw, d ? ",%zu" : "%zu", shape[d]);
+        for (int d = 0; d < t->ndim && ng < sizeof got; d++)
+            ng += (size_t)snprintf(got + ng, sizeof got - ng, d ? ",%zu" : "%zu", t->shape[d]);
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s has shape [%s], want [%s]", op, name, got,
+                         want);
+    }
+    size_t stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] > 1 && t->stride[d] != stride)
+            return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s must be contiguous", op, name);
+        stride *= shape[d];
+    }
+    return HRMT_OK;
+}
+
+int hrmt_ops_stream(const hrmt_context *ctx, size_t out_bytes) {
+    size_t llc = 0;
+    for (int i = 0; i < ctx->topo.num_levels && i < HRMT_MAX_CACHE_LEVELS; i++)
+        if (ctx->topo.caches[i].size_bytes > llc) llc = ctx->topo.caches[i].size_bytes;
+    return llc > 0 && out_bytes >= llc;
+}
+
+void hrmt_ops_run_rows(const hrmt_context *ctx, size_t rows, size_t bytes_per_row,
+                       hrmt_row_body body, const void *arg) {
+    size_t total;
+    if (!hrmt_mul_ok(rows, bytes_per_row, &total)) total = (size_t)-1;
+    int nt = ctx->threads;
+    if (nt <= 1 || rows < 2 || total < HRMT_OPS_PAR_MIN_BYTES || omp_in_parallel()) {
+        body(arg, 0, rows);
+        return;
+    }
+    if ((size_t)nt > rows) nt = (int)rows;
+#pragma omp parallel num_threads(nt)
+    {
+        const size_t n = (size_t)omp_get_num_threads(), i = (size_t)omp_get_thread_num();
+        const size_t r0 = rows / n * i + (i < rows % n ? i : rows % n);
+        const size_t r1 = r0 + rows / n + (i < rows % n ? 1 : 0);
+        if (r1 > r0) body(arg, r0, r1);
+    }
+}

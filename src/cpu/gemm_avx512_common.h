@@ -1,0 +1,105 @@
+/* AVX-512 helpers shared by gemm_avx512.c and gemm_bf16_avx512.c (both built
+ * with the avx512 flags; only reachable through the avx512 table). */
+#ifndef HRMT_CPU_GEMM_AVX512_COMMON_H
+#define HRMT_CPU_GEMM_AVX512_COMMON_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/gemm_common.h"
+
+/* f32 -> bf16, round to nearest even, NaN quieted: the bit recipe of
+ * hrmt_f32_to_bf16 (core/bf16.h) lane by lane, so results match the scalar
+ * table bit for bit (vcvtneps2bf16 would flush denormals). */
+static inline __m256i hrmt_gemm_f32_to_bf16__avx512(__m512 x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i hi = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+    r = _mm512_srli_epi32(r, 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static inline __m512 hrmt_gemm_bf16_to_f32__avx512(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Writes n <= 16 finished sums of one tile row to C (F32 or BF16, optionally
+ * added to C first), with masked loads/stores so nothing past n is touched. */
+static inline void hrmt_gemm_store16__avx512(__m512 s, size_t n, void *c, hrmt_dtype c_dt,
+                                             int accumulate) {
+    const __mmask16 k = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u);
+    if (c_dt == HRMT_F32) {
+        float *cf = c;
+        if (accumulate) s = _mm512_add_ps(_mm512_maskz_loadu_ps(k, cf), s);
+        _mm512_mask_storeu_ps(cf, k, s);
+    } else {
+        uint16_t *ch = c;
+        if (accumulate)
+            s = _mm512_add_ps(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16(k, ch)), s);
+        _mm256_mask_storeu_epi16(ch, k, hrmt_gemm_f32_to_bf16__avx512(s));
+    }
+}
+
+/* Finishes a 2-vector-wide (32 column) tile held in t (row stride 32). */
+static inline void hrmt_gemm_store_tile32__avx512(const float *t, const hrmt_gemm_ukr_out *o) {
+    const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
+    for (size_t i = 0; i < o->m; i++) {
+        char *row = (char *)o->c + i * o->ldc * esz;
+        hrmt_gemm_store16__avx512(_mm512_loadu_ps(t + i * 32), o->n, row, o->c_dt, o->accumulate);
+        if (o->n > 16)
+            hrmt_gemm_store16__avx512(_mm512_loadu_ps(t + i * 32 + 16), o->n - 16, row + 16 * esz,
+                                      o->c_dt, o->accumulate);
+    }
+}
+
+/* Transposes 16 rows of 16 32-bit lanes in r[] (r[i] lane k -> r[k] lane i). */
+static inline void hrmt_gemm_transpose16__avx512(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* Now r[4q + j] holds, in each 128-bit lane L, elements k = 4L + j' of
+     * rows 4q..4q+3 for one j. Exchange 128-bit lanes across q. */
+    for (int j = 0; j < 4; j++) {
+        const __m512i a0 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x88);
+        const __m512i a1 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xdd);
+        const __m512i a2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88);
+        const __m512i a3 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xdd);
+        t[j] = _mm512_shuffle_i32x4(a0, a2, 0x88);
+        t[j + 4] = _mm512_shuffle_i32x4(a1, a3, 0x88);
+        t[j + 8] = _mm512_shuffle_i32x4(a0, a2, 0xdd);
+        t[j + 12] = _mm512_shuffle_i32x4(a1, a3, 0xdd);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* Packs a sliver of mr <= 16 rows of 32-bit words, k-major: dst[k*mr + i] =
+ * word k of row i, for k < kw. load_row(i, k0, nk) gives words k0..k0+nk-1 of
+ * row i (zero past nk); rows >= m are zero. */
+#define HRMT_GEMM_PACK_WORDS16(mr, m, kw, dst, LOAD_ROW)                               \
+    do {                                                                               \
+        const __mmask16 row_mask_ = (__mmask16)((1u << (mr)) - 1u);                    \
+        for (size_t k0_ = 0; k0_ < (kw); k0_ += 16) {                                  \
+            const size_t nk_ = (kw) - k0_ < 16 ? (kw) - k0_ : 16;                      \
+            __m512i r_[16];                                                            \
+            for (size_t i_ = 0; i_ < 16; i_++)                                         \
+                r_[i_] = i_ < (m) ? LOAD_ROW(i_, k0_, nk_) : _mm512_setzero_si512();   \
+            hrmt_gemm_transpose16__avx512(r_);                                         \
+            uint32_t *d_ = (uint32_t *)(dst) + k0_ * (mr);                             \
+            for (size_t k_ = 0; k_ < nk_; k_++)                                        \
+                _mm512_mask_storeu_epi32(d_ + k_ * (mr), row_mask_, r_[k_]);           \
+        }                                                                              \
+    } while (0)
+
+#endif

@@ -1,0 +1,123 @@
+/* AVX-512 rmsnorm and residual + rmsnorm. Row sums use four 16-lane
+ * accumulators over 64-element blocks, then one-vector steps and a masked
+ * tail into the first, combined as (a0 + a1) + (a2 + a3). */
+#include "cpu/simd_avx512.h"
+
+/* h at [j, j+16) under mask m: x (plain) or bf16-rounded x + r (resid). */
+HRMT_AI __m512 h_at(const void *x, const void *r, size_t j, __mmask16 m, int bf, int resid) {
+    if (!resid) return hrmt_ld16m(x, j, bf, m);
+    const __m512 h = _mm512_add_ps(hrmt_ld16m(x, j, bf, m), hrmt_ld16m(r, j, bf, m));
+    return bf ? hrmt_round_bf16_ps(h) : h;
+}
+
+/* Sum of h*h over a row; when `park` is set, h is also stored there (exact:
+ * it already has the storage precision). */
+HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const __mmask16 all = (__mmask16)0xffff;
+    size_t j = 0;
+    for (; j + 64 <= cols; j += 64) {
+        const __m512 h0 = h_at(x, r, j, all, bf, resid), h1 = h_at(x, r, j + 16, all, bf, resid);
+        const __m512 h2 = h_at(x, r, j + 32, all, bf, resid), h3 = h_at(x, r, j + 48, all, bf, resid);
+        a0 = _mm512_fmadd_ps(h0, h0, a0);
+        a1 = _mm512_fmadd_ps(h1, h1, a1);
+        a2 = _mm512_fmadd_ps(h2, h2, a2);
+        a3 = _mm512_fmadd_ps(h3, h3, a3);
+        if (park) {
+            if (bf) {
+                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j), hrmt_pack_bf16(h0));
+                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 16), hrmt_pack_bf16(h1));
+                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 32), hrmt_pack_bf16(h2));
+                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 48), hrmt_pack_bf16(h3));
+            } else {
+                _mm512_storeu_ps((float *)park + j, h0);
+                _mm512_storeu_ps((float *)park + j + 16, h1);
+                _mm512_storeu_ps((float *)park + j + 32, h2);
+                _mm512_storeu_ps((float *)park + j + 48, h3);
+            }
+        }
+    }
+    for (; j < cols; j += 16) {
+        const __mmask16 m = cols - j >= 16 ? all : hrmt_m16(cols - j);
+        const __m512 h = h_at(x, r, j, m, bf, resid);
+        a0 = _mm512_fmadd_ps(h, h, a0);
+        if (park) {
+            if (bf)
+                _mm256_mask_storeu_epi16((uint16_t *)park + j, m, hrmt_pack_bf16(h));
+            else
+                _mm512_mask_storeu_ps((float *)park + j, m, h);
+        }
+    }
+    return hrmt_hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+HRMT_AI void rmsnorm_rows(int bf, int hw, size_t rows, size_t cols, const void *x, size_t ldx,
+                          const float *w, float eps, void *out, size_t ldo) {
+    const size_t es = bf ? 2 : 4;
+    for (size_t r = 0; r < rows; r++) {
+        const char *xr = (const char *)x + r * ldx * es;
+        char *o = (char *)out + r * ldo * es;
+        const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
+        if (w)
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
+                                  _mm512_mul_ps(_mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv),
+                                                _mm512_maskz_loadu_ps(m_, w + j_)));
+        else
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0, _mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv));
+    }
+}
+
+HRMT_AI void resid_rows(int bf, int hw, int sram, size_t rows, size_t cols, const void *x,
+                        size_t ldx, const void *res, size_t ldr, float eps, void *out, size_t ldo,
+                        int nt) {
+    const size_t es = bf ? 2 : 4;
+    for (size_t r = 0; r < rows; r++) {
+        const char *xr = (const char *)x + r * ldx * es, *rr = (const char *)res + r * ldr * es;
+        char *o = (char *)out + r * ldo * es;
+        const float ss = sumsq_row(xr, rr, cols, bf, 1, sram ? o : NULL);
+        const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
+        if (sram)
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0, _mm512_mul_ps(hrmt_ld16m(o, j_, bf, m_), inv));
+        else
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt, _mm512_mul_ps(h_at(xr, rr, j_, m_, bf, 1), inv));
+    }
+    if (nt) _mm_sfence(); /* streaming stores are weakly ordered */
+}
+
+#define RMSNORM(name, bf, hw)                                                                \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const float *w,   \
+                     float eps, void *out, size_t ldo) {                                     \
+        rmsnorm_rows(bf, hw, rows, cols, x, ldx, w, eps, out, ldo);                          \
+    }
+RMSNORM(f32_rmsnorm__avx512_u64, 0, 0)
+RMSNORM(bf16_rmsnorm__avx512_u64, 1, 0)
+RMSNORM(bf16_rmsnorm__avx512bf16_u64, 1, 1)
+
+#define RESID_SRAM(name, bf, hw)                                                             \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,    \
+                     size_t ldr, float eps, void *out, size_t ldo) {                         \
+        resid_rows(bf, hw, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);                 \
+    }
+RESID_SRAM(f32_residual_rmsnorm_sram__avx512_u64, 0, 0)
+RESID_SRAM(bf16_residual_rmsnorm_sram__avx512_u64, 1, 0)
+RESID_SRAM(bf16_residual_rmsnorm_sram__avx512bf16_u64, 1, 1)
+
+#define RESID_DRAM(name, bf, hw)                                                             \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,    \
+                     size_t ldr, float eps, void *out, size_t ldo, int nt) {                 \
+        resid_rows(bf, hw, 0, rows, cols, x, ldx, r, ldr, eps, out, ldo, nt);                \
+    }
+RESID_DRAM(f32_residual_rmsnorm_dram__avx512_u64, 0, 0)
+RESID_DRAM(bf16_residual_rmsnorm_dram__avx512_u64, 1, 0)
+RESID_DRAM(bf16_residual_rmsnorm_dram__avx512bf16_u64, 1, 1)
+
+void hrmt_norm_fill_avx512(hrmt_rowops *t, int hw) {
+    t->rmsnorm[HRMT_F32] = f32_rmsnorm__avx512_u64;
+    t->residual_rmsnorm_sram[HRMT_F32] = f32_residual_rmsnorm_sram__avx512_u64;
+    t->residual_rmsnorm_dram[HRMT_F32] = f32_residual_rmsnorm_dram__avx512_u64;
+    t->rmsnorm[HRMT_BF16] = hw ? bf16_rmsnorm__avx512bf16_u64 : bf16_rmsnorm__avx512_u64;
+    t->residual_rmsnorm_sram[HRMT_BF16] =
+        hw ? bf16_residual_rmsnorm_sram__avx512bf16_u64 : bf16_residual_rmsnorm_sram__avx512_u64;
+    t->residual_rmsnorm_dram[HRMT_BF16] =
+        hw ? bf16_residual_rmsnorm_dram__avx512bf16_u64 : bf16_residual_rmsnorm_dram__avx512_u64;
+}

@@ -1,0 +1,122 @@
+/* HRM model internals shared by the files of src/model/ (the public API is in hrmt.h).
+ *
+ * Activations are stored in the forward dtype (BF16 as uint16_t bit patterns,
+ * or F32), row-major [rows, width] where a sample owns T = P + seq_len
+ * consecutive rows. Every op is row-independent and the GEMM result for a row
+ * does not depend on the other rows of the call, so running the L-level per
+ * tile of samples (tiered) or over the whole batch (baseline) gives the same
+ * bits. */
+#ifndef HRMT_MODEL_MODEL_H
+#define HRMT_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/context.h"
+#include "hrmt.h"
+
+/* A linear layer y = x W^T, W [n, k] packed once for the context's GEMM. */
+typedef struct hrmt_linear {
+    hrmt_packed_w *pw;
+    size_t n, k;
+} hrmt_linear;
+
+typedef struct hrmt_block_weights {
+    hrmt_linear qkv, o, gate_up, down;
+} hrmt_block_weights;
+
+struct hrmt_model {
+    hrmt_context *ctx;
+    hrmt_model_config cfg;
+    hrmt_dtype dt;       /* forward dtype */
+    size_t esz;          /* its element size */
+    size_t hidden, heads, head_dim, inter, vocab;
+    size_t P, seq, T;    /* prefix rows, token rows, T = P + seq */
+    void *embed_tokens;  /* [vocab, hidden] */
+    void *puzzle_emb;    /* [num_ids, P*hidden], zero padded; NULL when P == 0 */
+    void *embed_pos;     /* [T, hidden]; learned positions only */
+    float *rope_cos, *rope_sin; /* [T, head_dim]; rope only */
+    void *H_init, *L_init;      /* [hidden] */
+    float q_bias[2];            /* rounded to the forward dtype */
+    hrmt_linear lm_head, q_head;
+    hrmt_block_weights *H, *L;  /* H_layers / L_layers blocks */
+};
+
+/* Scratch for a level run over `rows` rows (one sample tile or the batch). */
+typedef struct hrmt_level_ws {
+    void *qkv;    /* [rows, 3*hidden] */
+    void *att;    /* [rows, hidden] attention output (pre o_proj) */
+    void *proj;   /* [rows, hidden] o_proj / down_proj output */
+    void *gu;     /* [rows, 2*inter] */
+    void *act;    /* [rows, inter] */
+    float *attn;  /* per-thread attention scratch, attn_stride floats each */
+    size_t attn_stride;
+    int attn_threads;
+    void *gemm_scratch;      /* GEMM packing scratch (carry-owned, DRAM) */
+    size_t gemm_scratch_bytes;
+} hrmt_level_ws;
+
+struct hrmt_carry {
+    hrmt_model *m;
+    int batch;
+    void *zH, *zL;         /* [B*T, hidden] */
+    int32_t *steps, *halted;
+    int32_t *inputs;       /* current data [B, seq] */
+    int32_t *puzzle_ids;   /* [B] */
+    void *x;               /* input embeddings [B*T, hidden] */
+    void *inj;             /* injection [B*T, hidden] */
+    void *logits;          /* [B*T, vocab] */
+    float *q;              /* [B, 2] */
+    hrmt_level_ws ws;      /* sized for the whole batch */
+    void *block;           /* one allocation behind all buffers above */
+};
+
+/* config.c */
+int hrmt_model_inter_size(const hrmt_model_config *c);
+int hrmt_model_config_puzzle_len(const hrmt_model_config *c);
+hrmt_status hrmt_model_config_from_json_text(hrmt_context *ctx, const char *text, size_t len,
+                                             const char *what, hrmt_model_config *out);
+
+/* weights.c: allocates the model shell (sizes, no weights yet). */
+hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model **out);
+/* Converts an F32 [n, k] matrix to the forward dtype and packs it. */
+hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size_t k,
+                                   hrmt_linear *out);
+/* Fills RoPE tables (rope models) after the config is set. */
+hrmt_status hrmt_model_init_rope(hrmt_model *m);
+/* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
+void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
+
+/* Bytes of level scratch per row and the fixed per-thread attention part. */
+size_t hrmt_level_ws_row_bytes(const hrmt_model *m);
+size_t hrmt_level_ws_attn_floats(const hrmt_model *m);
+/* Points ws at consecutive regions of `base` (rows rows, `threads` attention
+ * scratches); returns the bytes used, 64-byte aligned pieces. */
+size_t hrmt_level_ws_layout(const hrmt_model *m, size_t rows, int threads, void *base,
+                            hrmt_level_ws *ws);
+
+/* forward.c */
+/* Input embeddings of samples [s0, s0+n) into x rows. */
+void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzle_ids, size_t n,
+                void *x);
+/* z = layers(z + inj) over n samples (rows n*T). sram selects the row-op
+ * variants meant for a cache-resident tile (same bits either way). */
+void hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers, void *z,
+                const void *inj, size_t n, const hrmt_level_ws *ws, int sram);
+/* One attention over n samples: qkv [n*T, 3*hidden] -> att [n*T, hidden]. */
+void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws);
+/* out = a + b over rows rows of hidden width. */
+void hrmt_rows_add(const hrmt_model *m, const void *a, const void *b, void *out, size_t rows);
+/* y = x W^T over rows rows (GEMM); x in the forward dtype, y in ydt. Uses
+ * ws's GEMM scratch when it is large enough. */
+void hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x, size_t ldx,
+                       void *y, size_t ldy, hrmt_dtype ydt, size_t rows, const hrmt_level_ws *ws);
+/* GEMM scratch bytes a step over `rows`-row calls (and `tile_rows` tiles) needs. */
+size_t hrmt_model_gemm_scratch(const hrmt_model *m, size_t rows, size_t tile_rows, size_t batch);
+
+/* schedule.c */
+size_t hrmt_tile_samples(const hrmt_model *m, int batch);
+hrmt_status hrmt_inner_forward(hrmt_model *m, hrmt_carry *c, hrmt_schedule sched,
+                               hrmt_step_timing *tm);
+
+#endif

@@ -1,0 +1,359 @@
+/* End-to-end tests of the `hrmt` command: `hrmt bench` (JSON rows, field set,
+ * consistency, tiered == baseline, flag errors) and `hrmt probe` (JSON shape,
+ * tier latencies in order, plot, GPU slots). The binary runs through popen;
+ * HRMT_ISA in the environment reaches it, so each ISA's run tests that ISA. */
+#define _POSIX_C_SOURCE 200809L /* popen, mkstemp */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/test_common.h"
+
+#define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
+
+/* Runs `hrmt <args>` (stderr merged into the captured output) and returns its
+ * exit status; *out (caller frees) receives the output. */
+static int run_hrmt(const char *args, char **out) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", HRMT_BIN, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (cap - n - 1 == 0) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            cr_assert_not_null(buf);
+        }
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+    buf[len] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void temp_path(char *path, size_t len, const char *suffix) {
+    char tmpl[] = "/tmp/hrmt_test_cli_XXXXXX";
+    int fd = mkstemp(tmpl);
+    cr_assert(fd >= 0);
+    close(fd);
+    unlink(tmpl);
+    snprintf(path, len, "%s%s", tmpl, suffix);
+}
+
+static double num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert(cJSON_IsNumber(v), "field '%s' missing or not a number", key);
+    cr_assert(isfinite(v->valuedouble), "field '%s' not finite", key);
+    return v->valuedouble;
+}
+
+static void check_stats(const cJSON *row, const char *key) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, key);
+    cr_assert(cJSON_IsObject(s), "'%s' is not an object", key);
+    double mn = num(s, "min"), mx = num(s, "max"), mean = num(s, "mean"), sd = num(s, "std"),
+           med = num(s, "median");
+    cr_expect(mn > 0, "%s.min %g > 0", key, mn);
+    cr_expect(mn <= med && med <= mx, "%s: min %g <= median %g <= max %g", key, mn, med, mx);
+    cr_expect(mn <= mean && mean <= mx, "%s: min %g <= mean %g <= max %g", key, mn, mean, mx);
+    cr_expect(sd >= 0 && sd <= mx - mn, "%s.std %g within [0, max-min]", key, sd);
+}
+
+Test(cli_bench, compare_run_writes_every_field) {
+    char path[256];
+    temp_path(path, sizeof path, ".json");
+    char args[512], *out;
+    snprintf(args, sizeof args,
+             "bench --mode compare --batch-sizes 1,2 --seq-lens 81 --iterations 2 --warmup 1 "
+             "--hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --quiet --output %s",
+             path);
+    int rc = run_hrmt(args, &out);
+    cr_assert_eq(rc, 0, "hrmt bench failed (%d):\n%s", rc, out);
+    cr_expect(strstr(out, "byte-identical"), "table reports the identity check:\n%s", out);
+    cr_expect(!strchr(out, '\r'), "no progress bar when stderr is not a terminal");
+    free(out);
+
+    char *text = read_file(path);
+    unlink(path);
+    cJSON *arr = cJSON_Parse(text);
+    cr_assert(cJSON_IsArray(arr), "not a JSON array:\n%s", text);
+    cr_assert_eq(cJSON_GetArraySize(arr), 4);
+    int seen[2][3] = {{0}};
+    static const char *const positive[] = {
+        "h_over_l_latency_ratio", "sram_probe_latency_ns", "dram_probe_latency_ns",
+        "tokens_per_s",           "gflops",                "gemm_peak_gflops",
+        "gemm_peak_fraction",     "memory_efficiency"};
+    static const char *const nonneg[] = {"sram_peak_mb", "dram_peak_mb", "total_memory_mb",
+                                         "h_l_transfer_mean_us", "l_h_transfer_mean_us"};
+    const cJSON *row;
+    cJSON_ArrayForEach(row, arr) {
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(row, "mode");
+        cr_assert(cJSON_IsString(mode));
+        int tiered = !strcmp(mode->valuestring, "tiered");
+        cr_assert(tiered || !strcmp(mode->valuestring, "baseline"), "mode %s", mode->valuestring);
+        int b = (int)num(row, "batch_size");
+        cr_assert(b == 1 || b == 2, "batch_size %d", b);
+        cr_expect_eq(num(row, "seq_len"), 81);
+        seen[tiered][b]++;
+        check_stats(row, "l_level_latency_us");
+        check_stats(row, "h_level_latency_us");
+        check_stats(row, "total_inference_latency_ms");
+        for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
+            cr_expect(num(row, positive[i]) > 0, "%s > 0", positive[i]);
+        for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++)
+            cr_expect(num(row, nonneg[i]) >= 0, "%s >= 0", nonneg[i]);
+        double hit = num(row, "sram_hit_rate");
+        cr_expect(hit >= 0 && hit <= 1, "sram_hit_rate %g in [0,1]", hit);
+        double eff = num(row, "memory_efficiency");
+        cr_expect(eff <= 1.0 + 1e-9, "memory_efficiency %g <= 1", eff);
+        cr_expect(num(row, "gemm_peak_fraction") < 1.5, "fraction of the measured peak");
+        cr_expect_float_eq(num(row, "total_memory_mb"),
+                           num(row, "sram_peak_mb") + num(row, "dram_peak_mb"), 1e-9);
+        /* The ratio is H mean over L mean, both reported. */
+        double hm = num(cJSON_GetObjectItemCaseSensitive(row, "h_level_latency_us"), "mean");
+        double lm = num(cJSON_GetObjectItemCaseSensitive(row, "l_level_latency_us"), "mean");
+        cr_expect_float_eq(num(row, "h_over_l_latency_ratio"), hm / lm, 1e-9 * hm / lm);
+        cr_expect(num(row, "sram_probe_latency_ns") < num(row, "dram_probe_latency_ns"),
+                  "L1-sized probe faster than beyond-L3 probe");
+        cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "outputs_identical")),
+                  "outputs_identical true");
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(row, "speedup_vs_baseline");
+        if (tiered) cr_expect(cJSON_IsNumber(sp) && sp->valuedouble > 0, "tiered has speedup");
+        else cr_expect_null(sp, "baseline rows carry no speedup");
+    }
+    for (int t = 0; t < 2; t++)
+        for (int b = 1; b <= 2; b++) cr_expect_eq(seen[t][b], 1, "one row per (mode, batch)");
+    /* speedup = baseline mean step / tiered mean step of the same batch. */
+    for (int i = 0; i < 4; i++) {
+        const cJSON *r = cJSON_GetArrayItem(arr, i);
+        if (strcmp(cJSON_GetObjectItemCaseSensitive(r, "mode")->valuestring, "tiered")) continue;
+        const cJSON *base = NULL;
+        for (int j = 0; j < 4; j++) {
+            const cJSON *q = cJSON_GetArrayItem(arr, j);
+            if (!strcmp(cJSON_GetObjectItemCaseSensitive(q, "mode")->valuestring, "baseline") &&
+                num(q, "batch_size") == num(r, "batch_size"))
+                base = q;
+        }
+        cr_assert_not_null(base);
+        double want =
+            num(cJSON_GetObjectItemCaseSensitive(base, "total_inference_latency_ms"), "mean") /
+            num(cJSON_GetObjectItemCaseSensitive(r, "total_inference_latency_ms"), "mean");
+        cr_expect_float_eq(num(r, "speedup_vs_baseline"), want, 1e-9 * want);
+    }
+    cJSON_Delete(arr);
+    free(text);
+}
+
+Test(cli_bench, bad_flags_exit_2_naming_the_flag) {
+    struct { const char *args, *flag; } cases[] = {
+        {"bench --iterations 0", "--iterations"},
+        {"bench --warmup -1", "--warmup"},
+        {"bench --mode fast", "--mode"},
+        {"bench --batch-sizes 1,,8", "--batch-sizes"},
+        {"bench --seq-lens 0", "--seq-lens"},
+        {"bench --hidden-size 100 --num-heads 8", "--hidden-size"},
+        {"bench --hidden-size 100", "--hidden-size"}, /* default 8 heads */
+        {"bench --threads abc", "--threads"},
+        {"bench --dtype f16", "--dtype"},
+        {"bench --expansion 0", "--expansion"},
+        {"bench --H-cycles 3x", "--H-cycles"},
+        {"bench --bogus", "--bogus"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = run_hrmt(cases[i].args, &out);
+        cr_expect_eq(rc, 2, "'%s' exit %d:\n%s", cases[i].args, rc, out);
+        cr_expect(strstr(out, cases[i].flag), "'%s' names %s:\n%s", cases[i].args,
+                  cases[i].flag, out);
+        free(out);
+    }
+}
+
+Test(cli_bench, help_lists_the_flags) {
+    char *out;
+    cr_assert_eq(run_hrmt("bench --help", &out), 0);
+    static const char *const flags[] = {"--mode", "--batch-sizes", "--seq-lens",
+                                        "--hidden-size", "--H-cycles", "--L-cycles",
+                                        "--H-layers", "--L-layers", "--warmup", "--iterations",
+                                        "--output", "--num-heads", "--expansion", "--dtype",
+                                        "--threads", "--backend", "--model", "--quiet"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        cr_expect(strstr(out, flags[i]), "--help mentions %s", flags[i]);
+    free(out);
+}
+
+Test(cli_bench, model_file_fixes_seq_len) {
+    char args[1024], *out;
+    snprintf(args, sizeof args, "bench --model %s --config %s --seq-lens 64 --quiet",
+             hrmt_test_data("golden/hrm/small-learned/model.safetensors"),
+             HRMT_TEST_DATA_DIR "/golden/hrm/small-learned/case.json");
+    int rc = run_hrmt(args, &out);
+    cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "--seq-lens") && strstr(out, "30"), "names the flag and 30:\n%s", out);
+    free(out);
+}
+
+Test(cli_bench, cuda_backend_is_a_clear_error_without_cuda) {
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (ci.built && ci.device_count > 0) return; /* a real GPU: nothing to refuse */
+    char *out;
+    int rc = run_hrmt("bench --backend cuda --quiet", &out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "--backend cuda") &&
+                  strstr(out, ci.built ? "no CUDA device" : "built without CUDA"),
+              "%s", out);
+    free(out);
+    rc = run_hrmt("probe --backend cuda --quick --quiet", &out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "CUDA"), "%s", out);
+    free(out);
+}
+
+/* ---- hrmt probe ------------------------------------------------------------ */
+
+Test(cli_probe, json_tiers_in_order) {
+    char *out;
+    int rc = run_hrmt("probe --json --quick --quiet", &out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cJSON *j = cJSON_Parse(out);
+    cr_assert_not_null(j, "not JSON:\n%s", out);
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(j, "latency");
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(j, "bandwidth");
+    const cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
+    cr_assert(cJSON_IsArray(lat) && cJSON_IsArray(bw) && cJSON_IsArray(lv));
+    cr_assert(cJSON_GetArraySize(lat) >= 5);
+    cr_expect_eq(cJSON_GetArraySize(lat), cJSON_GetArraySize(bw));
+    double prev = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, lat) {
+        double b = num(e, "bytes");
+        cr_expect(b > prev, "sizes ascend");
+        prev = b;
+        cr_expect(num(e, "ns") > 0);
+        cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(e, "device")->valuestring, "cpu");
+    }
+    cJSON_ArrayForEach(e, bw) {
+        cr_expect(num(e, "read_gbps") > 0 && num(e, "write_gbps") > 0 &&
+                  num(e, "copy_gbps") > 0);
+    }
+    /* One level per detected cache, then main memory, each slower than the last. */
+    hrmt_topology topo;
+    cr_assert_eq(hrmt_topology_detect(&topo), HRMT_OK);
+    cr_assert_eq(cJSON_GetArraySize(lv), topo.num_levels + 1);
+    double prev_ns = 0;
+    int i = 0;
+    cJSON_ArrayForEach(e, lv) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+        double ns = num(e, "ns");
+        if (i < topo.num_levels) {
+            char want[8];
+            snprintf(want, sizeof want, "L%d", topo.caches[i].level);
+            cr_expect_str_eq(name, want);
+            cr_expect_eq(num(e, "size_bytes"), (double)topo.caches[i].size_bytes);
+            cr_expect(num(e, "probe_bytes") <= (double)topo.caches[i].size_bytes);
+        } else {
+            cr_expect_str_eq(name, "DRAM");
+            cr_expect(num(e, "probe_bytes") > (double)topo.caches[topo.num_levels - 1].size_bytes);
+        }
+        if (i > 0) {
+            cr_expect(num(e, "probe_bytes") >
+                      (double)topo.caches[i - 1].size_bytes, "%s probed beyond the level above", name);
+        }
+        cr_expect(ns > prev_ns, "%s latency %.2f ns > previous %.2f ns:\n%s", name, ns, prev_ns,
+                  out);
+        prev_ns = ns;
+        i++;
+    }
+    cJSON_Delete(j);
+    free(out);
+}
+
+/* 1 when gnuplot is on PATH (the plot test then checks the picture, else the error). */
+static int have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+Test(cli_probe, plot_svg_or_clear_error) {
+    char path[256], args[512], *out;
+    temp_path(path, sizeof path, ".svg");
+    snprintf(args, sizeof args, "probe --quick --quiet --max-bytes 256K --plot %s", path);
+    int rc = run_hrmt(args, &out);
+    if (have_gnuplot()) {
+        cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+        char *svg = read_file(path);
+        cr_expect(strstr(svg, "<svg") && strstr(svg, "latency") && strstr(svg, "bandwidth"),
+                  "an SVG with both panels");
+        free(svg);
+        unlink(path);
+    } else {
+        cr_expect_neq(rc, 0);
+        cr_expect(strstr(out, "gnuplot is not installed"), "%s", out);
+    }
+    free(out);
+}
+
+Test(cli_probe, plot_without_gnuplot_fails_clearly) {
+    char path[256], cmd[1024];
+    temp_path(path, sizeof path, ".png");
+    /* An empty PATH hides gnuplot whether or not it is installed. */
+    snprintf(cmd, sizeof cmd,
+             "PATH=/nonexistent %s probe --quick --quiet --max-bytes 64K --plot %s 2>&1",
+             HRMT_BIN, path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
+    int st = pclose(p);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status %d", st);
+    cr_expect(strstr(buf, "--plot") && strstr(buf, "gnuplot is not installed"), "%s", buf);
+    cr_expect_neq(access(path, F_OK), 0, "no file written");
+}
+
+Test(cli_probe, compare_keeps_a_gpu_column) {
+    char *out;
+    int rc = run_hrmt("probe --compare --quick --quiet --max-bytes 256K", &out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "CPU") && strstr(out, "GPU"), "%s", out);
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    hrmt_cuda_query(&ci);
+    if (!ci.built || ci.device_count == 0)
+        cr_expect(strstr(out, "GPU column unavailable"), "says why:\n%s", out);
+    free(out);
+}
+
+Test(cli_probe, table_marks_tiers) {
+    char *out;
+    int rc = run_hrmt("probe --quick --quiet --max-bytes 1M", &out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "latency ns") && strstr(out, "read GB/s") && strstr(out, "L1"), "%s",
+              out);
+    free(out);
+    rc = run_hrmt("probe --max-bytes 1X", &out);
+    cr_expect_eq(rc, 2);
+    cr_expect(strstr(out, "--max-bytes"), "%s", out);
+    free(out);
+}
