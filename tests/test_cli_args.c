@@ -24,8 +24,21 @@ Test(cli_args, int_accepts_plain_decimals) {
 }
 
 Test(cli_args, int_rejects_every_bad_form) {
-    const char *bad[] = {"0", "-1", "-0", "abc", "12abc", " 12", "12 ", "+5", "", "1.5",
-                         "0x10", "1e3", "101", "99999999999999999999", "-99999999999999999999",
+    const char *bad[] = {"0",
+                         "-1",
+                         "-0",
+                         "abc",
+                         "12abc",
+                         " 12",
+                         "12 ",
+                         "+5",
+                         "",
+                         "1.5",
+                         "0x10",
+                         "1e3",
+                         "101",
+                         "99999999999999999999",
+                         "-99999999999999999999",
                          "2147483648"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int v = 77;
@@ -33,8 +46,8 @@ Test(cli_args, int_rejects_every_bad_form) {
         cr_expect_eq(cli_parse_int("--iterations", bad[i], 1, 100, &v, err, sizeof err), -1,
                      "'%s' accepted", bad[i]);
         cr_expect_eq(v, 77, "output touched for '%s'", bad[i]);
-        cr_expect(strstr(err, "--iterations") == err, "message for '%s' names the flag: %s",
-                  bad[i], err);
+        cr_expect(strstr(err, "--iterations") == err, "message for '%s' names the flag: %s", bad[i],
+                  err);
     }
     cr_expect_eq(cli_parse_int("--n", NULL, 1, 5, &(int){0}, err, sizeof err), -1);
 }
@@ -59,8 +72,8 @@ Test(cli_args, double_strict) {
     cr_expect_float_eq(d, 2.5, 0);
     cr_expect_eq(cli_parse_double("--expansion", "1e1", 0, 64, &d, err, sizeof err), 0);
     cr_expect_float_eq(d, 10.0, 0);
-    const char *bad[] = {"0", "-1", "0.0", "abc", "4x", "", " 4", "nan", "inf", "-inf",
-                         "1e999", "65", "0x4", "4..0", "."};
+    const char *bad[] = {"0",   "-1",   "0.0",   "abc", "4x",  "",     " 4", "nan",
+                         "inf", "-inf", "1e999", "65",  "0x4", "4..0", "."};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         d = 77;
         cr_expect_eq(cli_parse_double("--expansion", bad[i], 0, 64, &d, err, sizeof err), -1,
@@ -72,20 +85,37 @@ Test(cli_args, double_strict) {
 
 Test(cli_args, bytes_with_suffixes) {
     size_t b = 0;
-    struct { const char *in; size_t want; } ok[] = {
-        {"4096", 4096}, {"4K", 4096}, {"4k", 4096}, {"4KiB", 4096}, {"4KB", 4096},
-        {"3M", 3u << 20}, {"1G", 1u << 30}, {"1GiB", 1u << 30}, {"64", 64}};
+    struct {
+        const char *in;
+        size_t want;
+    } ok[] = {{"4096", 4096},   {"4K", 4096},     {"4k", 4096},       {"4KiB", 4096}, {"4KB", 4096},
+              {"3M", 3u << 20}, {"1G", 1u << 30}, {"1GiB", 1u << 30}, {"64", 64}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        cr_expect_eq(cli_parse_bytes("--max-bytes", ok[i].in, 64, (size_t)1 << 36, &b, err,
-                                     sizeof err), 0, "'%s': %s", ok[i].in, err);
+        cr_expect_eq(
+            cli_parse_bytes("--max-bytes", ok[i].in, 64, (size_t)1 << 36, &b, err, sizeof err), 0,
+            "'%s': %s", ok[i].in, err);
         cr_expect_eq(b, ok[i].want, "'%s'", ok[i].in);
     }
-    const char *bad[] = {"0", "0K", "-4K", "abc", "4X", "K", "4KiBx", "", " 4K", "63",
-                         "128G", "99999999999999999999", "18014398509481984K", "4.5K", "4 K"};
+    const char *bad[] = {"0",
+                         "0K",
+                         "-4K",
+                         "abc",
+                         "4X",
+                         "K",
+                         "4KiBx",
+                         "",
+                         " 4K",
+                         "63",
+                         "128G",
+                         "99999999999999999999",
+                         "18014398509481984K",
+                         "4.5K",
+                         "4 K"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         b = 77;
-        cr_expect_eq(cli_parse_bytes("--max-bytes", bad[i], 64, (size_t)1 << 36, &b, err,
-                                     sizeof err), -1, "'%s' accepted", bad[i]);
+        cr_expect_eq(
+            cli_parse_bytes("--max-bytes", bad[i], 64, (size_t)1 << 36, &b, err, sizeof err), -1,
+            "'%s' accepted", bad[i]);
         cr_expect_eq(b, 77);
         cr_expect(strstr(err, "--max-bytes") == err, "%s", err);
     }
@@ -94,18 +124,21 @@ Test(cli_args, bytes_with_suffixes) {
 Test(cli_args, int_lists) {
     int v[4];
     size_t n = 0;
-    cr_expect_eq(cli_parse_int_list("--batch-sizes", "1,8,32", 1, 1000, v, 4, &n, err,
-                                    sizeof err), 0);
+    cr_expect_eq(cli_parse_int_list("--batch-sizes", "1,8,32", 1, 1000, v, 4, &n, err, sizeof err),
+                 0);
     cr_expect_eq(n, 3);
     cr_expect(v[0] == 1 && v[1] == 8 && v[2] == 32);
     cr_expect_eq(cli_parse_int_list("--batch-sizes", "7", 1, 1000, v, 4, &n, err, sizeof err), 0);
     cr_expect(n == 1 && v[0] == 7);
-    const char *bad[] = {"", ",", "1,", ",1", "1,,2", "1,0", "0", "1,-2", "1,x", "1, 2",
-                         "1;2", "1,1", "1,2,3,4,5", "1,1001", "1,99999999999999999999", "8a"};
+    const char *bad[] = {"",    ",",   "1,",        ",1",     "1,,2",
+                         "1,0", "0",   "1,-2",      "1,x",    "1, 2",
+                         "1;2", "1,1", "1,2,3,4,5", "1,1001", "1,99999999999999999999",
+                         "8a"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         n = 99;
-        cr_expect_eq(cli_parse_int_list("--batch-sizes", bad[i], 1, 1000, v, 4, &n, err,
-                                        sizeof err), -1, "'%s' accepted", bad[i]);
+        cr_expect_eq(
+            cli_parse_int_list("--batch-sizes", bad[i], 1, 1000, v, 4, &n, err, sizeof err), -1,
+            "'%s' accepted", bad[i]);
         cr_expect_eq(n, 99);
         cr_expect(strstr(err, "--batch-sizes") == err, "%s", err);
     }
@@ -119,8 +152,8 @@ Test(cli_args, choices_list_valid_values) {
     const char *bad[] = {"", "Tiered", "tier", "compare ", "bogus"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_expect_eq(cli_parse_choice("--mode", bad[i], names, 3, &k, err, sizeof err), -1);
-        cr_expect(strstr(err, "--mode") == err && strstr(err, "tiered, baseline, compare"),
-                  "%s", err);
+        cr_expect(strstr(err, "--mode") == err && strstr(err, "tiered, baseline, compare"), "%s",
+                  err);
     }
 }
 
@@ -145,12 +178,45 @@ Test(cli_bench_opts, defaults_are_a_compare_run) {
 }
 
 Test(cli_bench_opts, every_flag_is_read) {
-    char *argv[] = {"bench", "--mode", "tiered", "--batch-sizes", "2,4", "--seq-lens=16,32",
-                    "--hidden-size", "64", "--num-heads", "4", "--expansion", "2.5",
-                    "--H-cycles", "3", "--L-cycles", "5", "--H-layers", "1", "--L-layers", "2",
-                    "--dtype", "f32", "--warmup", "0", "--iterations", "7", "--threads", "2",
-                    "--backend", "cuda", "--model", "m.safetensors", "--config", "a.json",
-                    "--output", "r.json", "--quiet", "--help", NULL};
+    char *argv[] = {"bench",
+                    "--mode",
+                    "tiered",
+                    "--batch-sizes",
+                    "2,4",
+                    "--seq-lens=16,32",
+                    "--hidden-size",
+                    "64",
+                    "--num-heads",
+                    "4",
+                    "--expansion",
+                    "2.5",
+                    "--H-cycles",
+                    "3",
+                    "--L-cycles",
+                    "5",
+                    "--H-layers",
+                    "1",
+                    "--L-layers",
+                    "2",
+                    "--dtype",
+                    "f32",
+                    "--warmup",
+                    "0",
+                    "--iterations",
+                    "7",
+                    "--threads",
+                    "2",
+                    "--backend",
+                    "cuda",
+                    "--model",
+                    "m.safetensors",
+                    "--config",
+                    "a.json",
+                    "--output",
+                    "r.json",
+                    "--quiet",
+                    "--help",
+                    NULL};
     int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
     cli_bench_opts o;
     cr_assert_eq(cli_bench_opts_parse(argc, argv, &o, err, sizeof err), 0, "%s", err);
@@ -173,10 +239,10 @@ Test(cli_bench_opts, every_flag_is_read) {
 /* Each (flag, bad value) must fail with a message starting with the flag. */
 Test(cli_bench_opts, every_bad_value_names_its_flag) {
     static const char *const positive_flags[] = {"--hidden-size", "--num-heads", "--H-cycles",
-                                                 "--L-cycles", "--H-layers", "--L-layers",
-                                                 "--iterations", "--threads"};
-    static const char *const bad_ints[] = {"0", "-1", "abc", "12x", "", "1.5",
-                                           "99999999999999999999", " 3"};
+                                                 "--L-cycles",    "--H-layers",  "--L-layers",
+                                                 "--iterations",  "--threads"};
+    static const char *const bad_ints[] = {
+        "0", "-1", "abc", "12x", "", "1.5", "99999999999999999999", " 3"};
     cli_bench_opts o;
     for (size_t f = 0; f < sizeof positive_flags / sizeof positive_flags[0]; f++)
         for (size_t v = 0; v < sizeof bad_ints / sizeof bad_ints[0]; v++) {
@@ -191,8 +257,8 @@ Test(cli_bench_opts, every_bad_value_names_its_flag) {
         cr_expect(strstr(err, "--warmup") == err, "%s", err);
     }
     static const char *const list_flags[] = {"--batch-sizes", "--seq-lens"};
-    static const char *const bad_lists[] = {"0", "1,0", "-8", "1,,8", "1,", "x", "8,8", "",
-                                            "1;8", "99999999999999999999"};
+    static const char *const bad_lists[] = {"0", "1,0", "-8", "1,,8", "1,",
+                                            "x", "8,8", "",   "1;8",  "99999999999999999999"};
     for (size_t f = 0; f < 2; f++)
         for (size_t v = 0; v < sizeof bad_lists / sizeof bad_lists[0]; v++) {
             cr_expect_eq(bench_parse(&o, list_flags[f], bad_lists[v], NULL, NULL), -1,
@@ -204,10 +270,12 @@ Test(cli_bench_opts, every_bad_value_names_its_flag) {
         cr_expect_eq(bench_parse(&o, "--expansion", bad_exp[v], NULL, NULL), -1);
         cr_expect(strstr(err, "--expansion") == err, "%s", err);
     }
-    struct { const char *flag, *value; } choice[] = {
-        {"--mode", "fast"}, {"--mode", ""}, {"--mode", "TIERED"}, {"--dtype", "f16"},
-        {"--dtype", "BF16"}, {"--backend", "gpu"}, {"--backend", ""}, {"--output", ""},
-        {"--model", ""}, {"--config", ""}};
+    struct {
+        const char *flag, *value;
+    } choice[] = {{"--mode", "fast"}, {"--mode", ""},      {"--mode", "TIERED"},
+                  {"--dtype", "f16"}, {"--dtype", "BF16"}, {"--backend", "gpu"},
+                  {"--backend", ""},  {"--output", ""},    {"--model", ""},
+                  {"--config", ""}};
     for (size_t i = 0; i < sizeof choice / sizeof choice[0]; i++) {
         cr_expect_eq(bench_parse(&o, choice[i].flag, choice[i].value, NULL, NULL), -1,
                      "%s '%s' accepted", choice[i].flag, choice[i].value);
@@ -289,12 +357,16 @@ Test(cli_probe_opts, defaults_and_flags) {
 }
 
 Test(cli_probe_opts, every_bad_value_names_its_flag) {
-    struct { const char *flag, *value; } bad[] = {
-        {"--min-bytes", "0"}, {"--min-bytes", "-4K"}, {"--min-bytes", "abc"},
-        {"--min-bytes", "4X"}, {"--min-bytes", ""}, {"--max-bytes", "0"},
-        {"--max-bytes", "1T"}, {"--max-bytes", "99999999999999999999"}, {"--max-bytes", "1.5G"},
-        {"--plot", "x.pdf"}, {"--plot", ""}, {"--plot", ".svg"}, {"--backend", "gpu"},
-        {"--threads", "0"}, {"--threads", "-2"}, {"--threads", "two"}};
+    struct {
+        const char *flag, *value;
+    } bad[] = {{"--min-bytes", "0"},    {"--min-bytes", "-4K"},
+               {"--min-bytes", "abc"},  {"--min-bytes", "4X"},
+               {"--min-bytes", ""},     {"--max-bytes", "0"},
+               {"--max-bytes", "1T"},   {"--max-bytes", "99999999999999999999"},
+               {"--max-bytes", "1.5G"}, {"--plot", "x.pdf"},
+               {"--plot", ""},          {"--plot", ".svg"},
+               {"--backend", "gpu"},    {"--threads", "0"},
+               {"--threads", "-2"},     {"--threads", "two"}};
     cli_probe_opts o;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_expect_eq(probe_parse(&o, bad[i].flag, bad[i].value, NULL), -1, "%s '%s' accepted",

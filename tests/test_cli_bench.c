@@ -102,10 +102,14 @@ Test(cli_bench, compare_run_writes_every_field) {
     cr_assert(cJSON_IsArray(arr), "not a JSON array:\n%s", text);
     cr_assert_eq(cJSON_GetArraySize(arr), 4);
     int seen[2][3] = {{0}};
-    static const char *const positive[] = {
-        "h_over_l_latency_ratio", "sram_probe_latency_ns", "dram_probe_latency_ns",
-        "tokens_per_s",           "gflops",                "gemm_peak_gflops",
-        "gemm_peak_fraction",     "memory_efficiency"};
+    static const char *const positive[] = {"h_over_l_latency_ratio",
+                                           "sram_probe_latency_ns",
+                                           "dram_probe_latency_ns",
+                                           "tokens_per_s",
+                                           "gflops",
+                                           "gemm_peak_gflops",
+                                           "gemm_peak_fraction",
+                                           "memory_efficiency"};
     static const char *const nonneg[] = {"sram_peak_mb", "dram_peak_mb", "total_memory_mb",
                                          "h_l_transfer_mean_us", "l_h_transfer_mean_us"};
     const cJSON *row;
@@ -141,8 +145,10 @@ Test(cli_bench, compare_run_writes_every_field) {
         cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "outputs_identical")),
                   "outputs_identical true");
         const cJSON *sp = cJSON_GetObjectItemCaseSensitive(row, "speedup_vs_baseline");
-        if (tiered) cr_expect(cJSON_IsNumber(sp) && sp->valuedouble > 0, "tiered has speedup");
-        else cr_expect_null(sp, "baseline rows carry no speedup");
+        if (tiered)
+            cr_expect(cJSON_IsNumber(sp) && sp->valuedouble > 0, "tiered has speedup");
+        else
+            cr_expect_null(sp, "baseline rows carry no speedup");
     }
     for (int t = 0; t < 2; t++)
         for (int b = 1; b <= 2; b++) cr_expect_eq(seen[t][b], 1, "one row per (mode, batch)");
@@ -168,25 +174,26 @@ Test(cli_bench, compare_run_writes_every_field) {
 }
 
 Test(cli_bench, bad_flags_exit_2_naming_the_flag) {
-    struct { const char *args, *flag; } cases[] = {
-        {"bench --iterations 0", "--iterations"},
-        {"bench --warmup -1", "--warmup"},
-        {"bench --mode fast", "--mode"},
-        {"bench --batch-sizes 1,,8", "--batch-sizes"},
-        {"bench --seq-lens 0", "--seq-lens"},
-        {"bench --hidden-size 100 --num-heads 8", "--hidden-size"},
-        {"bench --hidden-size 100", "--hidden-size"}, /* default 8 heads */
-        {"bench --threads abc", "--threads"},
-        {"bench --dtype f16", "--dtype"},
-        {"bench --expansion 0", "--expansion"},
-        {"bench --H-cycles 3x", "--H-cycles"},
-        {"bench --bogus", "--bogus"}};
+    struct {
+        const char *args, *flag;
+    } cases[] = {{"bench --iterations 0", "--iterations"},
+                 {"bench --warmup -1", "--warmup"},
+                 {"bench --mode fast", "--mode"},
+                 {"bench --batch-sizes 1,,8", "--batch-sizes"},
+                 {"bench --seq-lens 0", "--seq-lens"},
+                 {"bench --hidden-size 100 --num-heads 8", "--hidden-size"},
+                 {"bench --hidden-size 100", "--hidden-size"}, /* default 8 heads */
+                 {"bench --threads abc", "--threads"},
+                 {"bench --dtype f16", "--dtype"},
+                 {"bench --expansion 0", "--expansion"},
+                 {"bench --H-cycles 3x", "--H-cycles"},
+                 {"bench --bogus", "--bogus"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out;
         int rc = run_hrmt(cases[i].args, &out);
         cr_expect_eq(rc, 2, "'%s' exit %d:\n%s", cases[i].args, rc, out);
-        cr_expect(strstr(out, cases[i].flag), "'%s' names %s:\n%s", cases[i].args,
-                  cases[i].flag, out);
+        cr_expect(strstr(out, cases[i].flag), "'%s' names %s:\n%s", cases[i].args, cases[i].flag,
+                  out);
         free(out);
     }
 }
@@ -194,11 +201,10 @@ Test(cli_bench, bad_flags_exit_2_naming_the_flag) {
 Test(cli_bench, help_lists_the_flags) {
     char *out;
     cr_assert_eq(run_hrmt("bench --help", &out), 0);
-    static const char *const flags[] = {"--mode", "--batch-sizes", "--seq-lens",
-                                        "--hidden-size", "--H-cycles", "--L-cycles",
-                                        "--H-layers", "--L-layers", "--warmup", "--iterations",
-                                        "--output", "--num-heads", "--expansion", "--dtype",
-                                        "--threads", "--backend", "--model", "--quiet"};
+    static const char *const flags[] = {
+        "--mode",      "--batch-sizes", "--seq-lens", "--hidden-size", "--H-cycles", "--L-cycles",
+        "--H-layers",  "--L-layers",    "--warmup",   "--iterations",  "--output",   "--num-heads",
+        "--expansion", "--dtype",       "--threads",  "--backend",     "--model",    "--quiet"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_expect(strstr(out, flags[i]), "--help mentions %s", flags[i]);
     free(out);
@@ -257,8 +263,7 @@ Test(cli_probe, json_tiers_in_order) {
         cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(e, "device")->valuestring, "cpu");
     }
     cJSON_ArrayForEach(e, bw) {
-        cr_expect(num(e, "read_gbps") > 0 && num(e, "write_gbps") > 0 &&
-                  num(e, "copy_gbps") > 0);
+        cr_expect(num(e, "read_gbps") > 0 && num(e, "write_gbps") > 0 && num(e, "copy_gbps") > 0);
     }
     /* One level per detected cache, then main memory, each slower than the last. */
     hrmt_topology topo;
@@ -280,8 +285,8 @@ Test(cli_probe, json_tiers_in_order) {
             cr_expect(num(e, "probe_bytes") > (double)topo.caches[topo.num_levels - 1].size_bytes);
         }
         if (i > 0) {
-            cr_expect(num(e, "probe_bytes") >
-                      (double)topo.caches[i - 1].size_bytes, "%s probed beyond the level above", name);
+            cr_expect(num(e, "probe_bytes") > (double)topo.caches[i - 1].size_bytes,
+                      "%s probed beyond the level above", name);
         }
         cr_expect(ns > prev_ns, "%s latency %.2f ns > previous %.2f ns:\n%s", name, ns, prev_ns,
                   out);
@@ -319,8 +324,8 @@ Test(cli_probe, plot_without_gnuplot_fails_clearly) {
     temp_path(path, sizeof path, ".png");
     /* An empty PATH hides gnuplot whether or not it is installed. */
     snprintf(cmd, sizeof cmd,
-             "PATH=/nonexistent %s probe --quick --quiet --max-bytes 64K --plot %s 2>&1",
-             HRMT_BIN, path);
+             "PATH=/nonexistent %s probe --quick --quiet --max-bytes 64K --plot %s 2>&1", HRMT_BIN,
+             path);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
     char buf[4096];

@@ -56,6 +56,9 @@ Test(topology, hwloc_agrees_with_sysfs) {
     hrmt_topology h, s;
     hrmt_status hs = hrmt_topology_from_hwloc(&h);
     hrmt_status ss = hrmt_topology_from_sysfs("/sys/devices/system/cpu", &s);
+    struct stat st;
+    if (stat("/sys/devices/system/cpu/cpu0/cache/index0", &st) == 0)
+        cr_assert_eq(ss, HRMT_OK, "sysfs has cache entries, the parser must read them");
     if (hs != HRMT_OK || ss != HRMT_OK) {
         /* Only a machine lacking one of the sources gets here; detection must
          * then have used the other one or the defaults. */

@@ -39,20 +39,21 @@ static int parse_ll(const char *s, size_t len, long long *out) {
     for (; i < len; i++) {
         if (!is_digit(s[i])) return 0;
         unsigned d = (unsigned)(s[i] - '0');
-        if (v > (ULLONG_MAX - d) / 10) overflow = 1;
-        else v = v * 10 + d;
+        if (v > (ULLONG_MAX - d) / 10)
+            overflow = 1;
+        else
+            v = v * 10 + d;
     }
     if (overflow || v > (unsigned long long)LLONG_MAX) return -1;
     *out = neg ? -(long long)v : (long long)v;
     return 1;
 }
 
-static int int_in_range(const char *flag, const char *item, size_t len, long lo, long hi,
-                        int *out, char *err, size_t errlen) {
+static int int_in_range(const char *flag, const char *item, size_t len, long lo, long hi, int *out,
+                        char *err, size_t errlen) {
     long long v = 0;
     int r = parse_ll(item, len, &v);
-    if (r == 0)
-        return cli_arg_error(err, errlen, flag, "'%.*s' is not an integer", (int)len, item);
+    if (r == 0) return cli_arg_error(err, errlen, flag, "'%.*s' is not an integer", (int)len, item);
     int below = r < 0 ? item[0] == '-' : v < lo;
     int above = r < 0 ? item[0] != '-' : v > hi;
     if (below && lo == 1)
@@ -112,15 +113,18 @@ int cli_parse_bytes(const char *flag, const char *text, size_t lo, size_t hi, si
     unsigned shift = 0;
     if (*suf) {
         char c = suf[0];
-        if (c == 'k' || c == 'K') shift = 10;
-        else if (c == 'm' || c == 'M') shift = 20;
-        else if (c == 'g' || c == 'G') shift = 30;
+        if (c == 'k' || c == 'K')
+            shift = 10;
+        else if (c == 'm' || c == 'M')
+            shift = 20;
+        else if (c == 'g' || c == 'G')
+            shift = 30;
         const char *rest = suf + 1;
         int ok = shift && (!*rest || !strcmp(rest, "iB") || !strcmp(rest, "ib") ||
                            !strcmp(rest, "IB") || !strcmp(rest, "B") || !strcmp(rest, "b"));
         if (!ok)
-            return cli_arg_error(err, errlen, flag,
-                                 "'%s' is not a size (examples: 4096, 64K, 1G)", text);
+            return cli_arg_error(err, errlen, flag, "'%s' is not a size (examples: 4096, 64K, 1G)",
+                                 text);
     }
     long long v = 0;
     if (parse_ll(text, nd, &v) < 0 || (unsigned long long)v > (SIZE_MAX >> shift))
@@ -134,16 +138,15 @@ int cli_parse_bytes(const char *flag, const char *text, size_t lo, size_t hi, si
     return 0;
 }
 
-int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int *out,
-                       size_t cap, size_t *n, char *err, size_t errlen) {
+int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int *out, size_t cap,
+                       size_t *n, char *err, size_t errlen) {
     if (!text || !*text) return cli_arg_error(err, errlen, flag, "missing value");
     size_t count = 0;
     const char *p = text;
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0)
-            return cli_arg_error(err, errlen, flag, "empty item in list '%s'", text);
+        if (len == 0) return cli_arg_error(err, errlen, flag, "empty item in list '%s'", text);
         if (count == cap)
             return cli_arg_error(err, errlen, flag, "more than %zu items in '%s'", cap, text);
         int v;

@@ -65,33 +65,46 @@ void cli_bench_usage(FILE *f) {
 }
 
 enum {
-    OPT_MODE = 256, OPT_BATCH, OPT_SEQ, OPT_HIDDEN, OPT_HEADS, OPT_EXPANSION, OPT_HCYC,
-    OPT_LCYC, OPT_HLAY, OPT_LLAY, OPT_DTYPE, OPT_WARMUP, OPT_ITER, OPT_THREADS, OPT_BACKEND,
-    OPT_MODEL, OPT_CONFIG
+    OPT_MODE = 256,
+    OPT_BATCH,
+    OPT_SEQ,
+    OPT_HIDDEN,
+    OPT_HEADS,
+    OPT_EXPANSION,
+    OPT_HCYC,
+    OPT_LCYC,
+    OPT_HLAY,
+    OPT_LLAY,
+    OPT_DTYPE,
+    OPT_WARMUP,
+    OPT_ITER,
+    OPT_THREADS,
+    OPT_BACKEND,
+    OPT_MODEL,
+    OPT_CONFIG
 };
 
-static const struct option g_long_opts[] = {
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"batch-sizes", required_argument, NULL, OPT_BATCH},
-    {"seq-lens", required_argument, NULL, OPT_SEQ},
-    {"hidden-size", required_argument, NULL, OPT_HIDDEN},
-    {"num-heads", required_argument, NULL, OPT_HEADS},
-    {"expansion", required_argument, NULL, OPT_EXPANSION},
-    {"H-cycles", required_argument, NULL, OPT_HCYC},
-    {"L-cycles", required_argument, NULL, OPT_LCYC},
-    {"H-layers", required_argument, NULL, OPT_HLAY},
-    {"L-layers", required_argument, NULL, OPT_LLAY},
-    {"dtype", required_argument, NULL, OPT_DTYPE},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"iterations", required_argument, NULL, OPT_ITER},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"config", required_argument, NULL, OPT_CONFIG},
-    {"output", required_argument, NULL, 'o'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+static const struct option g_long_opts[] = {{"mode", required_argument, NULL, OPT_MODE},
+                                            {"batch-sizes", required_argument, NULL, OPT_BATCH},
+                                            {"seq-lens", required_argument, NULL, OPT_SEQ},
+                                            {"hidden-size", required_argument, NULL, OPT_HIDDEN},
+                                            {"num-heads", required_argument, NULL, OPT_HEADS},
+                                            {"expansion", required_argument, NULL, OPT_EXPANSION},
+                                            {"H-cycles", required_argument, NULL, OPT_HCYC},
+                                            {"L-cycles", required_argument, NULL, OPT_LCYC},
+                                            {"H-layers", required_argument, NULL, OPT_HLAY},
+                                            {"L-layers", required_argument, NULL, OPT_LLAY},
+                                            {"dtype", required_argument, NULL, OPT_DTYPE},
+                                            {"warmup", required_argument, NULL, OPT_WARMUP},
+                                            {"iterations", required_argument, NULL, OPT_ITER},
+                                            {"threads", required_argument, NULL, OPT_THREADS},
+                                            {"backend", required_argument, NULL, OPT_BACKEND},
+                                            {"model", required_argument, NULL, OPT_MODEL},
+                                            {"config", required_argument, NULL, OPT_CONFIG},
+                                            {"output", required_argument, NULL, 'o'},
+                                            {"quiet", no_argument, NULL, 'q'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
 
 int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, size_t errlen) {
     cli_bench_opts_default(o);
@@ -117,12 +130,24 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
                                    &o->n_seq, err, errlen);
             o->seq_lens_given = 1;
             break;
-        case OPT_HIDDEN: r = cli_parse_int(fl, optarg, 1, MAX_HIDDEN, &o->hidden_size, err, errlen); break;
-        case OPT_HEADS: r = cli_parse_int(fl, optarg, 1, MAX_HIDDEN, &o->num_heads, err, errlen); break;
-        case OPT_HCYC: r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->H_cycles, err, errlen); break;
-        case OPT_LCYC: r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->L_cycles, err, errlen); break;
-        case OPT_HLAY: r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->H_layers, err, errlen); break;
-        case OPT_LLAY: r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->L_layers, err, errlen); break;
+        case OPT_HIDDEN:
+            r = cli_parse_int(fl, optarg, 1, MAX_HIDDEN, &o->hidden_size, err, errlen);
+            break;
+        case OPT_HEADS:
+            r = cli_parse_int(fl, optarg, 1, MAX_HIDDEN, &o->num_heads, err, errlen);
+            break;
+        case OPT_HCYC:
+            r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->H_cycles, err, errlen);
+            break;
+        case OPT_LCYC:
+            r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->L_cycles, err, errlen);
+            break;
+        case OPT_HLAY:
+            r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->H_layers, err, errlen);
+            break;
+        case OPT_LLAY:
+            r = cli_parse_int(fl, optarg, 1, MAX_DEPTH, &o->L_layers, err, errlen);
+            break;
         case OPT_EXPANSION:
             r = cli_parse_double(fl, optarg, 0.0, 64.0, &o->expansion, err, errlen);
             break;
@@ -131,7 +156,9 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
             o->dtype = v == 0 ? HRMT_F32 : HRMT_BF16;
             break;
         case OPT_WARMUP: r = cli_parse_int(fl, optarg, 0, MAX_ITER, &o->warmup, err, errlen); break;
-        case OPT_ITER: r = cli_parse_int(fl, optarg, 1, MAX_ITER, &o->iterations, err, errlen); break;
+        case OPT_ITER:
+            r = cli_parse_int(fl, optarg, 1, MAX_ITER, &o->iterations, err, errlen);
+            break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
         case OPT_BACKEND:
             r = cli_parse_choice(fl, optarg, g_backend_names, 2, &v, err, errlen);
@@ -141,9 +168,12 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
         case OPT_CONFIG:
         case 'o':
             if (!*optarg) return cli_arg_error(err, errlen, fl, "empty file name");
-            if (c == OPT_MODEL) o->model_path = optarg;
-            else if (c == OPT_CONFIG) o->config_path = optarg;
-            else o->output_path = optarg;
+            if (c == OPT_MODEL)
+                o->model_path = optarg;
+            else if (c == OPT_CONFIG)
+                o->config_path = optarg;
+            else
+                o->output_path = optarg;
             break;
         case 'q': o->quiet = 1; break;
         case 'h': o->help = 1; break;
@@ -156,9 +186,8 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
         return -1;
     }
     if (o->hidden_size && o->num_heads && o->hidden_size % o->num_heads)
-        return cli_arg_error(err, errlen, "--hidden-size",
-                             "%d is not divisible by --num-heads %d", o->hidden_size,
-                             o->num_heads);
+        return cli_arg_error(err, errlen, "--hidden-size", "%d is not divisible by --num-heads %d",
+                             o->hidden_size, o->num_heads);
     return 0;
 }
 

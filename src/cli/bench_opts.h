@@ -21,13 +21,13 @@ typedef struct cli_bench_opts {
     size_t n_batch;
     int seq_lens[CLI_BENCH_MAX_LIST];
     size_t n_seq;
-    int seq_lens_given;   /* --seq-lens was on the command line */
+    int seq_lens_given; /* --seq-lens was on the command line */
     /* Architecture overrides; 0 (0.0 for expansion, -1 for dtype) = not given. */
     int hidden_size, num_heads, H_cycles, L_cycles, H_layers, L_layers;
     double expansion;
-    int dtype;            /* -1 or a hrmt_dtype */
+    int dtype; /* -1 or a hrmt_dtype */
     int warmup, iterations;
-    int threads;          /* 0: OpenMP default */
+    int threads; /* 0: OpenMP default */
     hrmt_backend_kind backend;
     const char *model_path, *config_path, *output_path;
     int quiet, help;

@@ -67,9 +67,9 @@ cJSON *cli_bench_json(const cli_bench_row *rows, size_t n, const char *dtype, co
 #define CELL 32
 
 static void print_latency(const cli_bench_row *rows, size_t n, FILE *f) {
-    static const char *const h[] = {"mode",        "batch",     "seq",         "L-level us",
-                                    "H-level us",  "H/L",       "step ms",     "median ms",
-                                    "min ms",      "max ms",    "speedup"};
+    static const char *const h[] = {"mode",       "batch",  "seq",     "L-level us",
+                                    "H-level us", "H/L",    "step ms", "median ms",
+                                    "min ms",     "max ms", "speedup"};
     static const cli_align al[] = {CLI_ALIGN_LEFT,  CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT,
                                    CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT,
                                    CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT,
@@ -89,8 +89,10 @@ static void print_latency(const cli_bench_row *rows, size_t n, FILE *f) {
         snprintf(c[7], CELL, "%.2f", r->total_inference_latency_ms.median);
         snprintf(c[8], CELL, "%.2f", r->total_inference_latency_ms.min);
         snprintf(c[9], CELL, "%.2f", r->total_inference_latency_ms.max);
-        if (r->has_speedup) snprintf(c[10], CELL, "%.2fx", r->speedup_vs_baseline);
-        else snprintf(c[10], CELL, "-");
+        if (r->has_speedup)
+            snprintf(c[10], CELL, "%.2fx", r->speedup_vs_baseline);
+        else
+            snprintf(c[10], CELL, "-");
         const char *row[11];
         for (int k = 0; k < 11; k++) row[k] = c[k];
         cli_table_add_row(t, row);
@@ -100,10 +102,9 @@ static void print_latency(const cli_bench_row *rows, size_t n, FILE *f) {
 }
 
 static void print_memory(const cli_bench_row *rows, size_t n, FILE *f) {
-    static const char *const h[] = {"mode",     "batch",    "seq",       "tokens/s",
-                                    "GFLOP/s",  "of peak",  "SRAM MB",   "DRAM MB",
-                                    "total MB", "SRAM hit", "H->L us",   "L->H us",
-                                    "mem eff"};
+    static const char *const h[] = {"mode",    "batch",   "seq",     "tokens/s", "GFLOP/s",
+                                    "of peak", "SRAM MB", "DRAM MB", "total MB", "SRAM hit",
+                                    "H->L us", "L->H us", "mem eff"};
     cli_align al[13];
     for (int k = 0; k < 13; k++) al[k] = k ? CLI_ALIGN_RIGHT : CLI_ALIGN_LEFT;
     cli_table *t = cli_table_create(13, h, al);
@@ -134,10 +135,11 @@ static void print_memory(const cli_bench_row *rows, size_t n, FILE *f) {
 void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machine *mach,
                      const char *dtype, const char *isa, int threads, FILE *f) {
     char a[32], b[32];
-    fprintf(f, "hrmt bench: ISA %s, %d threads, %s; GEMM peak %.1f GFLOP/s (%dx%dx%d); "
-               "probe latency %.2f ns at %s, %.1f ns at %s\n\n",
-            isa, threads, dtype, mach->gemm_peak_gflops, mach->gemm_m, mach->gemm_n,
-            mach->gemm_k, mach->sram_probe_ns, cli_format_bytes(mach->sram_probe_bytes, a, 32),
+    fprintf(f,
+            "hrmt bench: ISA %s, %d threads, %s; GEMM peak %.1f GFLOP/s (%dx%dx%d); "
+            "probe latency %.2f ns at %s, %.1f ns at %s\n\n",
+            isa, threads, dtype, mach->gemm_peak_gflops, mach->gemm_m, mach->gemm_n, mach->gemm_k,
+            mach->sram_probe_ns, cli_format_bytes(mach->sram_probe_bytes, a, 32),
             mach->dram_probe_ns, cli_format_bytes(mach->dram_probe_bytes, b, 32));
     fprintf(f, "Latency (mean ± std over iterations; L/H: one level call, step: one ACT step)\n");
     print_latency(rows, n, f);
@@ -151,8 +153,10 @@ void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machin
         }
     if (checked == 0) return;
     if (same == checked)
-        fprintf(f, "\ntiered vs baseline outputs (logits, q, z_H, z_L): byte-identical in all %zu "
-                   "configurations\n", checked);
+        fprintf(f,
+                "\ntiered vs baseline outputs (logits, q, z_H, z_L): byte-identical in all %zu "
+                "configurations\n",
+                checked);
     else
         fprintf(f, "\ntiered vs baseline outputs: DIFFERENT in %zu of %zu configurations\n",
                 checked - same, checked);

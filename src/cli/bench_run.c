@@ -63,7 +63,8 @@ static hrmt_status gemm_peak(hrmt_context *ctx, hrmt_dtype dt, cli_bench_machine
             uint32_t bits;
             memcpy(&bits, &v, 4);
             ((uint16_t *)base)[j] = (uint16_t)(bits >> 16);
-        } else ((float *)base)[j] = v;
+        } else
+            ((float *)base)[j] = v;
     }
     hrmt_tensor ta, tw, tc;
     size_t sa[2] = {M, K}, sw[2] = {N, K}, sc[2] = {M, N};
@@ -164,9 +165,9 @@ static hrmt_status step(hrmt_model *m, hrmt_carry *carry, hrmt_schedule sched, s
 
 /* ---- timing ----------------------------------------------------------------- */
 
-hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch, int warmup,
-                           int iterations, const cli_bench_machine *mach, cli_progress *bar,
-                           cli_bench_row *row) {
+hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
+                           int warmup, int iterations, const cli_bench_machine *mach,
+                           cli_progress *bar, cli_bench_row *row) {
     hrmt_tiers *tiers = hrmt_context_tiers(ctx);
     const hrmt_model_config *cfg = hrmt_model_get_config(m);
     size_t n = (size_t)iterations;
@@ -218,9 +219,8 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
         goto done;
     }
     const double mb = 1.0 / (1024.0 * 1024.0);
-    r.h_over_l_latency_ratio = r.l_level_latency_us.mean > 0
-                                   ? r.h_level_latency_us.mean / r.l_level_latency_us.mean
-                                   : 0.0;
+    r.h_over_l_latency_ratio =
+        r.l_level_latency_us.mean > 0 ? r.h_level_latency_us.mean / r.l_level_latency_us.mean : 0.0;
     r.sram_peak_mb = (double)sram.peak_alloc_bytes * mb;
     r.dram_peak_mb = (double)dram.peak_alloc_bytes * mb;
     r.total_memory_mb = r.sram_peak_mb + r.dram_peak_mb;
@@ -260,19 +260,24 @@ hrmt_status cli_bench_check_identical(hrmt_model *m, int batch, int *identical, 
     step_io a, b;
     hrmt_carry *ca = NULL, *cb = NULL;
     hrmt_status s = io_alloc(m, batch, 1, &a);
-    if (s == HRMT_OK) s = io_alloc(m, batch, 1, &b);
-    else memset(&b, 0, sizeof b);
+    if (s == HRMT_OK)
+        s = io_alloc(m, batch, 1, &b);
+    else
+        memset(&b, 0, sizeof b);
     if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &ca);
     if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &cb);
     if (s == HRMT_OK) s = step(m, ca, HRMT_SCHEDULE_TIERED, &a, NULL);
     if (s == HRMT_OK) s = step(m, cb, HRMT_SCHEDULE_BASELINE, &b, NULL);
     if (s == HRMT_OK) {
-        const struct { const char *name; const float *x, *y; size_t n; } cmp[] = {
-            {"logits", a.logits, b.logits, a.n_logits},
-            {"q_halt_logits", a.q_halt, b.q_halt, (size_t)batch},
-            {"q_continue_logits", a.q_cont, b.q_cont, (size_t)batch},
-            {"z_H", a.zH, b.zH, a.n_z},
-            {"z_L", a.zL, b.zL, a.n_z}};
+        const struct {
+            const char *name;
+            const float *x, *y;
+            size_t n;
+        } cmp[] = {{"logits", a.logits, b.logits, a.n_logits},
+                   {"q_halt_logits", a.q_halt, b.q_halt, (size_t)batch},
+                   {"q_continue_logits", a.q_cont, b.q_cont, (size_t)batch},
+                   {"z_H", a.zH, b.zH, a.n_z},
+                   {"z_L", a.zL, b.zL, a.n_z}};
         *identical = 1;
         snprintf(detail, detail_len, "logits, q, z_H and z_L byte-identical");
         for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) {

@@ -13,7 +13,7 @@
 
 /* Measured once per run. */
 typedef struct cli_bench_machine {
-    double sram_probe_ns, dram_probe_ns;      /* pointer-chase latency */
+    double sram_probe_ns, dram_probe_ns;       /* pointer-chase latency */
     size_t sram_probe_bytes, dram_probe_bytes; /* working sets they were taken at */
     double gemm_peak_gflops;                   /* best hrmt_gemm rate, forward dtype */
     int gemm_m, gemm_n, gemm_k;
@@ -33,7 +33,7 @@ typedef struct cli_bench_row {
     double sram_probe_latency_ns, dram_probe_latency_ns;
     double tokens_per_s, gflops, gemm_peak_gflops, gemm_peak_fraction;
     int has_speedup;
-    double speedup_vs_baseline;           /* baseline mean step / tiered mean step */
+    double speedup_vs_baseline; /* baseline mean step / tiered mean step */
     int outputs_checked, outputs_identical;
 } cli_bench_row;
 
@@ -43,9 +43,9 @@ hrmt_status cli_bench_measure_machine(hrmt_context *ctx, hrmt_dtype dtype, cli_b
 
 /* Warms up, resets the tier statistics, then times `iterations` ACT steps of
  * `batch` samples with `schedule`, filling every measured field of row. */
-hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch, int warmup,
-                           int iterations, const cli_bench_machine *mach, cli_progress *bar,
-                           cli_bench_row *row);
+hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
+                           int warmup, int iterations, const cli_bench_machine *mach,
+                           cli_progress *bar, cli_bench_row *row);
 
 /* Runs one ACT step of each schedule on the same inputs and compares logits,
  * q values, z_H and z_L byte for byte. *identical = 1 when all agree; else

@@ -66,8 +66,8 @@ static int prepare(bench *b) {
             s = hrmt_model_load(b->ctx, o->model_path, &b->cfg, &b->file_model);
         }
         if (s != HRMT_OK) {
-            fprintf(stderr, "hrmt bench: --model %s: %s: %s\n", o->model_path,
-                    hrmt_status_str(s), hrmt_last_error(b->ctx));
+            fprintf(stderr, "hrmt bench: --model %s: %s: %s\n", o->model_path, hrmt_status_str(s),
+                    hrmt_last_error(b->ctx));
             return 1;
         }
         b->cfg = *hrmt_model_get_config(b->file_model);
@@ -133,8 +133,8 @@ static int run_model(bench *b, hrmt_model *m) {
             if ((o->mode == CLI_MODE_TIERED && k == 1) || (o->mode == CLI_MODE_BASELINE && k == 0))
                 continue;
             cli_bench_row *r = &b->rows[b->n_rows];
-            s = cli_bench_time(b->ctx, m, sched, batch, o->warmup, o->iterations, &b->mach,
-                               &b->bar, r);
+            s = cli_bench_time(b->ctx, m, sched, batch, o->warmup, o->iterations, &b->mach, &b->bar,
+                               r);
             if (s != HRMT_OK) return fail_status(b, "timing", s);
             r->outputs_checked = checked;
             r->outputs_identical = identical;
@@ -142,8 +142,8 @@ static int run_model(bench *b, hrmt_model *m) {
         }
         if (o->mode == CLI_MODE_COMPARE) {
             first->has_speedup = 1;
-            first->speedup_vs_baseline = first[1].total_inference_latency_ms.mean /
-                                         first->total_inference_latency_ms.mean;
+            first->speedup_vs_baseline =
+                first[1].total_inference_latency_ms.mean / first->total_inference_latency_ms.mean;
         }
     }
     return 0;
@@ -224,8 +224,9 @@ int hrmt_cmd_bench(int argc, char **argv) {
     if (rc == 0) rc = run_all(&b);
     if (rc == 0) rc = report(&b);
     if (rc == 0 && b.outputs_differ) {
-        fprintf(stderr, "hrmt bench: FAILED: tiered and baseline schedules gave different "
-                        "outputs (see above)\n");
+        fprintf(stderr,
+                "hrmt bench: FAILED: tiered and baseline schedules gave different "
+                "outputs (see above)\n");
         rc = 1;
     }
     free(b.rows);

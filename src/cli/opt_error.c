@@ -27,6 +27,7 @@ int cli_getopt_error(int c, int argc, char **argv, const struct option *opts, ch
         snprintf(err, errlen, "%s: takes no value", cli_flag_name(opts, optopt, fb, sizeof fb));
     else if (is_long)
         snprintf(err, errlen, "unknown or ambiguous option '%s' (see --help)", word);
-    else snprintf(err, errlen, "unknown option '-%c' (see --help)", optopt ? optopt : '?');
+    else
+        snprintf(err, errlen, "unknown option '-%c' (see --help)", optopt ? optopt : '?');
     return -1;
 }

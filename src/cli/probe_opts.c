@@ -37,20 +37,28 @@ void cli_probe_usage(FILE *f) {
             "  --help                  this text\n");
 }
 
-enum { OPT_MIN = 256, OPT_MAX, OPT_QUICK, OPT_JSON, OPT_PLOT, OPT_COMPARE, OPT_BACKEND, OPT_THREADS };
+enum {
+    OPT_MIN = 256,
+    OPT_MAX,
+    OPT_QUICK,
+    OPT_JSON,
+    OPT_PLOT,
+    OPT_COMPARE,
+    OPT_BACKEND,
+    OPT_THREADS
+};
 
-static const struct option g_long_opts[] = {
-    {"min-bytes", required_argument, NULL, OPT_MIN},
-    {"max-bytes", required_argument, NULL, OPT_MAX},
-    {"quick", no_argument, NULL, OPT_QUICK},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"compare", no_argument, NULL, OPT_COMPARE},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+static const struct option g_long_opts[] = {{"min-bytes", required_argument, NULL, OPT_MIN},
+                                            {"max-bytes", required_argument, NULL, OPT_MAX},
+                                            {"quick", no_argument, NULL, OPT_QUICK},
+                                            {"json", no_argument, NULL, OPT_JSON},
+                                            {"plot", required_argument, NULL, OPT_PLOT},
+                                            {"compare", no_argument, NULL, OPT_COMPARE},
+                                            {"backend", required_argument, NULL, OPT_BACKEND},
+                                            {"threads", required_argument, NULL, OPT_THREADS},
+                                            {"quiet", no_argument, NULL, 'q'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
@@ -83,8 +91,10 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
         case OPT_COMPARE: o->compare = 1; break;
         case OPT_PLOT:
             o->plot_path = optarg;
-            if (ends_with(optarg, ".svg")) o->plot_format = CLI_PLOT_SVG;
-            else if (ends_with(optarg, ".png")) o->plot_format = CLI_PLOT_PNG;
+            if (ends_with(optarg, ".svg"))
+                o->plot_format = CLI_PLOT_SVG;
+            else if (ends_with(optarg, ".png"))
+                o->plot_format = CLI_PLOT_PNG;
             else
                 return cli_arg_error(err, errlen, fl, "'%s' must end in .svg or .png", optarg);
             break;
@@ -106,7 +116,6 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
     if (o->quick && !o->max_given) o->max_bytes = GIB / 4;
     if (o->min_bytes > o->max_bytes)
         return cli_arg_error(err, errlen, min_given ? "--min-bytes" : "--max-bytes",
-                             "minimum %zu exceeds maximum %zu bytes", o->min_bytes,
-                             o->max_bytes);
+                             "minimum %zu exceeds maximum %zu bytes", o->min_bytes, o->max_bytes);
     return 0;
 }

@@ -37,6 +37,24 @@ static void put_quoted(FILE *g, const char *s) {
     fputc('\'', g);
 }
 
+/* Tick labels "4 KiB", "1 MiB" ... at powers of two (every second or fourth
+ * one over wide ranges) instead of gnuplot's "4ki". */
+static void set_xtics(FILE *g, size_t lo, size_t hi) {
+    int n = 0;
+    for (size_t p = 1; p && p <= hi; p <<= 1) n += p >= lo;
+    int every = n > 20 ? 4 : n > 10 ? 2 : 1;
+    fputs("set xtics (", g);
+    int k = 0, first = 1;
+    for (size_t p = 1; p && p <= hi; p <<= 1) {
+        if (p < lo) continue;
+        if (k++ % every) continue;
+        char b[32];
+        fprintf(g, "%s\"%s\" %zu", first ? "" : ", ", cli_format_bytes(p, b, sizeof b), p);
+        first = 0;
+    }
+    fputs(")\n", g);
+}
+
 static void mark_levels(FILE *g, const hrmt_topology *topo, const cli_probe_result *r) {
     if (r->n_points == 0) return;
     size_t lo = r->points[0].bytes, hi = r->points[r->n_points - 1].bytes;
@@ -74,33 +92,40 @@ int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const c
     fputs("$data << EOD\n", g);
     for (size_t i = 0; i < r->n_points; i++) {
         const cli_probe_point *p = &r->points[i];
-        fprintf(g, "%zu %.6g %.6g %.6g %.6g\n", p->bytes, p->ns, p->bw.read_gbps,
-                p->bw.write_gbps, p->bw.copy_gbps);
+        fprintf(g, "%zu %.6g %.6g %.6g %.6g\n", p->bytes, p->ns, p->bw.read_gbps, p->bw.write_gbps,
+                p->bw.copy_gbps);
     }
     fputs("EOD\n", g);
     if (fmt == CLI_PLOT_PNG)
         fputs("set terminal pngcairo size 1000,900 font 'sans,11'\n", g);
-    else fputs("set terminal svg size 1000,900 dynamic background rgb 'white' font 'sans,12'\n", g);
+    else
+        fputs("set terminal svg size 1000,900 dynamic background rgb 'white' font 'sans,12'\n", g);
     fputs("set output ", g);
     put_quoted(g, path);
     fprintf(g,
             "\nset multiplot layout 2,1 title 'hrmt probe: memory tiers (%s)'\n"
-            "set logscale x 2\nset format x '%%.0b%%B'\nset grid\nset key top left\n"
+            "set logscale x 2\nset grid\nset key top left\n"
             "set xlabel 'working set (bytes)'\n",
             r->device);
+    set_xtics(g, r->points[0].bytes, r->points[r->n_points - 1].bytes);
     mark_levels(g, topo, r);
-    fputs("set logscale y\nset ylabel 'latency (ns per dependent load)'\n"
-          "plot $data using 1:2 with linespoints pt 7 ps 0.6 lw 2 title 'latency'\n"
-          "unset logscale y\nset yrange [0:*]\nset ylabel 'bandwidth (GB/s)'\n"
-          "plot $data using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'read', \\\n"
-          "     $data using 1:4 with linespoints pt 5 ps 0.6 lw 2 title 'write', \\\n"
-          "     $data using 1:5 with linespoints pt 9 ps 0.6 lw 2 title 'copy'\n"
-          "unset multiplot\nset output\n",
-          g);
+    fputs(
+        "set logscale y\nset ylabel 'latency (ns per dependent load)'\n"
+        "plot $data using 1:2 with linespoints pt 7 ps 0.6 lw 2 title 'latency'\n"
+        "unset logscale y\nset yrange [0:*]\nset ylabel 'bandwidth (GB/s)'\n"
+        "set key top right opaque box\n"
+        "plot $data using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'read', \\\n"
+        "     $data using 1:4 with linespoints pt 5 ps 0.6 lw 2 title 'write', \\\n"
+        "     $data using 1:5 with linespoints pt 9 ps 0.6 lw 2 title 'copy'\n"
+        "unset multiplot\nset output\n",
+        g);
     int st = pclose(g);
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         snprintf(err, errlen, "gnuplot failed (exit status %d) writing '%s'",
-                 st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128, path);
+                 st == -1        ? -1
+                 : WIFEXITED(st) ? WEXITSTATUS(st)
+                                 : 128,
+                 path);
         return -1;
     }
     if (access(path, F_OK) != 0) {

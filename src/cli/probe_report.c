@@ -13,7 +13,8 @@ static cJSON *point_json(const cli_probe_result *r, const hrmt_topology *topo,
         bad = bad || cli_json_add_num(o, "read_gbps", p->bw.read_gbps) ||
               cli_json_add_num(o, "write_gbps", p->bw.write_gbps) ||
               cli_json_add_num(o, "copy_gbps", p->bw.copy_gbps);
-    else bad = bad || cli_json_add_num(o, "ns", p->ns);
+    else
+        bad = bad || cli_json_add_num(o, "ns", p->ns);
     bad = bad || !cJSON_AddStringToObject(o, "device", r->device) ||
           !cJSON_AddStringToObject(o, "tier", cli_probe_tier_of(topo, p->bytes));
     if (bad) {
@@ -61,9 +62,9 @@ oom:
 }
 
 void cli_probe_print(const cli_probe_result *r, const hrmt_topology *topo, FILE *f) {
-    static const char *const h[] = {"device", "working set", "tier", "latency ns",
-                                    "read GB/s", "write GB/s", "copy GB/s"};
-    static const cli_align al[] = {CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT, CLI_ALIGN_LEFT,
+    static const char *const h[] = {"device",    "working set", "tier",     "latency ns",
+                                    "read GB/s", "write GB/s",  "copy GB/s"};
+    static const cli_align al[] = {CLI_ALIGN_LEFT,  CLI_ALIGN_RIGHT, CLI_ALIGN_LEFT,
                                    CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT,
                                    CLI_ALIGN_RIGHT};
     cli_table *t = cli_table_create(7, h, al);
@@ -86,8 +87,7 @@ void cli_probe_print(const cli_probe_result *r, const hrmt_topology *topo, FILE 
     }
     cli_table_destroy(t);
 
-    static const char *const h2[] = {"device", "tier", "capacity", "measured at",
-                                     "latency ns"};
+    static const char *const h2[] = {"device", "tier", "capacity", "measured at", "latency ns"};
     static const cli_align al2[] = {CLI_ALIGN_LEFT, CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT,
                                     CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT};
     t = cli_table_create(5, h2, al2);
@@ -109,9 +109,9 @@ void cli_probe_print(const cli_probe_result *r, const hrmt_topology *topo, FILE 
 
 void cli_probe_print_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
                              const char *gpu_note, FILE *f) {
-    static const char *const h[] = {"tier", "CPU", "CPU capacity", "CPU ns",
-                                    "GPU", "GPU capacity", "GPU ns"};
-    static const cli_align al[] = {CLI_ALIGN_LEFT, CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT,
+    static const char *const h[] = {"tier", "CPU",          "CPU capacity", "CPU ns",
+                                    "GPU",  "GPU capacity", "GPU ns"};
+    static const cli_align al[] = {CLI_ALIGN_LEFT,  CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT,
                                    CLI_ALIGN_RIGHT, CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT,
                                    CLI_ALIGN_RIGHT};
     /* Rows pair tiers by rank: fastest with fastest (L1 ~ SMEM), last with main memory. */
@@ -126,10 +126,14 @@ void cli_probe_print_compare(const cli_probe_result *cpu, const cli_probe_result
         int last = i + 1 == n;
         snprintf(c[0], 32, "%s", last ? "main memory" : i == 0 ? "fastest" : "cache");
         snprintf(c[1], 32, "%s", a ? a->name : "-");
-        if (a) cli_format_bytes(a->size_bytes, c[2], 32);
-        else snprintf(c[2], 32, "-");
-        if (a) snprintf(c[3], 32, "%.2f", a->ns);
-        else snprintf(c[3], 32, "-");
+        if (a)
+            cli_format_bytes(a->size_bytes, c[2], 32);
+        else
+            snprintf(c[2], 32, "-");
+        if (a)
+            snprintf(c[3], 32, "%.2f", a->ns);
+        else
+            snprintf(c[3], 32, "-");
         if (b) {
             snprintf(c[4], 32, "%s", b->name);
             cli_format_bytes(b->size_bytes, c[5], 32);

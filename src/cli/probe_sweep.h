@@ -16,8 +16,8 @@
 
 typedef struct cli_probe_point {
     size_t bytes;
-    double ns;          /* latency per dependent load */
-    hrmt_bandwidth bw;  /* GB/s */
+    double ns;         /* latency per dependent load */
+    hrmt_bandwidth bw; /* GB/s */
 } cli_probe_point;
 
 typedef struct cli_probe_tier {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 
 typedef struct cli_progress {
-    FILE *out;      /* NULL: disabled */
+    FILE *out; /* NULL: disabled */
     size_t total, done;
-    int width;      /* bar cells */
-    int drawn;      /* something is on the line and must be cleared */
+    int width; /* bar cells */
+    int drawn; /* something is on the line and must be cleared */
 } cli_progress;
 
 /* 1 when stderr is a terminal and quiet is 0. */

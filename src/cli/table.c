@@ -95,9 +95,12 @@ void cli_table_print(const cli_table *t, FILE *f) {
             const char *c = t->cells[i * t->ncols + j];
             int w = (int)width[j];
             const char *sep = j + 1 < nc ? "  " : "";
-            if (t->align[j] == CLI_ALIGN_RIGHT) fprintf(f, "%*s%s", w, c, sep);
-            else if (j + 1 < nc) fprintf(f, "%-*s%s", w, c, sep);
-            else fputs(c, f); /* no trailing blanks */
+            if (t->align[j] == CLI_ALIGN_RIGHT)
+                fprintf(f, "%*s%s", w, c, sep);
+            else if (j + 1 < nc)
+                fprintf(f, "%-*s%s", w, c, sep);
+            else
+                fputs(c, f); /* no trailing blanks */
         }
         fputc('\n', f);
         if (i == 0) {
@@ -117,7 +120,9 @@ const char *cli_format_bytes(size_t bytes, char *buf, size_t len) {
         v /= 1024.0;
         u++;
     }
-    if (v == (double)(size_t)v) snprintf(buf, len, "%zu %s", (size_t)v, units[u]);
-    else snprintf(buf, len, "%.3g %s", v, units[u]);
+    if (v == (double)(size_t)v)
+        snprintf(buf, len, "%zu %s", (size_t)v, units[u]);
+    else
+        snprintf(buf, len, "%.3g %s", v, units[u]);
     return buf;
 }

@@ -19,6 +19,7 @@
 typedef struct hrmt_linear {
     hrmt_packed_w *pw;
     size_t n, k;
+    float *dbg_w;
 } hrmt_linear;
 
 typedef struct hrmt_block_weights {
