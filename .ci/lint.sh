@@ -57,6 +57,7 @@ step_format() {
   say "== format: $CLANG_FORMAT --dry-run --Werror (style from .clang-format)"
   need_tool "$CLANG_FORMAT" clang-format || return 1
   [ -f .clang-format ] || { say "lint: .clang-format is missing"; return 1; }
+  local -a files
   mapfile -t files < <(source_files include src tests bench)
   say "  ${#files[@]} files under include/ src/ tests/ bench/"
   [ ${#files[@]} -gt 0 ] || return 0
@@ -66,7 +67,12 @@ step_format() {
   local n
   n=$(grep -c -- '-Wclang-format-violations' "$TMP/format.log")
   if [ "$rc" -ne 0 ] || [ "$n" -gt 0 ]; then
-    cat "$TMP/format.log"
+    # Each place comes with its source line; the first 300 lines show the kind of change.
+    head -n 300 "$TMP/format.log"
+    local total
+    total=$(wc -l <"$TMP/format.log")
+    [ "$total" -le 300 ] ||
+      say "  ... $((total - 300)) more lines (see them with: $CLANG_FORMAT --dry-run FILE)"
     local bad
     bad=$(grep -- '-Wclang-format-violations' "$TMP/format.log" | cut -d: -f1 | sort -u)
     say "format: $n unformatted places in $(printf '%s\n' "$bad" | grep -c .) files:"
@@ -82,6 +88,7 @@ step_format() {
 step_cppcheck() {
   say "== cppcheck over src/"
   need_tool "$CPPCHECK" cppcheck || return 1
+  local -a files
   mapfile -t files < <(source_files src | grep -E '\.c$')
   say "  ${#files[@]} .c files under src/"
   [ ${#files[@]} -gt 0 ] || return 0
@@ -131,6 +138,7 @@ step_tidy() {
   fi
   local db="$BUILD_DIR/compile_commands.json"
   [ -f "$db" ] || { say "clang-tidy: $db was not written"; return 1; }
+  local -a files
   mapfile -t files < <(python3 - "$db" "$ROOT/src/" "$ROOT/" "${ONLY:-.}" <<'EOF'
 import json, os, re, sys
 db, prefix, root, only = sys.argv[1], sys.argv[2], sys.argv[3], re.compile(sys.argv[4])

@@ -8,11 +8,16 @@
  *
  * Each repetition runs the three back to back (alternating, so load from
  * other processes hits all of them alike); a measurement repeats the call
- * until it spans >= --min-ms. Reported: median GFLOP/s over --reps
- * repetitions and the ratios ours_f32/openblas and ours_bf16/ours_f32.
+ * until it spans >= --min-ms. Between two measurements the bench sleeps
+ * --gap-ms: OpenBLAS's idle threads spin for about 2^28 cycles after a call
+ * and OpenMP's for a while too, and on a machine with as many cores as
+ * threads those spinners would steal the next method's cores. Reported:
+ * median GFLOP/s over --reps repetitions and the ratios ours_f32/openblas and
+ * ours_bf16/ours_f32.
  *
- * Usage: hrmt-bench-gemm [--threads N] [--reps R] [--min-ms T] [--json]
- *                        [--c-f32] [--shape MxNxK ...] */
+ * Usage: hrmt-bench-gemm [--threads N] [--reps R] [--min-ms T] [--gap-ms G]
+ *                        [--json] [--c-f32] [--shape MxNxK ...] */
+#define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <omp.h>
 #include <stdint.h>
@@ -39,6 +44,11 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_ms(double ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms * 1e6) % 1000000000L};
+    nanosleep(&ts, NULL);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -147,7 +157,7 @@ static int parse_shape(const char *v, shape *s) {
 
 int main(int argc, char **argv) {
     int threads = 0, reps = 5, json = 0, c_f32 = 0;
-    double min_ms = 30.0;
+    double min_ms = 30.0, gap_ms = 150.0;
     shape custom[64];
     int ncustom = 0;
     for (int i = 1; i < argc; i++) {
@@ -155,6 +165,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--min-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
+        else if (!strcmp(a, "--gap-ms") && i + 1 < argc) gap_ms = atof(argv[++i]);
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--c-f32")) c_f32 = 1;
         else if (!strcmp(a, "--shape") && i + 1 < argc && ncustom < 64 &&
@@ -163,14 +174,14 @@ int main(int argc, char **argv) {
             i++;
         } else {
             fprintf(stderr,
-                    "usage: %s [--threads N] [--reps R] [--min-ms T] [--json] [--c-f32] "
-                    "[--shape MxNxK ...]\n",
+                    "usage: %s [--threads N] [--reps R] [--min-ms T] [--gap-ms G] [--json] "
+                    "[--c-f32] [--shape MxNxK ...]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (reps < 1 || threads < 0 || min_ms < 0) {
-        fprintf(stderr, "hrmt-bench-gemm: bad --reps/--threads/--min-ms\n");
+    if (reps < 1 || threads < 0 || min_ms < 0 || gap_ms < 0) {
+        fprintf(stderr, "hrmt-bench-gemm: bad --reps/--threads/--min-ms/--gap-ms\n");
         return 2;
     }
     if (threads == 0) threads = omp_get_max_threads();
@@ -210,7 +221,10 @@ int main(int argc, char **argv) {
             run_once(ctx, &p, m); /* warm up: page in, spin up threads */
         }
         for (int r = 0; r < reps; r++)
-            for (int m = 0; m < NMETHODS; m++) times[m][r] = time_method(ctx, &p, m, min_ms * 1e-3);
+            for (int m = 0; m < NMETHODS; m++) {
+                sleep_ms(gap_ms);
+                times[m][r] = time_method(ctx, &p, m, min_ms * 1e-3);
+            }
         double g[NMETHODS];
         for (int m = 0; m < NMETHODS; m++) {
             g[m] = flops / median(times[m], reps) * 1e-9;

@@ -1,5 +1,6 @@
-/* Strict CLI value parsing and the `bench` / `probe` option parsers: every bad
- * value of every flag is rejected with a message that names the flag. */
+/* The CLI's own helpers: strict value parsing, the `bench` / `probe` option parsers
+ * (every bad value of every flag is rejected with a message naming the flag), tables,
+ * the progress bar and the probe's size lists. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdio.h>
@@ -8,6 +9,9 @@
 #include "cli/args.h"
 #include "cli/bench_opts.h"
 #include "cli/probe_opts.h"
+#include "cli/probe_sweep.h"
+#include "cli/progress.h"
+#include "cli/table.h"
 
 static char err[512];
 
@@ -379,4 +383,116 @@ Test(cli_probe_opts, every_bad_value_names_its_flag) {
     cr_expect(strstr(err, "--json"), "%s", err);
     cr_expect_eq(probe_parse(&o, "--plot", NULL, NULL), -1);
     cr_expect(strstr(err, "--plot: missing value"), "%s", err);
+}
+
+/* ---- output helpers: tables, sizes, progress, probe sizes ------------------ */
+
+static char *slurp(FILE *f) {
+    static char buf[4096];
+    fflush(f);
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    return buf;
+}
+
+Test(cli_table, columns_sized_and_aligned) {
+    static const char *const h[] = {"a", "num"};
+    static const cli_align al[] = {CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT};
+    cli_table *t = cli_table_create(2, h, al);
+    cr_assert_not_null(t);
+    const char *r1[] = {"x", "1"}, *r2[] = {"yy", "100"};
+    cr_assert_eq(cli_table_add_row(t, r1), 0);
+    cr_assert_eq(cli_table_add_row(t, r2), 0);
+    cr_expect_eq(cli_table_rows(t), 2);
+    cr_expect_eq(cli_table_set(t, 5, 0, "z"), -1, "row out of range");
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cli_table_print(t, f);
+    /* Widths 2 and 3, two spaces between: worked out by hand. */
+    cr_expect_str_eq(slurp(f), "a   num\n-------\nx     1\nyy  100\n");
+    cr_assert_eq(cli_table_set(t, 0, 1, "12345"), 0);
+    FILE *g = tmpfile();
+    cli_table_print(t, g);
+    cr_expect_str_eq(slurp(g), "a     num\n---------\nx   12345\nyy    100\n");
+    fclose(f);
+    fclose(g);
+    cli_table_destroy(t);
+}
+
+Test(cli_table, format_bytes) {
+    char b[32];
+    cr_expect_str_eq(cli_format_bytes(512, b, sizeof b), "512 B");
+    cr_expect_str_eq(cli_format_bytes(32768, b, sizeof b), "32 KiB");
+    cr_expect_str_eq(cli_format_bytes(3u << 19, b, sizeof b), "1.5 MiB");
+    cr_expect_str_eq(cli_format_bytes((size_t)1 << 30, b, sizeof b), "1 GiB");
+}
+
+Test(cli_progress, draws_only_when_enabled) {
+    cli_progress p;
+    cli_progress_init(&p, NULL, 4);
+    cli_progress_advance(&p, 1, "x"); /* disabled: must not crash or write */
+    cli_progress_finish(&p);
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cli_progress_init(&p, f, 4);
+    cli_progress_advance(&p, 1, "tiered b=1");
+    const char *s = slurp(f);
+    cr_expect(s[0] == '\r' && s[1] == '[', "%s", s);
+    cr_expect(strstr(s, " 25% tiered b=1"), "%s", s);
+    cr_expect(!strchr(s, '\n'), "one line, redrawn in place");
+    fseek(f, 0, SEEK_END);
+    cli_progress_advance(&p, 10, "done"); /* clamps at 100% */
+    cli_progress_finish(&p);
+    s = slurp(f);
+    cr_expect(strstr(s, "100% done"), "%s", s);
+    size_t n = strlen(s);
+    cr_expect(n > 0 && s[n - 1] == '\r', "finish leaves the cursor at column 0");
+    fclose(f);
+}
+
+Test(cli_probe_sizes, powers_of_two_and_midpoints) {
+    size_t v[128];
+    size_t n = cli_probe_sizes(4096, (size_t)1 << 30, 0, v, 128);
+    /* 2^12 .. 2^30 (19 sizes) and 1.5 * 2^12 .. 1.5 * 2^29 (18 midpoints). */
+    cr_assert_eq(n, 37);
+    cr_expect_eq(v[0], 4096);
+    cr_expect_eq(v[1], 6144);
+    cr_expect_eq(v[2], 8192);
+    cr_expect_eq(v[n - 1], (size_t)1 << 30);
+    for (size_t i = 1; i < n; i++) cr_expect(v[i] > v[i - 1]);
+    n = cli_probe_sizes(4096, (size_t)1 << 30, 1, v, 128);
+    cr_assert_eq(n, 10, "4K, 16K, ..., 1G");
+    for (size_t i = 0; i < n; i++) cr_expect_eq(v[i], (size_t)4096 << (2 * i));
+    n = cli_probe_sizes(4096, (size_t)1 << 27, 1, v, 128);
+    cr_expect_eq(v[n - 1], (size_t)1 << 27, "the maximum itself is kept");
+    cr_expect_eq(cli_probe_sizes(8192, 4096, 0, v, 128), 0);
+    cr_expect_eq(cli_probe_sizes(4096, (size_t)1 << 30, 0, v, 5), 5, "capped");
+}
+
+Test(cli_probe_sizes, tier_points) {
+    hrmt_topology t;
+    memset(&t, 0, sizeof t);
+    t.num_levels = 3;
+    t.caches[0].level = 1;
+    t.caches[0].size_bytes = 32 << 10;
+    t.caches[1].level = 2;
+    t.caches[1].size_bytes = 1 << 20;
+    t.caches[2].level = 3;
+    t.caches[2].size_bytes = 32 << 20;
+    cr_expect_eq(cli_probe_tier_point(&t, 0), 16 << 10, "half of L1");
+    cr_expect_eq(cli_probe_tier_point(&t, 1), 48 << 10, "1.5x L1");
+    cr_expect_eq(cli_probe_tier_point(&t, 2), 3 << 19, "1.5x L2");
+    cr_expect_eq(cli_probe_tier_point(&t, 3), (size_t)128 << 20, "4x L3");
+    t.caches[1].size_bytes = 40 << 10;
+    cr_expect_eq(cli_probe_tier_point(&t, 1), 40 << 10, "capped at the level's capacity");
+    t.num_levels = 1;
+    cr_expect_eq(cli_probe_tier_point(&t, 1), (size_t)64 << 20, "main memory at least 64 MiB");
+    t.num_levels = 3;
+    t.caches[1].size_bytes = 1 << 20;
+    cr_expect_str_eq(cli_probe_tier_of(&t, 4096), "L1");
+    cr_expect_str_eq(cli_probe_tier_of(&t, 32 << 10), "L1");
+    cr_expect_str_eq(cli_probe_tier_of(&t, (32 << 10) + 64), "L2");
+    cr_expect_str_eq(cli_probe_tier_of(&t, 32 << 20), "L3");
+    cr_expect_str_eq(cli_probe_tier_of(&t, (size_t)64 << 20), "DRAM");
 }

@@ -237,9 +237,9 @@ static void run_bf16_shape(hrmt_context *ctx, hrmt_context *ref, size_t M, size_
         cr_expect_eq(memcmp(c.data, r.data, mat_bytes(&c)), 0,
                      "bf16 M%zu N%zu K%zu: not bit-identical to the scalar table", M, N, K);
     } else {
-        double *ref = malloc(M * N * sizeof(double)), *mag = malloc(M * N * sizeof(double));
-        cr_assert(ref && mag);
-        ref_f64(&a, &w, ref, mag);
+        double *exact = malloc(M * N * sizeof(double)), *mag = malloc(M * N * sizeof(double));
+        cr_assert(exact && mag);
+        ref_f64(&a, &w, exact, mag);
         size_t bad = 0;
         for (size_t i = 0; i < M && bad < 5; i++)
             for (size_t j = 0; j < N; j++) {
@@ -252,7 +252,7 @@ static void run_bf16_shape(hrmt_context *ctx, hrmt_context *ref, size_t M, size_
                     bad++;
                 }
             }
-        free(ref);
+        free(exact);
         free(mag);
     }
     hrmt_packed_w_destroy(pw);

@@ -1,10 +1,21 @@
-/* Golden parity with the official PyTorch HRM (tests/data/golden/hrm/):
- *  - float32: every recorded tensor of every ACT step within 1e-4 relative
- *    L2 of expected-f32;
- *  - bfloat16: per step, the relative L2 distance of logits, z_H, z_L and the
- *    q logits to expected-bf16 is at most half the distance between the
- *    reference's own expected-bf16 and expected-f32;
- *  - halted: exact.
+/* Parity with the official PyTorch HRM.
+ *
+ * End to end (tests/data/golden/hrm/), every ACT step:
+ *  - float32: every recorded tensor within 1e-4 relative L2 of expected-f32;
+ *  - halted: exact;
+ *  - bfloat16: HRM's recurrence amplifies any 1-ulp difference (one f32-ulp
+ *    change of rms_norm's eps moves step-0 outputs by ~1%), so no bf16
+ *    implementation that is not bit-identical to the reference's PyTorch
+ *    build can sit closer to expected-bf16 than about the gap g between
+ *    expected-bf16 and expected-f32: PyTorch 2.11 itself, running the
+ *    official code, lands at 0.64-1.19 g (tests/data/torch-ops/README.md).
+ *    Checked per step, with g per tensor: distance to expected-bf16 <= 2 g
+ *    and to expected-f32 <= 2 g (our bf16 error is the reference's size) and
+ *    >= g / 4 (we really round where bf16 rounds: an F32-accurate path would
+ *    sit at ~1e-6). The issue's "<= g / 2" is not reachable; see the report.
+ * Op by op (tests/data/torch-ops/): fed PyTorch's own input, each op of the
+ * first block reproduces PyTorch's bf16 output bit for bit, except for rare
+ * 1-ulp differences (<= 1 in 1000 elements) where an F32 sum order differs.
  * Runs under each ISA (ctest sets HRMT_ISA) and with both schedules. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -12,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bf16.h"
+#include "core/context.h"
 #include "core/safetensors.h"
+#include "model/model.h"
 #include "support/test_common.h"
 
 typedef struct golden {
@@ -78,8 +92,9 @@ static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
     int P = hrmt_model_puzzle_len(m);
     size_t zn = (size_t)B * (size_t)(cfg.seq_len + P) * (size_t)cfg.hidden_size;
     size_t ln = (size_t)B * (size_t)cfg.seq_len * (size_t)cfg.vocab_size;
-    float *out[5] = {malloc(ln * 4), malloc((size_t)B * 4), malloc((size_t)B * 4), malloc(zn * 4),
-                     malloc(zn * 4)};
+    /* q_halt and q_continue share one buffer so bf16 checks see both logits. */
+    float *q = malloc(2 * (size_t)B * 4);
+    float *out[5] = {malloc(ln * 4), q, q + B, malloc(zn * 4), malloc(zn * 4)};
     size_t out_n[5] = {ln, (size_t)B, (size_t)B, zn, zn};
     int32_t *halted = malloc((size_t)B * 4);
     hrmt_step_outputs o = {out[0], out[1], out[2], out[3], out[4], halted};
@@ -93,24 +108,48 @@ static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
         if (!hrmt_st_find(g.f32, key)) break;
         cr_assert_eq(hrmt_act_step(m, c, inputs, pids, &opt, &o, NULL), HRMT_OK, "%s",
                      hrmt_last_error(ctx));
+        float *ref32[5], *ref16[5];
         for (int f = 0; f < 5; f++) {
             snprintf(key, sizeof key, "step%d.%s", steps, k_fields[f]);
             size_t n;
-            float *ref32 = read_f32(g.f32, key, &n);
+            ref32[f] = read_f32(g.f32, key, &n);
+            ref16[f] = read_f32(g.bf16, key, NULL);
             cr_assert_eq(n, out_n[f], "%s size", key);
             if (dt == HRMT_F32) {
-                double e = rel_l2(out[f], ref32, n);
+                double e = rel_l2(out[f], ref32[f], n);
                 cr_expect_leq(e, 1e-4, "%s %s f32: rel L2 %.3g > 1e-4", name, key, e);
-            } else {
-                float *ref16 = read_f32(g.bf16, key, NULL);
-                double e = rel_l2(out[f], ref16, n), ref_gap = rel_l2(ref16, ref32, n);
-                cr_log_info("%s %s bf16: ours-vs-ref %.3g, ref bf16-vs-f32 %.3g", name, key, e,
-                            ref_gap);
-                cr_expect_leq(e, 0.5 * ref_gap, "%s %s bf16: rel L2 %.3g > half of %.3g", name,
-                              key, e, ref_gap);
-                free(ref16);
             }
-            free(ref32);
+        }
+        if (dt == HRMT_BF16) {
+            /* Fields: logits, the 2B q logits together, z_H, z_L. */
+            float *q32 = malloc(2 * (size_t)B * 4), *q16 = malloc(2 * (size_t)B * 4);
+            memcpy(q32, ref32[1], (size_t)B * 4);
+            memcpy(q32 + B, ref32[2], (size_t)B * 4);
+            memcpy(q16, ref16[1], (size_t)B * 4);
+            memcpy(q16 + B, ref16[2], (size_t)B * 4);
+            const struct { const char *what; const float *ours, *r16, *r32; size_t n; } chk[4] = {
+                {"logits", out[0], ref16[0], ref32[0], ln},
+                {"q logits", q, q16, q32, 2 * (size_t)B},
+                {"z_H", out[3], ref16[3], ref32[3], zn},
+                {"z_L", out[4], ref16[4], ref32[4], zn}};
+            for (int k = 0; k < 4; k++) {
+                double gap = rel_l2(chk[k].r16, chk[k].r32, chk[k].n);
+                double e16 = rel_l2(chk[k].ours, chk[k].r16, chk[k].n);
+                double e32 = rel_l2(chk[k].ours, chk[k].r32, chk[k].n);
+                cr_expect_leq(e16, 2.0 * gap, "%s step%d %s bf16: %.3g from expected-bf16 > 2 x gap %.3g",
+                              name, steps, chk[k].what, e16, gap);
+                cr_expect_leq(e32, 2.0 * gap, "%s step%d %s bf16: %.3g from expected-f32 > 2 x gap %.3g",
+                              name, steps, chk[k].what, e32, gap);
+                cr_expect_geq(e32, 0.25 * gap,
+                              "%s step%d %s bf16: only %.3g from expected-f32 (gap %.3g): not bf16?",
+                              name, steps, chk[k].what, e32, gap);
+            }
+            free(q32);
+            free(q16);
+        }
+        for (int f = 0; f < 5; f++) {
+            free(ref32[f]);
+            free(ref16[f]);
         }
         snprintf(key, sizeof key, "step%d.halted", steps);
         int32_t *ref_h = read_i32(dt == HRMT_F32 ? g.f32 : g.bf16, key, NULL);
@@ -120,7 +159,10 @@ static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
     }
     cr_expect_gt(steps, 0, "no steps recorded");
     hrmt_carry_destroy(c);
-    for (int f = 0; f < 5; f++) free(out[f]);
+    free(out[0]);
+    free(q);
+    free(out[3]);
+    free(out[4]);
     free(halted);
     free(inputs);
     free(pids);
@@ -138,3 +180,156 @@ Test(golden, tiny_rope_bf16_baseline) { run_case("tiny-rope", HRMT_BF16, HRMT_SC
 Test(golden, small_learned_f32_baseline) {
     run_case("small-learned", HRMT_F32, HRMT_SCHEDULE_BASELINE);
 }
+
+/* ---- op by op against PyTorch's kernels (tests/data/torch-ops/) -------- */
+
+static hrmt_st_file *g_ops;
+
+/* Tensor `name` of the ops file as BF16 bits. */
+static uint16_t *ops_bf16(const char *name, size_t *n) {
+    const hrmt_st_tensor *t = hrmt_st_find(g_ops, name);
+    cr_assert_not_null(t, "ops file lacks %s", name);
+    cr_assert_eq(t->dtype, HRMT_BF16);
+    uint16_t *v = aligned_alloc(64, (t->nbytes + 63) / 64 * 64);
+    cr_assert_not_null(v);
+    memcpy(v, t->data, t->nbytes);
+    if (n) *n = t->numel;
+    return v;
+}
+
+/* ours (row stride ld) against PyTorch's `name` ([rows, cols] contiguous).
+ * An op must match bit for bit except at most 1 element in 1000, and those
+ * within one bf16 ulp of the larger value or, for sums that cancel to almost
+ * nothing, within 1e-5 of the tensor's RMS. A whole block (many ops, whose
+ * rare flips propagate) must match in 98% of elements, 2^-8 relative L2. */
+static void expect_ops(const char *what, const uint16_t *ours, size_t ld, const char *name,
+                       size_t rows, size_t cols, int whole_block) {
+    size_t n;
+    uint16_t *ref = ops_bf16(name, &n);
+    cr_assert_eq(n, rows * cols, "%s: %zu elements, expected %zu", name, n, rows * cols);
+    double ss = 0.0, num = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)hrmt_bf16_to_f32(ref[i]) * hrmt_bf16_to_f32(ref[i]);
+    double rms = sqrt(ss / (double)n);
+    size_t diff = 0, far = 0;
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < cols; c++) {
+            double a = hrmt_bf16_to_f32(ours[r * ld + c]), b = hrmt_bf16_to_f32(ref[r * cols + c]);
+            num += (a - b) * (a - b);
+            if (a == b) continue;
+            diff++;
+            double big = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+            if (fabs(a - b) > big / 128.0 * 1.0001 && fabs(a - b) > 1e-5 * rms) far++;
+        }
+    }
+    if (whole_block) {
+        cr_expect_leq(diff * 50, n, "%s: %zu of %zu elements differ from PyTorch (> 2%%)", what, diff, n);
+        cr_expect_leq(sqrt(num / ss), 1.0 / 256, "%s: relative L2 %.3g from PyTorch > 2^-8", what,
+                      sqrt(num / ss));
+    } else {
+        cr_expect_eq(far, 0, "%s: %zu elements differ from PyTorch by more than 1 ulp", what, far);
+        cr_expect_leq(diff * 1000, n, "%s: %zu of %zu elements 1 ulp off PyTorch (> 1/1000)", what,
+                      diff, n);
+    }
+    free(ref);
+}
+
+static void run_ops(const char *name) {
+    hrmt_context *ctx = hrmt_test_context();
+    char path[512];
+    snprintf(path, sizeof path, "golden/hrm/%s/case.json", name);
+    hrmt_model_config cfg;
+    cr_assert_eq(hrmt_model_config_load_json(ctx, hrmt_test_data(path), &cfg), HRMT_OK);
+    cfg.forward_dtype = HRMT_BF16;
+    snprintf(path, sizeof path, "golden/hrm/%s/model.safetensors", name);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_load(ctx, hrmt_test_data(path), &cfg, &m), HRMT_OK);
+    snprintf(path, sizeof path, "torch-ops/%s-block0.safetensors", name);
+    cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &g_ops), HRMT_OK, "%s", hrmt_last_error(ctx));
+    hrmt_st_file *gold = NULL;
+    snprintf(path, sizeof path, "golden/hrm/%s/expected-bf16.safetensors", name);
+    cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &gold), HRMT_OK);
+    size_t nb;
+    int32_t *inputs = read_i32(gold, "inputs", NULL), *pids = read_i32(gold, "puzzle_identifiers", &nb);
+    const size_t B = nb, T = m->T, H = m->hidden, I = m->inter, rows = B * T;
+    const hrmt_rowops *k = &ctx->be->rowops;
+    const hrmt_block_weights *blk = &m->L[0];
+
+    hrmt_level_ws ws;
+    size_t wsb = hrmt_level_ws_layout(m, rows, hrmt_context_threads(ctx), NULL, &ws);
+    void *wsm = aligned_alloc(64, (wsb + 63) / 64 * 64);
+    cr_assert_not_null(wsm);
+    hrmt_level_ws_layout(m, rows, hrmt_context_threads(ctx), wsm, &ws);
+    ws.gemm_scratch = NULL;
+    ws.gemm_scratch_bytes = 0;
+    uint16_t *buf = aligned_alloc(64, rows * H * 2 + 64);
+
+    /* Embedding: no rounding choice is left open, so bit-exact. */
+    hrmt_embed(m, inputs, pids, B, buf);
+    expect_ops("embedding", buf, H, "x", rows, H, 0);
+    /* Attention half of the block, each op from PyTorch's input. */
+    uint16_t *in = ops_bf16("L0.in", NULL), *qkv = ws.qkv;
+    hrmt_linear_apply(m, &blk->qkv, in, H, qkv, 3 * H, HRMT_BF16, rows, &ws);
+    expect_ops("qkv_proj", qkv, 3 * H, "L0.qkv", rows, 3 * H, 0);
+    uint16_t *ref = ops_bf16("L0.qkv", NULL);
+    memcpy(qkv, ref, rows * 3 * H * 2);
+    free(ref);
+    if (m->rope_cos) {
+        for (size_t s = 0; s < B; s++)
+            k->rope[HRMT_BF16](T, 2 * m->heads, m->head_dim, qkv + s * T * 3 * H, 3 * H,
+                               m->head_dim, m->rope_cos, m->rope_sin, m->head_dim);
+        expect_ops("rope q", qkv, 3 * H, "L0.q_rope", rows, H, 0);
+        expect_ops("rope k", qkv + H, 3 * H, "L0.k_rope", rows, H, 0);
+        uint16_t *q = ops_bf16("L0.q_rope", NULL), *kk = ops_bf16("L0.k_rope", NULL);
+        for (size_t r = 0; r < rows; r++) {
+            memcpy(qkv + r * 3 * H, q + r * H, H * 2);
+            memcpy(qkv + r * 3 * H + H, kk + r * H, H * 2);
+        }
+        free(q);
+        free(kk);
+    }
+    hrmt_attention(m, qkv, ws.att, B, &ws);
+    expect_ops("attention", ws.att, H, "L0.attn_o", rows, H, 0);
+    ref = ops_bf16("L0.attn_o", NULL);
+    hrmt_linear_apply(m, &blk->o, ref, H, ws.proj, H, HRMT_BF16, rows, &ws);
+    free(ref);
+    expect_ops("o_proj", ws.proj, H, "L0.o_proj", rows, H, 0);
+    ref = ops_bf16("L0.o_proj", NULL);
+    k->residual_rmsnorm_dram[HRMT_BF16](rows, H, in, H, ref, H, 1e-5f, buf, H, 0);
+    free(ref);
+    expect_ops("residual rms_norm 1", buf, H, "L0.h1", rows, H, 0);
+    /* MLP half. */
+    uint16_t *h1 = ops_bf16("L0.h1", NULL);
+    hrmt_linear_apply(m, &blk->gate_up, h1, H, ws.gu, 2 * I, HRMT_BF16, rows, &ws);
+    expect_ops("gate_up_proj", ws.gu, 2 * I, "L0.gu", rows, 2 * I, 0);
+    ref = ops_bf16("L0.gu", NULL);
+    k->swiglu[HRMT_BF16](rows, I, ref, 2 * I, ws.act, I, 0);
+    free(ref);
+    expect_ops("silu * up", ws.act, I, "L0.act", rows, I, 0);
+    ref = ops_bf16("L0.act", NULL);
+    hrmt_linear_apply(m, &blk->down, ref, I, ws.proj, H, HRMT_BF16, rows, &ws);
+    free(ref);
+    expect_ops("down_proj", ws.proj, H, "L0.down", rows, H, 0);
+    ref = ops_bf16("L0.down", NULL);
+    k->residual_rmsnorm_sram[HRMT_BF16](rows, H, h1, H, ref, H, 1e-5f, buf, H);
+    free(ref);
+    expect_ops("residual rms_norm 2", buf, H, "L0.out", rows, H, 0);
+    /* The whole block from PyTorch's input, through the model's own path. */
+    memcpy(buf, in, rows * H * 2);
+    memset(ws.att, 0, rows * H * 2);
+    hrmt_level(m, m->L, 1, buf, ws.att, B, &ws, 0); /* z + 0 is exact */
+    expect_ops("block", buf, H, "L0.out", rows, H, 1);
+
+    free(in);
+    free(h1);
+    free(buf);
+    free(wsm);
+    free(inputs);
+    free(pids);
+    hrmt_st_close(gold);
+    hrmt_st_close(g_ops);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+
+Test(torch_ops, tiny_rope_block0) { run_ops("tiny-rope"); }
+Test(torch_ops, small_learned_block0) { run_ops("small-learned"); }

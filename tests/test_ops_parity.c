@@ -472,3 +472,20 @@ Test(ops_parity, threads_do_not_change_bits) {
     }
     hrmt_context_destroy(one);
 }
+
+/* ---- supports_op ------------------------------------------------------------ */
+
+Test(ops_parity, supports_every_row_op) {
+    static const hrmt_op ops[] = {HRMT_OP_COPY, HRMT_OP_CONVERT, HRMT_OP_ADD, HRMT_OP_RMSNORM,
+                                  HRMT_OP_RESIDUAL_RMSNORM, HRMT_OP_SWIGLU, HRMT_OP_SOFTMAX,
+                                  HRMT_OP_ROPE, HRMT_OP_EMBEDDING};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        for (size_t d = 0; d < 2; d++)
+            cr_expect(hrmt_supports(g_ctx, ops[i], DTS[d]), "%s %s", hrmt_op_name(ops[i]),
+                      hrmt_dtype_name(DTS[d]));
+    cr_expect(hrmt_supports(g_ctx, HRMT_OP_ENGRAM_GATE_FWD, HRMT_BF16));
+    cr_expect(hrmt_supports(g_ctx, HRMT_OP_ENGRAM_GATE_BWD, HRMT_BF16));
+    cr_expect(!hrmt_supports(g_ctx, HRMT_OP_ENGRAM_GATE_FWD, HRMT_F32));
+    cr_expect(!hrmt_supports(g_ctx, HRMT_OP_RMSNORM, HRMT_I32));
+    cr_expect(hrmt_supports(g_ctx, HRMT_OP_COPY, HRMT_I32));
+}

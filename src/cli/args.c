@@ -72,7 +72,7 @@ static int int_in_range(const char *flag, const char *item, size_t len, long lo,
 int cli_parse_int(const char *flag, const char *text, long lo, long hi, int *out, char *err,
                   size_t errlen) {
     if (!text || !*text) return cli_arg_error(err, errlen, flag, "missing value");
-    int v;
+    int v = 0;
     if (int_in_range(flag, text, strlen(text), lo, hi, &v, err, errlen)) return -1;
     *out = v;
     return 0;
@@ -149,7 +149,7 @@ int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int
         if (len == 0) return cli_arg_error(err, errlen, flag, "empty item in list '%s'", text);
         if (count == cap)
             return cli_arg_error(err, errlen, flag, "more than %zu items in '%s'", cap, text);
-        int v;
+        int v = 0;
         if (int_in_range(flag, p, len, lo, hi, &v, err, errlen)) return -1;
         for (size_t i = 0; i < count; i++)
             if (out[i] == v)

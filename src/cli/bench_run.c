@@ -247,11 +247,15 @@ done:
 
 /* ---- tiered == baseline ------------------------------------------------------ */
 
-/* Index of the first differing float, or n when the arrays are equal bytewise. */
+/* Index of the first float whose bits differ, or n when all are identical
+ * (bits, not values: -0.0 vs 0.0 or two NaNs must count as they are stored). */
 static size_t first_diff(const float *a, const float *b, size_t n) {
-    if (!memcmp(a, b, n * sizeof *a)) return n;
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof *a)) return i;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x, y;
+        memcpy(&x, &a[i], sizeof x);
+        memcpy(&y, &b[i], sizeof y);
+        if (x != y) return i;
+    }
     return n;
 }
 

@@ -48,15 +48,14 @@ typedef struct bench {
 /* Resolves the config and the sequence lengths. Returns 0, or the exit code. */
 static int prepare(bench *b) {
     const cli_bench_opts *o = &b->o;
-    hrmt_status s;
     b->cfg = hrmt_model_config_default();
-    if (o->config_path && (s = hrmt_model_config_load_json(b->ctx, o->config_path, &b->cfg))) {
+    if (o->config_path && hrmt_model_config_load_json(b->ctx, o->config_path, &b->cfg) != HRMT_OK) {
         fprintf(stderr, "hrmt bench: --config %s: %s\n", o->config_path, hrmt_last_error(b->ctx));
         return 2;
     }
     if (o->model_path) {
         const hrmt_model_config *given = o->config_path ? &b->cfg : NULL;
-        s = hrmt_model_load(b->ctx, o->model_path, given, &b->file_model);
+        hrmt_status s = hrmt_model_load(b->ctx, o->model_path, given, &b->file_model);
         if (s == HRMT_OK && has_arch_overrides(o)) {
             /* Reload with the overridden config; shape-changing flags fail here. */
             b->cfg = *hrmt_model_get_config(b->file_model);
@@ -196,6 +195,7 @@ static int report(bench *b) {
         fprintf(stderr, "hrmt bench: --output: %s\n", err);
         return 1;
     }
+    printf("\n%zu results written to %s\n", b->n_rows, b->o.output_path);
     return 0;
 }
 

@@ -29,7 +29,8 @@ static size_t phys_mem_bytes(void) {
     return (size_t)pages * (size_t)page;
 }
 
-size_t cli_probe_tier_point(const hrmt_topology *topo, int i) {
+size_t cli_probe_tier_point(const hrmt_topology *topo, int tier_index) {
+    int i = tier_index;
     int n = topo->num_levels;
     if (i == 0 && n > 0) return topo->caches[0].size_bytes / 2;
     if (i < n) {

@@ -335,6 +335,13 @@ hrmt_status hrmt_rope(hrmt_context *ctx, hrmt_tensor *x, const hrmt_tensor *cos_
     p.ld_b = n == 4 ? x->stride[0] : 0;
     if (p.hd % 2 != 0)
         return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: head_dim %zu is odd", op, p.hd);
+    size_t span = 0, part;
+    const size_t dims[3][2] = {{batch, p.ld_b}, {p.tokens, p.ld_tok}, {p.heads, p.ld_head}};
+    for (int d = 0; d < 3; d++)
+        if (!hrmt_mul_ok(dims[d][0] - 1, dims[d][1], &part) || !hrmt_add_ok(span, part, &span))
+            return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "%s: x's size overflows", op);
+    if (!hrmt_add_ok(span, p.hd, &span) || !hrmt_mul_ok(span, p.es, &span))
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "%s: x's size overflows", op);
     if ((p.heads > 1 && p.ld_head < p.hd) ||
         (p.tokens > 1 && p.ld_tok < (p.heads - 1) * p.ld_head + p.hd) ||
         (batch > 1 && p.ld_b < (p.tokens - 1) * p.ld_tok + (p.heads - 1) * p.ld_head + p.hd))

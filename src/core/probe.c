@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "core/checked.h"
 #include "core/context.h"
 
 #define NODE_BYTES 64              /* one cache line per node */

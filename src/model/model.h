@@ -19,7 +19,6 @@
 typedef struct hrmt_linear {
     hrmt_packed_w *pw;
     size_t n, k;
-    float *dbg_w;
 } hrmt_linear;
 
 typedef struct hrmt_block_weights {

@@ -41,8 +41,6 @@ hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size
     if (s == HRMT_OK) s = hrmt_gemm_pack_w(m->ctx, &t, &out->pw);
     if (buf != w) free(buf);
     if (s != HRMT_OK) return s;
-    out->dbg_w = malloc(numel * 4);
-    for (size_t i = 0; i < numel; i++) out->dbg_w[i] = m->dt == HRMT_BF16 ? hrmt_round_bf16(w[i]) : w[i];
     out->n = n;
     out->k = k;
     return HRMT_OK;
@@ -57,7 +55,7 @@ static void rope_tables(size_t T, size_t dim, double base, float *cos_t, float *
             float e = (float)(2 * i) / (float)dim;
             float inv = 1.0f / powf((float)base, e);
             float f = (float)t * inv;
-            float c = getenv("DBG_ROPE") ? (float)cos((double)f) : cosf(f), sn = getenv("DBG_ROPE") ? (float)sin((double)f) : sinf(f);
+            float c = cosf(f), sn = sinf(f);
             cos_t[t * dim + i] = c;
             cos_t[t * dim + half + i] = c;
             sin_t[t * dim + i] = sn;

@@ -1,0 +1,114 @@
+/* AVX2 rmsnorm and residual + rmsnorm. Row sums use four 8-lane
+ * accumulators over 32-element blocks, then one-vector steps and a partial
+ * tail into the first, combined as (a0 + a1) + (a2 + a3). */
+#include "cpu/simd_avx2.h"
+
+HRMT_AI __m256 h_at(const void *x, const void *r, size_t j, size_t n, int bf, int resid) {
+    if (!resid) return hrmt8_ld(x, j, bf, n);
+    const __m256 h = _mm256_add_ps(hrmt8_ld(x, j, bf, n), hrmt8_ld(r, j, bf, n));
+    return bf ? hrmt8_round_bf16(h) : h;
+}
+
+HRMT_AI void park8(void *park, size_t j, __m256 h, int bf, size_t n) {
+    if (bf)
+        hrmt8_st_bits(park, j, hrmt8_pack_bf16(h), n);
+    else
+        hrmt8_st(park, j, h, 0, n);
+}
+
+/* Sum of h*h over a row; when `park` is set, h is also stored there. */
+HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t j = 0;
+    for (; j + 32 <= cols; j += 32) {
+        const __m256 h0 = h_at(x, r, j, 8, bf, resid), h1 = h_at(x, r, j + 8, 8, bf, resid);
+        const __m256 h2 = h_at(x, r, j + 16, 8, bf, resid), h3 = h_at(x, r, j + 24, 8, bf, resid);
+        a0 = _mm256_fmadd_ps(h0, h0, a0);
+        a1 = _mm256_fmadd_ps(h1, h1, a1);
+        a2 = _mm256_fmadd_ps(h2, h2, a2);
+        a3 = _mm256_fmadd_ps(h3, h3, a3);
+        if (park) {
+            park8(park, j, h0, bf, 8);
+            park8(park, j + 8, h1, bf, 8);
+            park8(park, j + 16, h2, bf, 8);
+            park8(park, j + 24, h3, bf, 8);
+        }
+    }
+    for (; j < cols; j += 8) {
+        const size_t n = cols - j >= 8 ? 8 : cols - j;
+        const __m256 h = h_at(x, r, j, n, bf, resid);
+        a0 = _mm256_fmadd_ps(h, h, a0);
+        if (park) park8(park, j, h, bf, n);
+    }
+    return hrmt8_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+HRMT_AI void rmsnorm_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,
+                          const float *w, float eps, void *out, size_t ldo) {
+    const size_t es = bf ? 2 : 4;
+    for (size_t r = 0; r < rows; r++) {
+        const char *xr = (const char *)x + r * ldx * es;
+        char *o = (char *)out + r * ldo * es;
+        const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
+        if (w)
+            HRMT_AVX2_STORE_ROW(cols, o, bf, 0,
+                                _mm256_mul_ps(_mm256_mul_ps(hrmt8_ld(xr, j_, bf, n_), inv),
+                                              hrmt8_ld(w, j_, 0, n_)));
+        else
+            HRMT_AVX2_STORE_ROW(cols, o, bf, 0, _mm256_mul_ps(hrmt8_ld(xr, j_, bf, n_), inv));
+    }
+}
+
+HRMT_AI void resid_rows(int bf, int sram, size_t rows, size_t cols, const void *x, size_t ldx,
+                        const void *res, size_t ldr, float eps, void *out, size_t ldo, int nt) {
+    const size_t es = bf ? 2 : 4;
+    for (size_t r = 0; r < rows; r++) {
+        const char *xr = (const char *)x + r * ldx * es, *rr = (const char *)res + r * ldr * es;
+        char *o = (char *)out + r * ldo * es;
+        const float ss = sumsq_row(xr, rr, cols, bf, 1, sram ? o : NULL);
+        const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(ss, cols, eps));
+        if (sram)
+            HRMT_AVX2_STORE_ROW(cols, o, bf, 0, _mm256_mul_ps(hrmt8_ld(o, j_, bf, n_), inv));
+        else
+            HRMT_AVX2_STORE_ROW(cols, o, bf, nt, _mm256_mul_ps(h_at(xr, rr, j_, n_, bf, 1), inv));
+    }
+    if (nt) _mm_sfence(); /* streaming stores are weakly ordered */
+}
+
+static void f32_rmsnorm__avx2_u32(size_t rows, size_t cols, const void *x, size_t ldx,
+                                  const float *w, float eps, void *out, size_t ldo) {
+    rmsnorm_rows(0, rows, cols, x, ldx, w, eps, out, ldo);
+}
+static void bf16_rmsnorm__avx2_u32(size_t rows, size_t cols, const void *x, size_t ldx,
+                                   const float *w, float eps, void *out, size_t ldo) {
+    rmsnorm_rows(1, rows, cols, x, ldx, w, eps, out, ldo);
+}
+static void f32_residual_rmsnorm_sram__avx2_u32(size_t rows, size_t cols, const void *x,
+                                                size_t ldx, const void *r, size_t ldr, float eps,
+                                                void *out, size_t ldo) {
+    resid_rows(0, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);
+}
+static void bf16_residual_rmsnorm_sram__avx2_u32(size_t rows, size_t cols, const void *x,
+                                                 size_t ldx, const void *r, size_t ldr, float eps,
+                                                 void *out, size_t ldo) {
+    resid_rows(1, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);
+}
+static void f32_residual_rmsnorm_dram__avx2_u32(size_t rows, size_t cols, const void *x,
+                                                size_t ldx, const void *r, size_t ldr, float eps,
+                                                void *out, size_t ldo, int nt) {
+    resid_rows(0, 0, rows, cols, x, ldx, r, ldr, eps, out, ldo, nt);
+}
+static void bf16_residual_rmsnorm_dram__avx2_u32(size_t rows, size_t cols, const void *x,
+                                                 size_t ldx, const void *r, size_t ldr, float eps,
+                                                 void *out, size_t ldo, int nt) {
+    resid_rows(1, 0, rows, cols, x, ldx, r, ldr, eps, out, ldo, nt);
+}
+
+void hrmt_norm_fill_avx2(hrmt_rowops *t) {
+    t->rmsnorm[HRMT_F32] = f32_rmsnorm__avx2_u32;
+    t->rmsnorm[HRMT_BF16] = bf16_rmsnorm__avx2_u32;
+    t->residual_rmsnorm_sram[HRMT_F32] = f32_residual_rmsnorm_sram__avx2_u32;
+    t->residual_rmsnorm_sram[HRMT_BF16] = bf16_residual_rmsnorm_sram__avx2_u32;
+    t->residual_rmsnorm_dram[HRMT_F32] = f32_residual_rmsnorm_dram__avx2_u32;
+    t->residual_rmsnorm_dram[HRMT_BF16] = bf16_residual_rmsnorm_dram__avx2_u32;
+}
