@@ -9,7 +9,7 @@
  * until it spans >= --min-ms; the best of --reps repetitions is reported.
  *
  * Usage: hrmt-bench-ops [--isa NAME] [--threads N] [--reps R] [--min-ms T]
- *                       [--large-mib M] [--json] */
+ *                       [--large-mib M] [--op NAME]... [--set L2|DRAM] [--json] */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -27,18 +27,28 @@ static double now_s(void) {
 }
 
 typedef enum {
-    OP_CONVERT, OP_ADD, OP_RMSNORM, OP_RESID_SRAM, OP_RESID_DRAM, OP_SWIGLU, OP_SOFTMAX,
-    OP_ROPE, OP_EMBEDDING, OP_ENGRAM_FWD, OP_ENGRAM_BWD, OP_N
+    OP_CONVERT,
+    OP_ADD,
+    OP_RMSNORM,
+    OP_RESID_SRAM,
+    OP_RESID_DRAM,
+    OP_SWIGLU,
+    OP_SOFTMAX,
+    OP_ROPE,
+    OP_EMBEDDING,
+    OP_ENGRAM_FWD,
+    OP_ENGRAM_BWD,
+    OP_N
 } op_kind;
 
 static const char *const k_names[OP_N] = {
-    "convert", "add", "rmsnorm", "residual_rmsnorm_sram", "residual_rmsnorm_dram", "swiglu",
-    "softmax", "rope", "embedding", "engram_gate_fwd", "engram_gate_bwd"};
+    "convert", "add",  "rmsnorm",   "residual_rmsnorm_sram", "residual_rmsnorm_dram", "swiglu",
+    "softmax", "rope", "embedding", "engram_gate_fwd",       "engram_gate_bwd"};
 
-#define COLS 4096  /* hidden size of the row ops */
-#define HEADS 8    /* rope: 8 heads of 64 */
+#define COLS 4096 /* hidden size of the row ops */
+#define HEADS 8   /* rope: 8 heads of 64 */
 #define HD 64
-#define HC 4       /* engram: hc_mult 4, hidden 4096 */
+#define HC 4 /* engram: hc_mult 4, hidden 4096 */
 
 /* One benchmark case: its tensors and the bytes one call moves. */
 typedef struct bcase {
@@ -67,9 +77,14 @@ static hrmt_tensor *add_tensor(bcase *c, hrmt_dtype dt, int ndim, const size_t *
     for (size_t i = 0; i < n; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         const float v = (float)((double)(s >> 40) / (double)(1 << 24) - 0.5);
-        if (dt == HRMT_F32) ((float *)p)[i] = v;
-        else if (dt == HRMT_BF16) { uint32_t u; memcpy(&u, &v, 4); ((uint16_t *)p)[i] = (uint16_t)(u >> 16); }
-        else ((int32_t *)p)[i] = 0;
+        if (dt == HRMT_F32)
+            ((float *)p)[i] = v;
+        else if (dt == HRMT_BF16) {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+        } else
+            ((int32_t *)p)[i] = 0;
     }
     hrmt_tensor_init(t, p, dt, ndim, shape);
     c->mem[c->n++] = p;
@@ -155,20 +170,20 @@ static void build(bcase *c, op_kind op, hrmt_dtype dt, size_t ws) {
         rows = ws / per_tok + 1;
         const size_t xs[3] = {rows, HC, COLS}, kvs[3] = {rows, HC + 1, COLS}, ws2[2] = {HC, COLS};
         const size_t ph[2] = {rows, HC};
-        add_tensor(c, HRMT_BF16, 3, xs);  /* 0 x */
-        add_tensor(c, HRMT_BF16, 3, kvs); /* 1 kv */
-        add_tensor(c, HRMT_F32, 2, ws2);  /* 2 wf */
-        add_tensor(c, HRMT_BF16, 3, xs);  /* 3 out / grad_out */
+        add_tensor(c, HRMT_BF16, 3, xs);                            /* 0 x */
+        add_tensor(c, HRMT_BF16, 3, kvs);                           /* 1 kv */
+        add_tensor(c, HRMT_F32, 2, ws2);                            /* 2 wf */
+        add_tensor(c, HRMT_BF16, 3, xs);                            /* 3 out / grad_out */
         for (int i = 0; i < 4; i++) add_tensor(c, HRMT_F32, 2, ph); /* 4..7 saved */
         if (op == OP_ENGRAM_BWD) {
             add_tensor(c, HRMT_BF16, 3, xs);  /* 8 grad_x */
             add_tensor(c, HRMT_BF16, 3, kvs); /* 9 grad_kv */
             add_tensor(c, HRMT_F32, 2, ws2);  /* 10 grad_wf */
             for (size_t i = 0; i < rows * HC; i++) {
-                ((float *)c->t[4].data)[i] = 3.0f;   /* dot */
-                ((float *)c->t[5].data)[i] = 0.7f;   /* gate */
-                ((float *)c->t[6].data)[i] = 3.4f;   /* rstd_x */
-                ((float *)c->t[7].data)[i] = 3.4f;   /* rstd_k */
+                ((float *)c->t[4].data)[i] = 3.0f; /* dot */
+                ((float *)c->t[5].data)[i] = 0.7f; /* gate */
+                ((float *)c->t[6].data)[i] = 3.4f; /* rstd_x */
+                ((float *)c->t[7].data)[i] = 3.4f; /* rstd_k */
             }
         }
         c->bytes = rows * per_tok + HC * COLS * 4 * (op == OP_ENGRAM_BWD ? 2 : 1);
@@ -185,8 +200,12 @@ static void run_case(hrmt_context *ctx, bcase *c) {
     case OP_CONVERT: s = hrmt_convert(ctx, &t[0], &t[1]); break;
     case OP_ADD: s = hrmt_add(ctx, &t[0], &t[1], &t[2]); break;
     case OP_RMSNORM: s = hrmt_rmsnorm(ctx, &t[0], NULL, 1e-5f, &t[1]); break;
-    case OP_RESID_SRAM: s = hrmt_residual_rmsnorm(ctx, &t[0], &t[1], 1e-5f, HRMT_VARIANT_SRAM, &t[2]); break;
-    case OP_RESID_DRAM: s = hrmt_residual_rmsnorm(ctx, &t[0], &t[1], 1e-5f, HRMT_VARIANT_DRAM, &t[2]); break;
+    case OP_RESID_SRAM:
+        s = hrmt_residual_rmsnorm(ctx, &t[0], &t[1], 1e-5f, HRMT_VARIANT_SRAM, &t[2]);
+        break;
+    case OP_RESID_DRAM:
+        s = hrmt_residual_rmsnorm(ctx, &t[0], &t[1], 1e-5f, HRMT_VARIANT_DRAM, &t[2]);
+        break;
     case OP_SWIGLU: s = hrmt_swiglu(ctx, &t[0], &t[1]); break;
     case OP_SOFTMAX: s = hrmt_softmax(ctx, &t[0], 0.125f, &t[1]); break;
     case OP_ROPE: s = hrmt_rope(ctx, &t[0], &t[1], &t[2]); break;
@@ -262,8 +281,10 @@ static result measure(hrmt_context *ctx, op_kind op, hrmt_dtype dt, size_t ws, c
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: hrmt-bench-ops [--isa scalar|avx2|avx512] [--threads N] [--reps R]\n"
-                    "                      [--min-ms T] [--large-mib M] [--json]\n");
+    fprintf(stderr,
+            "usage: hrmt-bench-ops [--isa scalar|avx2|avx512] [--threads N] [--reps R]\n"
+            "                      [--min-ms T] [--large-mib M] [--op NAME]... [--set L2|DRAM]\n"
+            "                      [--json]\n");
     exit(2);
 }
 
@@ -272,15 +293,32 @@ int main(int argc, char **argv) {
     int reps = 3, json = 0;
     double min_ms = 30;
     size_t large_mib = 256;
+    int want_op[OP_N] = {0}, any_op = 0;
+    const char *only_set = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--isa") && i + 1 < argc) o.isa = argv[++i];
-        else if (!strcmp(a, "--threads") && i + 1 < argc) o.num_threads = atoi(argv[++i]);
-        else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(a, "--min-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
-        else if (!strcmp(a, "--large-mib") && i + 1 < argc) large_mib = (size_t)atol(argv[++i]);
-        else usage();
+        if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--isa") && i + 1 < argc)
+            o.isa = argv[++i];
+        else if (!strcmp(a, "--threads") && i + 1 < argc)
+            o.num_threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--min-ms") && i + 1 < argc)
+            min_ms = atof(argv[++i]);
+        else if (!strcmp(a, "--large-mib") && i + 1 < argc)
+            large_mib = (size_t)atol(argv[++i]);
+        else if (!strcmp(a, "--set") && i + 1 < argc)
+            only_set = argv[++i];
+        else if (!strcmp(a, "--op") && i + 1 < argc) {
+            const char *name = argv[++i];
+            int k = 0;
+            while (k < OP_N && strcmp(name, k_names[k]) != 0) k++;
+            if (k == OP_N) usage();
+            want_op[k] = any_op = 1;
+        } else
+            usage();
     }
     if (reps < 1 || min_ms < 0 || large_mib < 1 || o.num_threads < 0) usage();
     hrmt_context *ctx = NULL;
@@ -294,29 +332,40 @@ int main(int argc, char **argv) {
     for (int i = 0; i < topo->num_levels; i++)
         if (topo->caches[i].level == 2) l2 = topo->caches[i].size_bytes;
     if (!l2) l2 = (size_t)1 << 20;
-    const struct { size_t ws; const char *level; } sizes[2] = {{l2 / 2, "L2"}, {large_mib << 20, "DRAM"}};
+    const struct {
+        size_t ws;
+        const char *level;
+    } sizes[2] = {{l2 / 2, "L2"}, {large_mib << 20, "DRAM"}};
     const char *isa = hrmt_isa_name(hrmt_context_isa(ctx));
     result res[2 * OP_N * 2];
     int nres = 0;
     for (int s = 0; s < 2; s++)
         for (int op = 0; op < OP_N; op++)
             for (int d = 0; d < 2; d++) {
+                if ((any_op && !want_op[op]) || (only_set && strcmp(only_set, sizes[s].level) != 0))
+                    continue;
                 const hrmt_dtype dt = d ? HRMT_BF16 : HRMT_F32;
                 if ((op == OP_ENGRAM_FWD || op == OP_ENGRAM_BWD) && dt != HRMT_BF16) continue;
-                res[nres++] = measure(ctx, (op_kind)op, dt, sizes[s].ws, sizes[s].level, reps, min_ms * 1e-3);
+                res[nres++] =
+                    measure(ctx, (op_kind)op, dt, sizes[s].ws, sizes[s].level, reps, min_ms * 1e-3);
             }
     if (json) {
         printf("[\n");
         for (int i = 0; i < nres; i++)
-            printf("  {\"op\": \"%s\", \"dtype\": \"%s\", \"isa\": \"%s\", \"level\": \"%s\", \"bytes\": %zu, "
-                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio\": %.4f}%s\n",
-                   k_names[res[i].op], hrmt_dtype_name(res[i].dt), isa, res[i].level, res[i].bytes,
-                   res[i].gbps, res[i].copy_gbps, res[i].gbps / res[i].copy_gbps, i + 1 < nres ? "," : "");
+            printf(
+                "  {\"op\": \"%s\", \"dtype\": \"%s\", \"isa\": \"%s\", \"level\": \"%s\", \"bytes\": %zu, "
+                "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio\": %.4f}%s\n",
+                k_names[res[i].op], hrmt_dtype_name(res[i].dt), isa, res[i].level, res[i].bytes,
+                res[i].gbps, res[i].copy_gbps, res[i].gbps / res[i].copy_gbps,
+                i + 1 < nres ? "," : "");
         printf("]\n");
     } else {
-        printf("hrmt-bench-ops: isa %s, %d threads, best of %d; bytes = inputs read once + outputs "
-               "written once\n", isa, hrmt_context_threads(ctx), reps);
-        printf("%-22s %-5s %-5s %12s %9s %9s %7s\n", "op", "dtype", "set", "bytes", "GB/s", "copy", "ratio");
+        printf(
+            "hrmt-bench-ops: isa %s, %d threads, best of %d; bytes = inputs read once + outputs "
+            "written once\n",
+            isa, hrmt_context_threads(ctx), reps);
+        printf("%-22s %-5s %-5s %12s %9s %9s %7s\n", "op", "dtype", "set", "bytes", "GB/s", "copy",
+               "ratio");
         for (int i = 0; i < nres; i++)
             printf("%-22s %-5s %-5s %12zu %9.2f %9.2f %7.3f\n", k_names[res[i].op],
                    hrmt_dtype_name(res[i].dt), res[i].level, res[i].bytes, res[i].gbps,

@@ -86,20 +86,23 @@ static size_t bf16_golden_count(const buf *got, const buf *want, double tol, con
         const float g = buf_get(got, i);
         const uint16_t w = ((const uint16_t *)want->t.data)[i];
         const float d = (float)(tol * (fabs(g) + scale));
-        const int64_t lo = ref_ord_bf16(ref_f32_to_bf16(g - d)), hi = ref_ord_bf16(ref_f32_to_bf16(g + d));
+        const int64_t lo = ref_ord_bf16(ref_f32_to_bf16(g - d)),
+                      hi = ref_ord_bf16(ref_f32_to_bf16(g + d));
         const int64_t ow = ref_ord_bf16(w);
         worst = fmax(worst, fabs(g - ref_bf16_to_f32(w)) / (fabs(g) + scale));
         if (!(lo <= ow && ow <= hi) && bad++ < 3)
             fprintf(stderr, "%s[%zu]: ours %.8g, golden %.8g\n", what, i, g, ref_bf16_to_f32(w));
     }
-    cr_log_info("%s: worst |ours-golden|/(|ours|+max|golden|) = %.3g incl. bf16 rounding", what, worst);
+    cr_log_info("%s: worst |ours-golden|/(|ours|+max|golden|) = %.3g incl. bf16 rounding", what,
+                worst);
     return bad;
 }
 
 static void golden_shape(const st_file *f, const char *prefix, float eps, float clamp) {
     buf x = load(f, prefix, "x"), kv = load(f, prefix, "kv"), wh = load(f, prefix, "weight_hidden");
     buf we = load(f, prefix, "weight_embed"), go = load(f, prefix, "grad_out");
-    buf g_out = load(f, prefix, "out"), g_dot = load(f, prefix, "dot"), g_gate = load(f, prefix, "gate_score");
+    buf g_out = load(f, prefix, "out"), g_dot = load(f, prefix, "dot"),
+        g_gate = load(f, prefix, "gate_score");
     buf g_rx = load(f, prefix, "rstd_x"), g_rk = load(f, prefix, "rstd_k");
     buf g_gx = load(f, prefix, "grad_x"), g_gkv = load(f, prefix, "grad_kv");
     buf g_gwh = load(f, prefix, "grad_weight_hidden"), g_gwe = load(f, prefix, "grad_weight_embed");
@@ -111,7 +114,8 @@ static void golden_shape(const st_file *f, const char *prefix, float eps, float 
         cr_assert_eq(buf_get(&wf, i), buf_get(&wh, i) * buf_get(&we, i), "fused weight [%zu]", i);
 
     buf out = buf_new(HRMT_BF16, 3, x.t.shape), dot = buf_new(HRMT_F32, 2, ph);
-    buf gate = buf_new(HRMT_F32, 2, ph), rx = buf_new(HRMT_F32, 2, ph), rk = buf_new(HRMT_F32, 2, ph);
+    buf gate = buf_new(HRMT_F32, 2, ph), rx = buf_new(HRMT_F32, 2, ph),
+        rk = buf_new(HRMT_F32, 2, ph);
     hrmt_engram_fwd_out o = {&out.t, &dot.t, &gate.t, &rx.t, &rk.t};
     OK(hrmt_engram_gate_fwd(g_ctx, &x.t, &kv.t, &wf.t, eps, clamp, &o));
     char what[96];
@@ -130,7 +134,8 @@ static void golden_shape(const st_file *f, const char *prefix, float eps, float 
 
     /* backward from the reference's saved values, as TileKernels tests it */
     buf gx = buf_new(HRMT_BF16, 3, x.t.shape), gkv = buf_new(HRMT_BF16, 3, kv.t.shape);
-    buf gwf = buf_new(HRMT_F32, 2, ws), gwh = buf_new(HRMT_F32, 2, ws), gwe = buf_new(HRMT_F32, 2, ws);
+    buf gwf = buf_new(HRMT_F32, 2, ws), gwh = buf_new(HRMT_F32, 2, ws),
+        gwe = buf_new(HRMT_F32, 2, ws);
     OK(hrmt_engram_gate_bwd(g_ctx, &go.t, &x.t, &kv.t, &wf.t, &g_dot.t, &g_gate.t, &g_rx.t, &g_rk.t,
                             clamp, &gx.t, &gkv.t, &gwf.t));
     OK(hrmt_engram_split_weight_grad(g_ctx, &gwf.t, &wh.t, &we.t, &gwh.t, &gwe.t));
@@ -139,15 +144,17 @@ static void golden_shape(const st_file *f, const char *prefix, float eps, float 
     cr_expect_eq(bf16_golden_count(&gwh, &g_gwh, 1e-4, NAME("grad_weight_hidden")), 0, "%s", what);
     cr_expect_eq(bf16_golden_count(&gwe, &g_gwe, 1e-4, NAME("grad_weight_embed")), 0, "%s", what);
 #undef NAME
-    buf *all[] = {&x, &kv, &wh, &we, &go, &g_out, &g_dot, &g_gate, &g_rx, &g_rk, &g_gx, &g_gkv,
-                  &g_gwh, &g_gwe, &wf, &out, &dot, &gate, &rx, &rk, &out2, &gx, &gkv, &gwf, &gwh, &gwe};
+    buf *all[] = {&x,    &kv,   &wh,    &we,    &go,    &g_out, &g_dot, &g_gate, &g_rx,
+                  &g_rk, &g_gx, &g_gkv, &g_gwh, &g_gwe, &wf,    &out,   &dot,    &gate,
+                  &rx,   &rk,   &out2,  &gx,    &gkv,   &gwf,   &gwh,   &gwe};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) buf_free(all[i]);
 }
 
 Test(engram, golden_every_shape) {
     st_file f;
     cr_assert_eq(st_open(hrmt_test_data("golden/engram/engram-gate.safetensors"), &f), 0);
-    const char *shapes = st_meta(&f, "shapes"), *eps_s = st_meta(&f, "eps"), *cl_s = st_meta(&f, "clamp_value");
+    const char *shapes = st_meta(&f, "shapes"), *eps_s = st_meta(&f, "eps"),
+               *cl_s = st_meta(&f, "clamp_value");
     cr_assert(shapes && eps_s && cl_s, "golden metadata");
     const float eps = strtof(eps_s, NULL), clamp = strtof(cl_s, NULL);
     char list[256];
@@ -194,8 +201,8 @@ typedef struct {
 static results run_table(const hrmt_rowops *k, const problem *p) {
     const size_t xs[3] = {p->T, p->hc, p->H}, kvs[3] = {p->T, p->hc + 1, p->H};
     const size_t ph[2] = {p->T, p->hc}, ws[2] = {p->hc, p->H};
-    results r = {buf_new(HRMT_BF16, 3, xs), buf_new(HRMT_F32, 2, ph), buf_new(HRMT_F32, 2, ph),
-                 buf_new(HRMT_F32, 2, ph), buf_new(HRMT_F32, 2, ph), buf_new(HRMT_BF16, 3, xs),
+    results r = {buf_new(HRMT_BF16, 3, xs),  buf_new(HRMT_F32, 2, ph), buf_new(HRMT_F32, 2, ph),
+                 buf_new(HRMT_F32, 2, ph),   buf_new(HRMT_F32, 2, ph), buf_new(HRMT_BF16, 3, xs),
                  buf_new(HRMT_BF16, 3, kvs), buf_new(HRMT_F32, 2, ws)};
     k->engram_fwd(p->T, p->hc, p->H, p->x.t.data, p->kv.t.data, p->wf.t.data, 1e-20f, 1e-6f,
                   r.out.t.data, r.dot.t.data, r.gate.t.data, r.rx.t.data, r.rk.t.data, 0);
@@ -237,7 +244,8 @@ static size_t rel_count(const buf *a, const buf *b, double rel, double abs, cons
 Test(engram, isa_matches_scalar) {
     const hrmt_rowops *ref = &hrmt_backend_cpu(HRMT_ISA_SCALAR)->rowops;
     const hrmt_rowops *k = &hrmt_backend_cpu(hrmt_context_isa(g_ctx))->rowops;
-    static const size_t shapes[][3] = {{3, 3, 17}, {5, 2, 513}, {2, 4, 4096}, {4, 1, 7}, {1, 4, 7168}};
+    static const size_t shapes[][3] = {
+        {3, 3, 17}, {5, 2, 513}, {2, 4, 4096}, {4, 1, 7}, {1, 4, 7168}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         problem p = problem_new(shapes[s][0], shapes[s][1], shapes[s][2], 100 + s);
         results a = run_table(k, &p), b = run_table(ref, &p);
@@ -260,8 +268,10 @@ Test(engram, isa_matches_scalar) {
 
 Test(engram, weight_grad_independent_of_threads) {
     problem p = problem_new(203, 2, 96, 7);
-    const size_t xs[3] = {p.T, p.hc, p.H}, kvs[3] = {p.T, p.hc + 1, p.H}, ph[2] = {p.T, p.hc}, ws[2] = {p.hc, p.H};
-    buf out = buf_new(HRMT_BF16, 3, xs), dot = buf_new(HRMT_F32, 2, ph), gate = buf_new(HRMT_F32, 2, ph);
+    const size_t xs[3] = {p.T, p.hc, p.H}, kvs[3] = {p.T, p.hc + 1, p.H}, ph[2] = {p.T, p.hc},
+                 ws[2] = {p.hc, p.H};
+    buf out = buf_new(HRMT_BF16, 3, xs), dot = buf_new(HRMT_F32, 2, ph),
+        gate = buf_new(HRMT_F32, 2, ph);
     buf rx = buf_new(HRMT_F32, 2, ph), rk = buf_new(HRMT_F32, 2, ph);
     hrmt_engram_fwd_out o = {&out.t, &dot.t, &gate.t, &rx.t, &rk.t};
     OK(hrmt_engram_gate_fwd(g_ctx, &p.x.t, &p.kv.t, &p.wf.t, 1e-20f, 1e-6f, &o));
@@ -272,8 +282,8 @@ Test(engram, weight_grad_independent_of_threads) {
         hrmt_context *c = hrmt_test_context_opts(&opt);
         buf gx = buf_new(HRMT_BF16, 3, xs), gkv = buf_new(HRMT_BF16, 3, kvs);
         gw[nt - 1] = buf_new(HRMT_F32, 2, ws);
-        cr_assert_eq(hrmt_engram_gate_bwd(c, &p.go.t, &p.x.t, &p.kv.t, &p.wf.t, &dot.t, &gate.t, &rx.t,
-                                          &rk.t, 1e-6f, &gx.t, &gkv.t, &gw[nt - 1].t),
+        cr_assert_eq(hrmt_engram_gate_bwd(c, &p.go.t, &p.x.t, &p.kv.t, &p.wf.t, &dot.t, &gate.t,
+                                          &rx.t, &rk.t, 1e-6f, &gx.t, &gkv.t, &gw[nt - 1].t),
                      HRMT_OK);
         buf_free(&gx), buf_free(&gkv);
         hrmt_context_destroy(c);
@@ -297,8 +307,10 @@ static double loss64(size_t T, size_t hc, size_t H, const double *x, const doubl
             const double *xr = x + (t * hc + h) * H, *kr = kv + (t * (hc + 1) + h) * H;
             const double *v = kv + (t * (hc + 1) + hc) * H, *wr = w + h * H;
             double sx = 0, sk = 0, raw = 0;
-            for (size_t j = 0; j < H; j++) sx += xr[j] * xr[j], sk += kr[j] * kr[j], raw += xr[j] * wr[j] * kr[j];
-            const double d = raw / sqrt(sx / (double)H + 1e-20) / sqrt(sk / (double)H + 1e-20) * scale;
+            for (size_t j = 0; j < H; j++)
+                sx += xr[j] * xr[j], sk += kr[j] * kr[j], raw += xr[j] * wr[j] * kr[j];
+            const double d =
+                raw / sqrt(sx / (double)H + 1e-20) / sqrt(sk / (double)H + 1e-20) * scale;
             const double s = sqrt(fmax(fabs(d), 1e-6)) * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0);
             const double g = 1.0 / (1.0 + exp(-s));
             for (size_t j = 0; j < H; j++) L += go[(t * hc + h) * H + j] * (xr[j] + g * v[j]);
@@ -306,8 +318,8 @@ static double loss64(size_t T, size_t hc, size_t H, const double *x, const doubl
     return L;
 }
 
-static double fd(double *p, size_t i, size_t T, size_t hc, size_t H, const double *x, const double *kv,
-                 const double *w, const double *go) {
+static double fd(double *p, size_t i, size_t T, size_t hc, size_t H, const double *x,
+                 const double *kv, const double *w, const double *go) {
     const double keep = p[i], step = 1e-6 * fmax(1.0, fabs(keep));
     p[i] = keep + step;
     const double up = loss64(T, hc, H, x, kv, w, go);
@@ -320,15 +332,18 @@ static double fd(double *p, size_t i, size_t T, size_t hc, size_t H, const doubl
 Test(engram, backward_matches_float64_finite_differences) {
     problem p = problem_new(3, 2, 24, 55);
     const size_t T = p.T, hc = p.hc, H = p.H;
-    double *x = malloc(p.x.n * 8), *kv = malloc(p.kv.n * 8), *w = malloc(p.wf.n * 8), *go = malloc(p.go.n * 8);
+    double *x = malloc(p.x.n * 8), *kv = malloc(p.kv.n * 8), *w = malloc(p.wf.n * 8),
+           *go = malloc(p.go.n * 8);
     for (size_t i = 0; i < p.x.n; i++) x[i] = buf_get(&p.x, i);
     for (size_t i = 0; i < p.kv.n; i++) kv[i] = buf_get(&p.kv, i);
     for (size_t i = 0; i < p.wf.n; i++) w[i] = buf_get(&p.wf, i);
     for (size_t i = 0; i < p.go.n; i++) go[i] = buf_get(&p.go, i);
     const size_t xs[3] = {T, hc, H}, kvs[3] = {T, hc + 1, H}, ph[2] = {T, hc}, ws[2] = {hc, H};
-    buf out = buf_new(HRMT_BF16, 3, xs), dot = buf_new(HRMT_F32, 2, ph), gate = buf_new(HRMT_F32, 2, ph);
+    buf out = buf_new(HRMT_BF16, 3, xs), dot = buf_new(HRMT_F32, 2, ph),
+        gate = buf_new(HRMT_F32, 2, ph);
     buf rx = buf_new(HRMT_F32, 2, ph), rk = buf_new(HRMT_F32, 2, ph);
-    buf gx = buf_new(HRMT_BF16, 3, xs), gkv = buf_new(HRMT_BF16, 3, kvs), gw = buf_new(HRMT_F32, 2, ws);
+    buf gx = buf_new(HRMT_BF16, 3, xs), gkv = buf_new(HRMT_BF16, 3, kvs),
+        gw = buf_new(HRMT_F32, 2, ws);
     hrmt_engram_fwd_out o = {&out.t, &dot.t, &gate.t, &rx.t, &rk.t};
     OK(hrmt_engram_gate_fwd(g_ctx, &p.x.t, &p.kv.t, &p.wf.t, 1e-20f, 1e-6f, &o));
     OK(hrmt_engram_gate_bwd(g_ctx, &p.go.t, &p.x.t, &p.kv.t, &p.wf.t, &dot.t, &gate.t, &rx.t, &rk.t,

@@ -71,8 +71,8 @@ Test(ops_errors, shapes_and_strides) {
     hrmt_tensor rows3 = t2(g_b, HRMT_F32, 3, 16), cols8 = t2(g_b, HRMT_F32, 4, 8);
     expect_fail(hrmt_add(g_ctx, &a, &rows3, &o), HRMT_ERR_SHAPE, "hrmt_add");
     expect_fail(hrmt_add(g_ctx, &a, &cols8, &o), HRMT_ERR_SHAPE, "hrmt_add");
-    expect_fail(hrmt_residual_rmsnorm(g_ctx, &a, &rows3, 1e-5f, HRMT_VARIANT_DRAM, &o), HRMT_ERR_SHAPE,
-                "hrmt_residual_rmsnorm");
+    expect_fail(hrmt_residual_rmsnorm(g_ctx, &a, &rows3, 1e-5f, HRMT_VARIANT_DRAM, &o),
+                HRMT_ERR_SHAPE, "hrmt_residual_rmsnorm");
     hrmt_tensor oc = o;
     oc.stride[1] = 2;
     expect_fail(hrmt_rmsnorm(g_ctx, &a, NULL, 1e-5f, &oc), HRMT_ERR_SHAPE, "hrmt_rmsnorm");
@@ -103,10 +103,10 @@ Test(ops_errors, eps_scale_variant) {
     expect_fail(hrmt_rmsnorm(g_ctx, &a, NULL, NAN, &o), HRMT_ERR_NONFINITE, "hrmt_rmsnorm");
     expect_fail(hrmt_rmsnorm(g_ctx, &a, NULL, INFINITY, &o), HRMT_ERR_NONFINITE, "hrmt_rmsnorm");
     expect_fail(hrmt_rmsnorm(g_ctx, &a, NULL, -1e-5f, &o), HRMT_ERR_INVALID_ARG, "hrmt_rmsnorm");
-    expect_fail(hrmt_residual_rmsnorm(g_ctx, &a, &a, NAN, HRMT_VARIANT_SRAM, &o), HRMT_ERR_NONFINITE,
-                "hrmt_residual_rmsnorm");
-    expect_fail(hrmt_residual_rmsnorm(g_ctx, &a, &a, 1e-5f, (hrmt_variant)7, &o), HRMT_ERR_INVALID_ARG,
-                "hrmt_residual_rmsnorm");
+    expect_fail(hrmt_residual_rmsnorm(g_ctx, &a, &a, NAN, HRMT_VARIANT_SRAM, &o),
+                HRMT_ERR_NONFINITE, "hrmt_residual_rmsnorm");
+    expect_fail(hrmt_residual_rmsnorm(g_ctx, &a, &a, 1e-5f, (hrmt_variant)7, &o),
+                HRMT_ERR_INVALID_ARG, "hrmt_residual_rmsnorm");
     expect_fail(hrmt_softmax(g_ctx, &a, INFINITY, &o), HRMT_ERR_NONFINITE, "hrmt_softmax");
     /* eps = 0 is allowed */
     cr_expect_eq(hrmt_rmsnorm(g_ctx, &a, NULL, 0.0f, &o), HRMT_OK);
@@ -168,14 +168,17 @@ Test(ops_errors, engram) {
     xf.dtype = HRMT_F32;
     cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &xf, &tkv, &tw, 1e-20f, 1e-6f, &o), HRMT_ERR_DTYPE);
     cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &tx, &tkv, &tw, NAN, 1e-6f, &o), HRMT_ERR_NONFINITE);
-    cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &tx, &tkv, &tw, 1e-20f, -1.0f, &o), HRMT_ERR_INVALID_ARG);
-    cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &tx, &tkv, &tw, 1e-20f, 1e-6f, NULL), HRMT_ERR_INVALID_ARG);
+    cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &tx, &tkv, &tw, 1e-20f, -1.0f, &o),
+                 HRMT_ERR_INVALID_ARG);
+    cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &tx, &tkv, &tw, 1e-20f, 1e-6f, NULL),
+                 HRMT_ERR_INVALID_ARG);
     hrmt_tensor pbad = tp;
     pbad.shape[1] = 3;
     hrmt_engram_fwd_out ob = {&to, NULL, &pbad, NULL, NULL};
     cr_expect_eq(hrmt_engram_gate_fwd(g_ctx, &tx, &tkv, &tw, 1e-20f, 1e-6f, &ob), HRMT_ERR_SHAPE);
     for (size_t i = 0; i < 32; i++) cr_expect_eq(out[i], 0, "out written on failure");
-    cr_expect_eq(hrmt_engram_gate_bwd(g_ctx, &tx, &tx, &tkv, &tw, NULL, &tp, &tp, &tp, 1e-6f, &to, &tkv, &tw),
+    cr_expect_eq(hrmt_engram_gate_bwd(g_ctx, &tx, &tx, &tkv, &tw, NULL, &tp, &tp, &tp, 1e-6f, &to,
+                                      &tkv, &tw),
                  HRMT_ERR_INVALID_ARG);
     cr_expect(strstr(hrmt_last_error(g_ctx), "hrmt_engram_gate_bwd"), "%s", hrmt_last_error(g_ctx));
     hrmt_tensor w3 = tw;

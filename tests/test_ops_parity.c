@@ -89,7 +89,8 @@ Test(ops_parity, add) {
     hrmt_test_rng rng = {11};
     for (size_t d = 0; d < 2; d++)
         for (size_t c = 0; c < NCOLS; c++)
-            for (size_t r = 0; r < NROWS; r++) add_case(DTS[d], ROWS[r], COLS[c], pad_ld(COLS[c], r), 0, &rng);
+            for (size_t r = 0; r < NROWS; r++)
+                add_case(DTS[d], ROWS[r], COLS[c], pad_ld(COLS[c], r), 0, &rng);
     for (size_t d = 0; d < 2; d++) add_case(DTS[d], 3, 513, 513, 1, &rng);
 }
 
@@ -108,10 +109,12 @@ static size_t rms_f64_check(const tmat *h, const tmat *got, const float *wt, flo
             const float g = tmat_get(got, r, j);
             int ok;
             if (dt == HRMT_BF16)
-                ok = llabs(ref_ord_bf16(ref_f32_to_bf16(g)) - ref_ord_bf16(ref_f32_to_bf16((float)y))) <= 1;
+                ok = llabs(ref_ord_bf16(ref_f32_to_bf16(g)) -
+                           ref_ord_bf16(ref_f32_to_bf16((float)y))) <= 1;
             else
                 ok = fabs(g - y) <= red_rel(h->cols) * fabs(y) + 1e-30;
-            if (!ok && bad++ < 3) fprintf(stderr, "rmsnorm f64 [%zu,%zu] %.9g vs %.9g\n", r, j, g, y);
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "rmsnorm f64 [%zu,%zu] %.9g vs %.9g\n", r, j, g, y);
         }
     }
     return bad;
@@ -119,7 +122,8 @@ static size_t rms_f64_check(const tmat *h, const tmat *got, const float *wt, flo
 
 static void rmsnorm_case(hrmt_dtype dt, size_t rows, size_t cols, size_t ld, int weighted,
                          int nonfinite, hrmt_test_rng *rng) {
-    tmat x = tmat_new(dt, rows, cols, ld), o = tmat_new(dt, rows, cols, ld), w = tmat_new(dt, rows, cols, ld);
+    tmat x = tmat_new(dt, rows, cols, ld), o = tmat_new(dt, rows, cols, ld),
+         w = tmat_new(dt, rows, cols, ld);
     tmat_fill(&x, rng, 3.0f);
     if (nonfinite) inject(&x);
     float *wt = NULL;
@@ -135,7 +139,8 @@ static void rmsnorm_case(hrmt_dtype dt, size_t rows, size_t cols, size_t ld, int
     expect_ok(hrmt_rmsnorm(g_ctx, &tx, ptw, eps, &to), "hrmt_rmsnorm");
     g_ref->rmsnorm[dt](rows, cols, x.p, ld, wt, eps, w.p, ld);
     check(&o, &w, red_rel(cols), 1, "rmsnorm", dt, rows, cols, nonfinite);
-    if (!nonfinite) cr_expect_eq(rms_f64_check(&x, &w, wt, eps, dt), 0, "scalar rmsnorm vs float64");
+    if (!nonfinite)
+        cr_expect_eq(rms_f64_check(&x, &w, wt, eps, dt), 0, "scalar rmsnorm vs float64");
     free(wt);
     tmat_free(&x), tmat_free(&o), tmat_free(&w);
 }
@@ -160,7 +165,8 @@ static void resid_case(hrmt_dtype dt, size_t rows, size_t cols, size_t ld, int n
     tmat_fill(&res, rng, 2.0f);
     if (nonfinite) inject(&res);
     const float eps = 1e-5f;
-    hrmt_tensor tx = tmat_tensor(&x), tr = tmat_tensor(&res), ts = tmat_tensor(&os), td = tmat_tensor(&od);
+    hrmt_tensor tx = tmat_tensor(&x), tr = tmat_tensor(&res), ts = tmat_tensor(&os),
+                td = tmat_tensor(&od);
     expect_ok(hrmt_residual_rmsnorm(g_ctx, &tx, &tr, eps, HRMT_VARIANT_SRAM, &ts), "sram");
     expect_ok(hrmt_residual_rmsnorm(g_ctx, &tx, &tr, eps, HRMT_VARIANT_DRAM, &td), "dram");
     /* the streaming-store path of this ISA, called directly */
@@ -190,7 +196,8 @@ Test(ops_parity, residual_rmsnorm) {
     hrmt_test_rng rng = {13};
     for (size_t d = 0; d < 2; d++)
         for (size_t c = 0; c < NCOLS; c++)
-            for (size_t r = 0; r < NROWS; r++) resid_case(DTS[d], ROWS[r], COLS[c], pad_ld(COLS[c], r), 0, &rng);
+            for (size_t r = 0; r < NROWS; r++)
+                resid_case(DTS[d], ROWS[r], COLS[c], pad_ld(COLS[c], r), 0, &rng);
     for (size_t d = 0; d < 2; d++) resid_case(DTS[d], 3, 4096, 4099, 1, &rng);
 }
 
@@ -229,7 +236,8 @@ static void swiglu_case(hrmt_dtype dt, size_t rows, size_t inter, size_t pad, in
                 const double y = silu64(g) * u;
                 ok = fabs(got - y) <= ELEM_REL * fabs(y) + 1e-30;
             }
-            if (!ok && bad++ < 3) fprintf(stderr, "swiglu f64 [%zu,%zu] g=%g u=%g got %.9g\n", r, j, g, u, got);
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "swiglu f64 [%zu,%zu] g=%g u=%g got %.9g\n", r, j, g, u, got);
         }
     cr_expect_eq(bad, 0, "scalar swiglu vs float64 (%s)", hrmt_dtype_name(dt));
 done:
@@ -240,7 +248,8 @@ Test(ops_parity, swiglu) {
     hrmt_test_rng rng = {14};
     for (size_t d = 0; d < 2; d++)
         for (size_t c = 0; c < NCOLS; c++)
-            for (size_t r = 0; r < NROWS; r++) swiglu_case(DTS[d], ROWS[r], COLS[c], (r & 1) ? 3 : 0, 0, &rng);
+            for (size_t r = 0; r < NROWS; r++)
+                swiglu_case(DTS[d], ROWS[r], COLS[c], (r & 1) ? 3 : 0, 0, &rng);
     for (size_t d = 0; d < 2; d++) swiglu_case(DTS[d], 3, 513, 0, 1, &rng);
 }
 
@@ -248,7 +257,8 @@ Test(ops_parity, swiglu) {
 
 static void softmax_case(hrmt_dtype dt, size_t rows, size_t cols, size_t ld, float scale,
                          int nonfinite, hrmt_test_rng *rng) {
-    tmat x = tmat_new(dt, rows, cols, ld), o = tmat_new(dt, rows, cols, ld), w = tmat_new(dt, rows, cols, ld);
+    tmat x = tmat_new(dt, rows, cols, ld), o = tmat_new(dt, rows, cols, ld),
+         w = tmat_new(dt, rows, cols, ld);
     tmat_fill(&x, rng, 8.0f);
     if (nonfinite) inject(&x);
     hrmt_tensor tx = tmat_tensor(&x), to = tmat_tensor(&o);
@@ -267,13 +277,15 @@ static void softmax_case(hrmt_dtype dt, size_t rows, size_t cols, size_t ld, flo
                 /* scale*x - max is rounded in f32 first: an absolute error
                  * of |scale*x| units in the exponent */
                 const double tol = red_rel(cols) + 8.0 * 8.0 * fabs((double)scale) * U24;
-                const int ok = dt == HRMT_BF16
-                                   ? llabs(ref_ord_bf16(ref_f32_to_bf16(got)) - ref_ord_bf16(ref_f32_to_bf16((float)y))) <= 1
-                                   : fabs(got - y) <= tol * y + 1e-38;
-                if (!ok && bad++ < 3) fprintf(stderr, "softmax f64 [%zu,%zu] %.9g vs %.9g\n", r, j, got, y);
+                const int ok = dt == HRMT_BF16 ? llabs(ref_ord_bf16(ref_f32_to_bf16(got)) -
+                                                       ref_ord_bf16(ref_f32_to_bf16((float)y))) <= 1
+                                               : fabs(got - y) <= tol * y + 1e-38;
+                if (!ok && bad++ < 3)
+                    fprintf(stderr, "softmax f64 [%zu,%zu] %.9g vs %.9g\n", r, j, got, y);
             }
         }
-        cr_expect_eq(bad, 0, "scalar softmax vs float64 (%s %zux%zu)", hrmt_dtype_name(dt), rows, cols);
+        cr_expect_eq(bad, 0, "scalar softmax vs float64 (%s %zux%zu)", hrmt_dtype_name(dt), rows,
+                     cols);
     }
     tmat_free(&x), tmat_free(&o), tmat_free(&w);
 }
@@ -283,7 +295,8 @@ Test(ops_parity, softmax) {
     for (size_t d = 0; d < 2; d++)
         for (size_t c = 0; c < NCOLS; c++)
             for (size_t r = 0; r < NROWS; r++)
-                softmax_case(DTS[d], ROWS[r], COLS[c], pad_ld(COLS[c], r), r == 2 ? 0.125f : 1.0f, 0, &rng);
+                softmax_case(DTS[d], ROWS[r], COLS[c], pad_ld(COLS[c], r), r == 2 ? 0.125f : 1.0f,
+                             0, &rng);
     for (size_t d = 0; d < 2; d++) softmax_case(DTS[d], 4, 513, 513, 1.0f, 1, &rng);
 }
 
@@ -297,7 +310,8 @@ static void rope_case(hrmt_dtype dt, size_t tokens, size_t heads, size_t hd, siz
     tmat x = tmat_new(dt, tokens, heads * hd, ld_tok);
     tmat_fill(&x, rng, 2.0f);
     if (nonfinite) inject(&x);
-    tmat got = tmat_new(dt, tokens, heads * hd, ld_tok), want = tmat_new(dt, tokens, heads * hd, ld_tok);
+    tmat got = tmat_new(dt, tokens, heads * hd, ld_tok),
+         want = tmat_new(dt, tokens, heads * hd, ld_tok);
     tmat_copy(&got, &x);
     tmat_copy(&want, &x);
     float *c = malloc(tokens * hd * sizeof *c), *s = malloc(tokens * hd * sizeof *s);
@@ -327,7 +341,8 @@ static void rope_case(hrmt_dtype dt, size_t tokens, size_t heads, size_t hd, siz
                     const double y = x1 * c[t * hd + i] + rot * s[t * hd + i];
                     const double mag = fabs(x1 * c[t * hd + i]) + fabs(rot * s[t * hd + i]);
                     const double g = tmat_get(&want, t, b + i);
-                    const double tol = dt == HRMT_BF16 ? fabs(y) / 128.0 + mag * 4 * U24 : mag * 4 * U24;
+                    const double tol =
+                        dt == HRMT_BF16 ? fabs(y) / 128.0 + mag * 4 * U24 : mag * 4 * U24;
                     if (!(fabs(g - y) <= tol) && bad++ < 3)
                         fprintf(stderr, "rope f64 [%zu,%zu,%zu] %.9g vs %.9g\n", t, h, i, g, y);
                 }
@@ -388,7 +403,8 @@ Test(ops_parity, embedding) {
                 if (tdi == 0) tmat_set(&tab, 5, 0, NAN);
                 tmat o = tmat_new(DTS[odi], n, cols, cols), w = tmat_new(DTS[odi], n, cols, cols);
                 int32_t ids[19];
-                for (size_t i = 0; i < n; i++) ids[i] = (int32_t)((hrmt_test_uniform(&rng) + 1.0f) * 18.4f);
+                for (size_t i = 0; i < n; i++)
+                    ids[i] = (int32_t)((hrmt_test_uniform(&rng) + 1.0f) * 18.4f);
                 ids[0] = 5;
                 ids[1] = 36;
                 hrmt_tensor tt = tmat_tensor(&tab), ti, to = tmat_tensor(&o);
@@ -421,7 +437,8 @@ Test(ops_parity, copy_convert) {
             inject(&f);
             tmat b = tmat_new(HRMT_BF16, rows, cols, ld), bw = tmat_new(HRMT_BF16, rows, cols, ld);
             tmat f2 = tmat_new(HRMT_F32, rows, cols, ld), fc = tmat_new(HRMT_F32, rows, cols, ld);
-            hrmt_tensor tf = tmat_tensor(&f), tb = tmat_tensor(&b), tf2 = tmat_tensor(&f2), tfc = tmat_tensor(&fc);
+            hrmt_tensor tf = tmat_tensor(&f), tb = tmat_tensor(&b), tf2 = tmat_tensor(&f2),
+                        tfc = tmat_tensor(&fc);
             expect_ok(hrmt_convert(g_ctx, &tf, &tb), "f32->bf16");
             for (size_t i = 0; i < rows; i++)
                 g_ref->cvt_f32_bf16((uint16_t *)bw.p + i * ld, (const float *)f.p + i * ld, cols);
@@ -438,7 +455,8 @@ Test(ops_parity, copy_convert) {
             cr_expect_eq(bad, 0, "convert vs reference rounding: %zu", bad);
             expect_ok(hrmt_copy(g_ctx, &tf, &tfc), "copy");
             for (size_t i = 0; i < rows; i++)
-                cr_expect(memcmp((float *)fc.p + i * ld, (float *)f.p + i * ld, cols * 4) == 0, "copy row %zu", i);
+                cr_expect(memcmp((float *)fc.p + i * ld, (float *)f.p + i * ld, cols * 4) == 0,
+                          "copy row %zu", i);
             cr_expect_eq(tmat_guard_damage(&fc), 0);
             tmat_free(&f), tmat_free(&b), tmat_free(&bw), tmat_free(&f2), tmat_free(&fc);
         }
@@ -457,7 +475,8 @@ Test(ops_parity, threads_do_not_change_bits) {
         tmat a = tmat_new(DTS[d], rows, cols, cols), b = tmat_new(DTS[d], rows, cols, cols);
         tmat_fill(&x, &rng, 2.0f);
         tmat_fill(&r, &rng, 2.0f);
-        hrmt_tensor tx = tmat_tensor(&x), tr = tmat_tensor(&r), ta = tmat_tensor(&a), tb = tmat_tensor(&b);
+        hrmt_tensor tx = tmat_tensor(&x), tr = tmat_tensor(&r), ta = tmat_tensor(&a),
+                    tb = tmat_tensor(&b);
         expect_ok(hrmt_residual_rmsnorm(g_ctx, &tx, &tr, 1e-5f, HRMT_VARIANT_SRAM, &ta), "many");
         cr_assert_eq(hrmt_residual_rmsnorm(one, &tx, &tr, 1e-5f, HRMT_VARIANT_SRAM, &tb), HRMT_OK);
         cr_expect(memcmp(a.p, b.p, rows * cols * a.es) == 0, "residual_rmsnorm depends on threads");
@@ -466,8 +485,10 @@ Test(ops_parity, threads_do_not_change_bits) {
         t1x.shape[0] = t1r.shape[0] = t1b.shape[0] = 1;
         t1x.data = (char *)x.p + 33 * cols * x.es;
         t1r.data = (char *)r.p + 33 * cols * x.es;
-        cr_assert_eq(hrmt_residual_rmsnorm(one, &t1x, &t1r, 1e-5f, HRMT_VARIANT_DRAM, &t1b), HRMT_OK);
-        cr_expect(memcmp((char *)a.p + 33 * cols * a.es, b.p, cols * a.es) == 0, "row depends on batch");
+        cr_assert_eq(hrmt_residual_rmsnorm(one, &t1x, &t1r, 1e-5f, HRMT_VARIANT_DRAM, &t1b),
+                     HRMT_OK);
+        cr_expect(memcmp((char *)a.p + 33 * cols * a.es, b.p, cols * a.es) == 0,
+                  "row depends on batch");
         tmat_free(&x), tmat_free(&r), tmat_free(&a), tmat_free(&b);
     }
     hrmt_context_destroy(one);
@@ -476,9 +497,9 @@ Test(ops_parity, threads_do_not_change_bits) {
 /* ---- supports_op ------------------------------------------------------------ */
 
 Test(ops_parity, supports_every_row_op) {
-    static const hrmt_op ops[] = {HRMT_OP_COPY, HRMT_OP_CONVERT, HRMT_OP_ADD, HRMT_OP_RMSNORM,
-                                  HRMT_OP_RESIDUAL_RMSNORM, HRMT_OP_SWIGLU, HRMT_OP_SOFTMAX,
-                                  HRMT_OP_ROPE, HRMT_OP_EMBEDDING};
+    static const hrmt_op ops[] = {
+        HRMT_OP_COPY,   HRMT_OP_CONVERT, HRMT_OP_ADD,  HRMT_OP_RMSNORM,  HRMT_OP_RESIDUAL_RMSNORM,
+        HRMT_OP_SWIGLU, HRMT_OP_SOFTMAX, HRMT_OP_ROPE, HRMT_OP_EMBEDDING};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         for (size_t d = 0; d < 2; d++)
             cr_expect(hrmt_supports(g_ctx, ops[i], DTS[d]), "%s %s", hrmt_op_name(ops[i]),

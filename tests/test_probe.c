@@ -39,7 +39,8 @@ Test(probe, latency_orders_the_hierarchy) {
     /* half of L1 and of L2; twice L2 (capped at half of L3) sits in L3 but
      * clearly outside L2; four times L3 is DRAM */
     const size_t s3 = 2 * l2 < l3 / 2 ? 2 * l2 : l3 / 2;
-    const double a = latency(l1 / 2, 3), b = latency(l2 / 2, 3), c = latency(s3, 3), d = latency(4 * l3, 1);
+    const double a = latency(l1 / 2, 3), b = latency(l2 / 2, 3), c = latency(s3, 3),
+                 d = latency(4 * l3, 1);
     cr_log_info("latency ns: L1 %.2f  L2 %.2f  L3 %.2f  DRAM %.2f", a, b, c, d);
     cr_expect(a < b, "L1 %.2f ns !< L2 %.2f ns", a, b);
     cr_expect(b < c, "L2 %.2f ns !< L3 %.2f ns", b, c);
@@ -52,10 +53,13 @@ Test(probe, bandwidth_inside_l1_beats_dram) {
     cr_assert_eq(hrmt_probe_bandwidth(g_ctx, l1 / 2, &in), HRMT_OK, "%s", hrmt_last_error(g_ctx));
     cr_assert_eq(hrmt_probe_bandwidth(g_ctx, 4 * l3, &out), HRMT_OK, "%s", hrmt_last_error(g_ctx));
     cr_log_info("GB/s L1: read %.1f write %.1f copy %.1f; DRAM: read %.1f write %.1f copy %.1f",
-                in.read_gbps, in.write_gbps, in.copy_gbps, out.read_gbps, out.write_gbps, out.copy_gbps);
+                in.read_gbps, in.write_gbps, in.copy_gbps, out.read_gbps, out.write_gbps,
+                out.copy_gbps);
     cr_expect(out.read_gbps > 0 && out.write_gbps > 0 && out.copy_gbps > 0);
-    cr_expect(in.read_gbps > out.read_gbps, "read: L1 %.1f !> DRAM %.1f", in.read_gbps, out.read_gbps);
-    cr_expect(in.copy_gbps > out.copy_gbps, "copy: L1 %.1f !> DRAM %.1f", in.copy_gbps, out.copy_gbps);
+    cr_expect(in.read_gbps > out.read_gbps, "read: L1 %.1f !> DRAM %.1f", in.read_gbps,
+              out.read_gbps);
+    cr_expect(in.copy_gbps > out.copy_gbps, "copy: L1 %.1f !> DRAM %.1f", in.copy_gbps,
+              out.copy_gbps);
 }
 
 Test(probe, bad_arguments) {

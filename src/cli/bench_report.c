@@ -136,11 +136,12 @@ void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machin
                      const char *dtype, const char *isa, int threads, FILE *f) {
     char a[32], b[32];
     fprintf(f,
-            "hrmt bench: ISA %s, %d threads, %s; GEMM peak %.1f GFLOP/s (%dx%dx%d); "
+            "hrmt bench: ISA %s, %d thread%s, %s; GEMM peak %.1f GFLOP/s (%dx%dx%d); "
             "probe latency %.2f ns at %s, %.1f ns at %s\n\n",
-            isa, threads, dtype, mach->gemm_peak_gflops, mach->gemm_m, mach->gemm_n, mach->gemm_k,
-            mach->sram_probe_ns, cli_format_bytes(mach->sram_probe_bytes, a, 32),
-            mach->dram_probe_ns, cli_format_bytes(mach->dram_probe_bytes, b, 32));
+            isa, threads, threads == 1 ? "" : "s", dtype, mach->gemm_peak_gflops, mach->gemm_m,
+            mach->gemm_n, mach->gemm_k, mach->sram_probe_ns,
+            cli_format_bytes(mach->sram_probe_bytes, a, 32), mach->dram_probe_ns,
+            cli_format_bytes(mach->dram_probe_bytes, b, 32));
     fprintf(f, "Latency (mean ± std over iterations; L/H: one level call, step: one ACT step)\n");
     print_latency(rows, n, f);
     fprintf(f, "\nThroughput and memory tiers\n");

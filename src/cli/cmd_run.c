@@ -1,11 +1,318 @@
-/* PLACEHOLDER: `hrmt run` is not built yet. */
+/* `hrmt run`: loads (or builds) a model, reads a batch of puzzles or token
+ * rows, runs the ACT loop for --steps calls on that batch, and prints each
+ * sample's prediction (argmax of the last step's logits) and q logits; --dump
+ * writes every step's tensors under the golden files' names. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/commands.h"
+#include "cli/json_out.h"
+#include "cli/run_input.h"
+#include "cli/run_opts.h"
+#include "core/safetensors.h"
+#include "hrmt.h"
+
+#define RUN_SEED 20250101u /* weights of the built-in model (the same as `hrmt bench`) */
+
+typedef struct run {
+    cli_run_opts o;
+    hrmt_context *ctx;
+    hrmt_model *m;
+    hrmt_model_config cfg;
+    cli_run_batch in;
+    int32_t *pids;
+    int B, S, T, steps;
+    float *logits, *qh, *qc, *zh, *zl;
+    int32_t *halted;
+    double step_ms_total;
+    hrmt_st_writer *dump;
+} run;
+
+static int usage_error(const char *flag, const char *file, const char *msg) {
+    if (file)
+        fprintf(stderr, "hrmt run: %s %s: %s\n", flag, file, msg);
+    else
+        fprintf(stderr, "hrmt run: %s: %s\n", flag, msg);
+    return 2;
+}
+
+/* Model and config, honouring --model, --config and --dtype. 0 or an exit code. */
+static int load_model(run *r) {
+    const cli_run_opts *o = &r->o;
+    int have_cfg = 0;
+    if (o->config_path) {
+        if (hrmt_model_config_load_json(r->ctx, o->config_path, &r->cfg) != HRMT_OK)
+            return usage_error("--config", o->config_path, hrmt_last_error(r->ctx));
+        have_cfg = 1;
+    }
+    if (!o->model_path) {
+        if (!have_cfg) r->cfg = hrmt_model_config_default();
+        if (o->dtype >= 0) r->cfg.forward_dtype = (hrmt_dtype)o->dtype;
+        if (hrmt_model_create_random(r->ctx, &r->cfg, RUN_SEED, &r->m) != HRMT_OK)
+            return usage_error("--config", o->config_path ? o->config_path : "(built-in)",
+                               hrmt_last_error(r->ctx));
+        return 0;
+    }
+    if (!have_cfg && o->dtype >= 0) {
+        /* The config lives in the file's metadata: read it, then load with the dtype. */
+        if (hrmt_model_load(r->ctx, o->model_path, NULL, &r->m) != HRMT_OK)
+            return usage_error("--model", o->model_path, hrmt_last_error(r->ctx));
+        r->cfg = *hrmt_model_get_config(r->m);
+        hrmt_model_destroy(r->m);
+        r->m = NULL;
+        have_cfg = 1;
+    }
+    if (have_cfg && o->dtype >= 0) r->cfg.forward_dtype = (hrmt_dtype)o->dtype;
+    if (hrmt_model_load(r->ctx, o->model_path, have_cfg ? &r->cfg : NULL, &r->m) != HRMT_OK)
+        return usage_error("--model", o->model_path, hrmt_last_error(r->ctx));
+    r->cfg = *hrmt_model_get_config(r->m);
+    return 0;
+}
+
+static int read_input(run *r) {
+    const cli_run_opts *o = &r->o;
+    char err[512];
+    if (o->puzzles_path) {
+        if (r->cfg.seq_len != 81 || r->cfg.vocab_size < 11) {
+            snprintf(err, sizeof err, "puzzles need a Sudoku model (seq_len 81, vocab >= 11); this one has "
+                     "seq_len %d, vocab %d: use --tokens", r->cfg.seq_len, r->cfg.vocab_size);
+            return usage_error("--puzzles", o->puzzles_path, err);
+        }
+        if (cli_run_read_puzzles(o->puzzles_path, r->cfg.seq_len, &r->in, err, sizeof err) != 0)
+            return usage_error("--puzzles", NULL, err);
+    } else if (cli_run_read_tokens(o->tokens_path, r->cfg.seq_len, r->cfg.vocab_size, &r->in, err,
+                                   sizeof err) != 0) {
+        return usage_error("--tokens", NULL, err);
+    }
+    if (r->cfg.puzzle_emb_ndim > 0 && o->puzzle_id >= r->cfg.num_puzzle_identifiers) {
+        snprintf(err, sizeof err, "%d is outside the model's puzzle identifiers 0..%d", o->puzzle_id,
+                 r->cfg.num_puzzle_identifiers - 1);
+        return usage_error("--puzzle-id", NULL, err);
+    }
+    return 0;
+}
+
+static int alloc_io(run *r) {
+    size_t B = (size_t)r->B, S = (size_t)r->S, zn = B * (size_t)r->T * (size_t)r->cfg.hidden_size;
+    r->pids = malloc(B * sizeof *r->pids);
+    r->logits = malloc(B * S * (size_t)r->cfg.vocab_size * sizeof(float));
+    r->qh = malloc(B * sizeof(float));
+    r->qc = malloc(B * sizeof(float));
+    r->halted = malloc(B * sizeof(int32_t));
+    r->zh = r->o.dump_path ? malloc(zn * sizeof(float)) : NULL;
+    r->zl = r->o.dump_path ? malloc(zn * sizeof(float)) : NULL;
+    if (!r->pids || !r->logits || !r->qh || !r->qc || !r->halted ||
+        (r->o.dump_path && (!r->zh || !r->zl)))
+        return -1;
+    for (size_t i = 0; i < B; i++) r->pids[i] = r->o.puzzle_id;
+    return 0;
+}
+
+static hrmt_status dump_add(run *r, const char *name, hrmt_dtype dt, int nd, size_t d0, size_t d1,
+                            size_t d2, const void *data) {
+    size_t shape[3] = {d0, d1, d2};
+    return hrmt_st_writer_add(r->dump, name, dt, nd, shape, data);
+}
+
+static hrmt_status dump_step(run *r, int k) {
+    char nm[64];
+    size_t B = (size_t)r->B;
+    hrmt_status s;
+    snprintf(nm, sizeof nm, "step%d.logits", k);
+    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->S, (size_t)r->cfg.vocab_size, r->logits))) return s;
+    snprintf(nm, sizeof nm, "step%d.q_halt_logits", k);
+    if ((s = dump_add(r, nm, HRMT_F32, 1, B, 0, 0, r->qh))) return s;
+    snprintf(nm, sizeof nm, "step%d.q_continue_logits", k);
+    if ((s = dump_add(r, nm, HRMT_F32, 1, B, 0, 0, r->qc))) return s;
+    snprintf(nm, sizeof nm, "step%d.z_H", k);
+    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zh))) return s;
+    snprintf(nm, sizeof nm, "step%d.z_L", k);
+    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zl))) return s;
+    snprintf(nm, sizeof nm, "step%d.halted", k);
+    return dump_add(r, nm, HRMT_I32, 1, B, 0, 0, r->halted);
+}
+
+/* Runs the ACT calls. 0 or an exit code. */
+static int run_steps(run *r) {
+    hrmt_carry *carry = NULL;
+    if (hrmt_carry_create(r->m, r->B, &carry) != HRMT_OK) {
+        fprintf(stderr, "hrmt run: %s\n", hrmt_last_error(r->ctx));
+        return 1;
+    }
+    if (r->o.dump_path) {
+        if (hrmt_st_writer_create(&r->dump) != HRMT_OK ||
+            dump_add(r, "inputs", HRMT_I32, 2, (size_t)r->B, (size_t)r->S, 0, r->in.tokens) ||
+            dump_add(r, "puzzle_identifiers", HRMT_I32, 1, (size_t)r->B, 0, 0, r->pids)) {
+            fprintf(stderr, "hrmt run: out of memory preparing --dump\n");
+            hrmt_carry_destroy(carry);
+            return 1;
+        }
+    }
+    hrmt_step_options so = {r->o.schedule, r->o.early_halt};
+    hrmt_step_outputs out = {r->logits, r->qh, r->qc, r->zh, r->zl, r->halted};
+    int rc = 0;
+    for (int k = 0; k < r->steps && rc == 0; k++) {
+        hrmt_step_timing t;
+        if (hrmt_act_step(r->m, carry, r->in.tokens, r->pids, &so, &out, &t) != HRMT_OK) {
+            fprintf(stderr, "hrmt run: step %d: %s\n", k, hrmt_last_error(r->ctx));
+            rc = 1;
+            break;
+        }
+        r->step_ms_total += t.step_us / 1000.0;
+        if (r->dump && dump_step(r, k) != HRMT_OK) {
+            fprintf(stderr, "hrmt run: out of memory collecting --dump tensors\n");
+            rc = 1;
+        }
+    }
+    hrmt_carry_destroy(carry);
+    if (rc == 0 && r->dump && hrmt_st_writer_save(r->ctx, r->dump, r->o.dump_path) != HRMT_OK) {
+        fprintf(stderr, "hrmt run: --dump %s: %s\n", r->o.dump_path, hrmt_last_error(r->ctx));
+        rc = 1;
+    }
+    return rc;
+}
+
+/* argmax over the vocabulary of sample b, position i (first maximum wins). */
+static int32_t argmax(const run *r, int b, int i) {
+    const float *l = r->logits + ((size_t)b * (size_t)r->S + (size_t)i) * (size_t)r->cfg.vocab_size;
+    int32_t best = 0;
+    for (int v = 1; v < r->cfg.vocab_size; v++)
+        if (l[v] > l[best]) best = v;
+    return best;
+}
+
+static const char *dtype_label(hrmt_dtype dt) { return dt == HRMT_BF16 ? "bf16" : "f32"; }
+
+static int print_text(const run *r) {
+    const int puzzles = r->o.puzzles_path != NULL;
+    printf("hrmt run: %d %s, model %s, %s, %s schedule, %d ACT steps%s, %.2f ms/step\n", r->B,
+           puzzles ? "puzzles" : "samples", r->o.model_path ? r->o.model_path : "built-in (random weights)",
+           dtype_label(r->cfg.forward_dtype),
+           r->o.schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", r->steps,
+           r->o.early_halt ? " (early halt on)" : "", r->step_ms_total / r->steps);
+    char *text = malloc((size_t)r->S + 1);
+    int32_t *pred = malloc((size_t)r->S * sizeof *pred);
+    if (!text || !pred) {
+        free(text);
+        free(pred);
+        return 1;
+    }
+    for (int b = 0; b < r->B; b++) {
+        for (int i = 0; i < r->S; i++) pred[i] = argmax(r, b, i);
+        printf("%s %d (line %d): q_halt %.4f, q_continue %.4f, halted %s\n",
+               puzzles ? "puzzle" : "sample", b + 1, r->in.line[b], (double)r->qh[b],
+               (double)r->qc[b], r->halted[b] ? "yes" : "no");
+        if (puzzles) {
+            cli_run_tokens_to_text(r->in.tokens + (size_t)b * (size_t)r->S, r->S, text);
+            printf("  input      %s\n", text);
+            cli_run_tokens_to_text(pred, r->S, text);
+            printf("  prediction %s\n", text);
+        } else {
+            printf("  prediction");
+            for (int i = 0; i < r->S; i++) printf(" %d", (int)pred[i]);
+            printf("\n");
+        }
+    }
+    free(text);
+    free(pred);
+    return 0;
+}
+
+static int print_json(const run *r) {
+    const int puzzles = r->o.puzzles_path != NULL;
+    cJSON *root = cJSON_CreateObject(), *res = NULL;
+    char *text = malloc((size_t)r->S + 1);
+    int32_t *pred = malloc((size_t)r->S * sizeof *pred);
+    int ok = root && text && pred;
+    if (ok) {
+        cJSON_AddStringToObject(root, "model", r->o.model_path ? r->o.model_path : "built-in");
+        cJSON_AddStringToObject(root, "input_kind", puzzles ? "puzzles" : "tokens");
+        cJSON_AddStringToObject(root, "dtype", dtype_label(r->cfg.forward_dtype));
+        cJSON_AddStringToObject(root, "schedule",
+                                r->o.schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline");
+        cJSON_AddBoolToObject(root, "early_halt", r->o.early_halt);
+        cli_json_add_num(root, "steps", r->steps);
+        cli_json_add_num(root, "puzzle_id", r->o.puzzle_id);
+        cli_json_add_num(root, "mean_step_ms", r->step_ms_total / r->steps);
+        res = cJSON_AddArrayToObject(root, "results");
+        ok = res != NULL;
+    }
+    for (int b = 0; ok && b < r->B; b++) {
+        for (int i = 0; i < r->S; i++) pred[i] = argmax(r, b, i);
+        cJSON *e = cJSON_CreateObject();
+        ok = e && cJSON_AddItemToArray(res, e);
+        if (!ok) break;
+        cli_json_add_num(e, "index", b);
+        cli_json_add_num(e, "line", r->in.line[b]);
+        if (puzzles) {
+            cli_run_tokens_to_text(r->in.tokens + (size_t)b * (size_t)r->S, r->S, text);
+            cJSON_AddStringToObject(e, "input", text);
+            cli_run_tokens_to_text(pred, r->S, text);
+            cJSON_AddStringToObject(e, "prediction", text);
+        }
+        cJSON_AddItemToObject(e, "prediction_tokens", cJSON_CreateIntArray(pred, r->S));
+        cli_json_add_num(e, "q_halt_logits", r->qh[b]);
+        cli_json_add_num(e, "q_continue_logits", r->qc[b]);
+        cJSON_AddBoolToObject(e, "halted", r->halted[b] != 0);
+    }
+    char err[256];
+    int rc = 1;
+    if (ok && cli_json_write(root, stdout, err, sizeof err) == 0) rc = 0;
+    else fprintf(stderr, "hrmt run: writing JSON failed%s%s\n", ok ? ": " : "", ok ? err : "");
+    cJSON_Delete(root);
+    free(text);
+    free(pred);
+    return rc;
+}
+
+static void cleanup(run *r) {
+    hrmt_st_writer_destroy(r->dump);
+    free(r->pids);
+    free(r->logits);
+    free(r->qh);
+    free(r->qc);
+    free(r->zh);
+    free(r->zl);
+    free(r->halted);
+    cli_run_batch_free(&r->in);
+    hrmt_model_destroy(r->m);
+    hrmt_context_destroy(r->ctx);
+}
 
 int hrmt_cmd_run(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hrmt run: not available in this build yet\n");
-    return 1;
+    run r;
+    memset(&r, 0, sizeof r);
+    char err[512];
+    if (cli_run_opts_parse(argc, argv, &r.o, err, sizeof err) != 0) {
+        fprintf(stderr, "hrmt run: %s\n", err);
+        return 2;
+    }
+    if (r.o.help) {
+        cli_run_usage(stdout);
+        return 0;
+    }
+    hrmt_context_options co = hrmt_context_default_options();
+    co.num_threads = r.o.threads;
+    if (hrmt_context_create(&co, &r.ctx, err, sizeof err) != HRMT_OK) {
+        fprintf(stderr, "hrmt run: %s\n", err);
+        return 1;
+    }
+    int rc = load_model(&r);
+    if (rc == 0) rc = read_input(&r);
+    if (rc == 0) {
+        r.B = r.in.n;
+        r.S = r.cfg.seq_len;
+        r.T = r.S + hrmt_model_puzzle_len(r.m);
+        r.steps = r.o.steps ? r.o.steps : r.cfg.halt_max_steps;
+        if (alloc_io(&r) != 0) {
+            fprintf(stderr, "hrmt run: out of memory for %d samples\n", r.B);
+            rc = 1;
+        }
+    }
+    if (rc == 0) rc = run_steps(&r);
+    if (rc == 0) rc = r.o.json ? print_json(&r) : print_text(&r);
+    cleanup(&r);
+    return rc;
 }

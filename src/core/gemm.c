@@ -45,6 +45,11 @@ typedef struct gemm_plan {
     int threads;
 } gemm_plan;
 
+/* Threading granularity (see plan_call). */
+#define UNITS_PER_THREAD 4
+#define MIN_SLIVERS 8
+#define MIN_PANELS 8
+
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -96,11 +101,18 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
 
     size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
     if (threads > 1) {
-        /* Cut along N first (A is re-packed per N chunk, W panels are not),
-         * until every thread has work and the units share out evenly. */
-        size_t T = (size_t)threads;
-        while (nt < panels && (mt * nt < T || ((mt * nt) % T != 0 && mt * nt < 4 * T))) nt++;
-        while (mt < slivers && mt * nt < T) mt++;
+        /* Several units per thread, handed out dynamically, so a thread that
+         * the OS preempts (other processes on the cores) delays the call by
+         * one unit at most. Cut along M first (the W panel is then re-read
+         * from L3, cheap), down to MIN_SLIVERS slivers a unit; then along N
+         * (each N unit packs its own copy of the A rows), down to
+         * MIN_PANELS panels. Small M thus ends up split along N. */
+        const size_t want = UNITS_PER_THREAD * (size_t)threads;
+        while (mt * nt < want && ceil_div(slivers, mt + 1) >= MIN_SLIVERS) mt++;
+        while (mt * nt < want && ceil_div(panels, nt + 1) >= MIN_PANELS) nt++;
+        /* Tiny problems: at least one unit per thread when possible. */
+        while (mt * nt < (size_t)threads && nt < panels) nt++;
+        while (mt * nt < (size_t)threads && mt < slivers) mt++;
     }
     g->m_chunk = round_up(ceil_div(g->M, mt), mr);
     g->n_chunk = round_up(ceil_div(g->N, nt), nr);
@@ -207,7 +219,7 @@ static void run_units(const gemm_plan *g, char *scratch) {
 #pragma omp parallel num_threads(g->threads)
     {
         char *mine = scratch + (size_t)omp_get_thread_num() * g->thread_bytes;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (size_t u = 0; u < units; u++) {
             size_t um = u / g->nt, un = u % g->nt;
             size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;

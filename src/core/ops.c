@@ -6,10 +6,10 @@
 #include "core/checked.h"
 #include "core/ops_util.h"
 
-#define CHECK(expr)                              \
-    do {                                         \
-        hrmt_status s_ = (expr);                 \
-        if (s_ != HRMT_OK) return s_;            \
+#define CHECK(expr)                   \
+    do {                              \
+        hrmt_status s_ = (expr);      \
+        if (s_ != HRMT_OK) return s_; \
     } while (0)
 
 static hrmt_status check_eps(hrmt_context *ctx, const char *op, float eps) {
@@ -55,8 +55,7 @@ static void xfer_body(const void *arg, size_t r0, size_t r1) {
     }
 }
 
-static hrmt_status xfer(hrmt_context *ctx, const char *op, const hrmt_tensor *x,
-                        hrmt_tensor *out) {
+static hrmt_status xfer(hrmt_context *ctx, const char *op, const hrmt_tensor *x, hrmt_tensor *out) {
     CHECK(hrmt_ops_check_ctx(ctx, op));
     xfer_args a = {&ctx->be->rowops, {0}, {0}, 0};
     CHECK(hrmt_ops_view(ctx, op, "x", x, &a.x));
@@ -139,8 +138,8 @@ typedef struct {
 
 static void rmsnorm_body(const void *arg, size_t r0, size_t r1) {
     const norm_args *p = arg;
-    p->fn(r1 - r0, p->x.cols, hrmt_rv_row(&p->x, r0), p->x.ld, p->w, p->eps,
-          hrmt_rv_row(&p->o, r0), p->o.ld);
+    p->fn(r1 - r0, p->x.cols, hrmt_rv_row(&p->x, r0), p->x.ld, p->w, p->eps, hrmt_rv_row(&p->o, r0),
+          p->o.ld);
 }
 
 static void resid_body(const void *arg, size_t r0, size_t r1) {
@@ -235,8 +234,8 @@ hrmt_status hrmt_swiglu(hrmt_context *ctx, const hrmt_tensor *gate_up, hrmt_tens
     CHECK(hrmt_ops_same_dtype(ctx, op, "gate_up", &p.g, "out", &p.o));
     CHECK(hrmt_ops_same_rows(ctx, op, "gate_up", &p.g, "out", &p.o));
     if (p.g.cols != 2 * p.o.cols)
-        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: gate_up has %zu columns, want 2 * %zu (out)",
-                         op, p.g.cols, p.o.cols);
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: gate_up has %zu columns, want 2 * %zu (out)", op,
+                         p.g.cols, p.o.cols);
     p.fn = ctx->be->rowops.swiglu[p.g.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.g.dtype);
     p.nt = hrmt_ops_stream(ctx, p.o.rows * p.o.cols * p.o.es);
@@ -333,8 +332,7 @@ hrmt_status hrmt_rope(hrmt_context *ctx, hrmt_tensor *x, const hrmt_tensor *cos_
     p.ld_tok = x->stride[n - 3];
     const size_t batch = n == 4 ? x->shape[0] : 1;
     p.ld_b = n == 4 ? x->stride[0] : 0;
-    if (p.hd % 2 != 0)
-        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: head_dim %zu is odd", op, p.hd);
+    if (p.hd % 2 != 0) return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: head_dim %zu is odd", op, p.hd);
     size_t span = 0, part;
     const size_t dims[3][2] = {{batch, p.ld_b}, {p.tokens, p.ld_tok}, {p.heads, p.ld_head}};
     for (int d = 0; d < 3; d++)
@@ -397,8 +395,8 @@ hrmt_status hrmt_embedding(hrmt_context *ctx, const hrmt_tensor *table, const hr
     p.ids = (const int32_t *)iv.data;
     for (size_t i = 0; i < n; i++)
         if (p.ids[i] < 0 || (size_t)p.ids[i] >= p.t.rows)
-            return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: ids[%zu] = %d is outside [0, %zu)",
-                             op, i, p.ids[i], p.t.rows);
+            return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: ids[%zu] = %d is outside [0, %zu)", op,
+                             i, p.ids[i], p.t.rows);
     p.fn = ctx->be->rowops.embedding[p.t.dtype][p.o.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.o.dtype);
     hrmt_ops_run_rows(ctx, n, p.o.cols * (p.t.es + p.o.es), emb_body, &p);

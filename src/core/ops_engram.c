@@ -8,10 +8,10 @@
 #include "core/checked.h"
 #include "core/ops_util.h"
 
-#define CHECK(expr)                              \
-    do {                                         \
-        hrmt_status s_ = (expr);                 \
-        if (s_ != HRMT_OK) return s_;            \
+#define CHECK(expr)                   \
+    do {                              \
+        hrmt_status s_ = (expr);      \
+        if (s_ != HRMT_OK) return s_; \
     } while (0)
 
 /* The weight gradient is summed over at most this many token chunks; chunk
@@ -84,8 +84,8 @@ hrmt_status hrmt_engram_split_weight_grad(hrmt_context *ctx, const hrmt_tensor *
 
 /* x [T,hc,H] BF16 -> T, hc, H; kv and weight checked against them. */
 static hrmt_status engram_dims(hrmt_context *ctx, const char *op, const hrmt_tensor *x,
-                               const hrmt_tensor *kv, const hrmt_tensor *wf, size_t *T,
-                               size_t *hc, size_t *hidden) {
+                               const hrmt_tensor *kv, const hrmt_tensor *wf, size_t *T, size_t *hc,
+                               size_t *hidden) {
     CHECK(hrmt_ops_basic(ctx, op, "x", x));
     if (x->ndim != 3)
         return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: x has %d dims, want [T, hc, hidden]", op,
@@ -155,9 +155,19 @@ hrmt_status hrmt_engram_gate_fwd(hrmt_context *ctx, const hrmt_tensor *x, const 
         return hrmt_fail(ctx, HRMT_ERR_NONFINITE, "%s: eps / clamp_value not finite", op);
     if (eps < 0.0f || clamp_value < 0.0f)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: eps / clamp_value < 0", op);
-    fwd_args p = {ctx->be->rowops.engram_fwd, hc, hidden, x->data, kv->data, weight_fused->data,
-                  eps, clamp_value, outs->out->data, opt_data(outs->dot),
-                  opt_data(outs->gate_score), opt_data(outs->rstd_x), opt_data(outs->rstd_k),
+    fwd_args p = {ctx->be->rowops.engram_fwd,
+                  hc,
+                  hidden,
+                  x->data,
+                  kv->data,
+                  weight_fused->data,
+                  eps,
+                  clamp_value,
+                  outs->out->data,
+                  opt_data(outs->dot),
+                  opt_data(outs->gate_score),
+                  opt_data(outs->rstd_x),
+                  opt_data(outs->rstd_k),
                   hrmt_ops_stream(ctx, T * hc * hidden * 2)};
     if (!p.fn)
         return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: backend %s has no kernel", op,
@@ -211,9 +221,8 @@ hrmt_status hrmt_engram_gate_bwd(hrmt_context *ctx, const hrmt_tensor *grad_out,
                                  const hrmt_tensor *x, const hrmt_tensor *kv,
                                  const hrmt_tensor *weight_fused, const hrmt_tensor *dot,
                                  const hrmt_tensor *gate_score, const hrmt_tensor *rstd_x,
-                                 const hrmt_tensor *rstd_k, float clamp_value,
-                                 hrmt_tensor *grad_x, hrmt_tensor *grad_kv,
-                                 hrmt_tensor *grad_weight_fused) {
+                                 const hrmt_tensor *rstd_k, float clamp_value, hrmt_tensor *grad_x,
+                                 hrmt_tensor *grad_kv, hrmt_tensor *grad_weight_fused) {
     const char *op = "hrmt_engram_gate_bwd";
     CHECK(check_ctx(ctx, op));
     size_t T = 0, hc = 0, hidden = 0;
@@ -230,9 +239,23 @@ hrmt_status hrmt_engram_gate_bwd(hrmt_context *ctx, const hrmt_tensor *grad_out,
     if (!isfinite(clamp_value))
         return hrmt_fail(ctx, HRMT_ERR_NONFINITE, "%s: clamp_value not finite", op);
     if (clamp_value < 0.0f) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: clamp_value < 0", op);
-    bwd_args p = {ctx->be->rowops.engram_bwd, T, hc, hidden, 0, grad_out->data, x->data,
-                  kv->data, weight_fused->data, dot->data, gate_score->data, rstd_x->data,
-                  rstd_k->data, clamp_value, grad_x->data, grad_kv->data, NULL};
+    bwd_args p = {ctx->be->rowops.engram_bwd,
+                  T,
+                  hc,
+                  hidden,
+                  0,
+                  grad_out->data,
+                  x->data,
+                  kv->data,
+                  weight_fused->data,
+                  dot->data,
+                  gate_score->data,
+                  rstd_x->data,
+                  rstd_k->data,
+                  clamp_value,
+                  grad_x->data,
+                  grad_kv->data,
+                  NULL};
     if (!p.fn)
         return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: backend %s has no kernel", op,
                          ctx->be->name);

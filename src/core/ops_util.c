@@ -20,8 +20,8 @@ hrmt_status hrmt_ops_basic(hrmt_context *ctx, const char *op, const char *name,
     if (!t) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s is NULL", op, name);
     if (!t->data) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s has no data", op, name);
     if (t->ndim < 1 || t->ndim > HRMT_MAX_DIMS)
-        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s has ndim %d (1..%d)", op, name,
-                         t->ndim, HRMT_MAX_DIMS);
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s has ndim %d (1..%d)", op, name, t->ndim,
+                         HRMT_MAX_DIMS);
     if (t->device != HRMT_DEVICE_HOST)
         return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: %s is not in host memory", op, name);
     if (hrmt_dtype_size(t->dtype) == 0)
@@ -36,8 +36,8 @@ hrmt_status hrmt_ops_basic(hrmt_context *ctx, const char *op, const char *name,
     return HRMT_OK;
 }
 
-hrmt_status hrmt_ops_view(hrmt_context *ctx, const char *op, const char *name,
-                          const hrmt_tensor *t, hrmt_rowview *v) {
+hrmt_status hrmt_ops_view(hrmt_context *ctx, const char *op, const char *name, const hrmt_tensor *t,
+                          hrmt_rowview *v) {
     hrmt_status s = hrmt_ops_basic(ctx, op, name, t);
     if (s != HRMT_OK) return s;
     const size_t es = hrmt_dtype_size(t->dtype);
@@ -94,8 +94,8 @@ hrmt_status hrmt_ops_same_dtype(hrmt_context *ctx, const char *op, const char *n
 hrmt_status hrmt_ops_same_rows(hrmt_context *ctx, const char *op, const char *na,
                                const hrmt_rowview *a, const char *nb, const hrmt_rowview *b) {
     if (a->rows != b->rows)
-        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s has %zu rows but %s has %zu", op, nb,
-                         b->rows, na, a->rows);
+        return hrmt_fail(ctx, HRMT_ERR_SHAPE, "%s: %s has %zu rows but %s has %zu", op, nb, b->rows,
+                         na, a->rows);
     return HRMT_OK;
 }
 

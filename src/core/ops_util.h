@@ -21,8 +21,8 @@ hrmt_status hrmt_ops_basic(hrmt_context *ctx, const char *op, const char *name,
                            const hrmt_tensor *t);
 /* Checks `t` (named `name` in messages of op `op`) and views it as rows. Row
  * dims must collapse into one leading dim (a strided slab of rows). */
-hrmt_status hrmt_ops_view(hrmt_context *ctx, const char *op, const char *name,
-                          const hrmt_tensor *t, hrmt_rowview *v);
+hrmt_status hrmt_ops_view(hrmt_context *ctx, const char *op, const char *name, const hrmt_tensor *t,
+                          hrmt_rowview *v);
 /* The view must have dtype F32 or BF16. */
 hrmt_status hrmt_ops_float_dtype(hrmt_context *ctx, const char *op, const char *name,
                                  const hrmt_rowview *v);

@@ -10,10 +10,10 @@
 
 #include "core/context.h"
 
-#define NODE_BYTES 64              /* one cache line per node */
+#define NODE_BYTES 64 /* one cache line per node */
 #define MIN_LOADS ((uint64_t)1 << 22)
 #define MIN_SECONDS 0.05
-#define BATCH_LOADS 65536          /* loads between clock reads */
+#define BATCH_LOADS 65536 /* loads between clock reads */
 #define BW_TRIALS 5
 #define BW_MIN_TRIAL_BYTES ((size_t)64 << 20)
 
@@ -47,14 +47,21 @@ static uint64_t xorshift(uint64_t *s) {
 static void *chase(void *p, uint64_t n) {
     void **q = p;
     for (uint64_t i = 0; i < n; i += 8) {
-        q = *q; q = *q; q = *q; q = *q;
-        q = *q; q = *q; q = *q; q = *q;
+        q = *q;
+        q = *q;
+        q = *q;
+        q = *q;
+        q = *q;
+        q = *q;
+        q = *q;
+        q = *q;
     }
     return q;
 }
 
 hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, double *ns_per_load) {
-    if (!ctx || !ns_per_load) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_latency: NULL argument");
+    if (!ctx || !ns_per_load)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_latency: NULL argument");
     const size_t n = working_set_bytes / NODE_BYTES;
     if (n < 2)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
@@ -65,8 +72,8 @@ hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, doub
     if (!buf || !order) {
         free(buf);
         free(order);
-        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "hrmt_probe_latency: cannot allocate %zu bytes",
-                         working_set_bytes);
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                         "hrmt_probe_latency: cannot allocate %zu bytes", working_set_bytes);
     }
     /* Sattolo's shuffle gives a single cycle through all n nodes, so the
      * chase visits the whole working set in an order the prefetchers cannot
@@ -103,8 +110,8 @@ hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, doub
 typedef enum { BW_READ, BW_WRITE, BW_COPY } bw_kind;
 
 /* One timed trial: every thread streams its slice `reps` times. */
-static double bw_trial(const hrmt_context *ctx, bw_kind kind, char *buf, size_t bytes,
-                       size_t reps, uint64_t *sink) {
+static double bw_trial(const hrmt_context *ctx, bw_kind kind, char *buf, size_t bytes, size_t reps,
+                       uint64_t *sink) {
     const hrmt_rowops *k = &ctx->be->rowops;
     uint64_t acc = 0;
     double t0 = 0.0, t1 = 0.0;
@@ -137,15 +144,17 @@ static double bw_trial(const hrmt_context *ctx, bw_kind kind, char *buf, size_t 
 }
 
 hrmt_status hrmt_probe_bandwidth(hrmt_context *ctx, size_t working_set_bytes, hrmt_bandwidth *out) {
-    if (!ctx || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_bandwidth: NULL argument");
+    if (!ctx || !out)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_bandwidth: NULL argument");
     if (working_set_bytes < 2 * 64 * (size_t)ctx->threads)
-        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
-                         "hrmt_probe_bandwidth: working set %zu bytes is below 128 bytes per thread",
-                         working_set_bytes);
+        return hrmt_fail(
+            ctx, HRMT_ERR_INVALID_ARG,
+            "hrmt_probe_bandwidth: working set %zu bytes is below 128 bytes per thread",
+            working_set_bytes);
     char *buf = probe_alloc(working_set_bytes);
     if (!buf)
-        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "hrmt_probe_bandwidth: cannot allocate %zu bytes",
-                         working_set_bytes);
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                         "hrmt_probe_bandwidth: cannot allocate %zu bytes", working_set_bytes);
     memset(buf, 1, working_set_bytes); /* fault the pages in before timing */
     const size_t reps = working_set_bytes >= BW_MIN_TRIAL_BYTES
                             ? 1

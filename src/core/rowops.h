@@ -35,8 +35,8 @@ typedef void (*hrmt_add_fn)(size_t rows, size_t cols, const void *a, size_t lda,
                             size_t ldb, void *out, size_t ldo);
 
 /* out = h * rsqrt(sum(h*h)/cols + eps) [* w], h = f32(x); w F32 [cols] or NULL. */
-typedef void (*hrmt_rmsnorm_fn)(size_t rows, size_t cols, const void *x, size_t ldx,
-                                const float *w, float eps, void *out, size_t ldo);
+typedef void (*hrmt_rmsnorm_fn)(size_t rows, size_t cols, const void *x, size_t ldx, const float *w,
+                                float eps, void *out, size_t ldo);
 
 /* out = rmsnorm(h), h = x + r (BF16: h = bf16(x + r) first, as PyTorch's add).
  * SRAM form: one pass over memory per row (h is parked in `out`, which stays
@@ -45,9 +45,9 @@ typedef void (*hrmt_rmsnorm_fn)(size_t rows, size_t cols, const void *x, size_t 
 typedef void (*hrmt_residual_rmsnorm_fn)(size_t rows, size_t cols, const void *x, size_t ldx,
                                          const void *r, size_t ldr, float eps, void *out,
                                          size_t ldo);
-typedef void (*hrmt_residual_rmsnorm_stream_fn)(size_t rows, size_t cols, const void *x,
-                                                size_t ldx, const void *r, size_t ldr, float eps,
-                                                void *out, size_t ldo, int nt);
+typedef void (*hrmt_residual_rmsnorm_stream_fn)(size_t rows, size_t cols, const void *x, size_t ldx,
+                                                const void *r, size_t ldr, float eps, void *out,
+                                                size_t ldo, int nt);
 
 /* gu [rows, 2*inter] (gate | up) -> out [rows, inter]. F32: g*sigmoid(g)*u.
  * BF16: s = bf16(g*sigmoid(g)), out = bf16(s*u) (PyTorch's bf16 silu, mul). */
@@ -62,9 +62,8 @@ typedef void (*hrmt_softmax_fn)(size_t rows, size_t cols, const void *x, size_t 
  * of head_dim at x + t*ld_tok + h*ld_head. cos/sin F32, row t at t*ld_cs
  * (head_dim wide, HF half-duplicated layout). y = x*cos + rotate_half(x)*sin
  * in F32 with rotate_half(x) = cat(-x2, x1), rounded to the storage dtype. */
-typedef void (*hrmt_rope_fn)(size_t tokens, size_t heads, size_t head_dim, void *x,
-                             size_t ld_tok, size_t ld_head, const float *cos_t,
-                             const float *sin_t, size_t ld_cs);
+typedef void (*hrmt_rope_fn)(size_t tokens, size_t heads, size_t head_dim, void *x, size_t ld_tok,
+                             size_t ld_head, const float *cos_t, const float *sin_t, size_t ld_cs);
 
 /* out[i] = convert(table[ids[i]]) for i < n; ids are already range-checked. */
 typedef void (*hrmt_embedding_fn)(size_t n, size_t cols, const void *table, size_t ldt,
@@ -81,10 +80,10 @@ typedef void (*hrmt_engram_fwd_fn)(size_t tokens, size_t hc, size_t hidden, cons
  * [T,hc,H] and grad_kv [T,hc+1,H] (BF16) and ADDS this range's weight
  * gradient into gw [hc,H] F32, tokens in ascending order. */
 typedef void (*hrmt_engram_bwd_fn)(size_t tokens, size_t hc, size_t hidden,
-                                   const uint16_t *grad_out, const uint16_t *x,
-                                   const uint16_t *kv, const float *wf, const float *dot,
-                                   const float *gate, const float *rstd_x, const float *rstd_k,
-                                   float clamp, uint16_t *grad_x, uint16_t *grad_kv, float *gw);
+                                   const uint16_t *grad_out, const uint16_t *x, const uint16_t *kv,
+                                   const float *wf, const float *dot, const float *gate,
+                                   const float *rstd_x, const float *rstd_k, float clamp,
+                                   uint16_t *grad_x, uint16_t *grad_kv, float *gw);
 
 /* Memory probes: read every byte of [p, p+n) (returns a value that depends on
  * the data so the loads cannot be elided); write every byte with `v`. */
@@ -103,7 +102,7 @@ typedef struct hrmt_rowops {
     hrmt_softmax_fn softmax[HRMT_ROWOPS_NDT];
     hrmt_rope_fn rope[HRMT_ROWOPS_NDT];
     hrmt_embedding_fn embedding[HRMT_ROWOPS_NDT][HRMT_ROWOPS_NDT]; /* [table dt][out dt] */
-    hrmt_engram_fwd_fn engram_fwd; /* BF16 storage only */
+    hrmt_engram_fwd_fn engram_fwd;                                 /* BF16 storage only */
     hrmt_engram_bwd_fn engram_bwd;
     hrmt_stream_read_fn stream_read;
     hrmt_stream_write_fn stream_write;

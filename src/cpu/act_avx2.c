@@ -44,7 +44,8 @@ HRMT_AI __m256 sm_exp(const void *x, size_t j, size_t n, int bf, __m256 sc, __m2
 HRMT_AI void softmax_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx, float scale,
                           void *out, size_t ldo) {
     const size_t es = bf ? 2 : 4;
-    const __m256 sc = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    const __m256 sc = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY),
+                 zero = _mm256_setzero_ps();
     for (size_t r = 0; r < rows; r++) {
         const char *xr = (const char *)x + r * ldx * es;
         char *o = (char *)out + r * ldo * es;
@@ -84,8 +85,8 @@ static void f32_softmax__avx2_u16(size_t rows, size_t cols, const void *x, size_
                                   void *out, size_t ldo) {
     softmax_rows(0, rows, cols, x, ldx, scale, out, ldo);
 }
-static void bf16_softmax__avx2_u16(size_t rows, size_t cols, const void *x, size_t ldx,
-                                   float scale, void *out, size_t ldo) {
+static void bf16_softmax__avx2_u16(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
+                                   void *out, size_t ldo) {
     softmax_rows(1, rows, cols, x, ldx, scale, out, ldo);
 }
 

@@ -29,10 +29,10 @@ HRMT_AI void swiglu_rows(int bf, int hw, size_t rows, size_t inter, const void *
     if (nt) _mm_sfence();
 }
 
-#define SWIGLU(name, bf, hw)                                                                  \
-    static void name(size_t rows, size_t inter, const void *gu, size_t ldg, void *out,       \
-                     size_t ldo, int nt) {                                                    \
-        swiglu_rows(bf, hw, rows, inter, gu, ldg, out, ldo, nt);                              \
+#define SWIGLU(name, bf, hw)                                                                       \
+    static void name(size_t rows, size_t inter, const void *gu, size_t ldg, void *out, size_t ldo, \
+                     int nt) {                                                                     \
+        swiglu_rows(bf, hw, rows, inter, gu, ldg, out, ldo, nt);                                   \
     }
 SWIGLU(f32_swiglu__avx512_u16, 0, 0)
 SWIGLU(bf16_swiglu__avx512_u16, 1, 0)
@@ -66,10 +66,12 @@ HRMT_AI void softmax_rows(int bf, int hw, size_t rows, size_t cols, const void *
         const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(m0, m1)));
         __m512 s0 = _mm512_setzero_ps(), s1 = s0;
         for (j = 0; j + 32 <= cols; j += 32) {
-            const __m512 e0 = sm_exp(xr, j, all, bf, sc, mx), e1 = sm_exp(xr, j + 16, all, bf, sc, mx);
+            const __m512 e0 = sm_exp(xr, j, all, bf, sc, mx),
+                         e1 = sm_exp(xr, j + 16, all, bf, sc, mx);
             s0 = _mm512_add_ps(s0, e0);
             s1 = _mm512_add_ps(s1, e1);
-            if (!bf) _mm512_storeu_ps((float *)o + j, e0), _mm512_storeu_ps((float *)o + j + 16, e1);
+            if (!bf)
+                _mm512_storeu_ps((float *)o + j, e0), _mm512_storeu_ps((float *)o + j + 16, e1);
         }
         for (; j < cols; j += 16) {
             const __mmask16 m = cols - j >= 16 ? all : hrmt_m16(cols - j);
@@ -79,16 +81,17 @@ HRMT_AI void softmax_rows(int bf, int hw, size_t rows, size_t cols, const void *
         }
         const __m512 inv = _mm512_set1_ps(1.0f / hrmt_hsum(_mm512_add_ps(s0, s1)));
         if (bf)
-            HRMT_AVX512_STORE_ROW(cols, o, 1, hw, 0, _mm512_mul_ps(sm_exp(xr, j_, m_, 1, sc, mx), inv));
+            HRMT_AVX512_STORE_ROW(cols, o, 1, hw, 0,
+                                  _mm512_mul_ps(sm_exp(xr, j_, m_, 1, sc, mx), inv));
         else
             HRMT_AVX512_STORE_ROW(cols, o, 0, 0, 0, _mm512_mul_ps(hrmt_ld16m(o, j_, 0, m_), inv));
     }
 }
 
-#define SOFTMAX(name, bf, hw)                                                                 \
-    static void name(size_t rows, size_t cols, const void *x, size_t ldx, float scale,       \
-                     void *out, size_t ldo) {                                                 \
-        softmax_rows(bf, hw, rows, cols, x, ldx, scale, out, ldo);                            \
+#define SOFTMAX(name, bf, hw)                                                                     \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, float scale, void *out, \
+                     size_t ldo) {                                                                \
+        softmax_rows(bf, hw, rows, cols, x, ldx, scale, out, ldo);                                \
     }
 SOFTMAX(f32_softmax__avx512_u32, 0, 0)
 SOFTMAX(bf16_softmax__avx512_u32, 1, 0)

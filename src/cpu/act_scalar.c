@@ -22,13 +22,13 @@ static inline void swiglu_rows(int bf, size_t rows, size_t inter, const void *gu
     }
 }
 
-static void f32_swiglu__scalar_u1(size_t rows, size_t inter, const void *gu, size_t ldg,
-                                  void *out, size_t ldo, int nt) {
+static void f32_swiglu__scalar_u1(size_t rows, size_t inter, const void *gu, size_t ldg, void *out,
+                                  size_t ldo, int nt) {
     (void)nt;
     swiglu_rows(0, rows, inter, gu, ldg, out, ldo);
 }
-static void bf16_swiglu__scalar_u1(size_t rows, size_t inter, const void *gu, size_t ldg,
-                                   void *out, size_t ldo, int nt) {
+static void bf16_swiglu__scalar_u1(size_t rows, size_t inter, const void *gu, size_t ldg, void *out,
+                                   size_t ldo, int nt) {
     (void)nt;
     swiglu_rows(1, rows, inter, gu, ldg, out, ldo);
 }
@@ -66,8 +66,8 @@ static inline void softmax_rows(int bf, size_t rows, size_t cols, const void *x,
     }
 }
 
-static void f32_softmax__scalar_u1(size_t rows, size_t cols, const void *x, size_t ldx,
-                                   float scale, void *out, size_t ldo) {
+static void f32_softmax__scalar_u1(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
+                                   void *out, size_t ldo) {
     softmax_rows(0, rows, cols, x, ldx, scale, out, ldo);
 }
 static void bf16_softmax__scalar_u1(size_t rows, size_t cols, const void *x, size_t ldx,

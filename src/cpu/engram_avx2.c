@@ -40,8 +40,9 @@ static void bf16_engram_fwd__avx2_u16(size_t tokens, size_t hc, size_t hidden, c
             const float g = hrmt_engram_gate(hrmt_engram_d(raw, rx, rk, scale), clamp);
             const __m256 gv = _mm256_set1_ps(g);
             uint16_t *o = out + th * hidden;
-            HRMT_AVX2_STORE_ROW(hidden, o, 1, nt,
-                                _mm256_add_ps(hrmt8_ld(xr, j_, 1, n_), _mm256_mul_ps(gv, hrmt8_ld(v, j_, 1, n_))));
+            HRMT_AVX2_STORE_ROW(
+                hidden, o, 1, nt,
+                _mm256_add_ps(hrmt8_ld(xr, j_, 1, n_), _mm256_mul_ps(gv, hrmt8_ld(v, j_, 1, n_))));
             if (dot) dot[th] = raw;
             if (gate) gate[th] = g;
             if (rstd_x) rstd_x[th] = rx;
@@ -78,7 +79,8 @@ static void bf16_engram_bwd__avx2_u8(size_t tokens, size_t hc, size_t hidden,
             const float rx = rstd_x[th], rk = rstd_k[th], raw = dot[th];
             const float coef = hrmt_engram_coef(dg, gate[th], raw, rx, rk, scale, clamp);
             const __m256 cf = _mm256_set1_ps(coef);
-            const __m256 cx = _mm256_set1_ps(raw * rx * rx / fh), ck = _mm256_set1_ps(raw * rk * rk / fh);
+            const __m256 cx = _mm256_set1_ps(raw * rx * rx / fh),
+                         ck = _mm256_set1_ps(raw * rk * rk / fh);
             uint16_t *gx = grad_x + th * hidden, *gk = grad_kv + (t * (hc + 1) + h) * hidden;
             float *gwr = gw + h * hidden;
             for (j = 0; j < hidden; j += 8) {
@@ -90,7 +92,8 @@ static void bf16_engram_bwd__avx2_u8(size_t tokens, size_t hc, size_t hidden,
                 hrmt8_st(gx, j, _mm256_add_ps(gov, _mm256_mul_ps(cf, dx)), 1, n);
                 hrmt8_st(gk, j, _mm256_mul_ps(cf, dk), 1, n);
                 const __m256 gwv = hrmt8_ld(gwr, j, 0, n);
-                hrmt8_st(gwr, j, _mm256_add_ps(gwv, _mm256_mul_ps(_mm256_mul_ps(cf, xv), kvv)), 0, n);
+                hrmt8_st(gwr, j, _mm256_add_ps(gwv, _mm256_mul_ps(_mm256_mul_ps(cf, xv), kvv)), 0,
+                         n);
             }
         }
         uint16_t *gv = grad_kv + (t * (hc + 1) + hc) * hidden;
@@ -98,8 +101,9 @@ static void bf16_engram_bwd__avx2_u8(size_t tokens, size_t hc, size_t hidden,
             const size_t n = hidden - j >= 8 ? 8 : hidden - j;
             __m256 acc = _mm256_setzero_ps();
             for (size_t h = 0; h < hc; h++)
-                acc = _mm256_add_ps(acc, _mm256_mul_ps(hrmt8_ld(grad_out + (t * hc + h) * hidden, j, 1, n),
-                                                       _mm256_set1_ps(gate[t * hc + h])));
+                acc = _mm256_add_ps(
+                    acc, _mm256_mul_ps(hrmt8_ld(grad_out + (t * hc + h) * hidden, j, 1, n),
+                                       _mm256_set1_ps(gate[t * hc + h])));
             hrmt8_st(gv, j, acc, 1, n);
         }
     }

@@ -7,9 +7,8 @@
 #include "cpu/simd_avx512.h"
 
 HRMT_AI void engram_fwd(int hw, size_t tokens, size_t hc, size_t hidden, const uint16_t *x,
-                        const uint16_t *kv, const float *wf, float eps, float clamp,
-                        uint16_t *out, float *dot, float *gate, float *rstd_x, float *rstd_k,
-                        int nt) {
+                        const uint16_t *kv, const float *wf, float eps, float clamp, uint16_t *out,
+                        float *dot, float *gate, float *rstd_x, float *rstd_k, int nt) {
     const float scale = hrmt_engram_scale(hidden);
     const __mmask16 all = (__mmask16)0xffff;
     for (size_t t = 0; t < tokens; t++) {
@@ -82,7 +81,8 @@ HRMT_AI void engram_bwd(int hw, size_t tokens, size_t hc, size_t hidden, const u
             const float rx = rstd_x[th], rk = rstd_k[th], raw = dot[th];
             const float coef = hrmt_engram_coef(dg, gate[th], raw, rx, rk, scale, clamp);
             const __m512 cf = _mm512_set1_ps(coef);
-            const __m512 cx = _mm512_set1_ps(raw * rx * rx / fh), ck = _mm512_set1_ps(raw * rk * rk / fh);
+            const __m512 cx = _mm512_set1_ps(raw * rx * rx / fh),
+                         ck = _mm512_set1_ps(raw * rk * rk / fh);
             uint16_t *gx = grad_x + th * hidden, *gk = grad_kv + (t * (hc + 1) + h) * hidden;
             float *gwr = gw + h * hidden;
             for (j = 0; j < hidden; j += 16) {
@@ -94,8 +94,8 @@ HRMT_AI void engram_bwd(int hw, size_t tokens, size_t hc, size_t hidden, const u
                 hrmt_st16m(gx, j, _mm512_add_ps(gov, _mm512_mul_ps(cf, dx)), 1, hw, m);
                 hrmt_st16m(gk, j, _mm512_mul_ps(cf, dk), 1, hw, m);
                 const __m512 gwv = _mm512_maskz_loadu_ps(m, gwr + j);
-                _mm512_mask_storeu_ps(gwr + j, m,
-                                      _mm512_add_ps(gwv, _mm512_mul_ps(_mm512_mul_ps(cf, xv), kvv)));
+                _mm512_mask_storeu_ps(
+                    gwr + j, m, _mm512_add_ps(gwv, _mm512_mul_ps(_mm512_mul_ps(cf, xv), kvv)));
             }
         }
         uint16_t *gv = grad_kv + (t * (hc + 1) + hc) * hidden;
@@ -103,8 +103,9 @@ HRMT_AI void engram_bwd(int hw, size_t tokens, size_t hc, size_t hidden, const u
             const __mmask16 m = hidden - j >= 16 ? all : hrmt_m16(hidden - j);
             __m512 acc = _mm512_setzero_ps();
             for (size_t h = 0; h < hc; h++)
-                acc = _mm512_add_ps(acc, _mm512_mul_ps(hrmt_ld16m(grad_out + (t * hc + h) * hidden, j, 1, m),
-                                                       _mm512_set1_ps(gate[t * hc + h])));
+                acc = _mm512_add_ps(
+                    acc, _mm512_mul_ps(hrmt_ld16m(grad_out + (t * hc + h) * hidden, j, 1, m),
+                                       _mm512_set1_ps(gate[t * hc + h])));
             hrmt_st16m(gv, j, acc, 1, hw, m);
         }
     }
@@ -126,7 +127,8 @@ static void bf16_engram_bwd__avx512_u16(size_t tokens, size_t hc, size_t hidden,
                                         const uint16_t *grad_out, const uint16_t *x,
                                         const uint16_t *kv, const float *wf, const float *dot,
                                         const float *gate, const float *rstd_x, const float *rstd_k,
-                                        float clamp, uint16_t *grad_x, uint16_t *grad_kv, float *gw) {
+                                        float clamp, uint16_t *grad_x, uint16_t *grad_kv,
+                                        float *gw) {
     engram_bwd(0, tokens, hc, hidden, grad_out, x, kv, wf, dot, gate, rstd_x, rstd_k, clamp, grad_x,
                grad_kv, gw);
 }

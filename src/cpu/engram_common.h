@@ -27,9 +27,7 @@
 #include <stddef.h>
 
 /* H^-0.5 as PyTorch forms it: a double rounded once to f32. */
-static inline float hrmt_engram_scale(size_t hidden) {
-    return (float)(1.0 / sqrt((double)hidden));
-}
+static inline float hrmt_engram_scale(size_t hidden) { return (float)(1.0 / sqrt((double)hidden)); }
 
 static inline float hrmt_engram_d(float raw, float rx, float rk, float scale) {
     return raw * rx * rk * scale;
@@ -44,8 +42,8 @@ static inline float hrmt_engram_gate(float d, float clamp) {
 }
 
 /* coef of the backward (see above), from dL/dg. */
-static inline float hrmt_engram_coef(float dg, float g, float raw, float rx, float rk,
-                                     float scale, float clamp) {
+static inline float hrmt_engram_coef(float dg, float g, float raw, float rx, float rk, float scale,
+                                     float clamp) {
     const float ds = dg * g * (1.0f - g);
     const float d = hrmt_engram_d(raw, rx, rk, scale);
     const float a = fabsf(d);

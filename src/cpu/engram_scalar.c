@@ -4,9 +4,9 @@
 #include "cpu/rowops_scalar.h"
 
 static void bf16_engram_fwd__scalar_u1(size_t tokens, size_t hc, size_t hidden, const uint16_t *x,
-                                       const uint16_t *kv, const float *wf, float eps,
-                                       float clamp, uint16_t *out, float *dot, float *gate,
-                                       float *rstd_x, float *rstd_k, int nt) {
+                                       const uint16_t *kv, const float *wf, float eps, float clamp,
+                                       uint16_t *out, float *dot, float *gate, float *rstd_x,
+                                       float *rstd_k, int nt) {
     (void)nt;
     const float scale = hrmt_engram_scale(hidden);
     for (size_t t = 0; t < tokens; t++) {
@@ -40,9 +40,9 @@ static void bf16_engram_fwd__scalar_u1(size_t tokens, size_t hc, size_t hidden, 
 static void bf16_engram_bwd__scalar_u1(size_t tokens, size_t hc, size_t hidden,
                                        const uint16_t *grad_out, const uint16_t *x,
                                        const uint16_t *kv, const float *wf, const float *dot,
-                                       const float *gate, const float *rstd_x,
-                                       const float *rstd_k, float clamp, uint16_t *grad_x,
-                                       uint16_t *grad_kv, float *gw) {
+                                       const float *gate, const float *rstd_x, const float *rstd_k,
+                                       float clamp, uint16_t *grad_x, uint16_t *grad_kv,
+                                       float *gw) {
     const float scale = hrmt_engram_scale(hidden), fh = (float)hidden;
     for (size_t t = 0; t < tokens; t++) {
         const uint16_t *v = kv + (t * (hc + 1) + hc) * hidden;
@@ -52,7 +52,8 @@ static void bf16_engram_bwd__scalar_u1(size_t tokens, size_t hc, size_t hidden,
             const uint16_t *kr = kv + (t * (hc + 1) + h) * hidden;
             const float *w = wf + h * hidden;
             float dg = 0.0f;
-            for (size_t j = 0; j < hidden; j++) dg += hrmt_bf16_to_f32(go[j]) * hrmt_bf16_to_f32(v[j]);
+            for (size_t j = 0; j < hidden; j++)
+                dg += hrmt_bf16_to_f32(go[j]) * hrmt_bf16_to_f32(v[j]);
             const float rx = rstd_x[th], rk = rstd_k[th], raw = dot[th];
             const float coef = hrmt_engram_coef(dg, gate[th], raw, rx, rk, scale, clamp);
             const float cx = raw * rx * rx / fh, ck = raw * rk * rk / fh;

@@ -49,7 +49,8 @@ HRMT_AI void rmsnorm_rows(int bf, size_t rows, size_t cols, const void *x, size_
     for (size_t r = 0; r < rows; r++) {
         const char *xr = (const char *)x + r * ldx * es;
         char *o = (char *)out + r * ldo * es;
-        const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
+        const __m256 inv =
+            _mm256_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
         if (w)
             HRMT_AVX2_STORE_ROW(cols, o, bf, 0,
                                 _mm256_mul_ps(_mm256_mul_ps(hrmt8_ld(xr, j_, bf, n_), inv),
@@ -83,9 +84,9 @@ static void bf16_rmsnorm__avx2_u32(size_t rows, size_t cols, const void *x, size
                                    const float *w, float eps, void *out, size_t ldo) {
     rmsnorm_rows(1, rows, cols, x, ldx, w, eps, out, ldo);
 }
-static void f32_residual_rmsnorm_sram__avx2_u32(size_t rows, size_t cols, const void *x,
-                                                size_t ldx, const void *r, size_t ldr, float eps,
-                                                void *out, size_t ldo) {
+static void f32_residual_rmsnorm_sram__avx2_u32(size_t rows, size_t cols, const void *x, size_t ldx,
+                                                const void *r, size_t ldr, float eps, void *out,
+                                                size_t ldo) {
     resid_rows(0, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);
 }
 static void bf16_residual_rmsnorm_sram__avx2_u32(size_t rows, size_t cols, const void *x,
@@ -93,9 +94,9 @@ static void bf16_residual_rmsnorm_sram__avx2_u32(size_t rows, size_t cols, const
                                                  void *out, size_t ldo) {
     resid_rows(1, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);
 }
-static void f32_residual_rmsnorm_dram__avx2_u32(size_t rows, size_t cols, const void *x,
-                                                size_t ldx, const void *r, size_t ldr, float eps,
-                                                void *out, size_t ldo, int nt) {
+static void f32_residual_rmsnorm_dram__avx2_u32(size_t rows, size_t cols, const void *x, size_t ldx,
+                                                const void *r, size_t ldr, float eps, void *out,
+                                                size_t ldo, int nt) {
     resid_rows(0, 0, rows, cols, x, ldx, r, ldr, eps, out, ldo, nt);
 }
 static void bf16_residual_rmsnorm_dram__avx2_u32(size_t rows, size_t cols, const void *x,

@@ -18,7 +18,8 @@ HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int r
     size_t j = 0;
     for (; j + 64 <= cols; j += 64) {
         const __m512 h0 = h_at(x, r, j, all, bf, resid), h1 = h_at(x, r, j + 16, all, bf, resid);
-        const __m512 h2 = h_at(x, r, j + 32, all, bf, resid), h3 = h_at(x, r, j + 48, all, bf, resid);
+        const __m512 h2 = h_at(x, r, j + 32, all, bf, resid),
+                     h3 = h_at(x, r, j + 48, all, bf, resid);
         a0 = _mm512_fmadd_ps(h0, h0, a0);
         a1 = _mm512_fmadd_ps(h1, h1, a1);
         a2 = _mm512_fmadd_ps(h2, h2, a2);
@@ -57,13 +58,15 @@ HRMT_AI void rmsnorm_rows(int bf, int hw, size_t rows, size_t cols, const void *
     for (size_t r = 0; r < rows; r++) {
         const char *xr = (const char *)x + r * ldx * es;
         char *o = (char *)out + r * ldo * es;
-        const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
+        const __m512 inv =
+            _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
         if (w)
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
                                   _mm512_mul_ps(_mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv),
                                                 _mm512_maskz_loadu_ps(m_, w + j_)));
         else
-            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0, _mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv));
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
+                                  _mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv));
     }
 }
 
@@ -77,35 +80,37 @@ HRMT_AI void resid_rows(int bf, int hw, int sram, size_t rows, size_t cols, cons
         const float ss = sumsq_row(xr, rr, cols, bf, 1, sram ? o : NULL);
         const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
         if (sram)
-            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0, _mm512_mul_ps(hrmt_ld16m(o, j_, bf, m_), inv));
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
+                                  _mm512_mul_ps(hrmt_ld16m(o, j_, bf, m_), inv));
         else
-            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt, _mm512_mul_ps(h_at(xr, rr, j_, m_, bf, 1), inv));
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt,
+                                  _mm512_mul_ps(h_at(xr, rr, j_, m_, bf, 1), inv));
     }
     if (nt) _mm_sfence(); /* streaming stores are weakly ordered */
 }
 
-#define RMSNORM(name, bf, hw)                                                                \
-    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const float *w,   \
-                     float eps, void *out, size_t ldo) {                                     \
-        rmsnorm_rows(bf, hw, rows, cols, x, ldx, w, eps, out, ldo);                          \
+#define RMSNORM(name, bf, hw)                                                             \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const float *w, \
+                     float eps, void *out, size_t ldo) {                                  \
+        rmsnorm_rows(bf, hw, rows, cols, x, ldx, w, eps, out, ldo);                       \
     }
 RMSNORM(f32_rmsnorm__avx512_u64, 0, 0)
 RMSNORM(bf16_rmsnorm__avx512_u64, 1, 0)
 RMSNORM(bf16_rmsnorm__avx512bf16_u64, 1, 1)
 
-#define RESID_SRAM(name, bf, hw)                                                             \
-    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,    \
-                     size_t ldr, float eps, void *out, size_t ldo) {                         \
-        resid_rows(bf, hw, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);                 \
+#define RESID_SRAM(name, bf, hw)                                                         \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const void *r, \
+                     size_t ldr, float eps, void *out, size_t ldo) {                     \
+        resid_rows(bf, hw, 1, rows, cols, x, ldx, r, ldr, eps, out, ldo, 0);             \
     }
 RESID_SRAM(f32_residual_rmsnorm_sram__avx512_u64, 0, 0)
 RESID_SRAM(bf16_residual_rmsnorm_sram__avx512_u64, 1, 0)
 RESID_SRAM(bf16_residual_rmsnorm_sram__avx512bf16_u64, 1, 1)
 
-#define RESID_DRAM(name, bf, hw)                                                             \
-    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,    \
-                     size_t ldr, float eps, void *out, size_t ldo, int nt) {                 \
-        resid_rows(bf, hw, 0, rows, cols, x, ldx, r, ldr, eps, out, ldo, nt);                \
+#define RESID_DRAM(name, bf, hw)                                                         \
+    static void name(size_t rows, size_t cols, const void *x, size_t ldx, const void *r, \
+                     size_t ldr, float eps, void *out, size_t ldo, int nt) {             \
+        resid_rows(bf, hw, 0, rows, cols, x, ldx, r, ldr, eps, out, ldo, nt);            \
     }
 RESID_DRAM(f32_residual_rmsnorm_dram__avx512_u64, 0, 0)
 RESID_DRAM(bf16_residual_rmsnorm_dram__avx512_u64, 1, 0)

@@ -39,8 +39,7 @@ static inline float resid_h(const void *x, const void *r, size_t j, int bf) {
 /* SRAM form: h goes to `out` (exact: it is already in the storage dtype) and
  * is scaled there while the row is still in cache. */
 static inline void resid_sram_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,
-                                   const void *res, size_t ldr, float eps, void *out,
-                                   size_t ldo) {
+                                   const void *res, size_t ldr, float eps, void *out, size_t ldo) {
     const size_t es = bf ? 2 : 4;
     for (size_t r = 0; r < rows; r++) {
         const void *xr = hrmt_row_c(x, r, ldx, es), *rr = hrmt_row_c(res, r, ldr, es);
@@ -58,8 +57,7 @@ static inline void resid_sram_rows(int bf, size_t rows, size_t cols, const void 
 
 /* DRAM form: the reduction pass only reads; the scale pass recomputes h. */
 static inline void resid_dram_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,
-                                   const void *res, size_t ldr, float eps, void *out,
-                                   size_t ldo) {
+                                   const void *res, size_t ldr, float eps, void *out, size_t ldo) {
     const size_t es = bf ? 2 : 4;
     for (size_t r = 0; r < rows; r++) {
         const void *xr = hrmt_row_c(x, r, ldx, es), *rr = hrmt_row_c(res, r, ldr, es);
@@ -80,8 +78,8 @@ static void f32_residual_rmsnorm_sram__scalar_u1(size_t rows, size_t cols, const
     resid_sram_rows(0, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }
 static void bf16_residual_rmsnorm_sram__scalar_u1(size_t rows, size_t cols, const void *x,
-                                                  size_t ldx, const void *r, size_t ldr,
-                                                  float eps, void *out, size_t ldo) {
+                                                  size_t ldx, const void *r, size_t ldr, float eps,
+                                                  void *out, size_t ldo) {
     resid_sram_rows(1, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }
 /* Plain C has no portable streaming store; `nt` only matters to SIMD tables. */
@@ -92,8 +90,8 @@ static void f32_residual_rmsnorm_dram__scalar_u1(size_t rows, size_t cols, const
     resid_dram_rows(0, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }
 static void bf16_residual_rmsnorm_dram__scalar_u1(size_t rows, size_t cols, const void *x,
-                                                  size_t ldx, const void *r, size_t ldr,
-                                                  float eps, void *out, size_t ldo, int nt) {
+                                                  size_t ldx, const void *r, size_t ldr, float eps,
+                                                  void *out, size_t ldo, int nt) {
     (void)nt;
     resid_dram_rows(1, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }

@@ -16,7 +16,8 @@ HRMT_AI void rope_rows(int bf, size_t tokens, size_t heads, size_t hd, void *x, 
                 const __m256 x1 = hrmt8_ld(v, i, bf, n), x2 = hrmt8_ld(v2, i, bf, n);
                 const __m256 c1 = hrmt8_ldf(c + i, n), s1 = hrmt8_ldf(s + i, n);
                 const __m256 c2 = hrmt8_ldf(c + half + i, n), s2 = hrmt8_ldf(s + half + i, n);
-                const __m256 y1 = _mm256_add_ps(_mm256_mul_ps(x1, c1), _mm256_mul_ps(_mm256_xor_ps(x2, sign), s1));
+                const __m256 y1 = _mm256_add_ps(_mm256_mul_ps(x1, c1),
+                                                _mm256_mul_ps(_mm256_xor_ps(x2, sign), s1));
                 const __m256 y2 = _mm256_add_ps(_mm256_mul_ps(x2, c2), _mm256_mul_ps(x1, s2));
                 hrmt8_st(v, i, y1, bf, n);
                 hrmt8_st(v2, i, y2, bf, n);

@@ -14,7 +14,8 @@ HRMT_AI void rope_rows(int bf, int hw, size_t tokens, size_t heads, size_t hd, v
             for (size_t i = 0; i < half; i += 16) {
                 const __mmask16 m = half - i >= 16 ? (__mmask16)0xffff : hrmt_m16(half - i);
                 const __m512 x1 = hrmt_ld16m(v, i, bf, m), x2 = hrmt_ld16m(v2, i, bf, m);
-                const __m512 c1 = _mm512_maskz_loadu_ps(m, c + i), s1 = _mm512_maskz_loadu_ps(m, s + i);
+                const __m512 c1 = _mm512_maskz_loadu_ps(m, c + i),
+                             s1 = _mm512_maskz_loadu_ps(m, s + i);
                 const __m512 c2 = _mm512_maskz_loadu_ps(m, c + half + i);
                 const __m512 s2 = _mm512_maskz_loadu_ps(m, s + half + i);
                 const __m512 nx2 = _mm512_xor_ps(x2, _mm512_set1_ps(-0.0f));
@@ -27,10 +28,10 @@ HRMT_AI void rope_rows(int bf, int hw, size_t tokens, size_t heads, size_t hd, v
     }
 }
 
-#define ROPE(name, bf, hw)                                                                   \
-    static void name(size_t tokens, size_t heads, size_t hd, void *x, size_t ld_tok,        \
-                     size_t ld_head, const float *c, const float *s, size_t ld_cs) {         \
-        rope_rows(bf, hw, tokens, heads, hd, x, ld_tok, ld_head, c, s, ld_cs);               \
+#define ROPE(name, bf, hw)                                                           \
+    static void name(size_t tokens, size_t heads, size_t hd, void *x, size_t ld_tok, \
+                     size_t ld_head, const float *c, const float *s, size_t ld_cs) { \
+        rope_rows(bf, hw, tokens, heads, hd, x, ld_tok, ld_head, c, s, ld_cs);       \
     }
 ROPE(f32_rope__avx512_u16, 0, 0)
 ROPE(bf16_rope__avx512_u16, 1, 0)

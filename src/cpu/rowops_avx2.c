@@ -11,7 +11,8 @@ static void f32_bf16_cvt__avx2_u32(uint16_t *dst, const float *src, size_t n) {
     size_t i = 0;
     for (; i + 32 <= n; i += 32)
         for (size_t k = 0; k < 32; k += 8)
-            _mm_storeu_si128((__m128i *)(dst + i + k), hrmt8_cvt_bf16(_mm256_loadu_ps(src + i + k)));
+            _mm_storeu_si128((__m128i *)(dst + i + k),
+                             hrmt8_cvt_bf16(_mm256_loadu_ps(src + i + k)));
     for (; i < n; i += 8) {
         const size_t c = n - i >= 8 ? 8 : n - i;
         hrmt8_st(dst, i, hrmt8_ld(src, i, 0, c), 1, c);
@@ -21,7 +22,8 @@ static void f32_bf16_cvt__avx2_u32(uint16_t *dst, const float *src, size_t n) {
 static void bf16_f32_cvt__avx2_u32(float *dst, const uint16_t *src, size_t n) {
     size_t i = 0;
     for (; i + 32 <= n; i += 32)
-        for (size_t k = 0; k < 32; k += 8) _mm256_storeu_ps(dst + i + k, hrmt8_ld(src, i + k, 1, 8));
+        for (size_t k = 0; k < 32; k += 8)
+            _mm256_storeu_ps(dst + i + k, hrmt8_ld(src, i + k, 1, 8));
     for (; i < n; i += 8) {
         const size_t c = n - i >= 8 ? 8 : n - i;
         hrmt8_st(dst, i, hrmt8_ld(src, i, 1, c), 0, c);
@@ -34,7 +36,8 @@ HRMT_AI void add_rows(int bf, size_t rows, size_t cols, const void *a, size_t ld
     for (size_t r = 0; r < rows; r++) {
         const char *ar = (const char *)a + r * lda * es, *br = (const char *)b + r * ldb * es;
         char *o = (char *)out + r * ldo * es;
-        HRMT_AVX2_STORE_ROW(cols, o, bf, 0, _mm256_add_ps(hrmt8_ld(ar, j_, bf, n_), hrmt8_ld(br, j_, bf, n_)));
+        HRMT_AVX2_STORE_ROW(cols, o, bf, 0,
+                            _mm256_add_ps(hrmt8_ld(ar, j_, bf, n_), hrmt8_ld(br, j_, bf, n_)));
     }
 }
 
@@ -47,8 +50,8 @@ static void bf16_add__avx2_u8(size_t rows, size_t cols, const void *a, size_t ld
     add_rows(1, rows, cols, a, lda, b, ldb, out, ldo);
 }
 
-HRMT_AI void embedding_rows(int tbf, int obf, size_t n, size_t cols, const void *table,
-                            size_t ldt, const int32_t *ids, void *out, size_t ldo) {
+HRMT_AI void embedding_rows(int tbf, int obf, size_t n, size_t cols, const void *table, size_t ldt,
+                            const int32_t *ids, void *out, size_t ldo) {
     const size_t tes = tbf ? 2 : 4, oes = obf ? 2 : 4;
     for (size_t i = 0; i < n; i++) {
         const char *src = (const char *)table + (size_t)ids[i] * ldt * tes;
@@ -62,10 +65,10 @@ HRMT_AI void embedding_rows(int tbf, int obf, size_t n, size_t cols, const void 
     }
 }
 
-#define EMB(name, tbf, obf)                                                                   \
+#define EMB(name, tbf, obf)                                                                    \
     static void name(size_t n, size_t cols, const void *table, size_t ldt, const int32_t *ids, \
-                     void *out, size_t ldo) {                                                 \
-        embedding_rows(tbf, obf, n, cols, table, ldt, ids, out, ldo);                         \
+                     void *out, size_t ldo) {                                                  \
+        embedding_rows(tbf, obf, n, cols, table, ldt, ids, out, ldo);                          \
     }
 EMB(f32_f32_embedding__avx2, 0, 0)
 EMB(bf16_bf16_embedding__avx2, 1, 1)

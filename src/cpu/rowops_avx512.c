@@ -48,15 +48,16 @@ HRMT_AI void add_rows(int bf, int hw, size_t rows, size_t cols, const void *a, s
     for (size_t r = 0; r < rows; r++) {
         const char *ar = (const char *)a + r * lda * es, *br = (const char *)b + r * ldb * es;
         char *o = (char *)out + r * ldo * es;
-        HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
-                              _mm512_add_ps(hrmt_ld16m(ar, j_, bf, m_), hrmt_ld16m(br, j_, bf, m_)));
+        HRMT_AVX512_STORE_ROW(
+            cols, o, bf, hw, 0,
+            _mm512_add_ps(hrmt_ld16m(ar, j_, bf, m_), hrmt_ld16m(br, j_, bf, m_)));
     }
 }
 
-#define ADD(name, bf, hw)                                                                     \
-    static void name(size_t rows, size_t cols, const void *a, size_t lda, const void *b,     \
-                     size_t ldb, void *out, size_t ldo) {                                     \
-        add_rows(bf, hw, rows, cols, a, lda, b, ldb, out, ldo);                               \
+#define ADD(name, bf, hw)                                                                \
+    static void name(size_t rows, size_t cols, const void *a, size_t lda, const void *b, \
+                     size_t ldb, void *out, size_t ldo) {                                \
+        add_rows(bf, hw, rows, cols, a, lda, b, ldb, out, ldo);                          \
     }
 ADD(f32_add__avx512_u16, 0, 0)
 ADD(bf16_add__avx512_u16, 1, 0)
@@ -78,10 +79,10 @@ HRMT_AI void embedding_rows(int tbf, int obf, int hw, size_t n, size_t cols, con
     }
 }
 
-#define EMB(name, tbf, obf, hw)                                                               \
+#define EMB(name, tbf, obf, hw)                                                                \
     static void name(size_t n, size_t cols, const void *table, size_t ldt, const int32_t *ids, \
-                     void *out, size_t ldo) {                                                 \
-        embedding_rows(tbf, obf, hw, n, cols, table, ldt, ids, out, ldo);                     \
+                     void *out, size_t ldo) {                                                  \
+        embedding_rows(tbf, obf, hw, n, cols, table, ldt, ids, out, ldo);                      \
     }
 EMB(f32_f32_embedding__avx512, 0, 0, 0)
 EMB(bf16_bf16_embedding__avx512, 1, 1, 0)
@@ -131,7 +132,8 @@ void hrmt_rowops_fill_avx512(hrmt_rowops *t) {
     t->embedding[HRMT_F32][HRMT_F32] = f32_f32_embedding__avx512;
     t->embedding[HRMT_BF16][HRMT_BF16] = bf16_bf16_embedding__avx512;
     t->embedding[HRMT_BF16][HRMT_F32] = bf16_f32_embedding__avx512;
-    t->embedding[HRMT_F32][HRMT_BF16] = hw ? f32_bf16_embedding__avx512bf16 : f32_bf16_embedding__avx512;
+    t->embedding[HRMT_F32][HRMT_BF16] =
+        hw ? f32_bf16_embedding__avx512bf16 : f32_bf16_embedding__avx512;
     t->stream_read = stream_read__avx512_u256;
     t->stream_write = stream_write__avx512_u256;
     hrmt_norm_fill_avx512(t, hw);

@@ -21,7 +21,8 @@ static inline void add_rows(int bf, size_t rows, size_t cols, const void *a, siz
     for (size_t r = 0; r < rows; r++) {
         const void *ar = hrmt_row_c(a, r, lda, es), *br = hrmt_row_c(b, r, ldb, es);
         void *o = hrmt_row(out, r, ldo, es);
-        for (size_t j = 0; j < cols; j++) hrmt_st(o, j, hrmt_ld(ar, j, bf) + hrmt_ld(br, j, bf), bf);
+        for (size_t j = 0; j < cols; j++)
+            hrmt_st(o, j, hrmt_ld(ar, j, bf) + hrmt_ld(br, j, bf), bf);
     }
 }
 
@@ -30,8 +31,8 @@ static void f32_add__scalar_u1(size_t rows, size_t cols, const void *a, size_t l
     add_rows(0, rows, cols, a, lda, b, ldb, out, ldo);
 }
 
-static void bf16_add__scalar_u1(size_t rows, size_t cols, const void *a, size_t lda,
-                                const void *b, size_t ldb, void *out, size_t ldo) {
+static void bf16_add__scalar_u1(size_t rows, size_t cols, const void *a, size_t lda, const void *b,
+                                size_t ldb, void *out, size_t ldo) {
     add_rows(1, rows, cols, a, lda, b, ldb, out, ldo);
 }
 

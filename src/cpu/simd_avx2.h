@@ -127,33 +127,33 @@ HRMT_AI float hrmt8_hmax(__m256 v) {
  * element index and lane count) into `out`: partial head up to streaming
  * alignment when `nt`, full vectors, partial tail. Same arithmetic on every
  * path, so `nt` never changes bits. */
-#define HRMT_AVX2_STORE_ROW(cols, out, bf, nt, VEXPR)                                 \
-    do {                                                                              \
-        size_t j_ = 0, c_ = (cols);                                                   \
-        int nt_ = (nt);                                                               \
-        size_t head_ = nt_ ? hrmt8_nt_head((out), (bf)) : 0;                          \
-        if (head_ >= 8) nt_ = 0, head_ = 0;                                           \
-        if (head_ > c_) head_ = c_;                                                   \
-        if (head_) {                                                                  \
-            const size_t n_ = head_;                                                  \
-            hrmt8_st((out), 0, (VEXPR), (bf), n_);                                    \
-            j_ = head_;                                                               \
-        }                                                                             \
-        if (nt_) {                                                                    \
-            for (; j_ + 8 <= c_; j_ += 8) {                                           \
-                const size_t n_ = 8;                                                  \
-                hrmt8_st_nt((out), j_, (VEXPR), (bf));                                \
-            }                                                                         \
-        } else {                                                                      \
-            for (; j_ + 8 <= c_; j_ += 8) {                                           \
-                const size_t n_ = 8;                                                  \
-                hrmt8_st((out), j_, (VEXPR), (bf), n_);                               \
-            }                                                                         \
-        }                                                                             \
-        if (j_ < c_) {                                                                \
-            const size_t n_ = c_ - j_;                                                \
-            hrmt8_st((out), j_, (VEXPR), (bf), n_);                                   \
-        }                                                                             \
+#define HRMT_AVX2_STORE_ROW(cols, out, bf, nt, VEXPR)        \
+    do {                                                     \
+        size_t j_ = 0, c_ = (cols);                          \
+        int nt_ = (nt);                                      \
+        size_t head_ = nt_ ? hrmt8_nt_head((out), (bf)) : 0; \
+        if (head_ >= 8) nt_ = 0, head_ = 0;                  \
+        if (head_ > c_) head_ = c_;                          \
+        if (head_) {                                         \
+            const size_t n_ = head_;                         \
+            hrmt8_st((out), 0, (VEXPR), (bf), n_);           \
+            j_ = head_;                                      \
+        }                                                    \
+        if (nt_) {                                           \
+            for (; j_ + 8 <= c_; j_ += 8) {                  \
+                const size_t n_ = 8;                         \
+                hrmt8_st_nt((out), j_, (VEXPR), (bf));       \
+            }                                                \
+        } else {                                             \
+            for (; j_ + 8 <= c_; j_ += 8) {                  \
+                const size_t n_ = 8;                         \
+                hrmt8_st((out), j_, (VEXPR), (bf), n_);      \
+            }                                                \
+        }                                                    \
+        if (j_ < c_) {                                       \
+            const size_t n_ = c_ - j_;                       \
+            hrmt8_st((out), j_, (VEXPR), (bf), n_);          \
+        }                                                    \
     } while (0)
 
 void hrmt_norm_fill_avx2(hrmt_rowops *t);

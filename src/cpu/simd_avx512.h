@@ -55,11 +55,10 @@ HRMT_AI __m512 hrmt_round_bf16_ps(__m512 v) {
 HRMT_AI __m256i hrmt_cvt_bf16(__m512 v, int hw) {
     if (hw) {
         __m256i r = (__m256i)_mm512_cvtneps_pbh(v);
-        const __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
-        const __mmask16 den = _mm512_mask_cmplt_epu32_mask(_mm512_test_epi32_mask(a, a), a,
-                                                           _mm512_set1_epi32(0x00800000));
+        const __mmask16 den = _mm512_fpclass_ps_mask(v, 0x20); /* class 0x20: denormal */
         if (den)
-            r = _mm256_mask_mov_epi16(r, den, _mm512_cvtepi32_epi16(_mm512_srli_epi32(hrmt_rne_hi16(v), 16)));
+            r = _mm256_mask_mov_epi16(
+                r, den, _mm512_cvtepi32_epi16(_mm512_srli_epi32(hrmt_rne_hi16(v), 16)));
         return r;
     }
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(hrmt_rne_hi16(v), 16));
@@ -106,33 +105,33 @@ HRMT_AI float hrmt_hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
  * element index and the lane mask) into `out`: masked head up to streaming
  * alignment when `nt`, full vectors, masked tail. Every element gets the same
  * arithmetic whichever store path it takes, so `nt` never changes bits. */
-#define HRMT_AVX512_STORE_ROW(cols, out, bf, hw, nt, VEXPR)                           \
-    do {                                                                              \
-        size_t j_ = 0, n_ = (cols);                                                   \
-        int nt_ = (nt);                                                               \
-        size_t head_ = nt_ ? hrmt_nt_head((out), (bf)) : 0;                           \
-        if (head_ >= 16) nt_ = 0, head_ = 0;                                          \
-        if (head_ > n_) head_ = n_;                                                   \
-        if (head_) {                                                                  \
-            const __mmask16 m_ = hrmt_m16(head_);                                     \
-            hrmt_st16m((out), 0, (VEXPR), (bf), (hw), m_);                            \
-            j_ = head_;                                                               \
-        }                                                                             \
-        if (nt_) {                                                                    \
-            for (; j_ + 16 <= n_; j_ += 16) {                                         \
-                const __mmask16 m_ = (__mmask16)0xffff;                               \
-                hrmt_st16nt((out), j_, (VEXPR), (bf), (hw));                          \
-            }                                                                         \
-        } else {                                                                      \
-            for (; j_ + 16 <= n_; j_ += 16) {                                         \
-                const __mmask16 m_ = (__mmask16)0xffff;                               \
-                hrmt_st16((out), j_, (VEXPR), (bf), (hw));                            \
-            }                                                                         \
-        }                                                                             \
-        if (j_ < n_) {                                                                \
-            const __mmask16 m_ = hrmt_m16(n_ - j_);                                   \
-            hrmt_st16m((out), j_, (VEXPR), (bf), (hw), m_);                           \
-        }                                                                             \
+#define HRMT_AVX512_STORE_ROW(cols, out, bf, hw, nt, VEXPR)  \
+    do {                                                     \
+        size_t j_ = 0, n_ = (cols);                          \
+        int nt_ = (nt);                                      \
+        size_t head_ = nt_ ? hrmt_nt_head((out), (bf)) : 0;  \
+        if (head_ >= 16) nt_ = 0, head_ = 0;                 \
+        if (head_ > n_) head_ = n_;                          \
+        if (head_) {                                         \
+            const __mmask16 m_ = hrmt_m16(head_);            \
+            hrmt_st16m((out), 0, (VEXPR), (bf), (hw), m_);   \
+            j_ = head_;                                      \
+        }                                                    \
+        if (nt_) {                                           \
+            for (; j_ + 16 <= n_; j_ += 16) {                \
+                const __mmask16 m_ = (__mmask16)0xffff;      \
+                hrmt_st16nt((out), j_, (VEXPR), (bf), (hw)); \
+            }                                                \
+        } else {                                             \
+            for (; j_ + 16 <= n_; j_ += 16) {                \
+                const __mmask16 m_ = (__mmask16)0xffff;      \
+                hrmt_st16((out), j_, (VEXPR), (bf), (hw));   \
+            }                                                \
+        }                                                    \
+        if (j_ < n_) {                                       \
+            const __mmask16 m_ = hrmt_m16(n_ - j_);          \
+            hrmt_st16m((out), j_, (VEXPR), (bf), (hw), m_);  \
+        }                                                    \
     } while (0)
 
 /* Per-file fill functions of the AVX-512 table; hw = AVX512-BF16 present. */

@@ -150,11 +150,25 @@ hrmt_status hrmt_model_config_from_json_text(hrmt_context *ctx, const char *text
     if (!root) return hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: %s is not valid JSON", what);
     hrmt_status s = HRMT_OK;
     const cJSON *o = root;
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "arch");
-    if (cJSON_IsObject(arch)) o = arch;
-    if (!cJSON_IsObject(o)) {
+    if (!cJSON_IsObject(root)) {
         s = hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: %s is not a JSON object", what);
         goto out;
+    }
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "arch");
+    if (arch && !cJSON_IsObject(arch)) {
+        s = hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: 'arch' in %s is not an object", what);
+        goto out;
+    }
+    if (arch) o = arch;
+    /* cJSON keeps duplicate keys and would silently use the first one. */
+    for (const cJSON *a = o->child; a; a = a->next) {
+        for (const cJSON *b = a->next; b; b = b->next) {
+            if (a->string && b->string && strcmp(a->string, b->string) == 0) {
+                s = hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: key '%s' appears twice in %s",
+                              a->string, what);
+                goto out;
+            }
+        }
     }
     /* Keys without a default in the official config class are required. */
     hrmt_model_config c = hrmt_model_config_default();

@@ -26,9 +26,11 @@ static double uniform01(rng *r) { return ((double)(next_u64(r) >> 11) + 0.5) / 9
 static void trunc_normal(rng *r, float *dst, size_t n, double std) {
     const double trunc_std = 0.87962566103423978; /* std of N(0,1) truncated at +-2 */
     for (size_t i = 0; i < n;) {
-        double u1 = uniform01(r), u2 = uniform01(r);
-        double rad = sqrt(-2.0 * log(u1));
-        double z[2] = {rad * cos(6.283185307179586 * u2), rad * sin(6.283185307179586 * u2)};
+        /* Marsaglia's polar method: two normals per accepted pair, no trig. */
+        double u = 2.0 * uniform01(r) - 1.0, v = 2.0 * uniform01(r) - 1.0, s = u * u + v * v;
+        if (s >= 1.0 || s == 0.0) continue;
+        double f = sqrt(-2.0 * log(s) / s);
+        double z[2] = {u * f, v * f};
         for (int j = 0; j < 2 && i < n; j++)
             if (fabs(z[j]) <= 2.0) dst[i++] = (float)(z[j] * std / trunc_std);
     }

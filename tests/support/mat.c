@@ -50,7 +50,9 @@ hrmt_tensor tmat_tensor(const tmat *m) {
     return t;
 }
 
-void tmat_copy(tmat *dst, const tmat *src) { memcpy(dst->p, src->p, src->rows * src->ld * src->es); }
+void tmat_copy(tmat *dst, const tmat *src) {
+    memcpy(dst->p, src->p, src->rows * src->ld * src->es);
+}
 
 size_t tmat_guard_damage(const tmat *m) {
     size_t bad = 0;
@@ -70,7 +72,8 @@ size_t tmat_compare(const tmat *got, const tmat *want, double rel, double abs, i
             int ok;
             double g, w;
             if (want->dt == HRMT_BF16) {
-                const uint16_t gb = ((const uint16_t *)got->p)[gi], wb = ((const uint16_t *)want->p)[i];
+                const uint16_t gb = ((const uint16_t *)got->p)[gi],
+                               wb = ((const uint16_t *)want->p)[i];
                 g = ref_bf16_to_f32(gb);
                 w = ref_bf16_to_f32(wb);
                 if (ref_isnan_bf16(wb) || ref_isnan_bf16(gb))

@@ -65,9 +65,12 @@ int st_get(const st_file *f, const char *name, st_tensor *t) {
     }
     memset(t, 0, sizeof *t);
     size_t es;
-    if (strcmp(dt->valuestring, "F32") == 0) t->dtype = HRMT_F32, es = 4;
-    else if (strcmp(dt->valuestring, "BF16") == 0) t->dtype = HRMT_BF16, es = 2;
-    else if (strcmp(dt->valuestring, "I32") == 0) t->dtype = HRMT_I32, es = 4;
+    if (strcmp(dt->valuestring, "F32") == 0)
+        t->dtype = HRMT_F32, es = 4;
+    else if (strcmp(dt->valuestring, "BF16") == 0)
+        t->dtype = HRMT_BF16, es = 2;
+    else if (strcmp(dt->valuestring, "I32") == 0)
+        t->dtype = HRMT_I32, es = 4;
     else {
         fprintf(stderr, "st_get: %s has dtype %s\n", name, dt->valuestring);
         return -1;

@@ -1,0 +1,175 @@
+/* One ACT step of the built-in HRM model (official Sudoku config, bf16) under
+ * the tiered and the baseline schedule, side by side, at several batch sizes.
+ *
+ *   hrmt-bench-model [threads (2)] [iterations (5)] [batches (1,8,64)] [dtype bf16|f32]
+ *
+ * Per batch and schedule it prints the median ms per step, tokens/s
+ * (batch * seq_len / step time) and GFLOP/s, where FLOPs are
+ * hrmt_model_step_flops: 2 * multiply-adds of every matrix product of the step
+ * (qkv, o_proj, gate_up, down_proj, the two attention products S = QK^T and
+ * O = PV, lm_head over all rows, q_head). In the same run it measures our own
+ * GEMM on a representative shape of that batch (C[B*T, 1536] = A[B*T, 512] W^T,
+ * the qkv projection, same dtype, packed W, best of several calls) and prints
+ * the step's rate as a fraction of it. Schedules alternate step by step so
+ * machine noise hits both alike. The issue's PyTorch 1.13 eager figures (2
+ * threads, bf16: 139 ms/step at batch 1, 423 ms at batch 8) are printed with
+ * the speed-up against them. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/gemm.h"
+#include "hrmt.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Best GFLOP/s of C[M,N] = A[M,K] W^T over `reps` calls. */
+static double gemm_rate(hrmt_context *ctx, hrmt_dtype dt, size_t M, size_t N, size_t K, int reps) {
+    size_t es = hrmt_dtype_size(dt);
+    void *a = calloc(M * K, es), *w = calloc(N * K, es), *c = calloc(M * N, es);
+    if (!a || !w || !c) return 0.0;
+    /* Small exact values (also exact in bf16). */
+    for (size_t i = 0; i < M * K; i++) {
+        float v = (float)((int)(i * 7 % 16) - 8) / 8.0f;
+        if (dt == HRMT_BF16) {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            ((uint16_t *)a)[i] = (uint16_t)(u >> 16);
+        } else {
+            ((float *)a)[i] = v;
+        }
+    }
+    for (size_t i = 0; i < N * K; i++) {
+        float v = (float)((int)(i * 5 % 16) - 8) / 8.0f;
+        if (dt == HRMT_BF16) {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            ((uint16_t *)w)[i] = (uint16_t)(u >> 16);
+        } else {
+            ((float *)w)[i] = v;
+        }
+    }
+    hrmt_packed_w *pw = NULL;
+    double best = 0.0;
+    if (hrmt_gemm_pack_w_raw(ctx, N, K, w, dt, K, &pw) == HRMT_OK) {
+        int threads = hrmt_context_threads(ctx);
+        size_t sb = hrmt_gemm_scratch_bytes(ctx, threads, M, N, K, dt, pw, dt, 0);
+        void *scr = aligned_alloc(64, (sb + 63) / 64 * 64 + 64);
+        for (int r = 0; r < reps + 1; r++) {
+            double t0 = now_s();
+            hrmt_gemm_raw_ex(ctx, threads, M, N, K, a, dt, K, pw, c, dt, N, 0, scr, sb);
+            double t = now_s() - t0;
+            if (r > 0 && (best == 0.0 || t < best)) best = t;
+        }
+        free(scr);
+        hrmt_packed_w_destroy(pw);
+    }
+    free(a);
+    free(w);
+    free(c);
+    return best > 0.0 ? 2.0 * (double)M * (double)N * (double)K / best / 1e9 : 0.0;
+}
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    int iters = argc > 2 ? atoi(argv[2]) : 5;
+    const char *blist = argc > 3 ? argv[3] : "1,8,64";
+    hrmt_dtype dt = argc > 4 && strcmp(argv[4], "f32") == 0 ? HRMT_F32 : HRMT_BF16;
+    if (threads < 1 || iters < 1 || iters > 1000) {
+        fprintf(stderr, "usage: %s [threads] [iterations] [batches] [bf16|f32]\n", argv[0]);
+        return 2;
+    }
+    hrmt_context_options co = hrmt_context_default_options();
+    co.num_threads = threads;
+    hrmt_context *ctx = NULL;
+    char err[256];
+    if (hrmt_context_create(&co, &ctx, err, sizeof err) != HRMT_OK) {
+        fprintf(stderr, "context: %s\n", err);
+        return 1;
+    }
+    hrmt_model_config cfg = hrmt_model_config_default();
+    cfg.forward_dtype = dt;
+    hrmt_model *m = NULL;
+    if (hrmt_model_create_random(ctx, &cfg, 20250101u, &m) != HRMT_OK) {
+        fprintf(stderr, "model: %s\n", hrmt_last_error(ctx));
+        return 1;
+    }
+    const int T = cfg.seq_len + hrmt_model_puzzle_len(m);
+    printf("hrmt-bench-model: default HRM (hidden %d, %d heads, H/L layers %d/%d, cycles %d/%d, "
+           "T %d), %s, ISA %s, %d threads, median of %d steps\n",
+           cfg.hidden_size, cfg.num_heads, cfg.H_layers, cfg.L_layers, cfg.H_cycles, cfg.L_cycles, T,
+           dt == HRMT_BF16 ? "bf16" : "f32", hrmt_isa_name(hrmt_context_isa(ctx)), threads, iters);
+    printf("%5s %-9s %10s %10s %9s %9s %8s %9s %12s\n", "batch", "schedule", "ms/step", "tokens/s",
+           "GFLOP/s", "GEMM", "of GEMM", "L-level", "vs PyTorch");
+
+    char *list = strdup(blist);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int B = atoi(tok);
+        if (B < 1) continue;
+        double g = gemm_rate(ctx, dt, (size_t)B * (size_t)T, 1536, 512, 5);
+        int32_t *in = malloc((size_t)B * (size_t)cfg.seq_len * 4), *pid = calloc((size_t)B, 4);
+        for (int i = 0; i < B * cfg.seq_len; i++) in[i] = 1 + i * 7 % 10;
+        hrmt_carry *c[2] = {NULL, NULL};
+        hrmt_carry_create(m, B, &c[0]);
+        hrmt_carry_create(m, B, &c[1]);
+        double *ms[2] = {malloc((size_t)iters * 8), malloc((size_t)iters * 8)};
+        double lfrac[2] = {0, 0};
+        const hrmt_schedule sch[2] = {HRMT_SCHEDULE_TIERED, HRMT_SCHEDULE_BASELINE};
+        for (int it = -1; it < iters; it++) { /* it = -1 warms both up */
+            for (int s = 0; s < 2; s++) {
+                hrmt_step_options so = {sch[s], 0};
+                hrmt_step_timing tm;
+                double t0 = now_s();
+                if (hrmt_act_step(m, c[s], in, pid, &so, NULL, &tm) != HRMT_OK) {
+                    fprintf(stderr, "step: %s\n", hrmt_last_error(ctx));
+                    return 1;
+                }
+                double t = (now_s() - t0) * 1e3;
+                if (it >= 0) {
+                    ms[s][it] = t;
+                    lfrac[s] += tm.l_level_us_total / (tm.step_us > 0 ? tm.step_us : 1.0);
+                }
+            }
+        }
+        double flops = hrmt_model_step_flops(m, B);
+        for (int s = 0; s < 2; s++) {
+            double med = median(ms[s], iters);
+            double gf = flops / (med * 1e-3) / 1e9;
+            double ref = B == 1 ? 139.0 : B == 8 ? 423.0 : 0.0;
+            char vs[32] = "-";
+            if (ref > 0) snprintf(vs, sizeof vs, "%.2fx", ref / med);
+            printf("%5d %-9s %10.2f %10.0f %9.1f %9.1f %7.0f%% %8.0f%% %12s\n", B,
+                   s == 0 ? "tiered" : "baseline", med, (double)B * cfg.seq_len / (med * 1e-3), gf,
+                   g, g > 0 ? 100.0 * gf / g : 0.0, 100.0 * lfrac[s] / iters, vs);
+        }
+        printf("%5s %-9s %10.3f (tiered / baseline step time)\n", "", "ratio",
+               median(ms[0], iters) / median(ms[1], iters));
+        hrmt_carry_destroy(c[0]);
+        hrmt_carry_destroy(c[1]);
+        free(ms[0]);
+        free(ms[1]);
+        free(in);
+        free(pid);
+    }
+    free(list);
+    printf("step GFLOP at batch 8: %.1f\n", hrmt_model_step_flops(m, 8) / 1e9);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+    return 0;
+}

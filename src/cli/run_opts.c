@@ -1,0 +1,121 @@
+/* `hrmt run` option parsing (see run_opts.h). */
+#define _GNU_SOURCE /* getopt_long */
+#include "cli/run_opts.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/opt_error.h"
+
+enum {
+    OPT_MODEL = 256,
+    OPT_CONFIG,
+    OPT_PUZZLES,
+    OPT_TOKENS,
+    OPT_PUZZLE_ID,
+    OPT_STEPS,
+    OPT_DTYPE,
+    OPT_SCHEDULE,
+    OPT_THREADS,
+    OPT_JSON,
+    OPT_DUMP,
+    OPT_EARLY_HALT,
+};
+
+static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                       {"config", required_argument, NULL, OPT_CONFIG},
+                                       {"puzzles", required_argument, NULL, OPT_PUZZLES},
+                                       {"tokens", required_argument, NULL, OPT_TOKENS},
+                                       {"puzzle-id", required_argument, NULL, OPT_PUZZLE_ID},
+                                       {"steps", required_argument, NULL, OPT_STEPS},
+                                       {"dtype", required_argument, NULL, OPT_DTYPE},
+                                       {"schedule", required_argument, NULL, OPT_SCHEDULE},
+                                       {"threads", required_argument, NULL, OPT_THREADS},
+                                       {"json", no_argument, NULL, OPT_JSON},
+                                       {"dump", required_argument, NULL, OPT_DUMP},
+                                       {"early-halt", no_argument, NULL, OPT_EARLY_HALT},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+
+void cli_run_usage(FILE *f) {
+    fprintf(f,
+            "usage: hrmt run (--puzzles FILE | --tokens FILE) [options]\n"
+            "Runs the HRM ACT loop on a batch read from FILE and prints each sample's\n"
+            "prediction (argmax of the logits after the last step) and q logits.\n"
+            "  --puzzles FILE      Sudoku puzzles, one per line: 81 characters, '.' or '0' for a\n"
+            "                      blank, '1'..'9' (tokens 1 and 2..10)\n"
+            "  --tokens FILE       raw token ids, seq_len integers per line (maze, ARC, ...)\n"
+            "  --model FILE        model.safetensors (default: the built-in Sudoku-sized model\n"
+            "                      with deterministic random weights)\n"
+            "  --config FILE       architecture JSON (an `arch` object); default: the model\n"
+            "                      file's __metadata__\n"
+            "  --puzzle-id N       puzzle identifier of every sample (default 0)\n"
+            "  --steps N           ACT calls to run (default: halt_max_steps)\n"
+            "  --dtype bf16|f32    forward dtype (default: the config's)\n"
+            "  --schedule tiered|baseline   (default tiered; both give identical outputs)\n"
+            "  --threads N         OpenMP threads (default: all)\n"
+            "  --early-halt        opt-in training-time rule: also halt when q_halt > q_continue\n"
+            "                      (the reference's eval mode runs every sample halt_max_steps)\n"
+            "  --json              machine-readable output\n"
+            "  --dump FILE         write inputs, puzzle_identifiers and step{k}.{logits,\n"
+            "                      q_halt_logits,q_continue_logits,z_H,z_L,halted} (safetensors)\n"
+            "  -h, --help          this text\n");
+}
+
+int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->dtype = -1;
+    o->schedule = HRMT_SCHEDULE_TIERED;
+    optind = 0; /* glibc: full re-initialisation, so repeated parses work */
+    opterr = 0;
+    static const char *const dtypes[] = {"bf16", "f32"};
+    static const char *const scheds[] = {"tiered", "baseline"};
+    char fb[64];
+    for (;;) {
+        int c = getopt_long(argc, argv, ":h", g_opts, NULL);
+        if (c == -1) break;
+        const char *fl = cli_flag_name(g_opts, c, fb, sizeof fb);
+        int r = 0, v = 0;
+        switch (c) {
+        case OPT_MODEL:
+        case OPT_CONFIG:
+        case OPT_PUZZLES:
+        case OPT_TOKENS:
+        case OPT_DUMP:
+            if (!*optarg) return cli_arg_error(err, errlen, fl, "empty file name");
+            if (c == OPT_MODEL) o->model_path = optarg;
+            if (c == OPT_CONFIG) o->config_path = optarg;
+            if (c == OPT_PUZZLES) o->puzzles_path = optarg;
+            if (c == OPT_TOKENS) o->tokens_path = optarg;
+            if (c == OPT_DUMP) o->dump_path = optarg;
+            break;
+        case OPT_PUZZLE_ID: r = cli_parse_int(fl, optarg, 0, 2147483647L, &o->puzzle_id, err, errlen); break;
+        case OPT_STEPS: r = cli_parse_int(fl, optarg, 1, 1000000, &o->steps, err, errlen); break;
+        case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
+        case OPT_DTYPE:
+            r = cli_parse_choice(fl, optarg, dtypes, 2, &v, err, errlen);
+            o->dtype = v == 0 ? HRMT_BF16 : HRMT_F32;
+            break;
+        case OPT_SCHEDULE:
+            r = cli_parse_choice(fl, optarg, scheds, 2, &v, err, errlen);
+            o->schedule = v == 0 ? HRMT_SCHEDULE_TIERED : HRMT_SCHEDULE_BASELINE;
+            break;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_EARLY_HALT: o->early_halt = 1; break;
+        case 'h': o->help = 1; break;
+        default: return cli_getopt_error(c, argc, argv, g_opts, err, errlen);
+        }
+        if (r) return -1;
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        return -1;
+    }
+    if (o->help) return 0;
+    if (o->puzzles_path && o->tokens_path)
+        return cli_arg_error(err, errlen, "--tokens", "give either --puzzles or --tokens, not both");
+    if (!o->puzzles_path && !o->tokens_path)
+        return cli_arg_error(err, errlen, "--puzzles", "an input file is required (--puzzles or --tokens)");
+    return 0;
+}
