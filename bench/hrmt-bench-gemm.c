@@ -15,6 +15,14 @@
  * median GFLOP/s over --reps repetitions and the ratios ours_f32/openblas and
  * ours_bf16/ours_f32.
  *
+ * OpenMP wait policy: with the default (spin ~300000 pauses before
+ * sleeping) an idle OpenMP thread keeps its core, and when other processes
+ * share the cores (other builds on this 2-core machine) a spinning thread is
+ * scheduled as a CPU hog: a 2-thread GEMM of 0.5 ms then takes 5..25 ms. So,
+ * unless OMP_WAIT_POLICY is already set, the bench re-executes itself with
+ * OMP_WAIT_POLICY=passive (OpenBLAS's own pthreads are not affected; they
+ * yield while waiting). Set OMP_WAIT_POLICY=active to measure the other way.
+ *
  * Usage: hrmt-bench-gemm [--threads N] [--reps R] [--min-ms T] [--gap-ms G]
  *                        [--json] [--c-f32] [--shape MxNxK ...] */
 #define _POSIX_C_SOURCE 200809L
@@ -25,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/bf16.h"
 #include "hrmt.h"
@@ -156,6 +165,12 @@ static int parse_shape(const char *v, shape *s) {
 }
 
 int main(int argc, char **argv) {
+    if (!getenv("OMP_WAIT_POLICY")) {
+        /* libgomp reads its environment before main: set it and start over. */
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execv("/proc/self/exe", argv);
+        /* exec failed: carry on with the default policy. */
+    }
     int threads = 0, reps = 5, json = 0, c_f32 = 0;
     double min_ms = 30.0, gap_ms = 150.0;
     shape custom[64];
@@ -201,9 +216,10 @@ int main(int argc, char **argv) {
 
     if (!json) {
         printf("hrmt-bench-gemm: isa %s, %d threads, KC %zu MC %zu NC %zu (MRxNR %zux%zu), "
-               "BF16 C %s, median of %d reps\n",
+               "BF16 C %s, median of %d reps, OMP_WAIT_POLICY=%s\n",
                hrmt_isa_name(hrmt_context_isa(ctx)), threads, pl->gemm_kc, pl->gemm_mc,
-               pl->gemm_nc, pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps);
+               pl->gemm_nc, pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps,
+               getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(default)");
         printf("%6s %6s %6s | %10s %10s %10s | %9s %9s\n", "M", "N", "K", "ours_f32", "ours_bf16",
                "openblas", "f32/oblas", "bf16/f32");
     } else {

@@ -145,6 +145,38 @@ static void widen_panel(const uint16_t *src, size_t kc_p, size_t nr, float *dst)
         }
 }
 
+/* Where tile (i, j) reads and writes: its place in C, and its partial sums
+ * (C itself when C is F32, not accumulated and the tile whole; else pbuf). */
+static inline void tile_target(const gemm_plan *g, size_t i, size_t j, size_t m0, size_t n0,
+                               size_t ld_p, float *pbuf, hrmt_gemm_ukr_out *o) {
+    const size_t mr = g->uk->mr, nr = g->uk->nr;
+    o->c = (char *)g->C + (i * g->ldc + j) * g->c_esz;
+    if (!g->need_partial || (o->m == mr && o->n == nr && g->c_dt == HRMT_F32 && !g->accumulate)) {
+        o->partial = o->c; /* only read/written when the tile is whole */
+        o->ld_partial = g->ldc;
+    } else {
+        o->partial = pbuf + (i - m0) * ld_p + (j - n0);
+        o->ld_partial = ld_p;
+    }
+}
+
+/* Prefetches the rows a micro-kernel call with `o` will load or store
+ * (prefetches never fault; these stay inside the buffers anyway). */
+static inline void prefetch_tile(const gemm_plan *g, const hrmt_gemm_ukr_out *o, size_t mr) {
+    const size_t nr = g->uk->nr;
+    for (size_t r = 0; r < mr; r++) {
+        if (o->load || !o->final) {
+            const char *row = (const char *)(o->partial + r * o->ld_partial);
+            for (size_t off = 0; off < nr * 4; off += 64) __builtin_prefetch(row + off, 1, 3);
+        }
+        if (o->final && r < o->m) {
+            const char *row = (const char *)o->c + r * o->ldc * g->c_esz;
+            for (size_t off = 0; off < o->n * g->c_esz; off += 64)
+                __builtin_prefetch(row + off, 1, 3);
+        }
+    }
+}
+
 /* One unit of C: rows [m0, m1), columns [n0, n1). */
 static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1, char *scratch) {
     const hrmt_gemm_ukernel *uk = g->uk;
@@ -179,25 +211,40 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
         o.c_dt = g->c_dt;
         o.ldc = g->ldc;
         o.accumulate = g->accumulate;
+        const size_t panel_bytes = kc_p * nr * W->esz;
+        const size_t slivers = (m1 - m0 + mr - 1) / mr;
+        const size_t pf_step = round_up(ceil_div(panel_bytes, slivers), 64);
         for (size_t j = n0; j < n1; j += nr) {
             size_t kk;
             const void *b = hrmt_gemm_packed_panel(W, p, j / nr, &kk);
+            const char *b_next =
+                j + nr < n1 ? hrmt_gemm_packed_panel(W, p, (j + nr) / nr, &kk) : NULL;
             if (g->widen_w) {
                 widen_panel(b, kc_p, nr, bbuf);
                 b = bbuf;
             }
             o.n = n1 - j < nr ? n1 - j : nr;
-            for (size_t i = m0; i < m1; i += mr) {
+            for (size_t i = m0, s = 0; i < m1; i += mr, s++) {
                 o.m = m1 - i < mr ? m1 - i : mr;
-                o.c = (char *)g->C + (i * g->ldc + j) * g->c_esz;
-                if (!g->need_partial || (o.m == mr && o.n == nr && g->c_dt == HRMT_F32 &&
-                                         !g->accumulate)) {
-                    o.partial = o.c; /* only read/written when the tile is whole */
-                    o.ld_partial = g->ldc;
-                } else {
-                    o.partial = pbuf + (i - m0) * ld_p + (j - n0);
-                    o.ld_partial = ld_p;
+                tile_target(g, i, j, m0, n0, ld_p, pbuf, &o);
+                /* Prefetch what the next call touches: its C / partial rows
+                 * (they come from L3 or memory and would stall the kernel's
+                 * first loads) and a share of the next W panel (into L2). */
+                hrmt_gemm_ukr_out nx = o;
+                if (i + mr < m1) {
+                    nx.m = m1 - i - mr < mr ? m1 - i - mr : mr;
+                    tile_target(g, i + mr, j, m0, n0, ld_p, pbuf, &nx);
+                    prefetch_tile(g, &nx, mr);
+                } else if (j + nr < n1) {
+                    nx.m = m1 - m0 < mr ? m1 - m0 : mr;
+                    nx.n = n1 - j - nr < nr ? n1 - j - nr : nr;
+                    tile_target(g, m0, j + nr, m0, n0, ld_p, pbuf, &nx);
+                    prefetch_tile(g, &nx, mr);
                 }
+                if (b_next && s * pf_step < panel_bytes)
+                    for (size_t off = s * pf_step; off < (s + 1) * pf_step && off < panel_bytes;
+                         off += 64)
+                        __builtin_prefetch(b_next + off, 0, 2);
                 uk->run(kc_p, abuf + (i - m0) / mr * sliver_bytes, b, &o);
             }
         }

@@ -259,7 +259,7 @@ hrmt_status hrmt_engram_gate_bwd(hrmt_context *ctx, const hrmt_tensor *grad_out,
     if (!p.fn)
         return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: backend %s has no kernel", op,
                          ctx->be->name);
-    p.chunk = (T + ENGRAM_MAX_CHUNKS - 1) / ENGRAM_MAX_CHUNKS;
+    p.chunk = T > ENGRAM_MAX_CHUNKS ? (T + ENGRAM_MAX_CHUNKS - 1) / ENGRAM_MAX_CHUNKS : 1;
     const size_t nchunks = (T + p.chunk - 1) / p.chunk, width = hc * hidden;
     size_t bytes;
     if (!hrmt_mul_ok(nchunks, width, &bytes) || !hrmt_mul_ok(bytes, sizeof(float), &bytes))

@@ -143,17 +143,20 @@ int hrmt_ops_stream(const hrmt_context *ctx, size_t out_bytes) {
     return llc > 0 && out_bytes >= llc;
 }
 
+/* Team size: ctx->threads, never more threads than rows. */
+static int team_size(const hrmt_context *ctx, size_t rows) {
+    return (size_t)ctx->threads > rows ? (int)rows : ctx->threads;
+}
+
 void hrmt_ops_run_rows(const hrmt_context *ctx, size_t rows, size_t bytes_per_row,
                        hrmt_row_body body, const void *arg) {
     size_t total;
     if (!hrmt_mul_ok(rows, bytes_per_row, &total)) total = (size_t)-1;
-    int nt = ctx->threads;
-    if (nt <= 1 || rows < 2 || total < HRMT_OPS_PAR_MIN_BYTES || omp_in_parallel()) {
+    if (ctx->threads <= 1 || rows < 2 || total < HRMT_OPS_PAR_MIN_BYTES || omp_in_parallel()) {
         body(arg, 0, rows);
         return;
     }
-    if ((size_t)nt > rows) nt = (int)rows;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(team_size(ctx, rows))
     {
         const size_t n = (size_t)omp_get_num_threads(), i = (size_t)omp_get_thread_num();
         const size_t r0 = rows / n * i + (i < rows % n ? i : rows % n);

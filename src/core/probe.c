@@ -146,7 +146,7 @@ static double bw_trial(const hrmt_context *ctx, bw_kind kind, char *buf, size_t 
 hrmt_status hrmt_probe_bandwidth(hrmt_context *ctx, size_t working_set_bytes, hrmt_bandwidth *out) {
     if (!ctx || !out)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_bandwidth: NULL argument");
-    if (working_set_bytes < 2 * 64 * (size_t)ctx->threads)
+    if (working_set_bytes < (size_t)128 * (size_t)ctx->threads)
         return hrmt_fail(
             ctx, HRMT_ERR_INVALID_ARG,
             "hrmt_probe_bandwidth: working set %zu bytes is below 128 bytes per thread",

@@ -9,15 +9,17 @@ HRMT_AI __m256 h_at(const void *x, const void *r, size_t j, size_t n, int bf, in
     return bf ? hrmt8_round_bf16(h) : h;
 }
 
-HRMT_AI void park8(void *park, size_t j, __m256 h, int bf, size_t n) {
-    if (bf)
+HRMT_AI void park8(void *park, size_t j, __m256 h, int park_bf, size_t n) {
+    if (park_bf)
         hrmt8_st_bits(park, j, hrmt8_pack_bf16(h), n);
     else
         hrmt8_st(park, j, h, 0, n);
 }
 
-/* Sum of h*h over a row; when `park` is set, h is also stored there. */
-HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park) {
+/* Sum of h*h over a row; when `park` is set, h is also stored there, as BF16
+ * when park_bf (exact: h already has the storage precision) or F32. */
+HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park,
+                        int park_bf) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     size_t j = 0;
     for (; j + 32 <= cols; j += 32) {
@@ -28,17 +30,17 @@ HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int r
         a2 = _mm256_fmadd_ps(h2, h2, a2);
         a3 = _mm256_fmadd_ps(h3, h3, a3);
         if (park) {
-            park8(park, j, h0, bf, 8);
-            park8(park, j + 8, h1, bf, 8);
-            park8(park, j + 16, h2, bf, 8);
-            park8(park, j + 24, h3, bf, 8);
+            park8(park, j, h0, park_bf, 8);
+            park8(park, j + 8, h1, park_bf, 8);
+            park8(park, j + 16, h2, park_bf, 8);
+            park8(park, j + 24, h3, park_bf, 8);
         }
     }
     for (; j < cols; j += 8) {
         const size_t n = cols - j >= 8 ? 8 : cols - j;
         const __m256 h = h_at(x, r, j, n, bf, resid);
         a0 = _mm256_fmadd_ps(h, h, a0);
-        if (park) park8(park, j, h, bf, n);
+        if (park) park8(park, j, h, park_bf, n);
     }
     return hrmt8_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
@@ -50,7 +52,7 @@ HRMT_AI void rmsnorm_rows(int bf, size_t rows, size_t cols, const void *x, size_
         const char *xr = (const char *)x + r * ldx * es;
         char *o = (char *)out + r * ldo * es;
         const __m256 inv =
-            _mm256_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
+            _mm256_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL, 0), cols, eps));
         if (w)
             HRMT_AVX2_STORE_ROW(cols, o, bf, 0,
                                 _mm256_mul_ps(_mm256_mul_ps(hrmt8_ld(xr, j_, bf, n_), inv),
@@ -60,18 +62,30 @@ HRMT_AI void rmsnorm_rows(int bf, size_t rows, size_t cols, const void *x, size_
     }
 }
 
+/* The DRAM form parks h of rows up to this long in an F32 stack buffer (L1)
+ * instead of recomputing it from x and r for the scale pass. */
+#define PARK_MAX 8192
+
 HRMT_AI void resid_rows(int bf, int sram, size_t rows, size_t cols, const void *x, size_t ldx,
                         const void *res, size_t ldr, float eps, void *out, size_t ldo, int nt) {
     const size_t es = bf ? 2 : 4;
+    float park[PARK_MAX];
     for (size_t r = 0; r < rows; r++) {
         const char *xr = (const char *)x + r * ldx * es, *rr = (const char *)res + r * ldr * es;
         char *o = (char *)out + r * ldo * es;
-        const float ss = sumsq_row(xr, rr, cols, bf, 1, sram ? o : NULL);
-        const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(ss, cols, eps));
-        if (sram)
+        if (sram) {
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, o, bf);
+            const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX2_STORE_ROW(cols, o, bf, 0, _mm256_mul_ps(hrmt8_ld(o, j_, bf, n_), inv));
-        else
+        } else if (cols <= PARK_MAX) {
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, park, 0);
+            const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(ss, cols, eps));
+            HRMT_AVX2_STORE_ROW(cols, o, bf, nt, _mm256_mul_ps(hrmt8_ld(park, j_, 0, n_), inv));
+        } else {
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, NULL, 0);
+            const __m256 inv = _mm256_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX2_STORE_ROW(cols, o, bf, nt, _mm256_mul_ps(h_at(xr, rr, j_, n_, bf, 1), inv));
+        }
     }
     if (nt) _mm_sfence(); /* streaming stores are weakly ordered */
 }

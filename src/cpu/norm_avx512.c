@@ -10,9 +10,10 @@ HRMT_AI __m512 h_at(const void *x, const void *r, size_t j, __mmask16 m, int bf,
     return bf ? hrmt_round_bf16_ps(h) : h;
 }
 
-/* Sum of h*h over a row; when `park` is set, h is also stored there (exact:
- * it already has the storage precision). */
-HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park) {
+/* Sum of h*h over a row; when `park` is set, h is also stored there, as BF16
+ * when park_bf (exact: h already has the storage precision) or F32. */
+HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park,
+                        int park_bf) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const __mmask16 all = (__mmask16)0xffff;
     size_t j = 0;
@@ -25,7 +26,7 @@ HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int r
         a2 = _mm512_fmadd_ps(h2, h2, a2);
         a3 = _mm512_fmadd_ps(h3, h3, a3);
         if (park) {
-            if (bf) {
+            if (park_bf) {
                 _mm256_storeu_si256((__m256i *)((uint16_t *)park + j), hrmt_pack_bf16(h0));
                 _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 16), hrmt_pack_bf16(h1));
                 _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 32), hrmt_pack_bf16(h2));
@@ -43,7 +44,7 @@ HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int r
         const __m512 h = h_at(x, r, j, m, bf, resid);
         a0 = _mm512_fmadd_ps(h, h, a0);
         if (park) {
-            if (bf)
+            if (park_bf)
                 _mm256_mask_storeu_epi16((uint16_t *)park + j, m, hrmt_pack_bf16(h));
             else
                 _mm512_mask_storeu_ps((float *)park + j, m, h);
@@ -59,7 +60,7 @@ HRMT_AI void rmsnorm_rows(int bf, int hw, size_t rows, size_t cols, const void *
         const char *xr = (const char *)x + r * ldx * es;
         char *o = (char *)out + r * ldo * es;
         const __m512 inv =
-            _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL), cols, eps));
+            _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL, 0), cols, eps));
         if (w)
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
                                   _mm512_mul_ps(_mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv),
@@ -70,21 +71,34 @@ HRMT_AI void rmsnorm_rows(int bf, int hw, size_t rows, size_t cols, const void *
     }
 }
 
+/* The DRAM form parks h of rows up to this long in an F32 stack buffer (L1)
+ * instead of recomputing it from x and r for the scale pass. */
+#define PARK_MAX 8192
+
 HRMT_AI void resid_rows(int bf, int hw, int sram, size_t rows, size_t cols, const void *x,
                         size_t ldx, const void *res, size_t ldr, float eps, void *out, size_t ldo,
                         int nt) {
     const size_t es = bf ? 2 : 4;
+    float park[PARK_MAX];
     for (size_t r = 0; r < rows; r++) {
         const char *xr = (const char *)x + r * ldx * es, *rr = (const char *)res + r * ldr * es;
         char *o = (char *)out + r * ldo * es;
-        const float ss = sumsq_row(xr, rr, cols, bf, 1, sram ? o : NULL);
-        const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
-        if (sram)
+        if (sram) {
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, o, bf);
+            const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
                                   _mm512_mul_ps(hrmt_ld16m(o, j_, bf, m_), inv));
-        else
+        } else if (cols <= PARK_MAX) {
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, park, 0);
+            const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
+            HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt,
+                                  _mm512_mul_ps(hrmt_ld16m(park, j_, 0, m_), inv));
+        } else {
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, NULL, 0);
+            const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt,
                                   _mm512_mul_ps(h_at(xr, rr, j_, m_, bf, 1), inv));
+        }
     }
     if (nt) _mm_sfence(); /* streaming stores are weakly ordered */
 }

@@ -86,20 +86,28 @@ HRMT_AI void hrmt8_st(void *p, size_t j, __m256 v, int bf, size_t n) {
     }
 }
 
-/* Streaming store; p + j must be 32-byte (F32) / 16-byte (BF16) aligned. */
-HRMT_AI void hrmt8_st_nt(void *p, size_t j, __m256 v, int bf) {
-    if (bf)
-        _mm_stream_si128((__m128i *)((uint16_t *)p + j), hrmt8_cvt_bf16(v));
-    else
-        _mm256_stream_ps((float *)p + j, v);
+/* Streaming stores write whole 64-byte lines, issued back to back (a line
+ * left partly written would be flushed as a partial write, a read-modify-write
+ * in DRAM). `p + j` must be 64-byte aligned; a line is 2 F32 / 4 BF16 vectors. */
+HRMT_AI void hrmt8_line_nt_f32(void *p, size_t j, __m256 v0, __m256 v1) {
+    _mm256_stream_ps((float *)p + j, v0);
+    _mm256_stream_ps((float *)p + j + 8, v1);
+}
+HRMT_AI void hrmt8_line_nt_bf16(void *p, size_t j, __m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+    const __m256i a =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(hrmt8_cvt_bf16(v0)), hrmt8_cvt_bf16(v1), 1);
+    const __m256i b =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(hrmt8_cvt_bf16(v2)), hrmt8_cvt_bf16(v3), 1);
+    _mm256_stream_si256((__m256i *)((uint16_t *)p + j), a);
+    _mm256_stream_si256((__m256i *)((uint16_t *)p + j + 16), b);
 }
 
-/* Elements before p reaches streaming alignment, or 8+ when it never will. */
+/* Elements before p reaches a 64-byte line, or 32+ when it never will. */
 HRMT_AI size_t hrmt8_nt_head(const void *p, int bf) {
-    const size_t es = bf ? 2 : 4, al = bf ? 16 : 32;
+    const size_t es = bf ? 2 : 4;
     const uintptr_t a = (uintptr_t)p;
-    if (a % es) return 8;
-    return ((al - a % al) % al) / es;
+    if (a % es) return 32;
+    return ((64 - a % 64) % 64) / es;
 }
 
 /* Lanes >= n set to `fill` (for max / masked sums of tails). */
@@ -124,36 +132,50 @@ HRMT_AI float hrmt8_hmax(__m256 v) {
 }
 
 /* Stores `cols` results of VEXPR (an __m256 expression of j_ and n_, the
- * element index and lane count) into `out`: partial head up to streaming
- * alignment when `nt`, full vectors, partial tail. Same arithmetic on every
- * path, so `nt` never changes bits. */
-#define HRMT_AVX2_STORE_ROW(cols, out, bf, nt, VEXPR)        \
-    do {                                                     \
-        size_t j_ = 0, c_ = (cols);                          \
-        int nt_ = (nt);                                      \
-        size_t head_ = nt_ ? hrmt8_nt_head((out), (bf)) : 0; \
-        if (head_ >= 8) nt_ = 0, head_ = 0;                  \
-        if (head_ > c_) head_ = c_;                          \
-        if (head_) {                                         \
-            const size_t n_ = head_;                         \
-            hrmt8_st((out), 0, (VEXPR), (bf), n_);           \
-            j_ = head_;                                      \
-        }                                                    \
-        if (nt_) {                                           \
-            for (; j_ + 8 <= c_; j_ += 8) {                  \
-                const size_t n_ = 8;                         \
-                hrmt8_st_nt((out), j_, (VEXPR), (bf));       \
-            }                                                \
-        } else {                                             \
-            for (; j_ + 8 <= c_; j_ += 8) {                  \
-                const size_t n_ = 8;                         \
-                hrmt8_st((out), j_, (VEXPR), (bf), n_);      \
-            }                                                \
-        }                                                    \
-        if (j_ < c_) {                                       \
-            const size_t n_ = c_ - j_;                       \
-            hrmt8_st((out), j_, (VEXPR), (bf), n_);          \
-        }                                                    \
+ * element index and lane count) into `out`. With `nt`: partial vectors up to
+ * the first 64-byte line, then whole lines with streaming stores; then full
+ * vectors and a partial tail. Same arithmetic on every path, so `nt` never
+ * changes bits. */
+#define HRMT_AVX2_STORE_ROW(cols, out, bf, nt, VEXPR)                  \
+    do {                                                               \
+        size_t j_ = 0;                                                 \
+        const size_t c_ = (cols), line_ = (bf) ? 32 : 16;              \
+        int nt_ = (nt);                                                \
+        size_t head_ = nt_ ? hrmt8_nt_head((out), (bf)) : 0;           \
+        if (head_ >= line_) nt_ = 0, head_ = 0;                        \
+        if (head_ > c_) head_ = c_;                                    \
+        while (j_ < head_) {                                           \
+            const size_t n_ = head_ - j_ < 8 ? head_ - j_ : 8;         \
+            hrmt8_st((out), j_, (VEXPR), (bf), n_);                    \
+            j_ += n_;                                                  \
+        }                                                              \
+        if (nt_) {                                                     \
+            const size_t n_ = 8;                                       \
+            for (; j_ + line_ <= c_; j_ += line_) {                    \
+                const __m256 v0_ = (VEXPR);                            \
+                j_ += 8;                                               \
+                const __m256 v1_ = (VEXPR);                            \
+                if (bf) {                                              \
+                    j_ += 8;                                           \
+                    const __m256 v2_ = (VEXPR);                        \
+                    j_ += 8;                                           \
+                    const __m256 v3_ = (VEXPR);                        \
+                    j_ -= 24;                                          \
+                    hrmt8_line_nt_bf16((out), j_, v0_, v1_, v2_, v3_); \
+                } else {                                               \
+                    j_ -= 8;                                           \
+                    hrmt8_line_nt_f32((out), j_, v0_, v1_);            \
+                }                                                      \
+            }                                                          \
+        }                                                              \
+        for (; j_ + 8 <= c_; j_ += 8) {                                \
+            const size_t n_ = 8;                                       \
+            hrmt8_st((out), j_, (VEXPR), (bf), n_);                    \
+        }                                                              \
+        if (j_ < c_) {                                                 \
+            const size_t n_ = c_ - j_;                                 \
+            hrmt8_st((out), j_, (VEXPR), (bf), n_);                    \
+        }                                                              \
     } while (0)
 
 void hrmt_norm_fill_avx2(hrmt_rowops *t);

@@ -83,55 +83,68 @@ HRMT_AI void hrmt_st16m(void *p, size_t j, __m512 v, int bf, int hw, __mmask16 m
         _mm512_mask_storeu_ps((float *)p + j, m, v);
 }
 
-/* Streaming store; p + j must be 64-byte (F32) / 32-byte (BF16) aligned. */
-HRMT_AI void hrmt_st16nt(void *p, size_t j, __m512 v, int bf, int hw) {
-    if (bf)
-        _mm256_stream_si256((__m256i *)((uint16_t *)p + j), hrmt_cvt_bf16(v, hw));
-    else
-        _mm512_stream_ps((float *)p + j, v);
+/* Streaming stores write whole 64-byte lines, issued back to back: a line
+ * left half written in the write-combining buffer would be flushed as a
+ * partial write, which costs a read-modify-write in DRAM. `p + j` must be
+ * 64-byte aligned. F32: one vector is a line; BF16: two vectors. */
+HRMT_AI void hrmt_line_nt_f32(void *p, size_t j, __m512 v) { _mm512_stream_ps((float *)p + j, v); }
+HRMT_AI void hrmt_line_nt_bf16(void *p, size_t j, __m512 v0, __m512 v1, int hw) {
+    const __m512i line =
+        _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_cvt_bf16(v0, hw)), hrmt_cvt_bf16(v1, hw), 1);
+    _mm512_stream_si512((void *)((uint16_t *)p + j), line);
 }
 
-/* Elements before p reaches streaming alignment, or 16+ when it never will. */
+/* Elements before p reaches a 64-byte line, or 32+ when it never will. */
 HRMT_AI size_t hrmt_nt_head(const void *p, int bf) {
-    const size_t es = bf ? 2 : 4, al = bf ? 32 : 64;
+    const size_t es = bf ? 2 : 4;
     const uintptr_t a = (uintptr_t)p;
-    if (a % es) return 16;
-    return ((al - a % al) % al) / es;
+    if (a % es) return 32;
+    return ((64 - a % 64) % 64) / es;
 }
 
 HRMT_AI float hrmt_hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 /* Stores `cols` results of VEXPR (an __m512 expression of j_ and m_, the
- * element index and the lane mask) into `out`: masked head up to streaming
- * alignment when `nt`, full vectors, masked tail. Every element gets the same
- * arithmetic whichever store path it takes, so `nt` never changes bits. */
-#define HRMT_AVX512_STORE_ROW(cols, out, bf, hw, nt, VEXPR)  \
-    do {                                                     \
-        size_t j_ = 0, n_ = (cols);                          \
-        int nt_ = (nt);                                      \
-        size_t head_ = nt_ ? hrmt_nt_head((out), (bf)) : 0;  \
-        if (head_ >= 16) nt_ = 0, head_ = 0;                 \
-        if (head_ > n_) head_ = n_;                          \
-        if (head_) {                                         \
-            const __mmask16 m_ = hrmt_m16(head_);            \
-            hrmt_st16m((out), 0, (VEXPR), (bf), (hw), m_);   \
-            j_ = head_;                                      \
-        }                                                    \
-        if (nt_) {                                           \
-            for (; j_ + 16 <= n_; j_ += 16) {                \
-                const __mmask16 m_ = (__mmask16)0xffff;      \
-                hrmt_st16nt((out), j_, (VEXPR), (bf), (hw)); \
-            }                                                \
-        } else {                                             \
-            for (; j_ + 16 <= n_; j_ += 16) {                \
-                const __mmask16 m_ = (__mmask16)0xffff;      \
-                hrmt_st16((out), j_, (VEXPR), (bf), (hw));   \
-            }                                                \
-        }                                                    \
-        if (j_ < n_) {                                       \
-            const __mmask16 m_ = hrmt_m16(n_ - j_);          \
-            hrmt_st16m((out), j_, (VEXPR), (bf), (hw), m_);  \
-        }                                                    \
+ * element index and the lane mask) into `out`. With `nt`: masked stores up
+ * to the first 64-byte line, then whole lines with streaming stores; then
+ * full vectors and a masked tail. Every element gets the same arithmetic
+ * whichever store path it takes, so `nt` never changes bits. */
+#define HRMT_AVX512_STORE_ROW(cols, out, bf, hw, nt, VEXPR)       \
+    do {                                                          \
+        size_t j_ = 0;                                            \
+        const size_t c_ = (cols), line_ = (bf) ? 32 : 16;         \
+        int nt_ = (nt);                                           \
+        size_t head_ = nt_ ? hrmt_nt_head((out), (bf)) : 0;       \
+        if (head_ >= line_) nt_ = 0, head_ = 0;                   \
+        if (head_ > c_) head_ = c_;                               \
+        while (j_ < head_) {                                      \
+            const size_t k_ = head_ - j_ < 16 ? head_ - j_ : 16;  \
+            const __mmask16 m_ = hrmt_m16(k_);                    \
+            hrmt_st16m((out), j_, (VEXPR), (bf), (hw), m_);       \
+            j_ += k_;                                             \
+        }                                                         \
+        if (nt_) {                                                \
+            const __mmask16 m_ = (__mmask16)0xffff;               \
+            for (; j_ + line_ <= c_; j_ += line_) {               \
+                if (bf) {                                         \
+                    const __m512 v0_ = (VEXPR);                   \
+                    j_ += 16;                                     \
+                    const __m512 v1_ = (VEXPR);                   \
+                    j_ -= 16;                                     \
+                    hrmt_line_nt_bf16((out), j_, v0_, v1_, (hw)); \
+                } else {                                          \
+                    hrmt_line_nt_f32((out), j_, (VEXPR));         \
+                }                                                 \
+            }                                                     \
+        }                                                         \
+        for (; j_ + 16 <= c_; j_ += 16) {                         \
+            const __mmask16 m_ = (__mmask16)0xffff;               \
+            hrmt_st16((out), j_, (VEXPR), (bf), (hw));            \
+        }                                                         \
+        if (j_ < c_) {                                            \
+            const __mmask16 m_ = hrmt_m16(c_ - j_);               \
+            hrmt_st16m((out), j_, (VEXPR), (bf), (hw), m_);       \
+        }                                                         \
     } while (0)
 
 /* Per-file fill functions of the AVX-512 table; hw = AVX512-BF16 present. */

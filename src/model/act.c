@@ -60,16 +60,18 @@ static void to_f32(const hrmt_model *m, const void *src, float *dst, size_t n) {
 
 /* logits = lm_head(zH) (all T rows; the prefix is dropped on output),
  * q = q_head(zH[:, 0]): F32 sums + bias, rounded once to the forward dtype. */
-static void heads(hrmt_model *m, hrmt_carry *c) {
+static hrmt_status heads(hrmt_model *m, hrmt_carry *c) {
     size_t B = (size_t)c->batch, T = m->T, H = m->hidden, V = m->vocab;
-    hrmt_linear_apply(m, &m->lm_head, c->zH, H, c->logits, V, m->dt, B * T, &c->ws);
-    hrmt_linear_apply(m, &m->q_head, c->zH, T * H, c->q, 2, HRMT_F32, B, &c->ws);
-    for (size_t s = 0; s < B; s++) {
+    hrmt_status s = hrmt_linear_apply(m, &m->lm_head, c->zH, H, c->logits, V, m->dt, B * T, &c->ws);
+    if (s == HRMT_OK) s = hrmt_linear_apply(m, &m->q_head, c->zH, T * H, c->q, 2, HRMT_F32, B, &c->ws);
+    if (s != HRMT_OK) return s;
+    for (size_t i = 0; i < B; i++) {
         for (int j = 0; j < 2; j++) {
-            float v = c->q[2 * s + (size_t)j] + m->q_bias[j];
-            c->q[2 * s + (size_t)j] = m->dt == HRMT_BF16 ? hrmt_round_bf16(v) : v;
+            float v = c->q[2 * i + (size_t)j] + m->q_bias[j];
+            c->q[2 * i + (size_t)j] = m->dt == HRMT_BF16 ? hrmt_round_bf16(v) : v;
         }
     }
+    return HRMT_OK;
 }
 
 static void copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) {
@@ -107,7 +109,7 @@ hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *input
     reset_halted(m, carry, inputs, puzzle_ids);
     hrmt_embed(m, carry->inputs, carry->puzzle_ids, (size_t)carry->batch, carry->x);
     if ((s = hrmt_inner_forward(m, carry, o.schedule, &tm)) != HRMT_OK) return s;
-    heads(m, carry);
+    if ((s = heads(m, carry)) != HRMT_OK) return s;
     /* steps += 1; halted = steps >= halt_max_steps (every sample runs the
      * maximum at inference). early_halt adds the training-time rule. */
     for (int i = 0; i < carry->batch; i++) {

@@ -14,17 +14,17 @@ static inline char *row_at(const hrmt_model *m, const void *base, size_t row, si
 
 /* ---- linear layers ------------------------------------------------------ */
 
-void hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x, size_t ldx,
-                       void *y, size_t ldy, hrmt_dtype ydt, size_t rows, const hrmt_level_ws *ws) {
+hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x,
+                              size_t ldx, void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
+                              const hrmt_level_ws *ws) {
     hrmt_context *ctx = m->ctx;
     int threads = ctx->threads > 0 ? ctx->threads : 1;
     void *scr = ws->gemm_scratch;
     size_t have = ws->gemm_scratch_bytes;
     size_t need = hrmt_gemm_scratch_bytes(ctx, threads, rows, l->n, l->k, m->dt, l->pw, ydt, 0);
     if (need > have) scr = NULL, have = 0; /* the GEMM allocates its own (never on the sized path) */
-    /* Sizes come from a validated model, so the GEMM cannot refuse them. */
-    (void)hrmt_gemm_raw_ex(ctx, threads, rows, l->n, l->k, x, m->dt, ldx, l->pw, y, ydt, ldy, 0,
-                           scr, have);
+    return hrmt_gemm_raw_ex(ctx, threads, rows, l->n, l->k, x, m->dt, ldx, l->pw, y, ydt, ldy, 0,
+                            scr, have);
 }
 
 static size_t linear_need(const hrmt_model *m, const hrmt_linear *l, size_t rows, hrmt_dtype ydt) {
@@ -167,25 +167,33 @@ void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzl
 
 /* ---- a reasoning level -------------------------------------------------- */
 
-static void block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
-                  const hrmt_level_ws *ws, int sram) {
+#define TRY(expr)                                   \
+    do {                                            \
+        hrmt_status s_ = (expr);                    \
+        if (s_ != HRMT_OK) return s_;               \
+    } while (0)
+
+static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
+                         const hrmt_level_ws *ws, int sram) {
     size_t rows = n * m->T, H = m->hidden;
     /* Attention: h = rms_norm(h + o_proj(attn(rope(qkv_proj(h))))). */
-    hrmt_linear_apply(m, &b->qkv, h, H, ws->qkv, 3 * H, m->dt, rows, ws);
+    TRY(hrmt_linear_apply(m, &b->qkv, h, H, ws->qkv, 3 * H, m->dt, rows, ws));
     if (m->rope_cos) rope_qk(m, ws->qkv, rows);
     hrmt_attention(m, ws->qkv, ws->att, n, ws);
-    hrmt_linear_apply(m, &b->o, ws->att, H, ws->proj, H, m->dt, rows, ws);
+    TRY(hrmt_linear_apply(m, &b->o, ws->att, H, ws->proj, H, m->dt, rows, ws));
     residual_norm(m, h, ws->proj, rows, sram);
     /* MLP: h = rms_norm(h + down_proj(silu(gate) * up)). */
-    hrmt_linear_apply(m, &b->gate_up, h, H, ws->gu, 2 * m->inter, m->dt, rows, ws);
+    TRY(hrmt_linear_apply(m, &b->gate_up, h, H, ws->gu, 2 * m->inter, m->dt, rows, ws));
     swiglu(m, ws->gu, ws->act, rows);
-    hrmt_linear_apply(m, &b->down, ws->act, m->inter, ws->proj, H, m->dt, rows, ws);
+    TRY(hrmt_linear_apply(m, &b->down, ws->act, m->inter, ws->proj, H, m->dt, rows, ws));
     residual_norm(m, h, ws->proj, rows, sram);
+    return HRMT_OK;
 }
 
-void hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers, void *z,
-                const void *inj, size_t n, const hrmt_level_ws *ws, int sram) {
+hrmt_status hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers, void *z,
+                       const void *inj, size_t n, const hrmt_level_ws *ws, int sram) {
     /* ReasoningModule: z = z + injection, then each layer in order. */
     hrmt_rows_add(m, z, inj, z, n * m->T);
-    for (int i = 0; i < nlayers; i++) block(m, &blocks[i], z, n, ws, sram);
+    for (int i = 0; i < nlayers; i++) TRY(block(m, &blocks[i], z, n, ws, sram));
+    return HRMT_OK;
 }

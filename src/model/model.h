@@ -101,16 +101,17 @@ void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzl
                 void *x);
 /* z = layers(z + inj) over n samples (rows n*T). sram selects the row-op
  * variants meant for a cache-resident tile (same bits either way). */
-void hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers, void *z,
-                const void *inj, size_t n, const hrmt_level_ws *ws, int sram);
+hrmt_status hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers, void *z,
+                       const void *inj, size_t n, const hrmt_level_ws *ws, int sram);
 /* One attention over n samples: qkv [n*T, 3*hidden] -> att [n*T, hidden]. */
 void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws);
 /* out = a + b over rows rows of hidden width. */
 void hrmt_rows_add(const hrmt_model *m, const void *a, const void *b, void *out, size_t rows);
 /* y = x W^T over rows rows (GEMM); x in the forward dtype, y in ydt. Uses
  * ws's GEMM scratch when it is large enough. */
-void hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x, size_t ldx,
-                       void *y, size_t ldy, hrmt_dtype ydt, size_t rows, const hrmt_level_ws *ws);
+hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x,
+                              size_t ldx, void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
+                              const hrmt_level_ws *ws);
 /* GEMM scratch bytes a step over `rows`-row calls (and `tile_rows` tiles) needs. */
 size_t hrmt_model_gemm_scratch(const hrmt_model *m, size_t rows, size_t tile_rows, size_t batch);
 

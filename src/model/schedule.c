@@ -23,27 +23,36 @@ static double now_us(void) {
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static void baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+/* The H-level over the whole batch, from DRAM: zH = H(zH, zL). */
+static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    double t0 = now_us();
+    hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
+    hrmt_status s = hrmt_level(m, m->H, m->cfg.H_layers, c->zH, c->zL, (size_t)c->batch, &c->ws, 0);
+    hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
+    tm->h_level_us_total += now_us() - t0;
+    tm->h_level_calls++;
+    return s;
+}
+
+static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     const hrmt_model_config *cfg = &m->cfg;
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     size_t B = (size_t)c->batch, rows = B * m->T;
-    for (int h = 0; h < cfg->H_cycles; h++) {
-        for (int l = 0; l < cfg->L_cycles; l++) {
+    hrmt_status s = HRMT_OK;
+    for (int h = 0; h < cfg->H_cycles && s == HRMT_OK; h++) {
+        for (int l = 0; l < cfg->L_cycles && s == HRMT_OK; l++) {
             double t0 = now_us();
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
             hrmt_rows_add(m, c->zH, c->x, c->inj, rows);
-            hrmt_level(m, m->L, cfg->L_layers, c->zL, c->inj, B, &c->ws, 0);
+            s = hrmt_level(m, m->L, cfg->L_layers, c->zL, c->inj, B, &c->ws, 0);
             hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
             tm->l_level_us_total += now_us() - t0;
             tm->l_level_calls++;
         }
-        double t0 = now_us();
-        hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-        hrmt_level(m, m->H, cfg->H_layers, c->zH, c->zL, B, &c->ws, 0);
-        hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
-        tm->h_level_us_total += now_us() - t0;
-        tm->h_level_calls++;
+        if (s == HRMT_OK) s = h_level(m, c, tm);
     }
+    return s;
 }
 
 /* Samples per L-level tile: as many as fit the SRAM budget, at least one. */
@@ -134,44 +143,38 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
             /* DRAM -> SRAM: z_L of the tile, and the injection built in SRAM. */
             double t0 = now_us();
             s = hrmt_tiers_copy(tiers, &dst, &src);
-            if (s != HRMT_OK) break;
+            if (s != HRMT_OK) {
+                s = hrmt_fail(m->ctx, s, "tiered schedule: tier copy failed");
+                break;
+            }
             hrmt_rows_add(m, (char *)c->zH + r0 * m->hidden * m->esz,
                           (char *)c->x + r0 * m->hidden * m->esz, tb.inj.data, rows);
             double t2 = now_us();
             tm->h_to_l_transfer_us_total += t2 - t0;
             tm->transfers++;
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
-            for (int l = 0; l < cfg->L_cycles; l++) {
+            for (int l = 0; l < cfg->L_cycles && s == HRMT_OK; l++) {
                 double t3 = now_us();
-                hrmt_level(m, m->L, cfg->L_layers, tb.z.data, tb.inj.data, n, &ws, 1);
+                s = hrmt_level(m, m->L, cfg->L_layers, tb.z.data, tb.inj.data, n, &ws, 1);
                 tm->l_level_us_total += now_us() - t3;
                 tm->l_level_calls++;
             }
             hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
+            if (s != HRMT_OK) break;
             /* SRAM -> DRAM: the tile's new z_L. */
             double t4 = now_us();
             s = hrmt_tiers_copy(tiers, &src, &dst);
             tm->l_to_h_transfer_us_total += now_us() - t4;
             tm->transfers++;
+            if (s != HRMT_OK) s = hrmt_fail(m->ctx, s, "tiered schedule: tier copy failed");
         }
-        if (s != HRMT_OK) break;
-        double t0 = now_us();
-        hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-        hrmt_level(m, m->H, cfg->H_layers, c->zH, c->zL, B, &c->ws, 0);
-        hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
-        tm->h_level_us_total += now_us() - t0;
-        tm->h_level_calls++;
+        if (s == HRMT_OK) s = h_level(m, c, tm);
     }
     free_tile(tiers, &tb);
-    if (s != HRMT_OK) return hrmt_fail(m->ctx, s, "tiered schedule: tier copy failed (%s)", hrmt_status_str(s));
-    return HRMT_OK;
+    return s;
 }
 
 hrmt_status hrmt_inner_forward(hrmt_model *m, hrmt_carry *c, hrmt_schedule sched,
                                hrmt_step_timing *tm) {
-    if (sched == HRMT_SCHEDULE_BASELINE) {
-        baseline(m, c, tm);
-        return HRMT_OK;
-    }
-    return tiered(m, c, tm);
+    return sched == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm) : tiered(m, c, tm);
 }
