@@ -111,10 +111,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     const int T = cfg.seq_len + hrmt_model_puzzle_len(m);
-    printf("hrmt-bench-model: default HRM (hidden %d, %d heads, H/L layers %d/%d, cycles %d/%d, "
-           "T %d), %s, ISA %s, %d threads, median of %d steps\n",
-           cfg.hidden_size, cfg.num_heads, cfg.H_layers, cfg.L_layers, cfg.H_cycles, cfg.L_cycles, T,
-           dt == HRMT_BF16 ? "bf16" : "f32", hrmt_isa_name(hrmt_context_isa(ctx)), threads, iters);
+    printf(
+        "hrmt-bench-model: default HRM (hidden %d, %d heads, H/L layers %d/%d, cycles %d/%d, "
+        "T %d), %s, ISA %s, %d threads, median of %d steps\n",
+        cfg.hidden_size, cfg.num_heads, cfg.H_layers, cfg.L_layers, cfg.H_cycles, cfg.L_cycles, T,
+        dt == HRMT_BF16 ? "bf16" : "f32", hrmt_isa_name(hrmt_context_isa(ctx)), threads, iters);
     printf("%5s %-9s %10s %10s %9s %9s %8s %9s %12s\n", "batch", "schedule", "ms/step", "tokens/s",
            "GFLOP/s", "GEMM", "of GEMM", "L-level", "vs PyTorch");
 

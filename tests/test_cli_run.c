@@ -103,7 +103,7 @@ static double rel_l2(const hrmt_st_tensor *a, const hrmt_st_tensor *b) {
 }
 
 static const char *const k_fields[] = {"logits", "q_halt_logits", "q_continue_logits",
-                                       "z_H", "z_L", "halted"};
+                                       "z_H",    "z_L",           "halted"};
 
 Test(run, dump_matches_golden_and_library) {
     hrmt_context *ctx = hrmt_test_context();
@@ -137,7 +137,8 @@ Test(run, dump_matches_golden_and_library) {
             cr_assert(x && y, "%s missing", key);
             cr_expect_eq(x->dtype, y->dtype, "%s dtype", key);
             cr_expect_eq(x->ndim, y->ndim, "%s ndim", key);
-            for (int i = 0; i < x->ndim; i++) cr_expect_eq(x->shape[i], y->shape[i], "%s shape", key);
+            for (int i = 0; i < x->ndim; i++)
+                cr_expect_eq(x->shape[i], y->shape[i], "%s shape", key);
             if (f == 5)
                 cr_expect_eq(memcmp(x->data, y->data, x->nbytes), 0, "%s differs", key);
             else
@@ -157,8 +158,9 @@ Test(run, dump_matches_golden_and_library) {
     int32_t pid[8] = {0};
     hrmt_step_outputs o = {lg, NULL, NULL, zh, NULL, NULL};
     for (int k = 0; k < 4; k++) {
-        cr_assert_eq(hrmt_act_step(m, c, (const int32_t *)hrmt_st_find(exp, "inputs")->data, pid, NULL,
-                                   &o, NULL), HRMT_OK);
+        cr_assert_eq(hrmt_act_step(m, c, (const int32_t *)hrmt_st_find(exp, "inputs")->data, pid,
+                                   NULL, &o, NULL),
+                     HRMT_OK);
         char key[64];
         snprintf(key, sizeof key, "step%d.logits", k);
         cr_expect_eq(memcmp(hrmt_st_find(d, key)->data, lg, ln * 4), 0, "%s != library", key);
@@ -187,7 +189,8 @@ Test(run, dump_matches_golden_and_library) {
     for (size_t i = 0; i < hrmt_st_count(d); i++) {
         const hrmt_st_tensor *x = hrmt_st_at(d, i), *y = hrmt_st_find(d2, x->name);
         cr_assert_not_null(y, "%s missing", x->name);
-        cr_expect_eq(memcmp(x->data, y->data, x->nbytes), 0, "%s: tokens/baseline != puzzles/tiered", x->name);
+        cr_expect_eq(memcmp(x->data, y->data, x->nbytes), 0,
+                     "%s: tokens/baseline != puzzles/tiered", x->name);
     }
     hrmt_st_close(d2);
     free(lg);
@@ -212,8 +215,10 @@ Test(run, usage_errors) {
     const char *model = golden("model.safetensors"), *cfg = golden("case.json");
     sprintf(bad, "%s/bad.txt", g_dir);
     FILE *fp = fopen(bad, "w");
-    fprintf(fp, "%s\n", "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.3..");
-    fprintf(fp, "%s\n", "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.x..");
+    fprintf(fp, "%s\n",
+            "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.3..");
+    fprintf(fp, "%s\n",
+            "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.x..");
     fclose(fp);
     snprintf(args, sizeof args, "--model '%s' --config '%s' --puzzles '%s'", model, cfg, bad);
     expect_usage_error(args, "bad.txt:2: column 79: 'x'");
@@ -227,18 +232,23 @@ Test(run, usage_errors) {
     fclose(fp);
     expect_usage_error(args, "bad.txt:1: token 41: 11 is outside the vocabulary 0..10");
     fp = fopen(bad, "w");
-    fprintf(fp, "%s\n", "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.3..");
+    fprintf(fp, "%s\n",
+            "..3.2.6..9..3.5..1..18.64....81.29..7.......8..67.82....26.95..8..2.3..9..5.1.3..");
     fclose(fp);
-    snprintf(args, sizeof args, "--model '%s' --config '%s' --puzzles '%s' --puzzle-id 1", model, cfg, bad);
+    snprintf(args, sizeof args, "--model '%s' --config '%s' --puzzles '%s' --puzzle-id 1", model,
+             cfg, bad);
     expect_usage_error(args, "--puzzle-id: 1 is outside the model's puzzle identifiers 0..0");
     snprintf(args, sizeof args, "--model '%s' --puzzles '%s'", model, bad);
     expect_usage_error(args, "--model"); /* no config: the golden file has no arch metadata */
-    snprintf(args, sizeof args, "--model '%s/nope.safetensors' --config '%s' --puzzles x", g_dir, cfg);
+    snprintf(args, sizeof args, "--model '%s/nope.safetensors' --config '%s' --puzzles x", g_dir,
+             cfg);
     expect_usage_error(args, "--model");
     snprintf(args, sizeof args, "--config '%s/nope.json' --puzzles x", g_dir);
     expect_usage_error(args, "--config");
-    snprintf(args, sizeof args, "--model '%s/../small-learned/model.safetensors' --config "
-             "'%s/../small-learned/case.json' --puzzles '%s'", golden(""), golden(""), bad);
+    snprintf(args, sizeof args,
+             "--model '%s/../small-learned/model.safetensors' --config "
+             "'%s/../small-learned/case.json' --puzzles '%s'",
+             golden(""), golden(""), bad);
     expect_usage_error(args, "Sudoku model");
     expect_usage_error("--puzzles x --steps 0", "--steps");
     expect_usage_error("--puzzles x --steps many", "--steps");

@@ -86,7 +86,8 @@ Test(convert, fixture_round_trip) {
         cr_assert_not_null(t, "converted file lacks %s", r->name);
         cr_expect_eq(t->dtype, r->dtype, "%s dtype", r->name);
         cr_expect_eq(t->ndim, r->ndim, "%s ndim", r->name);
-        for (int d = 0; d < r->ndim; d++) cr_expect_eq(t->shape[d], r->shape[d], "%s shape", r->name);
+        for (int d = 0; d < r->ndim; d++)
+            cr_expect_eq(t->shape[d], r->shape[d], "%s shape", r->name);
         cr_expect_eq(t->nbytes, r->nbytes);
         cr_expect_eq(memcmp(t->data, r->data, r->nbytes), 0, "%s values differ", r->name);
     }
@@ -117,12 +118,13 @@ Test(convert, fixture_round_trip) {
      * the two models compute the same bits. */
     hrmt_model *mc = NULL, *mr = NULL;
     cr_assert_eq(hrmt_model_load(ctx, conv, NULL, &mc), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(memcmp(hrmt_model_get_config(mc), &cj, sizeof cj), 0, "metadata config != arch.json");
+    cr_expect_eq(memcmp(hrmt_model_get_config(mc), &cj, sizeof cj), 0,
+                 "metadata config != arch.json");
     hrmt_model_destroy(mc);
     cj.forward_dtype = HRMT_F32;
     cr_assert_eq(hrmt_model_load(ctx, conv, &cj, &mc), HRMT_OK);
-    cr_assert_eq(hrmt_model_load(ctx, fixture("reference.safetensors"), &cj, &mr), HRMT_OK,
-                 "%s", hrmt_last_error(ctx));
+    cr_assert_eq(hrmt_model_load(ctx, fixture("reference.safetensors"), &cj, &mr), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
     size_t ln = 2 * 16 * 7, zn = 2 * 18 * 64;
     float *l1 = calloc(ln, 4), *l2 = calloc(ln, 4), *z1 = calloc(zn, 4), *z2 = calloc(zn, 4);
     run_step(mc, l1, z1);
@@ -146,17 +148,19 @@ Test(convert, explicit_arch_json_and_seq_len) {
     char p[512], args[2048], log[4096];
     snprintf(p, sizeof p, "%s/arch_in.json", g_dir);
     FILE *fp = fopen(p, "w");
-    fputs("{\"arch\": {\"hidden_size\": 64, \"num_heads\": 4, \"expansion\": 2, \"H_layers\": 1, "
-          "\"L_layers\": 2, \"H_cycles\": 2, \"L_cycles\": 2, \"puzzle_emb_ndim\": 96, "
-          "\"pos_encodings\": \"rope\", \"halt_max_steps\": 2}}",
-          fp);
+    fputs(
+        "{\"arch\": {\"hidden_size\": 64, \"num_heads\": 4, \"expansion\": 2, \"H_layers\": 1, "
+        "\"L_layers\": 2, \"H_cycles\": 2, \"L_cycles\": 2, \"puzzle_emb_ndim\": 96, "
+        "\"pos_encodings\": \"rope\", \"halt_max_steps\": 2}}",
+        fp);
     fclose(fp);
-    snprintf(args, sizeof args, "'%s' --arch-json '%s' --out-dir '%s'", fixture("step_100"), p, g_dir);
+    snprintf(args, sizeof args, "'%s' --arch-json '%s' --out-dir '%s'", fixture("step_100"), p,
+             g_dir);
     cr_expect_neq(convert(args), 0);
     read_log(log, sizeof log);
     cr_expect(strstr(log, "seq_len") != NULL, "message: %s", log);
-    snprintf(args, sizeof args, "'%s' --arch-json '%s' --seq-len 16 --out-dir '%s'", fixture("step_100"),
-             p, g_dir);
+    snprintf(args, sizeof args, "'%s' --arch-json '%s' --seq-len 16 --out-dir '%s'",
+             fixture("step_100"), p, g_dir);
     cr_assert_eq(convert(args), 0);
     hrmt_context *ctx = hrmt_test_context();
     snprintf(p, sizeof p, "%s/arch.json", g_dir);
@@ -178,12 +182,13 @@ Test(convert, refuses_bad_input) {
     char evil[512], marker[512], cmd[2048];
     snprintf(evil, sizeof evil, "%s/evil", g_dir);
     snprintf(marker, sizeof marker, "%s/pwned", g_dir);
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import pickle, zipfile, os\n"
-             "class E:\n"
-             "    def __reduce__(self): return (os.system, ('touch %s',))\n"
-             "zipfile.ZipFile('%s', 'w').writestr('evil/data.pkl', pickle.dumps({'w': E()}, protocol=2))\"",
-             marker, evil);
+    snprintf(
+        cmd, sizeof cmd,
+        "python3 -c \"import pickle, zipfile, os\n"
+        "class E:\n"
+        "    def __reduce__(self): return (os.system, ('touch %s',))\n"
+        "zipfile.ZipFile('%s', 'w').writestr('evil/data.pkl', pickle.dumps({'w': E()}, protocol=2))\"",
+        marker, evil);
     cr_assert_eq(system(cmd), 0);
     snprintf(args, sizeof args, "'%s' --out-dir '%s'", evil, g_dir);
     cr_expect_neq(convert(args), 0);

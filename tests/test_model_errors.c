@@ -30,8 +30,9 @@ static void load_golden(void) {
     g_hlen = 0;
     for (int i = 7; i >= 0; i--) g_hlen = (g_hlen << 8) | g_file[i];
     hrmt_context *ctx = hrmt_test_context();
-    cr_assert_eq(hrmt_model_config_load_json(ctx, hrmt_test_data("golden/hrm/tiny-rope/case.json"), &g_cfg),
-                 HRMT_OK);
+    cr_assert_eq(
+        hrmt_model_config_load_json(ctx, hrmt_test_data("golden/hrm/tiny-rope/case.json"), &g_cfg),
+        HRMT_OK);
     hrmt_context_destroy(ctx);
 }
 
@@ -70,27 +71,30 @@ static const char *write_with_header(cJSON *h) {
     return p;
 }
 
-static hrmt_status load_status(const char *path, const hrmt_model_config *cfg, char *msg, size_t ml) {
+static hrmt_status load_status(const char *path, const hrmt_model_config *cfg, char *msg,
+                               size_t ml) {
     hrmt_context *ctx = hrmt_test_context();
     hrmt_model *m = NULL;
     hrmt_status s = hrmt_model_load(ctx, path, cfg, &m);
     snprintf(msg, ml, "%s", hrmt_last_error(ctx));
-    if (s == HRMT_OK) cr_assert_not_null(m);
-    else cr_assert_null(m);
+    if (s == HRMT_OK)
+        cr_assert_not_null(m);
+    else
+        cr_assert_null(m);
     hrmt_model_destroy(m);
     hrmt_context_destroy(ctx);
     unlink(path);
     return s;
 }
 
-#define EXPECT_LOAD(path, cfg, want, needle)                                                   \
-    do {                                                                                       \
-        char msg_[512];                                                                        \
-        hrmt_status got_ = load_status((path), (cfg), msg_, sizeof msg_);                      \
-        cr_expect_eq(got_, (want), "got %s (%s), want %s", hrmt_status_str(got_), msg_,        \
-                     hrmt_status_str(want));                                                   \
-        if ((needle)[0]) cr_expect(strstr(msg_, (needle)) != NULL, "message '%s' lacks '%s'",  \
-                                   msg_, (needle));                                            \
+#define EXPECT_LOAD(path, cfg, want, needle)                                                      \
+    do {                                                                                          \
+        char msg_[512];                                                                           \
+        hrmt_status got_ = load_status((path), (cfg), msg_, sizeof msg_);                         \
+        cr_expect_eq(got_, (want), "got %s (%s), want %s", hrmt_status_str(got_), msg_,           \
+                     hrmt_status_str(want));                                                      \
+        if ((needle)[0])                                                                          \
+            cr_expect(strstr(msg_, (needle)) != NULL, "message '%s' lacks '%s'", msg_, (needle)); \
     } while (0)
 
 static void set_offsets(cJSON *h, const char *name, double b, double e) {
@@ -103,7 +107,8 @@ static void set_offsets(cJSON *h, const char *name, double b, double e) {
 
 static double offset_of(cJSON *h, const char *name, int which) {
     cJSON *t = cJSON_GetObjectItemCaseSensitive(h, name);
-    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "data_offsets"), which)->valuedouble;
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "data_offsets"), which)
+        ->valuedouble;
 }
 
 Test(model_file, golden_loads) {
@@ -113,7 +118,8 @@ Test(model_file, golden_loads) {
 }
 
 Test(model_file, truncated) {
-    EXPECT_LOAD(write_bytes(g_file, g_len - 100, NULL, 0), &g_cfg, HRMT_ERR_FILE_TRUNCATED, "truncated");
+    EXPECT_LOAD(write_bytes(g_file, g_len - 100, NULL, 0), &g_cfg, HRMT_ERR_FILE_TRUNCATED,
+                "truncated");
     EXPECT_LOAD(write_bytes(g_file, 5, NULL, 0), &g_cfg, HRMT_ERR_FILE_TRUNCATED, "8-byte");
 }
 
@@ -189,8 +195,10 @@ Test(model_file, out_of_range_offsets) {
 
 Test(model_file, missing_tensor) {
     cJSON *h = header();
-    cJSON_DeleteItemFromObjectCaseSensitive(h, "model.inner.L_level.layers.1.self_attn.o_proj.weight");
-    EXPECT_LOAD(write_with_header(h), &g_cfg, HRMT_ERR_MISSING_TENSOR, "L_level.layers.1.self_attn.o_proj");
+    cJSON_DeleteItemFromObjectCaseSensitive(h,
+                                            "model.inner.L_level.layers.1.self_attn.o_proj.weight");
+    EXPECT_LOAD(write_with_header(h), &g_cfg, HRMT_ERR_MISSING_TENSOR,
+                "L_level.layers.1.self_attn.o_proj");
     cJSON_Delete(h);
 }
 
@@ -245,7 +253,7 @@ Test(model_file, name_prefixes) {
 
 Test(model_file, codes_are_distinct) {
     const hrmt_status codes[] = {HRMT_ERR_FILE_TRUNCATED, HRMT_ERR_HEADER_SIZE, HRMT_ERR_BAD_JSON,
-                                 HRMT_ERR_BAD_DTYPE, HRMT_ERR_BAD_OFFSETS, HRMT_ERR_OVERLAP,
+                                 HRMT_ERR_BAD_DTYPE,      HRMT_ERR_BAD_OFFSETS, HRMT_ERR_OVERLAP,
                                  HRMT_ERR_MISSING_TENSOR, HRMT_ERR_TENSOR_SHAPE};
     size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++)
@@ -290,9 +298,9 @@ Test(config, invalid_fields) {
     hrmt_model_config d = hrmt_model_config_default(), c;
     c = d, c.hidden_size = 0, expect_invalid(c, "hidden_size");
     c = d, c.num_heads = -1, expect_invalid(c, "num_heads");
-    c = d, c.num_heads = 3, expect_invalid(c, "num_heads");          /* 512 % 3 */
+    c = d, c.num_heads = 3, expect_invalid(c, "num_heads"); /* 512 % 3 */
     c = d, c.hidden_size = 24, c.num_heads = 8, c.puzzle_emb_ndim = 0;
-    expect_invalid(c, "head_dim");                                     /* 3: odd for rope */
+    expect_invalid(c, "head_dim"); /* 3: odd for rope */
     c = d, c.expansion = 0.0, expect_invalid(c, "expansion");
     c = d, c.expansion = NAN, expect_invalid(c, "expansion");
     c = d, c.H_layers = 0, expect_invalid(c, "H_layers");
@@ -324,9 +332,9 @@ static hrmt_status json_status(const char *text, hrmt_model_config *out, char *m
     return s;
 }
 
-#define ARCH_OK                                                                                 \
+#define ARCH_OK                                                                                   \
     "\"hidden_size\": 64, \"num_heads\": 4, \"expansion\": 4, \"H_layers\": 2, \"L_layers\": 2, " \
-    "\"H_cycles\": 2, \"L_cycles\": 2, \"seq_len\": 81, \"vocab_size\": 11, "                    \
+    "\"H_cycles\": 2, \"L_cycles\": 2, \"seq_len\": 81, \"vocab_size\": 11, "                     \
     "\"num_puzzle_identifiers\": 1, \"halt_max_steps\": 3"
 
 Test(config, json_loading) {
@@ -346,7 +354,9 @@ Test(config, json_loading) {
                  HRMT_OK, "%s", msg);
     cr_expect_eq(c.forward_dtype, HRMT_BF16);
     cr_expect_eq(c.puzzle_emb_ndim, 0);
-    const struct { const char *text, *needle; } bad[] = {
+    const struct {
+        const char *text, *needle;
+    } bad[] = {
         {"{" ARCH_OK "}", "pos_encodings"},
         {"{\"hidden_size\": 64}", "num_heads"},
         {"{" ARCH_OK ", \"pos_encodings\": \"alibi\"}", "alibi"},
@@ -362,7 +372,8 @@ Test(config, json_loading) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_expect_eq(json_status(bad[i].text, &c, msg, sizeof msg), HRMT_ERR_CONFIG, "accepted: %s",
                      bad[i].text);
-        cr_expect(strstr(msg, bad[i].needle) != NULL, "message '%s' lacks '%s'", msg, bad[i].needle);
+        cr_expect(strstr(msg, bad[i].needle) != NULL, "message '%s' lacks '%s'", msg,
+                  bad[i].needle);
     }
     hrmt_context *ctx = hrmt_test_context();
     cr_expect_eq(hrmt_model_config_load_json(ctx, "/nonexistent/arch.json", &c), HRMT_ERR_IO);
@@ -388,7 +399,8 @@ Test(step, bad_arguments) {
     cr_assert_eq(hrmt_carry_create(m, 2, &carry), HRMT_OK);
     int32_t in[2 * 81], pid[2] = {0, 1};
     for (int i = 0; i < 2 * 81; i++) in[i] = i % 11;
-    cr_expect_eq(hrmt_act_step(m, carry, in, pid, NULL, NULL, NULL), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_act_step(m, carry, in, pid, NULL, NULL, NULL), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
     hrmt_step_options o = {(hrmt_schedule)9, 0};
     cr_expect_eq(hrmt_act_step(m, carry, in, pid, &o, NULL, NULL), HRMT_ERR_INVALID_ARG);
     cr_expect_eq(hrmt_act_step(m2, carry, in, pid, NULL, NULL, NULL), HRMT_ERR_INVALID_ARG);

@@ -65,7 +65,8 @@ static int32_t *read_i32(const hrmt_st_file *f, const char *name, size_t *n) {
     return v;
 }
 
-static const char *const k_fields[] = {"logits", "q_halt_logits", "q_continue_logits", "z_H", "z_L"};
+static const char *const k_fields[] = {"logits", "q_halt_logits", "q_continue_logits", "z_H",
+                                       "z_L"};
 
 static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
     hrmt_context *ctx = hrmt_test_context();
@@ -127,22 +128,28 @@ static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
             memcpy(q32 + B, ref32[2], (size_t)B * 4);
             memcpy(q16, ref16[1], (size_t)B * 4);
             memcpy(q16 + B, ref16[2], (size_t)B * 4);
-            const struct { const char *what; const float *ours, *r16, *r32; size_t n; } chk[4] = {
-                {"logits", out[0], ref16[0], ref32[0], ln},
-                {"q logits", q, q16, q32, 2 * (size_t)B},
-                {"z_H", out[3], ref16[3], ref32[3], zn},
-                {"z_L", out[4], ref16[4], ref32[4], zn}};
+            const struct {
+                const char *what;
+                const float *ours, *r16, *r32;
+                size_t n;
+            } chk[4] = {{"logits", out[0], ref16[0], ref32[0], ln},
+                        {"q logits", q, q16, q32, 2 * (size_t)B},
+                        {"z_H", out[3], ref16[3], ref32[3], zn},
+                        {"z_L", out[4], ref16[4], ref32[4], zn}};
             for (int k = 0; k < 4; k++) {
                 double gap = rel_l2(chk[k].r16, chk[k].r32, chk[k].n);
                 double e16 = rel_l2(chk[k].ours, chk[k].r16, chk[k].n);
                 double e32 = rel_l2(chk[k].ours, chk[k].r32, chk[k].n);
-                cr_expect_leq(e16, 2.0 * gap, "%s step%d %s bf16: %.3g from expected-bf16 > 2 x gap %.3g",
-                              name, steps, chk[k].what, e16, gap);
-                cr_expect_leq(e32, 2.0 * gap, "%s step%d %s bf16: %.3g from expected-f32 > 2 x gap %.3g",
-                              name, steps, chk[k].what, e32, gap);
-                cr_expect_geq(e32, 0.25 * gap,
-                              "%s step%d %s bf16: only %.3g from expected-f32 (gap %.3g): not bf16?",
-                              name, steps, chk[k].what, e32, gap);
+                cr_expect_leq(e16, 2.0 * gap,
+                              "%s step%d %s bf16: %.3g from expected-bf16 > 2 x gap %.3g", name,
+                              steps, chk[k].what, e16, gap);
+                cr_expect_leq(e32, 2.0 * gap,
+                              "%s step%d %s bf16: %.3g from expected-f32 > 2 x gap %.3g", name,
+                              steps, chk[k].what, e32, gap);
+                cr_expect_geq(
+                    e32, 0.25 * gap,
+                    "%s step%d %s bf16: only %.3g from expected-f32 (gap %.3g): not bf16?", name,
+                    steps, chk[k].what, e32, gap);
             }
             free(q32);
             free(q16);
@@ -154,7 +161,8 @@ static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
         snprintf(key, sizeof key, "step%d.halted", steps);
         int32_t *ref_h = read_i32(dt == HRMT_F32 ? g.f32 : g.bf16, key, NULL);
         for (int i = 0; i < B; i++)
-            cr_expect_eq(halted[i], ref_h[i], "%s %s[%d]: %d vs %d", name, key, i, halted[i], ref_h[i]);
+            cr_expect_eq(halted[i], ref_h[i], "%s %s[%d]: %d vs %d", name, key, i, halted[i],
+                         ref_h[i]);
         free(ref_h);
     }
     cr_expect_gt(steps, 0, "no steps recorded");
@@ -208,7 +216,8 @@ static void expect_ops(const char *what, const uint16_t *ours, size_t ld, const 
     uint16_t *ref = ops_bf16(name, &n);
     cr_assert_eq(n, rows * cols, "%s: %zu elements, expected %zu", name, n, rows * cols);
     double ss = 0.0, num = 0.0;
-    for (size_t i = 0; i < n; i++) ss += (double)hrmt_bf16_to_f32(ref[i]) * hrmt_bf16_to_f32(ref[i]);
+    for (size_t i = 0; i < n; i++)
+        ss += (double)hrmt_bf16_to_f32(ref[i]) * hrmt_bf16_to_f32(ref[i]);
     double rms = sqrt(ss / (double)n);
     size_t diff = 0, far = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -222,7 +231,8 @@ static void expect_ops(const char *what, const uint16_t *ours, size_t ld, const 
         }
     }
     if (whole_block) {
-        cr_expect_leq(diff * 50, n, "%s: %zu of %zu elements differ from PyTorch (> 2%%)", what, diff, n);
+        cr_expect_leq(diff * 50, n, "%s: %zu of %zu elements differ from PyTorch (> 2%%)", what,
+                      diff, n);
         cr_expect_leq(sqrt(num / ss), 1.0 / 256, "%s: relative L2 %.3g from PyTorch > 2^-8", what,
                       sqrt(num / ss));
     } else {
@@ -244,12 +254,14 @@ static void run_ops(const char *name) {
     hrmt_model *m = NULL;
     cr_assert_eq(hrmt_model_load(ctx, hrmt_test_data(path), &cfg, &m), HRMT_OK);
     snprintf(path, sizeof path, "torch-ops/%s-block0.safetensors", name);
-    cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &g_ops), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &g_ops), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
     hrmt_st_file *gold = NULL;
     snprintf(path, sizeof path, "golden/hrm/%s/expected-bf16.safetensors", name);
     cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &gold), HRMT_OK);
     size_t nb;
-    int32_t *inputs = read_i32(gold, "inputs", NULL), *pids = read_i32(gold, "puzzle_identifiers", &nb);
+    int32_t *inputs = read_i32(gold, "inputs", NULL),
+            *pids = read_i32(gold, "puzzle_identifiers", &nb);
     const size_t B = nb, T = m->T, H = m->hidden, I = m->inter, rows = B * T;
     const hrmt_rowops *k = &ctx->be->rowops;
     const hrmt_block_weights *blk = &m->L[0];

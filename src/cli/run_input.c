@@ -146,7 +146,8 @@ static int token_line(const char *path, int lineno, char *line, int32_t *row, in
     return 0;
 }
 
-int cli_run_read_puzzles(const char *path, int seq_len, cli_run_batch *out, char *err, size_t errlen) {
+int cli_run_read_puzzles(const char *path, int seq_len, cli_run_batch *out, char *err,
+                         size_t errlen) {
     return read_lines(path, seq_len, 11, puzzle_line, out, err, errlen);
 }
 
@@ -157,8 +158,10 @@ int cli_run_read_tokens(const char *path, int seq_len, int vocab, cli_run_batch 
 
 void cli_run_tokens_to_text(const int32_t *tokens, int seq_len, char *out) {
     for (int i = 0; i < seq_len; i++) {
+        static const char text[] = "..123456789"; /* tokens 0 and 1, then digits */
         int32_t t = tokens[i];
-        out[i] = t < 2 ? '.' : t <= 10 ? (char)('1' + (t - 2)) : '?';
+        out[i] = '?';
+        if (t >= 0 && t <= 10) out[i] = text[t];
     }
     out[seq_len] = '\0';
 }

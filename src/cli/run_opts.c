@@ -90,7 +90,9 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
             if (c == OPT_TOKENS) o->tokens_path = optarg;
             if (c == OPT_DUMP) o->dump_path = optarg;
             break;
-        case OPT_PUZZLE_ID: r = cli_parse_int(fl, optarg, 0, 2147483647L, &o->puzzle_id, err, errlen); break;
+        case OPT_PUZZLE_ID:
+            r = cli_parse_int(fl, optarg, 0, 2147483647L, &o->puzzle_id, err, errlen);
+            break;
         case OPT_STEPS: r = cli_parse_int(fl, optarg, 1, 1000000, &o->steps, err, errlen); break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
         case OPT_DTYPE:
@@ -114,8 +116,10 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
     }
     if (o->help) return 0;
     if (o->puzzles_path && o->tokens_path)
-        return cli_arg_error(err, errlen, "--tokens", "give either --puzzles or --tokens, not both");
+        return cli_arg_error(err, errlen, "--tokens",
+                             "give either --puzzles or --tokens, not both");
     if (!o->puzzles_path && !o->tokens_path)
-        return cli_arg_error(err, errlen, "--puzzles", "an input file is required (--puzzles or --tokens)");
+        return cli_arg_error(err, errlen, "--puzzles",
+                             "an input file is required (--puzzles or --tokens)");
     return 0;
 }

@@ -8,16 +8,16 @@
 #include "hrmt.h"
 
 typedef struct cli_run_opts {
-    const char *model_path;   /* NULL: the built-in random Sudoku model */
+    const char *model_path; /* NULL: the built-in random Sudoku model */
     const char *config_path;
     const char *puzzles_path; /* exactly one of puzzles / tokens */
     const char *tokens_path;
     const char *dump_path;
-    int puzzle_id;            /* default 0 */
-    int steps;                /* 0: halt_max_steps */
-    int dtype;                /* -1: the config's; else a hrmt_dtype */
+    int puzzle_id; /* default 0 */
+    int steps;     /* 0: halt_max_steps */
+    int dtype;     /* -1: the config's; else a hrmt_dtype */
     hrmt_schedule schedule;
-    int threads;              /* 0: OpenMP default */
+    int threads; /* 0: OpenMP default */
     int early_halt;
     int json, help;
 } cli_run_opts;

@@ -2,18 +2,27 @@
  *
  * W is packed once (core/gemm_pack.c) into K blocks of NR-column panels. A
  * call cuts C into units of m_chunk x n_chunk (multiples of MR x NR) that the
- * OpenMP threads share; inside a unit, for each K block (KC, the L1 term):
- * pack the unit's rows of A into MR slivers (the A block, the L2 term), then
- * for each W panel (NR) in the unit, for each A sliver (MR), run the
- * micro-kernel on one MR x NR tile. Units are at most MC x NC (the plan's L2
- * and L3 terms); when M is small they are cut along N instead, so batch-1
- * shapes (M = 82) still keep every thread busy.
+ * OpenMP threads take dynamically. The loops, outside in:
  *
- * Partial sums between K blocks live in C itself when C is F32, not
- * accumulated and the tile is whole; otherwise in a per-thread F32 buffer
- * ("partial"), whose size bounds the unit (<= the SRAM tier). Edge tiles use
- * the same micro-kernel on zero-padded slivers and store only their valid
- * part, so each element's chain is the same wherever it sits. */
+ *   NC  units along N: the unit's W columns (K x n_chunk) stay in L3 while
+ *       the M units go by;
+ *   MC  units along M: the unit's rows of A are packed once, all K blocks,
+ *       into MR slivers; the block (m_chunk x K) is sized to the plan's
+ *       L2 budget for A (MC x KC elements of F32);
+ *   NR  one W column panel;
+ *   KC  one K block: the kc x NR panel sliver sits in L1 (the plan's KC)
+ *       while every A sliver of the unit passes through it;
+ *   MR  one micro-kernel call on an MR x NR tile.
+ *
+ * KC sits inside NR so that the partial sums between K blocks (an m_chunk x
+ * NR strip of F32) stay in L1/L2 and C is written exactly once, finished:
+ * with K blocks outermost (textbook BLIS) every block would re-read and
+ * re-write C from L3, which on Zen 4 costs more than the L1 reuse saves,
+ * and a BF16 C could not hold the partial sums at all.
+ *
+ * Every tile, edges included, runs the same micro-kernel on zero-padded
+ * slivers and panels and stores only its valid part, so each element's chain
+ * is the same wherever it sits, whatever the units or thread count. */
 #include "core/gemm.h"
 
 #include <omp.h>
@@ -40,7 +49,6 @@ typedef struct gemm_plan {
     size_t a_esz, c_esz;     /* packed A element bytes, C element bytes */
     size_t m_chunk, n_chunk; /* unit size (multiples of MR, NR) */
     size_t mt, nt;           /* units along M and N */
-    int need_partial;
     size_t a_bytes, b_bytes, p_bytes, thread_bytes; /* per-thread scratch pieces */
     int threads;
 } gemm_plan;
@@ -69,47 +77,34 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     }
     g->c_esz = g->c_dt == HRMT_F32 ? 4 : 2;
     const size_t mr = g->uk->mr, nr = g->uk->nr;
-    const size_t kc = W->kc;
 
-    /* MC and NC are sized in the plan for F32 at the plan's KC; keep the same
-     * bytes for this call's KC and element size. */
+    /* The plan sizes the A block (MC x KC) for L2 and the W panel (KC x NC)
+     * for L3 in F32 elements. Here a unit's A block spans all of K and its W
+     * columns too, so keep those byte budgets: MC' = MC*KC*4 / (K * a bytes),
+     * NC' = NC*KC*4 / (K * w bytes). */
     const hrmt_tile_plan *pl = &ctx->plan;
-    size_t a_block = pl->gemm_mc * pl->gemm_kc * 4, b_panel = pl->gemm_nc * pl->gemm_kc * 4;
-    size_t mc = a_block / (kc * g->a_esz) / mr * mr;
-    size_t nc = b_panel / (kc * W->esz) / nr * nr;
+    size_t a_budget, w_budget, a_row, w_col;
+    if (!hrmt_mul_ok(pl->gemm_mc, pl->gemm_kc * 4, &a_budget) ||
+        !hrmt_mul_ok(pl->gemm_nc, pl->gemm_kc * 4, &w_budget) ||
+        !hrmt_mul_ok(W->k_pad, g->a_esz, &a_row) || !hrmt_mul_ok(W->k_pad, W->esz, &w_col))
+        return HRMT_ERR_OVERFLOW;
+    size_t mc = a_budget / a_row / mr * mr, nc = w_budget / w_col / nr * nr;
     if (mc < mr) mc = mr;
     if (nc < nr) nc = nr;
 
     const size_t slivers = ceil_div(g->M, mr), panels = ceil_div(g->N, nr);
-    g->need_partial = W->nblk > 1 && (g->c_dt != HRMT_F32 || g->accumulate || g->M % mr != 0 ||
-                                      g->N % nr != 0);
-    if (g->need_partial) {
-        /* Bound the partial sums of a unit by the SRAM tier: shrink the unit
-         * along M first (a smaller A block costs little; re-packing A for more
-         * N chunks costs more), never below a few slivers. */
-        size_t cap = pl->sram_tier_bytes / 4; /* F32 partial sums */
-        size_t ncols = nc < panels * nr ? nc : panels * nr;
-        size_t rows = cap / ncols / mr * mr;
-        if (rows < 4 * mr) {
-            rows = 4 * mr;
-            ncols = cap / rows / nr * nr;
-            if (ncols < nr) ncols = nr;
-        }
-        if (rows < mc) mc = rows;
-        if (ncols < nc) nc = ncols;
-    }
-
     size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
     if (threads > 1) {
         /* Several units per thread, handed out dynamically, so a thread that
          * the OS preempts (other processes on the cores) delays the call by
-         * one unit at most. Cut along M first (the W panel is then re-read
-         * from L3, cheap), down to MIN_SLIVERS slivers a unit; then along N
-         * (each N unit packs its own copy of the A rows), down to
-         * MIN_PANELS panels. Small M thus ends up split along N. */
+         * one unit at most. Cut along M first (the unit's W columns are then
+         * re-read from L3, cheap), down to MIN_SLIVERS slivers a unit; then
+         * along N (each N unit packs its own copy of the A rows, so only to
+         * two units a thread), down to MIN_PANELS panels. Small M thus ends
+         * up split along N. */
         const size_t want = UNITS_PER_THREAD * (size_t)threads;
         while (mt * nt < want && ceil_div(slivers, mt + 1) >= MIN_SLIVERS) mt++;
-        while (mt * nt < want && ceil_div(panels, nt + 1) >= MIN_PANELS) nt++;
+        while (mt * nt < 2 * (size_t)threads && ceil_div(panels, nt + 1) >= MIN_PANELS) nt++;
         /* Tiny problems: at least one unit per thread when possible. */
         while (mt * nt < (size_t)threads && nt < panels) nt++;
         while (mt * nt < (size_t)threads && mt < slivers) mt++;
@@ -121,15 +116,12 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     size_t units = g->mt * g->nt;
     g->threads = units < (size_t)threads ? (int)units : threads;
 
-    size_t a_rows = g->m_chunk < round_up(g->M, mr) ? g->m_chunk : round_up(g->M, mr);
-    if (!hrmt_mul_ok(a_rows, kc * g->a_esz, &g->a_bytes)) return HRMT_ERR_OVERFLOW;
+    /* Per thread: the unit's packed A (all K), one widened W panel block, and
+     * the partial sums of one column strip (m_chunk x NR) between K blocks. */
+    if (!hrmt_mul_ok(g->m_chunk, a_row, &g->a_bytes)) return HRMT_ERR_OVERFLOW;
     g->a_bytes = round_up(g->a_bytes, 64);
-    g->b_bytes = g->widen_w ? round_up(kc * nr * 4, 64) : 0;
-    g->p_bytes = 0;
-    if (g->need_partial) {
-        size_t cols = g->n_chunk < round_up(g->N, nr) ? g->n_chunk : round_up(g->N, nr);
-        if (!hrmt_mul_ok(a_rows, cols * 4, &g->p_bytes)) return HRMT_ERR_OVERFLOW;
-    }
+    g->b_bytes = g->widen_w ? round_up(W->kc * nr * 4, 64) : 0;
+    g->p_bytes = W->nblk > 1 ? round_up(g->m_chunk * nr * 4, 64) : 0;
     if (!hrmt_add_ok(g->a_bytes, g->b_bytes, &g->thread_bytes) ||
         !hrmt_add_ok(g->thread_bytes, g->p_bytes, &g->thread_bytes))
         return HRMT_ERR_OVERFLOW;
@@ -145,35 +137,12 @@ static void widen_panel(const uint16_t *src, size_t kc_p, size_t nr, float *dst)
         }
 }
 
-/* Where tile (i, j) reads and writes: its place in C, and its partial sums
- * (C itself when C is F32, not accumulated and the tile whole; else pbuf). */
-static inline void tile_target(const gemm_plan *g, size_t i, size_t j, size_t m0, size_t n0,
-                               size_t ld_p, float *pbuf, hrmt_gemm_ukr_out *o) {
-    const size_t mr = g->uk->mr, nr = g->uk->nr;
-    o->c = (char *)g->C + (i * g->ldc + j) * g->c_esz;
-    if (!g->need_partial || (o->m == mr && o->n == nr && g->c_dt == HRMT_F32 && !g->accumulate)) {
-        o->partial = o->c; /* only read/written when the tile is whole */
-        o->ld_partial = g->ldc;
-    } else {
-        o->partial = pbuf + (i - m0) * ld_p + (j - n0);
-        o->ld_partial = ld_p;
-    }
-}
-
-/* Prefetches the rows a micro-kernel call with `o` will load or store
- * (prefetches never fault; these stay inside the buffers anyway). */
-static inline void prefetch_tile(const gemm_plan *g, const hrmt_gemm_ukr_out *o, size_t mr) {
-    const size_t nr = g->uk->nr;
-    for (size_t r = 0; r < mr; r++) {
-        if (o->load || !o->final) {
-            const char *row = (const char *)(o->partial + r * o->ld_partial);
-            for (size_t off = 0; off < nr * 4; off += 64) __builtin_prefetch(row + off, 1, 3);
-        }
-        if (o->final && r < o->m) {
-            const char *row = (const char *)o->c + r * o->ldc * g->c_esz;
-            for (size_t off = 0; off < o->n * g->c_esz; off += 64)
-                __builtin_prefetch(row + off, 1, 3);
-        }
+/* Prefetches (into L1, for writing) the rows of C a finishing micro-kernel
+ * call will store: C comes from L3 or memory and would stall the stores. */
+static inline void prefetch_c(const gemm_plan *g, const char *c, size_t m, size_t n) {
+    for (size_t r = 0; r < m; r++) {
+        const char *row = c + r * g->ldc * g->c_esz;
+        for (size_t off = 0; off < n * g->c_esz; off += 64) __builtin_prefetch(row + off, 1, 3);
     }
 }
 
@@ -181,71 +150,67 @@ static inline void prefetch_tile(const gemm_plan *g, const hrmt_gemm_ukr_out *o,
 static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1, char *scratch) {
     const hrmt_gemm_ukernel *uk = g->uk;
     const hrmt_packed_w *W = g->W;
-    const size_t mr = uk->mr, nr = uk->nr;
+    const size_t mr = uk->mr, nr = uk->nr, a_esz = g->a_esz;
+    const size_t slivers = ceil_div(m1 - m0, mr), m_pad = slivers * mr;
     char *abuf = scratch;
     float *bbuf = (float *)(scratch + g->a_bytes);
     float *pbuf = (float *)(scratch + g->a_bytes + g->b_bytes);
-    const size_t ld_p = round_up(n1 - n0, nr);
-    const size_t a_esz = g->a_esz;
 
+    /* Pack rows m0..m1 of A, every K block: block p at p*kc*m_pad elements,
+     * its sliver s at s*MR*kc_p within. */
     for (size_t p = 0; p < W->nblk; p++) {
         size_t kc_p;
         (void)hrmt_gemm_packed_panel(W, p, 0, &kc_p);
         const size_t k0 = p * W->kc;
-        const size_t kv = g->K - k0 < kc_p ? g->K - k0 : kc_p;
-        const size_t sliver_bytes = mr * kc_p * a_esz;
-
-        /* Pack this K block of rows m0..m1 into MR slivers. */
-        for (size_t i = m0; i < m1; i += mr) {
-            char *dst = abuf + (i - m0) / mr * sliver_bytes;
-            size_t m = m1 - i < mr ? m1 - i : mr;
+        const size_t kv = g->K - k0 < kc_p ? g->K - k0 : kc_p; /* valid k */
+        char *blk = abuf + k0 * m_pad * a_esz;
+        for (size_t s = 0; s < slivers; s++) {
+            const size_t i = m0 + s * mr, m = m1 - i < mr ? m1 - i : mr;
+            char *dst = blk + s * mr * kc_p * a_esz;
             const char *src = (const char *)g->A + (i * g->lda + k0) * hrmt_dtype_size(g->a_dt);
             uk->pack_a(m, kv, src, g->a_dt, g->lda, dst);
             if (uk->k_unit == 1 && kc_p > kv) /* F32 kernel on padded BF16 pairs */
                 memset(dst + kv * mr * a_esz, 0, (kc_p - kv) * mr * a_esz);
         }
+    }
 
-        hrmt_gemm_ukr_out o;
-        o.load = p > 0;
-        o.final = p + 1 == W->nblk;
-        o.c_dt = g->c_dt;
-        o.ldc = g->ldc;
-        o.accumulate = g->accumulate;
-        const size_t panel_bytes = kc_p * nr * W->esz;
-        const size_t slivers = (m1 - m0 + mr - 1) / mr;
-        const size_t pf_step = round_up(ceil_div(panel_bytes, slivers), 64);
-        for (size_t j = n0; j < n1; j += nr) {
-            size_t kk;
-            const void *b = hrmt_gemm_packed_panel(W, p, j / nr, &kk);
-            const char *b_next =
-                j + nr < n1 ? hrmt_gemm_packed_panel(W, p, (j + nr) / nr, &kk) : NULL;
+    hrmt_gemm_ukr_out o;
+    o.c_dt = g->c_dt;
+    o.ldc = g->ldc;
+    o.accumulate = g->accumulate;
+    o.ld_partial = nr;
+    for (size_t j = n0; j < n1; j += nr) {
+        o.n = n1 - j < nr ? n1 - j : nr;
+        for (size_t p = 0; p < W->nblk; p++) {
+            size_t kc_p, kk;
+            const void *b = hrmt_gemm_packed_panel(W, p, j / nr, &kc_p);
+            /* The panel the next (p, j) step reads: pull a share into L2 per call. */
+            const char *b_next = p + 1 < W->nblk ? hrmt_gemm_packed_panel(W, p + 1, j / nr, &kk)
+                                 : j + nr < n1   ? hrmt_gemm_packed_panel(W, 0, j / nr + 1, &kk)
+                                                 : NULL;
+            const size_t next_bytes = kk * nr * W->esz;
+            const size_t pf_step = round_up(ceil_div(next_bytes, slivers), 64);
             if (g->widen_w) {
                 widen_panel(b, kc_p, nr, bbuf);
                 b = bbuf;
             }
-            o.n = n1 - j < nr ? n1 - j : nr;
-            for (size_t i = m0, s = 0; i < m1; i += mr, s++) {
+            const char *ablk = abuf + p * W->kc * m_pad * a_esz;
+            o.load = p > 0;
+            o.final = p + 1 == W->nblk;
+            for (size_t s = 0; s < slivers; s++) {
+                const size_t i = m0 + s * mr;
                 o.m = m1 - i < mr ? m1 - i : mr;
-                tile_target(g, i, j, m0, n0, ld_p, pbuf, &o);
-                /* Prefetch what the next call touches: its C / partial rows
-                 * (they come from L3 or memory and would stall the kernel's
-                 * first loads) and a share of the next W panel (into L2). */
-                hrmt_gemm_ukr_out nx = o;
-                if (i + mr < m1) {
-                    nx.m = m1 - i - mr < mr ? m1 - i - mr : mr;
-                    tile_target(g, i + mr, j, m0, n0, ld_p, pbuf, &nx);
-                    prefetch_tile(g, &nx, mr);
-                } else if (j + nr < n1) {
-                    nx.m = m1 - m0 < mr ? m1 - m0 : mr;
-                    nx.n = n1 - j - nr < nr ? n1 - j - nr : nr;
-                    tile_target(g, m0, j + nr, m0, n0, ld_p, pbuf, &nx);
-                    prefetch_tile(g, &nx, mr);
+                o.c = (char *)g->C + (i * g->ldc + j) * g->c_esz;
+                o.partial = pbuf + s * mr * nr;
+                if (o.final && s + 1 < slivers) {
+                    size_t mn = m1 - i - mr < mr ? m1 - i - mr : mr;
+                    prefetch_c(g, (const char *)o.c + mr * g->ldc * g->c_esz, mn, o.n);
                 }
-                if (b_next && s * pf_step < panel_bytes)
-                    for (size_t off = s * pf_step; off < (s + 1) * pf_step && off < panel_bytes;
+                if (b_next)
+                    for (size_t off = s * pf_step; off < (s + 1) * pf_step && off < next_bytes;
                          off += 64)
                         __builtin_prefetch(b_next + off, 0, 2);
-                uk->run(kc_p, abuf + (i - m0) / mr * sliver_bytes, b, &o);
+                uk->run(kc_p, ablk + s * mr * kc_p * a_esz, b, &o);
             }
         }
     }

@@ -25,7 +25,7 @@ static hrmt_status no_kernel(hrmt_context *ctx, const char *op, hrmt_dtype dt) {
 
 /* ---- copy / convert: byte-chunked when both sides are contiguous ---------- */
 
-#define FLAT_CHUNK ((size_t)256 * 1024) /* elements per parallel piece */
+#define FLAT_CHUNK ((size_t)16 * 1024) /* elements per parallel piece */
 
 typedef struct {
     const hrmt_rowops *k;

@@ -15,11 +15,11 @@
 #include "core/context.h"
 
 struct hrmt_st_file {
-    void *map;               /* owned mapping (NULL for in-memory images) */
+    void *map; /* owned mapping (NULL for in-memory images) */
     size_t map_len;
     size_t count;
     hrmt_st_tensor *tensors;
-    char *names;             /* all names, NUL-separated */
+    char *names; /* all names, NUL-separated */
     size_t nmeta;
     char **meta_keys, **meta_vals;
 };
@@ -90,8 +90,10 @@ static int json_size(const cJSON *it, size_t *out) {
 }
 
 static int parse_dtype(const char *s, hrmt_dtype *out) {
-    static const struct { const char *name; hrmt_dtype dt; } known[] = {
-        {"F32", HRMT_F32}, {"BF16", HRMT_BF16}, {"I32", HRMT_I32}};
+    static const struct {
+        const char *name;
+        hrmt_dtype dt;
+    } known[] = {{"F32", HRMT_F32}, {"BF16", HRMT_BF16}, {"I32", HRMT_I32}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(s, known[i].name) == 0) {
             *out = known[i].dt;
@@ -107,7 +109,8 @@ static hrmt_status parse_metadata(hrmt_context *ctx, const cJSON *meta, hrmt_st_
     size_t n = (size_t)cJSON_GetArraySize(meta);
     f->meta_keys = calloc(n ? n : 1, sizeof *f->meta_keys);
     f->meta_vals = calloc(n ? n : 1, sizeof *f->meta_vals);
-    if (!f->meta_keys || !f->meta_vals) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "safetensors: metadata");
+    if (!f->meta_keys || !f->meta_vals)
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "safetensors: metadata");
     const cJSON *it;
     cJSON_ArrayForEach(it, meta) {
         if (!cJSON_IsString(it))
@@ -134,36 +137,41 @@ static hrmt_status parse_entry(hrmt_context *ctx, const cJSON *e, hrmt_st_tensor
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off))
-        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON,
-                         "safetensors: entry '%s' needs string dtype, array shape, array data_offsets", nm);
+        return hrmt_fail(
+            ctx, HRMT_ERR_BAD_JSON,
+            "safetensors: entry '%s' needs string dtype, array shape, array data_offsets", nm);
     if (!parse_dtype(dt->valuestring, &t->dtype))
         return hrmt_fail(ctx, HRMT_ERR_BAD_DTYPE,
                          "safetensors: tensor '%s' has dtype '%s' (accepted: F32, BF16, I32)", nm,
                          dt->valuestring);
     int nd = cJSON_GetArraySize(sh);
     if (nd > HRMT_ST_MAX_DIMS)
-        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: tensor '%s' has %d dims (max %d)", nm,
-                         nd, HRMT_ST_MAX_DIMS);
+        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: tensor '%s' has %d dims (max %d)",
+                         nm, nd, HRMT_ST_MAX_DIMS);
     t->ndim = nd;
     size_t numel = 1;
     for (int i = 0; i < nd; i++) {
         if (!json_size(cJSON_GetArrayItem(sh, i), &t->shape[i]))
             return hrmt_fail(ctx, HRMT_ERR_BAD_JSON,
-                             "safetensors: tensor '%s' shape[%d] is not a non-negative integer", nm, i);
+                             "safetensors: tensor '%s' shape[%d] is not a non-negative integer", nm,
+                             i);
         if (!hrmt_mul_ok(numel, t->shape[i], &numel))
-            return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "safetensors: tensor '%s' shape overflows", nm);
+            return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "safetensors: tensor '%s' shape overflows",
+                             nm);
     }
     t->numel = numel;
     if (!hrmt_mul_ok(numel, hrmt_dtype_size(t->dtype), &t->nbytes))
-        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "safetensors: tensor '%s' byte size overflows", nm);
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "safetensors: tensor '%s' byte size overflows",
+                         nm);
     if (cJSON_GetArraySize(off) != 2 || !json_size(cJSON_GetArrayItem(off, 0), &t->begin) ||
         !json_size(cJSON_GetArrayItem(off, 1), &t->end))
         return hrmt_fail(ctx, HRMT_ERR_BAD_JSON,
                          "safetensors: tensor '%s' data_offsets is not [begin, end]", nm);
     if (t->begin > t->end || t->end - t->begin != t->nbytes)
-        return hrmt_fail(ctx, HRMT_ERR_BAD_OFFSETS,
-                         "safetensors: tensor '%s' data_offsets [%zu, %zu] do not span its %zu bytes",
-                         nm, t->begin, t->end, t->nbytes);
+        return hrmt_fail(
+            ctx, HRMT_ERR_BAD_OFFSETS,
+            "safetensors: tensor '%s' data_offsets [%zu, %zu] do not span its %zu bytes", nm,
+            t->begin, t->end, t->nbytes);
     return HRMT_OK;
 }
 
@@ -177,10 +185,11 @@ static int cmp_begin(const void *a, const void *b) {
 /* Overlaps, then ranges against the data section. */
 static hrmt_status check_layout(hrmt_context *ctx, hrmt_st_file *f, size_t data_len) {
     if (f->count == 0) return HRMT_OK;
-    const hrmt_st_tensor **order = malloc(f->count * sizeof *order);
+    typedef const hrmt_st_tensor *tensor_ref;
+    tensor_ref *order = malloc(f->count * sizeof(tensor_ref));
     if (!order) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "safetensors: sort buffer");
     for (size_t i = 0; i < f->count; i++) order[i] = &f->tensors[i];
-    qsort(order, f->count, sizeof *order, cmp_begin);
+    qsort(order, f->count, sizeof(tensor_ref), cmp_begin);
     hrmt_status s = HRMT_OK;
     int gapless = order[0]->begin == 0;
     size_t max_end = order[0]->end;
@@ -223,7 +232,8 @@ static hrmt_status parse_image(hrmt_context *ctx, const unsigned char *buf, size
                                hrmt_st_file *f) {
     if (len < 8)
         return hrmt_fail(ctx, HRMT_ERR_FILE_TRUNCATED,
-                         "safetensors: file has %zu bytes, shorter than the 8-byte header length", len);
+                         "safetensors: file has %zu bytes, shorter than the 8-byte header length",
+                         len);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
     if (n > HRMT_ST_MAX_HEADER)
@@ -235,7 +245,8 @@ static hrmt_status parse_image(hrmt_context *ctx, const unsigned char *buf, size
                          "safetensors: header length %llu runs beyond the %zu-byte file",
                          (unsigned long long)n, len);
     if (n < 2)
-        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: header of %llu bytes cannot be a JSON object",
+        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON,
+                         "safetensors: header of %llu bytes cannot be a JSON object",
                          (unsigned long long)n);
     const char *hdr = (const char *)buf + 8;
     const char *end = NULL;
@@ -243,14 +254,15 @@ static hrmt_status parse_image(hrmt_context *ctx, const unsigned char *buf, size
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         size_t pos = (at && at >= hdr && at <= hdr + n) ? (size_t)(at - hdr) : 0;
-        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: header is not valid JSON (near byte %zu)",
-                         pos);
+        return hrmt_fail(ctx, HRMT_ERR_BAD_JSON,
+                         "safetensors: header is not valid JSON (near byte %zu)", pos);
     }
     hrmt_status s = HRMT_OK;
     /* Writers may pad the header with spaces; anything else after the object is an error. */
     for (const char *p = end; p && p < hdr + n; p++) {
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\0') {
-            s = hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: trailing bytes after the header object");
+            s = hrmt_fail(ctx, HRMT_ERR_BAD_JSON,
+                          "safetensors: trailing bytes after the header object");
             goto out;
         }
     }
@@ -283,7 +295,8 @@ static hrmt_status parse_image(hrmt_context *ctx, const unsigned char *buf, size
         }
         for (size_t j = 0; j < f->count; j++) {
             if (strcmp(f->tensors[j].name, e->string) == 0) {
-                s = hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: tensor '%s' appears twice", e->string);
+                s = hrmt_fail(ctx, HRMT_ERR_BAD_JSON, "safetensors: tensor '%s' appears twice",
+                              e->string);
                 goto out;
             }
         }
@@ -304,7 +317,8 @@ out:
 
 hrmt_status hrmt_st_open_memory(hrmt_context *ctx, const void *buf, size_t len,
                                 hrmt_st_file **out) {
-    if (!out || (!buf && len)) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "safetensors: NULL argument");
+    if (!out || (!buf && len))
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "safetensors: NULL argument");
     hrmt_st_file *f = calloc(1, sizeof *f);
     if (!f) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "safetensors: handle");
     hrmt_status s = parse_image(ctx, buf, len, f);
@@ -334,7 +348,8 @@ hrmt_status hrmt_st_open(hrmt_context *ctx, const char *path, hrmt_st_file **out
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return hrmt_fail(ctx, HRMT_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
+    if (map == MAP_FAILED)
+        return hrmt_fail(ctx, HRMT_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
     hrmt_st_file *f = calloc(1, sizeof *f);
     if (!f) {
         munmap(map, len);

@@ -34,12 +34,12 @@
 typedef struct hrmt_st_tensor {
     const char *name;
     hrmt_dtype dtype;
-    int ndim;                        /* 0 for a scalar */
+    int ndim; /* 0 for a scalar */
     size_t shape[HRMT_ST_MAX_DIMS];
     size_t numel;
-    const void *data;                /* inside the mapping; possibly unaligned */
+    const void *data; /* inside the mapping; possibly unaligned */
     size_t nbytes;
-    size_t begin, end;               /* offsets in the data section */
+    size_t begin, end; /* offsets in the data section */
 } hrmt_st_tensor;
 
 typedef struct hrmt_st_file hrmt_st_file;
@@ -47,8 +47,7 @@ typedef struct hrmt_st_file hrmt_st_file;
 /* Maps and validates `path`. IO when it cannot be opened or mapped. */
 hrmt_status hrmt_st_open(hrmt_context *ctx, const char *path, hrmt_st_file **out);
 /* Validates an in-memory image (not copied; must outlive the handle). */
-hrmt_status hrmt_st_open_memory(hrmt_context *ctx, const void *buf, size_t len,
-                                hrmt_st_file **out);
+hrmt_status hrmt_st_open_memory(hrmt_context *ctx, const void *buf, size_t len, hrmt_st_file **out);
 void hrmt_st_close(hrmt_st_file *f);
 
 size_t hrmt_st_count(const hrmt_st_file *f);

@@ -124,14 +124,16 @@ fail:
 }
 
 hrmt_status hrmt_st_writer_save(hrmt_context *ctx, const hrmt_st_writer *w, const char *path) {
-    if (!w || !path) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "safetensors writer: NULL argument");
+    if (!w || !path)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "safetensors writer: NULL argument");
     char *hdr = build_header(w);
     if (!hdr) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "safetensors writer: header");
     size_t hlen = strlen(hdr);
     size_t padded = (hlen + 7) / 8 * 8; /* keeps the data section 8-byte aligned */
     FILE *fp = fopen(path, "wb");
     if (!fp) {
-        hrmt_status s = hrmt_fail(ctx, HRMT_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+        hrmt_status s =
+            hrmt_fail(ctx, HRMT_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
         cJSON_free(hdr);
         return s;
     }

@@ -60,10 +60,10 @@ static inline void swiglu_rows(int bf, size_t rows, size_t inter, const void *gu
             hrmt_neon_st4(o, j, swiglu4(hrmt_neon_ld4(g, j, bf), hrmt_neon_ld4(u, j, bf), bf), bf);
         if (j < inter) {
             const size_t n = inter - j;
-            st_tail(at_w(o, j, bf), n,
-                    swiglu4(ld_tail(at(g, j, bf), n, bf, 0.0f), ld_tail(at(u, j, bf), n, bf, 0.0f),
-                            bf),
-                    bf);
+            st_tail(
+                at_w(o, j, bf), n,
+                swiglu4(ld_tail(at(g, j, bf), n, bf, 0.0f), ld_tail(at(u, j, bf), n, bf, 0.0f), bf),
+                bf);
         }
     }
 }
@@ -73,8 +73,8 @@ static void f32_swiglu__neon_u8(size_t rows, size_t inter, const void *gu, size_
     (void)nt;
     swiglu_rows(0, rows, inter, gu, ldg, out, ldo);
 }
-static void bf16_swiglu__neon_u8(size_t rows, size_t inter, const void *gu, size_t ldg,
-                                 void *out, size_t ldo, int nt) {
+static void bf16_swiglu__neon_u8(size_t rows, size_t inter, const void *gu, size_t ldg, void *out,
+                                 size_t ldo, int nt) {
     (void)nt;
     swiglu_rows(1, rows, inter, gu, ldg, out, ldo);
 }
@@ -91,8 +91,8 @@ static inline float row_max(const void *x, size_t cols, float scale, int bf) {
     for (; j + 4 <= cols; j += 4) m0 = vmaxq_f32(m0, vmulq_f32(vs, hrmt_neon_ld4(x, j, bf)));
     float m = vmaxvq_f32(vmaxq_f32(m0, m1));
     for (; j < cols; j++) {
-        const float v = scale * (bf ? hrmt_bf16_to_f32(((const uint16_t *)x)[j])
-                                    : ((const float *)x)[j]);
+        const float v =
+            scale * (bf ? hrmt_bf16_to_f32(((const uint16_t *)x)[j]) : ((const float *)x)[j]);
         if (v > m || v != v) m = v;
     }
     return m;
@@ -169,8 +169,8 @@ static void f32_softmax__neon_u8(size_t rows, size_t cols, const void *x, size_t
                                  void *out, size_t ldo) {
     softmax_rows(0, rows, cols, x, ldx, scale, out, ldo);
 }
-static void bf16_softmax__neon_u8(size_t rows, size_t cols, const void *x, size_t ldx,
-                                  float scale, void *out, size_t ldo) {
+static void bf16_softmax__neon_u8(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
+                                  void *out, size_t ldo) {
     softmax_rows(1, rows, cols, x, ldx, scale, out, ldo);
 }
 

@@ -11,8 +11,7 @@ typedef struct {
     float sx, sk, raw;
 } engram_sums;
 
-static inline engram_sums fwd_sums(const uint16_t *x, const uint16_t *k, const float *w,
-                                   size_t n) {
+static inline engram_sums fwd_sums(const uint16_t *x, const uint16_t *k, const float *w, size_t n) {
     float32x4_t sx = vdupq_n_f32(0.0f), sk = sx, rw = sx, sx1 = sx, sk1 = sx, rw1 = sx;
     size_t j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -64,9 +63,9 @@ static void bf16_engram_fwd__neon_u8(size_t tokens, size_t hc, size_t hidden, co
             size_t j = 0;
             for (; j + 8 <= hidden; j += 8) {
                 const uint16x8_t xv = vld1q_u16(xr + j), vv = vld1q_u16(v + j);
-                const float32x4_t lo = vaddq_f32(
-                    hrmt_neon_bf16x4_to_f32(vget_low_u16(xv)),
-                    vmulq_f32(vg, hrmt_neon_bf16x4_to_f32(vget_low_u16(vv))));
+                const float32x4_t lo =
+                    vaddq_f32(hrmt_neon_bf16x4_to_f32(vget_low_u16(xv)),
+                              vmulq_f32(vg, hrmt_neon_bf16x4_to_f32(vget_low_u16(vv))));
                 const float32x4_t hi =
                     vaddq_f32(vreinterpretq_f32_u32(vshll_high_n_u16(xv, 16)),
                               vmulq_f32(vg, vreinterpretq_f32_u32(vshll_high_n_u16(vv, 16))));
@@ -106,8 +105,7 @@ static void bf16_engram_bwd__neon_u4(size_t tokens, size_t hc, size_t hidden,
                                      const uint16_t *grad_out, const uint16_t *x,
                                      const uint16_t *kv, const float *wf, const float *dot,
                                      const float *gate, const float *rstd_x, const float *rstd_k,
-                                     float clamp, uint16_t *grad_x, uint16_t *grad_kv,
-                                     float *gw) {
+                                     float clamp, uint16_t *grad_x, uint16_t *grad_kv, float *gw) {
     const float scale = hrmt_engram_scale(hidden), fh = (float)hidden;
     for (size_t t = 0; t < tokens; t++) {
         const uint16_t *v = kv + (t * (hc + 1) + hc) * hidden;
@@ -125,7 +123,8 @@ static void bf16_engram_bwd__neon_u4(size_t tokens, size_t hc, size_t hidden,
             float *gwr = gw + h * hidden;
             size_t j = 0;
             for (; j + 4 <= hidden; j += 4) {
-                const float32x4_t xv = hrmt_neon_ld_bf16x4(xr + j), kvv = hrmt_neon_ld_bf16x4(kr + j);
+                const float32x4_t xv = hrmt_neon_ld_bf16x4(xr + j),
+                                  kvv = hrmt_neon_ld_bf16x4(kr + j);
                 const float32x4_t wv = vld1q_f32(w + j);
                 const float32x4_t tx = vsubq_f32(vmulq_f32(wv, kvv), vmulq_f32(vcx, xv));
                 const float32x4_t tk = vsubq_f32(vmulq_f32(wv, xv), vmulq_f32(vck, kvv));
@@ -150,8 +149,8 @@ static void bf16_engram_bwd__neon_u4(size_t tokens, size_t hc, size_t hidden,
         for (; j + 4 <= hidden; j += 4) {
             float32x4_t acc = vdupq_n_f32(0.0f);
             for (size_t h = 0; h < hc; h++)
-                acc = vaddq_f32(acc, vmulq_f32(hrmt_neon_ld_bf16x4(gor + h * hidden + j),
-                                               vdupq_n_f32(gt[h])));
+                acc = vaddq_f32(
+                    acc, vmulq_f32(hrmt_neon_ld_bf16x4(gor + h * hidden + j), vdupq_n_f32(gt[h])));
             hrmt_neon_st_bf16x4(gv + j, acc);
         }
         for (; j < hidden; j++) {

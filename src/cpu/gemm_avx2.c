@@ -15,14 +15,17 @@ static void f32_gemm_ukr__avx2_6x16(size_t kc, const void *a_, const void *b_,
     __m256 c0[MR], c1[MR];
     if (o->load) {
         const float *p = o->partial;
+#pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
             c0[i] = _mm256_loadu_ps(p + (size_t)i * o->ld_partial);
             c1[i] = _mm256_loadu_ps(p + (size_t)i * o->ld_partial + 8);
         }
     } else {
+#pragma GCC unroll 6
         for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm256_setzero_ps();
     }
     for (size_t k = 0; k < kc; k++) {
+        _mm_prefetch((const char *)(a + 16 * MR), _MM_HINT_T0); /* A streams from L2 */
         const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
@@ -44,6 +47,7 @@ static void f32_gemm_ukr__avx2_6x16(size_t kc, const void *a_, const void *b_,
         dst = o->c;
         ld = o->ldc;
     }
+#pragma GCC unroll 6
     for (int i = 0; i < MR; i++) {
         _mm256_storeu_ps(dst + (size_t)i * ld, c0[i]);
         _mm256_storeu_ps(dst + (size_t)i * ld + 8, c1[i]);

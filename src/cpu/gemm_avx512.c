@@ -27,6 +27,8 @@ static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_
         for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();
     }
     for (size_t k = 0; k < kc; k++) {
+        /* The A sliver streams from L2: fetch ~8 k ahead (56 bytes per k). */
+        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 14
         for (int i = 0; i < MR; i++) {

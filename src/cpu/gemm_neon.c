@@ -29,9 +29,9 @@ static void f32_gemm_ukr__neon_8x12(size_t kc, const void *a_, const void *b_,
     for (size_t k = 0; k < kc; k++) {
         const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);
         const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
-#define HRMT_ROW(i, av, lane)                               \
-    c[i][0] = vfmaq_laneq_f32(c[i][0], b0, av, lane);       \
-    c[i][1] = vfmaq_laneq_f32(c[i][1], b1, av, lane);       \
+#define HRMT_ROW(i, av, lane)                         \
+    c[i][0] = vfmaq_laneq_f32(c[i][0], b0, av, lane); \
+    c[i][1] = vfmaq_laneq_f32(c[i][1], b1, av, lane); \
     c[i][2] = vfmaq_laneq_f32(c[i][2], b2, av, lane)
         HRMT_ROW(0, a0, 0);
         HRMT_ROW(1, a0, 1);
@@ -78,20 +78,20 @@ static inline void transpose4(float32x4_t r0, float32x4_t r1, float32x4_t r2, fl
                               float32x4_t out[4]) {
     const float32x4_t t0 = vtrn1q_f32(r0, r1), t1 = vtrn2q_f32(r0, r1);
     const float32x4_t t2 = vtrn1q_f32(r2, r3), t3 = vtrn2q_f32(r2, r3);
-    out[0] = vreinterpretq_f32_f64(
-        vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-    out[1] = vreinterpretq_f32_f64(
-        vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
-    out[2] = vreinterpretq_f32_f64(
-        vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-    out[3] = vreinterpretq_f32_f64(
-        vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    out[0] =
+        vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    out[1] =
+        vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    out[2] =
+        vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    out[3] =
+        vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
 }
 
 /* Full slivers (m = MR) go through 4 x 4 register transposes, 4 k at a time;
  * partial slivers and the k tail use the portable packer's layout. */
-static void f32_gemm_pack_a__neon_8(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
-                                    size_t lda, void *dst_) {
+static void f32_gemm_pack_a__neon_8(size_t m, size_t kc, const void *a, hrmt_dtype a_dt, size_t lda,
+                                    void *dst_) {
     if (m != MR || kc < 4) {
         hrmt_gemm_pack_a_f32_generic(MR, m, kc, a, a_dt, lda, dst_);
         return;
@@ -111,16 +111,16 @@ static void f32_gemm_pack_a__neon_8(size_t m, size_t kc, const void *a, hrmt_dty
     }
     for (; k < kc; k++)
         for (size_t i = 0; i < MR; i++)
-            dst[k * MR + i] = a_dt == HRMT_F32 ? ((const float *)a)[i * lda + k]
-                                               : hrmt_bf16_to_f32(((const uint16_t *)a)[i * lda + k]);
+            dst[k * MR + i] = a_dt == HRMT_F32
+                                  ? ((const float *)a)[i * lda + k]
+                                  : hrmt_bf16_to_f32(((const uint16_t *)a)[i * lda + k]);
 }
 
 void hrmt_gemm_fill_neon(hrmt_gemm_kernels *t) {
     *t = (hrmt_gemm_kernels){
         .mr = MR,
         .nr = NR,
-        .f32 = {"f32_gemm__neon_8x12", MR, NR, 1, f32_gemm_ukr__neon_8x12,
-                f32_gemm_pack_a__neon_8},
+        .f32 = {"f32_gemm__neon_8x12", MR, NR, 1, f32_gemm_ukr__neon_8x12, f32_gemm_pack_a__neon_8},
         .bf16 = {"none", MR, NR, 2, NULL, NULL},
     };
 }

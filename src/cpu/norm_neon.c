@@ -112,8 +112,7 @@ static inline void rmsnorm_rows(int bf, size_t rows, size_t cols, const void *x,
 /* SRAM form: h is parked in `out` during the reduction, then scaled in place
  * while the row is still in L1/L2 (one pass over x and r). */
 static inline void resid_sram_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,
-                                   const void *res, size_t ldr, float eps, void *out,
-                                   size_t ldo) {
+                                   const void *res, size_t ldr, float eps, void *out, size_t ldo) {
     for (size_t r = 0; r < rows; r++) {
         const void *xr = row_c(x, r, ldx, bf), *rr = row_c(res, r, ldr, bf);
         void *o = row(out, r, ldo, bf);
@@ -126,8 +125,7 @@ static inline void resid_sram_rows(int bf, size_t rows, size_t cols, const void 
  * output is written once. AArch64 has no non-temporal store intrinsic in
  * ACLE (STNP is only a hint), so `nt` gives plain stores here. */
 static inline void resid_dram_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,
-                                   const void *res, size_t ldr, float eps, void *out,
-                                   size_t ldo) {
+                                   const void *res, size_t ldr, float eps, void *out, size_t ldo) {
     for (size_t r = 0; r < rows; r++) {
         const void *xr = row_c(x, r, ldx, bf), *rr = row_c(res, r, ldr, bf);
         void *o = row(out, r, ldo, bf);
@@ -144,25 +142,25 @@ static void bf16_rmsnorm__neon_u16(size_t rows, size_t cols, const void *x, size
                                    const float *w, float eps, void *out, size_t ldo) {
     rmsnorm_rows(1, rows, cols, x, ldx, w, eps, out, ldo);
 }
-static void f32_residual_rmsnorm_sram__neon_u16(size_t rows, size_t cols, const void *x,
-                                                size_t ldx, const void *r, size_t ldr, float eps,
-                                                void *out, size_t ldo) {
+static void f32_residual_rmsnorm_sram__neon_u16(size_t rows, size_t cols, const void *x, size_t ldx,
+                                                const void *r, size_t ldr, float eps, void *out,
+                                                size_t ldo) {
     resid_sram_rows(0, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }
 static void bf16_residual_rmsnorm_sram__neon_u16(size_t rows, size_t cols, const void *x,
-                                                 size_t ldx, const void *r, size_t ldr,
-                                                 float eps, void *out, size_t ldo) {
+                                                 size_t ldx, const void *r, size_t ldr, float eps,
+                                                 void *out, size_t ldo) {
     resid_sram_rows(1, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }
-static void f32_residual_rmsnorm_dram__neon_u16(size_t rows, size_t cols, const void *x,
-                                                size_t ldx, const void *r, size_t ldr, float eps,
-                                                void *out, size_t ldo, int nt) {
+static void f32_residual_rmsnorm_dram__neon_u16(size_t rows, size_t cols, const void *x, size_t ldx,
+                                                const void *r, size_t ldr, float eps, void *out,
+                                                size_t ldo, int nt) {
     (void)nt;
     resid_dram_rows(0, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }
 static void bf16_residual_rmsnorm_dram__neon_u16(size_t rows, size_t cols, const void *x,
-                                                 size_t ldx, const void *r, size_t ldr,
-                                                 float eps, void *out, size_t ldo, int nt) {
+                                                 size_t ldx, const void *r, size_t ldr, float eps,
+                                                 void *out, size_t ldo, int nt) {
     (void)nt;
     resid_dram_rows(1, rows, cols, x, ldx, r, ldr, eps, out, ldo);
 }

@@ -25,9 +25,8 @@ static inline void st1(void *p, size_t i, float x, int bf) {
         ((float *)p)[i] = x;
 }
 
-static inline void rope_rows(int bf, size_t tokens, size_t heads, size_t hd, void *x,
-                             size_t ld_tok, size_t ld_head, const float *cos_t,
-                             const float *sin_t, size_t ld_cs) {
+static inline void rope_rows(int bf, size_t tokens, size_t heads, size_t hd, void *x, size_t ld_tok,
+                             size_t ld_head, const float *cos_t, const float *sin_t, size_t ld_cs) {
     const size_t es = bf ? 2 : 4, half = hd / 2;
     for (size_t t = 0; t < tokens; t++) {
         const float *c = cos_t + t * ld_cs, *s = sin_t + t * ld_cs;

@@ -36,8 +36,8 @@ static void bf16_f32_cvt__neon_u16(float *dst, const uint16_t *src, size_t n) {
     for (; i < n; i++) dst[i] = hrmt_bf16_to_f32(src[i]);
 }
 
-static void f32_add__neon_u16(size_t rows, size_t cols, const void *a_, size_t lda,
-                              const void *b_, size_t ldb, void *out_, size_t ldo) {
+static void f32_add__neon_u16(size_t rows, size_t cols, const void *a_, size_t lda, const void *b_,
+                              size_t ldb, void *out_, size_t ldo) {
     for (size_t r = 0; r < rows; r++) {
         const float *a = (const float *)a_ + r * lda, *b = (const float *)b_ + r * ldb;
         float *o = (float *)out_ + r * ldo;
@@ -52,29 +52,29 @@ static void f32_add__neon_u16(size_t rows, size_t cols, const void *a_, size_t l
             vst1q_f32(o + j + 8, s2);
             vst1q_f32(o + j + 12, s3);
         }
-        for (; j + 4 <= cols; j += 4) vst1q_f32(o + j, vaddq_f32(vld1q_f32(a + j), vld1q_f32(b + j)));
+        for (; j + 4 <= cols; j += 4)
+            vst1q_f32(o + j, vaddq_f32(vld1q_f32(a + j), vld1q_f32(b + j)));
         for (; j < cols; j++) o[j] = a[j] + b[j];
     }
 }
 
-static void bf16_add__neon_u8(size_t rows, size_t cols, const void *a_, size_t lda,
-                              const void *b_, size_t ldb, void *out_, size_t ldo) {
+static void bf16_add__neon_u8(size_t rows, size_t cols, const void *a_, size_t lda, const void *b_,
+                              size_t ldb, void *out_, size_t ldo) {
     for (size_t r = 0; r < rows; r++) {
         const uint16_t *a = (const uint16_t *)a_ + r * lda, *b = (const uint16_t *)b_ + r * ldb;
         uint16_t *o = (uint16_t *)out_ + r * ldo;
         size_t j = 0;
         for (; j + 8 <= cols; j += 8) {
             const uint16x8_t va = vld1q_u16(a + j), vb = vld1q_u16(b + j);
-            const float32x4_t lo =
-                vaddq_f32(hrmt_neon_bf16x4_to_f32(vget_low_u16(va)),
-                          hrmt_neon_bf16x4_to_f32(vget_low_u16(vb)));
+            const float32x4_t lo = vaddq_f32(hrmt_neon_bf16x4_to_f32(vget_low_u16(va)),
+                                             hrmt_neon_bf16x4_to_f32(vget_low_u16(vb)));
             const float32x4_t hi = vaddq_f32(vreinterpretq_f32_u32(vshll_high_n_u16(va, 16)),
                                              vreinterpretq_f32_u32(vshll_high_n_u16(vb, 16)));
             vst1q_u16(o + j, hrmt_neon_f32_to_bf16x8(lo, hi));
         }
         for (; j + 4 <= cols; j += 4)
-            hrmt_neon_st_bf16x4(o + j, vaddq_f32(hrmt_neon_ld_bf16x4(a + j),
-                                                 hrmt_neon_ld_bf16x4(b + j)));
+            hrmt_neon_st_bf16x4(o + j,
+                                vaddq_f32(hrmt_neon_ld_bf16x4(a + j), hrmt_neon_ld_bf16x4(b + j)));
         for (; j < cols; j++)
             o[j] = hrmt_f32_to_bf16(hrmt_bf16_to_f32(a[j]) + hrmt_bf16_to_f32(b[j]));
     }

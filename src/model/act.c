@@ -1,5 +1,6 @@
 /* The ACT wrapper (HierarchicalReasoningModel_ACTV1.forward, eval mode):
  * reset halted samples, run the inner model once, count steps, halt. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <string.h>
 #include <time.h>
 
@@ -21,8 +22,8 @@ static hrmt_status check_data(hrmt_model *m, const hrmt_carry *c, const int32_t 
             int32_t v = inputs[s * m->seq + i];
             if (v < 0 || v >= m->cfg.vocab_size)
                 return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                                 "act step: inputs[%zu][%zu] = %d is outside the vocabulary 0..%d", s,
-                                 i, (int)v, m->cfg.vocab_size - 1);
+                                 "act step: inputs[%zu][%zu] = %d is outside the vocabulary 0..%d",
+                                 s, i, (int)v, m->cfg.vocab_size - 1);
         }
         if (m->P && (puzzle_ids[s] < 0 || puzzle_ids[s] >= m->cfg.num_puzzle_identifiers))
             return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
@@ -63,7 +64,8 @@ static void to_f32(const hrmt_model *m, const void *src, float *dst, size_t n) {
 static hrmt_status heads(hrmt_model *m, hrmt_carry *c) {
     size_t B = (size_t)c->batch, T = m->T, H = m->hidden, V = m->vocab;
     hrmt_status s = hrmt_linear_apply(m, &m->lm_head, c->zH, H, c->logits, V, m->dt, B * T, &c->ws);
-    if (s == HRMT_OK) s = hrmt_linear_apply(m, &m->q_head, c->zH, T * H, c->q, 2, HRMT_F32, B, &c->ws);
+    if (s == HRMT_OK)
+        s = hrmt_linear_apply(m, &m->q_head, c->zH, T * H, c->q, 2, HRMT_F32, B, &c->ws);
     if (s != HRMT_OK) return s;
     for (size_t i = 0; i < B; i++) {
         for (int j = 0; j < 2; j++) {
@@ -92,14 +94,18 @@ static void copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) {
 hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *inputs,
                           const int32_t *puzzle_ids, const hrmt_step_options *opts,
                           hrmt_step_outputs *outs, hrmt_step_timing *timing) {
-    if (!m || !carry || !inputs) return hrmt_fail(m ? m->ctx : NULL, HRMT_ERR_INVALID_ARG, "act step: NULL argument");
-    if (carry->m != m) return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "act step: carry belongs to another model");
+    if (!m || !carry || !inputs)
+        return hrmt_fail(m ? m->ctx : NULL, HRMT_ERR_INVALID_ARG, "act step: NULL argument");
+    if (carry->m != m)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "act step: carry belongs to another model");
     if (m->P && !puzzle_ids)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "act step: the model needs puzzle_identifiers");
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "act step: the model needs puzzle_identifiers");
     hrmt_step_options o = {HRMT_SCHEDULE_TIERED, 0};
     if (opts) o = *opts;
     if (o.schedule != HRMT_SCHEDULE_TIERED && o.schedule != HRMT_SCHEDULE_BASELINE)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "act step: unknown schedule %d", (int)o.schedule);
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "act step: unknown schedule %d",
+                         (int)o.schedule);
     hrmt_status s = check_data(m, carry, inputs, puzzle_ids);
     if (s != HRMT_OK) return s;
 
@@ -115,7 +121,8 @@ hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *input
     for (int i = 0; i < carry->batch; i++) {
         carry->steps[i]++;
         int halt = carry->steps[i] >= m->cfg.halt_max_steps;
-        if (o.early_halt && m->cfg.halt_max_steps > 1 && carry->q[2 * i] > carry->q[2 * i + 1])
+        if (o.early_halt && m->cfg.halt_max_steps > 1 &&
+            carry->q[2 * (size_t)i] > carry->q[2 * (size_t)i + 1])
             halt = 1;
         carry->halted[i] = halt;
     }

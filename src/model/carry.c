@@ -47,9 +47,9 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     if (threads < 1) threads = 1;
     /* Sizes were validated against caps in the config, so rows * width stays
      * far below SIZE_MAX for any batch up to 2^24 on 64-bit hosts. */
-    size_t sizes[9] = {rows * m->hidden * es, rows * m->hidden * es, B * sizeof(int32_t),
-                       B * sizeof(int32_t), B * m->seq * sizeof(int32_t), B * sizeof(int32_t),
-                       rows * m->hidden * es, rows * m->hidden * es, rows * m->vocab * es};
+    size_t sizes[9] = {rows * m->hidden * es, rows * m->hidden * es,        B * sizeof(int32_t),
+                       B * sizeof(int32_t),   B * m->seq * sizeof(int32_t), B * sizeof(int32_t),
+                       rows * m->hidden * es, rows * m->hidden * es,        rows * m->vocab * es};
     size_t total = 0;
     for (int i = 0; i < 9; i++) total += ALIGN64(sizes[i]);
     size_t q_off = total;
@@ -57,7 +57,8 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     size_t ws_off = total;
     total += hrmt_level_ws_layout(m, rows, threads, NULL, &c->ws);
     size_t g_off = total;
-    size_t g_bytes = ALIGN64(hrmt_model_gemm_scratch(m, rows, hrmt_tile_samples(m, batch) * m->T, B));
+    size_t g_bytes =
+        ALIGN64(hrmt_model_gemm_scratch(m, rows, hrmt_tile_samples(m, batch) * m->T, B));
     total += g_bytes;
     c->block = aligned_alloc(64, total);
     if (!c->block) {
@@ -66,8 +67,15 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     }
     memset(c->block, 0, total);
     char *p = c->block;
-    void **slots[9] = {&c->zH, &c->zL, (void **)&c->steps, (void **)&c->halted,
-                       (void **)&c->inputs, (void **)&c->puzzle_ids, &c->x, &c->inj, &c->logits};
+    void **slots[9] = {&c->zH,
+                       &c->zL,
+                       (void **)&c->steps,
+                       (void **)&c->halted,
+                       (void **)&c->inputs,
+                       (void **)&c->puzzle_ids,
+                       &c->x,
+                       &c->inj,
+                       &c->logits};
     size_t off = 0;
     for (int i = 0; i < 9; i++) {
         *slots[i] = p + off;

@@ -59,7 +59,10 @@ static hrmt_status bad(hrmt_context *ctx, const char *field, const char *why, do
 
 hrmt_status hrmt_model_config_validate(hrmt_context *ctx, const hrmt_model_config *c) {
     if (!c) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model config: NULL");
-    const struct { const char *name; int v, lo, hi; } ints[] = {
+    const struct {
+        const char *name;
+        int v, lo, hi;
+    } ints[] = {
         {"hidden_size", c->hidden_size, 1, CAP_DIM},
         {"num_heads", c->num_heads, 1, CAP_DIM},
         {"H_layers", c->H_layers, 1, CAP_LAYERS},
@@ -83,26 +86,31 @@ hrmt_status hrmt_model_config_validate(hrmt_context *ctx, const hrmt_model_confi
                          c->hidden_size, c->num_heads);
     int head_dim = c->hidden_size / c->num_heads;
     if (c->pos_encodings != HRMT_POS_ROPE && c->pos_encodings != HRMT_POS_LEARNED)
-        return hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: pos_encodings %d is neither rope nor learned",
+        return hrmt_fail(ctx, HRMT_ERR_CONFIG,
+                         "model config: pos_encodings %d is neither rope nor learned",
                          (int)c->pos_encodings);
     if (c->pos_encodings == HRMT_POS_ROPE && head_dim % 2 != 0)
         return hrmt_fail(ctx, HRMT_ERR_CONFIG,
-                         "model config: rope needs an even head_dim (hidden_size/num_heads = %d)", head_dim);
+                         "model config: rope needs an even head_dim (hidden_size/num_heads = %d)",
+                         head_dim);
     if (!isfinite(c->expansion) || !(c->expansion > 0.0) || c->expansion > 1024.0)
         return bad(ctx, "expansion", "must be a finite number in (0, 1024]", c->expansion);
     if (hrmt_model_inter_size(c) <= 0)
         return bad(ctx, "expansion", "gives an empty SwiGLU width", c->expansion);
     if (c->puzzle_emb_ndim > 0 && c->num_puzzle_identifiers < 1)
-        return hrmt_fail(ctx, HRMT_ERR_CONFIG,
-                         "model config: num_puzzle_identifiers must be >= 1 when puzzle_emb_ndim > 0");
+        return hrmt_fail(
+            ctx, HRMT_ERR_CONFIG,
+            "model config: num_puzzle_identifiers must be >= 1 when puzzle_emb_ndim > 0");
     if (c->seq_len + hrmt_model_config_puzzle_len(c) > CAP_SEQ)
-        return hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: seq_len + puzzle prefix exceeds %d", CAP_SEQ);
+        return hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: seq_len + puzzle prefix exceeds %d",
+                         CAP_SEQ);
     if (!isfinite(c->rope_theta) || !(c->rope_theta > 0.0))
         return bad(ctx, "rope_theta", "must be finite and > 0", c->rope_theta);
     if (!isfinite(c->rms_norm_eps) || !(c->rms_norm_eps > 0.0) || c->rms_norm_eps > 1.0)
         return bad(ctx, "rms_norm_eps", "must be in (0, 1]", c->rms_norm_eps);
     if (c->forward_dtype != HRMT_BF16 && c->forward_dtype != HRMT_F32)
-        return hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: forward_dtype must be bfloat16 or float32");
+        return hrmt_fail(ctx, HRMT_ERR_CONFIG,
+                         "model config: forward_dtype must be bfloat16 or float32");
     return HRMT_OK;
 }
 
@@ -173,11 +181,19 @@ hrmt_status hrmt_model_config_from_json_text(hrmt_context *ctx, const char *text
     /* Keys without a default in the official config class are required. */
     hrmt_model_config c = hrmt_model_config_default();
     c.puzzle_emb_ndim = 0;
-    const struct { const char *key; int *dst; int required; } ints[] = {
-        {"hidden_size", &c.hidden_size, 1}, {"num_heads", &c.num_heads, 1},
-        {"H_layers", &c.H_layers, 1},       {"L_layers", &c.L_layers, 1},
-        {"H_cycles", &c.H_cycles, 1},       {"L_cycles", &c.L_cycles, 1},
-        {"seq_len", &c.seq_len, 1},         {"vocab_size", &c.vocab_size, 1},
+    const struct {
+        const char *key;
+        int *dst;
+        int required;
+    } ints[] = {
+        {"hidden_size", &c.hidden_size, 1},
+        {"num_heads", &c.num_heads, 1},
+        {"H_layers", &c.H_layers, 1},
+        {"L_layers", &c.L_layers, 1},
+        {"H_cycles", &c.H_cycles, 1},
+        {"L_cycles", &c.L_cycles, 1},
+        {"seq_len", &c.seq_len, 1},
+        {"vocab_size", &c.vocab_size, 1},
         {"puzzle_emb_ndim", &c.puzzle_emb_ndim, 0},
         {"num_puzzle_identifiers", &c.num_puzzle_identifiers, 1},
         {"halt_max_steps", &c.halt_max_steps, 1},
@@ -201,7 +217,8 @@ hrmt_status hrmt_model_config_from_json_text(hrmt_context *ctx, const char *text
     } else if (strcmp(pos, "learned") == 0) {
         c.pos_encodings = HRMT_POS_LEARNED;
     } else {
-        s = hrmt_fail(ctx, HRMT_ERR_CONFIG, "model config: pos_encodings '%s' is neither 'rope' nor 'learned'", pos);
+        s = hrmt_fail(ctx, HRMT_ERR_CONFIG,
+                      "model config: pos_encodings '%s' is neither 'rope' nor 'learned'", pos);
         goto out;
     }
     if (fdt) {
@@ -222,10 +239,12 @@ out:
     return s;
 }
 
-hrmt_status hrmt_model_config_load_json(hrmt_context *ctx, const char *path, hrmt_model_config *out) {
+hrmt_status hrmt_model_config_load_json(hrmt_context *ctx, const char *path,
+                                        hrmt_model_config *out) {
     if (!path || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model config: NULL argument");
     FILE *fp = fopen(path, "rb");
-    if (!fp) return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open config '%s': %s", path, strerror(errno));
+    if (!fp)
+        return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open config '%s': %s", path, strerror(errno));
     char *buf = NULL;
     size_t len = 0, cap = 0;
     hrmt_status s = HRMT_OK;

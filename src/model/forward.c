@@ -14,15 +14,16 @@ static inline char *row_at(const hrmt_model *m, const void *base, size_t row, si
 
 /* ---- linear layers ------------------------------------------------------ */
 
-hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x,
-                              size_t ldx, void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
+hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x, size_t ldx,
+                              void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
                               const hrmt_level_ws *ws) {
     hrmt_context *ctx = m->ctx;
     int threads = ctx->threads > 0 ? ctx->threads : 1;
     void *scr = ws->gemm_scratch;
     size_t have = ws->gemm_scratch_bytes;
     size_t need = hrmt_gemm_scratch_bytes(ctx, threads, rows, l->n, l->k, m->dt, l->pw, ydt, 0);
-    if (need > have) scr = NULL, have = 0; /* the GEMM allocates its own (never on the sized path) */
+    if (need > have)
+        scr = NULL, have = 0; /* the GEMM allocates its own (never on the sized path) */
     return hrmt_gemm_raw_ex(ctx, threads, rows, l->n, l->k, x, m->dt, ldx, l->pw, y, ydt, ldy, 0,
                             scr, have);
 }
@@ -85,7 +86,8 @@ static void resnorm_body(const void *arg, size_t r0, size_t r1) {
     float eps = (float)m->cfg.rms_norm_eps;
     if (p->sram)
         k->residual_rmsnorm_sram[m->dt](r1 - r0, w, row_at(m, p->a, r0, w), w,
-                                        row_at(m, p->b, r0, w), w, eps, row_at(m, p->out, r0, w), w);
+                                        row_at(m, p->b, r0, w), w, eps, row_at(m, p->out, r0, w),
+                                        w);
     else
         k->residual_rmsnorm_dram[m->dt](r1 - r0, w, row_at(m, p->a, r0, w), w,
                                         row_at(m, p->b, r0, w), w, eps, row_at(m, p->out, r0, w), w,
@@ -153,7 +155,8 @@ void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzl
         char *xs = row_at(m, x, s * T, h);
         /* Prefix: puzzle_emb.weights[id], zero padded to P rows. */
         if (m->P)
-            memcpy(xs, row_at(m, m->puzzle_emb, (size_t)puzzle_ids[s] * m->P, h), m->P * h * m->esz);
+            memcpy(xs, row_at(m, m->puzzle_emb, (size_t)puzzle_ids[s] * m->P, h),
+                   m->P * h * m->esz);
         k->embedding[m->dt][m->dt](m->seq, h, m->embed_tokens, h, inputs + s * m->seq,
                                    row_at(m, xs, m->P, h), h);
         if (m->cfg.pos_encodings == HRMT_POS_LEARNED) {
@@ -167,10 +170,10 @@ void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzl
 
 /* ---- a reasoning level -------------------------------------------------- */
 
-#define TRY(expr)                                   \
-    do {                                            \
-        hrmt_status s_ = (expr);                    \
-        if (s_ != HRMT_OK) return s_;               \
+#define TRY(expr)                     \
+    do {                              \
+        hrmt_status s_ = (expr);      \
+        if (s_ != HRMT_OK) return s_; \
     } while (0)
 
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,

@@ -28,47 +28,47 @@ typedef struct hrmt_block_weights {
 struct hrmt_model {
     hrmt_context *ctx;
     hrmt_model_config cfg;
-    hrmt_dtype dt;       /* forward dtype */
-    size_t esz;          /* its element size */
+    hrmt_dtype dt; /* forward dtype */
+    size_t esz;    /* its element size */
     size_t hidden, heads, head_dim, inter, vocab;
-    size_t P, seq, T;    /* prefix rows, token rows, T = P + seq */
-    void *embed_tokens;  /* [vocab, hidden] */
-    void *puzzle_emb;    /* [num_ids, P*hidden], zero padded; NULL when P == 0 */
-    void *embed_pos;     /* [T, hidden]; learned positions only */
+    size_t P, seq, T;           /* prefix rows, token rows, T = P + seq */
+    void *embed_tokens;         /* [vocab, hidden] */
+    void *puzzle_emb;           /* [num_ids, P*hidden], zero padded; NULL when P == 0 */
+    void *embed_pos;            /* [T, hidden]; learned positions only */
     float *rope_cos, *rope_sin; /* [T, head_dim]; rope only */
     void *H_init, *L_init;      /* [hidden] */
     float q_bias[2];            /* rounded to the forward dtype */
     hrmt_linear lm_head, q_head;
-    hrmt_block_weights *H, *L;  /* H_layers / L_layers blocks */
+    hrmt_block_weights *H, *L; /* H_layers / L_layers blocks */
 };
 
 /* Scratch for a level run over `rows` rows (one sample tile or the batch). */
 typedef struct hrmt_level_ws {
-    void *qkv;    /* [rows, 3*hidden] */
-    void *att;    /* [rows, hidden] attention output (pre o_proj) */
-    void *proj;   /* [rows, hidden] o_proj / down_proj output */
-    void *gu;     /* [rows, 2*inter] */
-    void *act;    /* [rows, inter] */
-    float *attn;  /* per-thread attention scratch, attn_stride floats each */
+    void *qkv;   /* [rows, 3*hidden] */
+    void *att;   /* [rows, hidden] attention output (pre o_proj) */
+    void *proj;  /* [rows, hidden] o_proj / down_proj output */
+    void *gu;    /* [rows, 2*inter] */
+    void *act;   /* [rows, inter] */
+    float *attn; /* per-thread attention scratch, attn_stride floats each */
     size_t attn_stride;
     int attn_threads;
-    void *gemm_scratch;      /* GEMM packing scratch (carry-owned, DRAM) */
+    void *gemm_scratch; /* GEMM packing scratch (carry-owned, DRAM) */
     size_t gemm_scratch_bytes;
 } hrmt_level_ws;
 
 struct hrmt_carry {
     hrmt_model *m;
     int batch;
-    void *zH, *zL;         /* [B*T, hidden] */
+    void *zH, *zL; /* [B*T, hidden] */
     int32_t *steps, *halted;
-    int32_t *inputs;       /* current data [B, seq] */
-    int32_t *puzzle_ids;   /* [B] */
-    void *x;               /* input embeddings [B*T, hidden] */
-    void *inj;             /* injection [B*T, hidden] */
-    void *logits;          /* [B*T, vocab] */
-    float *q;              /* [B, 2] */
-    hrmt_level_ws ws;      /* sized for the whole batch */
-    void *block;           /* one allocation behind all buffers above */
+    int32_t *inputs;     /* current data [B, seq] */
+    int32_t *puzzle_ids; /* [B] */
+    void *x;             /* input embeddings [B*T, hidden] */
+    void *inj;           /* injection [B*T, hidden] */
+    void *logits;        /* [B*T, vocab] */
+    float *q;            /* [B, 2] */
+    hrmt_level_ws ws;    /* sized for the whole batch */
+    void *block;         /* one allocation behind all buffers above */
 };
 
 /* config.c */
@@ -109,8 +109,8 @@ void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const h
 void hrmt_rows_add(const hrmt_model *m, const void *a, const void *b, void *out, size_t rows);
 /* y = x W^T over rows rows (GEMM); x in the forward dtype, y in ydt. Uses
  * ws's GEMM scratch when it is large enough. */
-hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x,
-                              size_t ldx, void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
+hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const void *x, size_t ldx,
+                              void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
                               const hrmt_level_ws *ws);
 /* GEMM scratch bytes a step over `rows`-row calls (and `tile_rows` tiles) needs. */
 size_t hrmt_model_gemm_scratch(const hrmt_model *m, size_t rows, size_t tile_rows, size_t batch);

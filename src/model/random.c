@@ -9,7 +9,9 @@
 #include "core/bf16.h"
 #include "model/model.h"
 
-typedef struct rng { uint64_t s; } rng;
+typedef struct rng {
+    uint64_t s;
+} rng;
 
 /* splitmix64: a full-period generator with good mixing, fixed by the seed. */
 static uint64_t next_u64(rng *r) {
@@ -97,8 +99,8 @@ out:
     return s;
 }
 
-hrmt_status hrmt_model_create_random(hrmt_context *ctx, const hrmt_model_config *cfg,
-                                     uint64_t seed, hrmt_model **out) {
+hrmt_status hrmt_model_create_random(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed,
+                                     hrmt_model **out) {
     if (!ctx || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model: NULL argument");
     hrmt_model_config def = hrmt_model_config_default();
     hrmt_model *m = NULL;

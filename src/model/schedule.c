@@ -10,6 +10,7 @@
  * L_layers run on the tile, and z_L is copied back before the H-level runs
  * over the whole batch from DRAM. The injection is computed once per tile
  * (zH and x do not change inside the L loop), which gives the same bits. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -64,7 +65,8 @@ size_t hrmt_tile_samples(const hrmt_model *m, int batch) {
     hrmt_level_ws probe;
     int threads = hrmt_context_threads(ctx) > 0 ? hrmt_context_threads(ctx) : 1;
     size_t fixed = hrmt_level_ws_layout(m, 0, threads, NULL, &probe);
-    size_t per_sample = m->T * (2 * m->hidden * m->esz + hrmt_level_ws_row_bytes(m)) + 6 * 64;
+    size_t per_sample =
+        m->T * (2 * m->hidden * m->esz + hrmt_level_ws_row_bytes(m)) + (size_t)6 * 64;
     size_t n = budget > fixed ? (budget - fixed) / per_sample : 0;
     if (n < 1) n = 1;
     if (n > (size_t)batch) n = (size_t)batch;

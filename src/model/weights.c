@@ -27,12 +27,14 @@ static void *xalloc(size_t bytes) {
 hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size_t k,
                                    hrmt_linear *out) {
     size_t numel;
-    if (!hrmt_mul_ok(n, k, &numel)) return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "linear %zux%zu", n, k);
+    if (!hrmt_mul_ok(n, k, &numel))
+        return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "linear %zux%zu", n, k);
     void *buf = (void *)w;
     if (m->dt == HRMT_BF16) {
         /* weight.to(bfloat16): the GEMM sees exactly the rounded weights. */
         buf = xalloc(numel * 2);
-        if (!buf) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "packing a %zux%zu weight", n, k);
+        if (!buf)
+            return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "packing a %zux%zu weight", n, k);
         hrmt_model_store(m, buf, w, numel);
     }
     hrmt_tensor t;
@@ -68,7 +70,8 @@ hrmt_status hrmt_model_init_rope(hrmt_model *m) {
     if (m->cfg.pos_encodings != HRMT_POS_ROPE) return HRMT_OK;
     m->rope_cos = xalloc(m->T * m->head_dim * sizeof(float));
     m->rope_sin = xalloc(m->T * m->head_dim * sizeof(float));
-    if (!m->rope_cos || !m->rope_sin) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "rope tables");
+    if (!m->rope_cos || !m->rope_sin)
+        return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "rope tables");
     rope_tables(m->T, m->head_dim, m->cfg.rope_theta, m->rope_cos, m->rope_sin);
     return HRMT_OK;
 }
@@ -158,8 +161,8 @@ double hrmt_model_step_flops(const hrmt_model *m, int batch) {
      * T rows (as computed; the prefix rows are dropped) and q_head on row 0. */
     double T = (double)m->T, h = (double)m->hidden, in = (double)m->inter;
     double per_row = h * 3 * h + h * h + h * 2 * in + in * h + 2.0 * T * h;
-    double layer_calls = (double)m->cfg.H_cycles *
-                         ((double)m->cfg.L_cycles * m->cfg.L_layers + m->cfg.H_layers);
+    double layer_calls =
+        (double)m->cfg.H_cycles * ((double)m->cfg.L_cycles * m->cfg.L_layers + m->cfg.H_layers);
     double rows = (double)batch * T;
     double macs = rows * per_row * layer_calls + rows * h * (double)m->vocab + batch * h * 2.0;
     return 2.0 * macs;
@@ -170,28 +173,34 @@ double hrmt_model_step_flops(const hrmt_model *m, int batch) {
 typedef struct loader {
     hrmt_model *m;
     hrmt_st_file *f;
-    float *tmp;      /* conversion buffer, grown on demand */
+    float *tmp; /* conversion buffer, grown on demand */
     size_t tmp_cap;
 } loader;
 
 /* The official state_dict names, as saved from the compiled ACT wrapper
  * (`_orig_mod.model.inner.`), from the wrapper (`model.inner.`), or bare. */
-static const char *const k_prefixes[] = {"model.inner.", "_orig_mod.model.inner.", "_orig_mod.", ""};
+static const char *const k_prefixes[] = {"model.inner.", "_orig_mod.model.inner.", "_orig_mod.",
+                                         ""};
 
 /* Finds `name` under any accepted prefix, checks its shape, returns it as F32 in ld->tmp. */
 static hrmt_status fetch(loader *ld, const char *name, int ndim, const size_t *shape,
                          const float **out) {
     hrmt_context *ctx = ld->m->ctx;
     const hrmt_st_tensor *t = NULL;
+    *out = NULL;
     char full[512];
     for (size_t i = 0; i < sizeof k_prefixes / sizeof k_prefixes[0] && !t; i++) {
         snprintf(full, sizeof full, "%s%s", k_prefixes[i], name);
         t = hrmt_st_find(ld->f, full);
     }
-    if (!t)
-        return hrmt_fail(ctx, HRMT_ERR_MISSING_TENSOR,
-                         "model file lacks tensor 'model.inner.%s' (also tried the _orig_mod. forms)",
-                         name);
+    /* Each failure returns its code as a constant (hrmt_fail's value is the
+     * same), so analysers see that *out is set exactly on success. */
+    if (!t) {
+        hrmt_fail(ctx, HRMT_ERR_MISSING_TENSOR,
+                  "model file lacks tensor 'model.inner.%s' (also tried the _orig_mod. forms)",
+                  name);
+        return HRMT_ERR_MISSING_TENSOR;
+    }
     int same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (!same) {
@@ -201,15 +210,21 @@ static hrmt_status fetch(loader *ld, const char *name, int ndim, const size_t *s
             wl += (size_t)snprintf(want + wl, sizeof want - wl, "%s%zu", i ? ", " : "", shape[i]);
         for (int i = 0; i < t->ndim && gl < sizeof got - 24; i++)
             gl += (size_t)snprintf(got + gl, sizeof got - gl, "%s%zu", i ? ", " : "", t->shape[i]);
-        return hrmt_fail(ctx, HRMT_ERR_TENSOR_SHAPE,
-                         "tensor '%s' has shape [%s] but the config needs [%s]", t->name, got, want);
+        hrmt_fail(ctx, HRMT_ERR_TENSOR_SHAPE,
+                  "tensor '%s' has shape [%s] but the config needs [%s]", t->name, got, want);
+        return HRMT_ERR_TENSOR_SHAPE;
     }
-    if (t->dtype != HRMT_F32 && t->dtype != HRMT_BF16)
-        return hrmt_fail(ctx, HRMT_ERR_DTYPE, "tensor '%s' is %s; weights must be F32 or BF16",
-                         t->name, hrmt_dtype_name(t->dtype));
+    if (t->dtype != HRMT_F32 && t->dtype != HRMT_BF16) {
+        hrmt_fail(ctx, HRMT_ERR_DTYPE, "tensor '%s' is %s; weights must be F32 or BF16", t->name,
+                  hrmt_dtype_name(t->dtype));
+        return HRMT_ERR_DTYPE;
+    }
     if (t->numel > ld->tmp_cap) {
         float *nb = realloc(ld->tmp, t->numel * sizeof(float));
-        if (!nb) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "converting '%s'", t->name);
+        if (!nb) {
+            hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "converting '%s'", t->name);
+            return HRMT_ERR_OUT_OF_MEMORY;
+        }
         ld->tmp = nb;
         ld->tmp_cap = t->numel;
     }
@@ -219,7 +234,7 @@ static hrmt_status fetch(loader *ld, const char *name, int ndim, const size_t *s
 }
 
 static hrmt_status load_linear(loader *ld, const char *name, size_t n, size_t k, hrmt_linear *l) {
-    const float *w;
+    const float *w = NULL;
     size_t shape[2] = {n, k};
     hrmt_status s = fetch(ld, name, 2, shape, &w);
     return s != HRMT_OK ? s : hrmt_model_pack_linear(ld->m, w, n, k, l);
@@ -245,7 +260,7 @@ static hrmt_status load_blocks(loader *ld, const char *level, hrmt_block_weights
 static hrmt_status load_all(loader *ld) {
     hrmt_model *m = ld->m;
     const hrmt_model_config *c = &m->cfg;
-    const float *w;
+    const float *w = NULL;
     hrmt_status s;
     size_t sh[2];
 
@@ -273,14 +288,16 @@ static hrmt_status load_all(loader *ld) {
     if ((s = fetch(ld, "q_head.bias", 1, sh, &w)) != HRMT_OK) return s;
     for (int i = 0; i < 2; i++) m->q_bias[i] = m->dt == HRMT_BF16 ? hrmt_round_bf16(w[i]) : w[i];
     if ((s = load_linear(ld, "q_head.weight", 2, m->hidden, &m->q_head)) != HRMT_OK) return s;
-    if ((s = load_linear(ld, "lm_head.weight", m->vocab, m->hidden, &m->lm_head)) != HRMT_OK) return s;
+    if ((s = load_linear(ld, "lm_head.weight", m->vocab, m->hidden, &m->lm_head)) != HRMT_OK)
+        return s;
     if ((s = load_blocks(ld, "H_level", m->H, c->H_layers)) != HRMT_OK) return s;
     return load_blocks(ld, "L_level", m->L, c->L_layers);
 }
 
 hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_model_config *cfg,
                             hrmt_model **out) {
-    if (!ctx || !path || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model load: NULL argument");
+    if (!ctx || !path || !out)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model load: NULL argument");
     hrmt_st_file *f = NULL;
     hrmt_status s = hrmt_st_open(ctx, path, &f);
     if (s != HRMT_OK) return s;
@@ -289,11 +306,13 @@ hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_mode
         const char *arch = hrmt_st_metadata(f, "arch");
         if (!arch) {
             hrmt_st_close(f);
-            return hrmt_fail(ctx, HRMT_ERR_CONFIG,
-                             "'%s' has no \"arch\" entry in __metadata__; pass a config (--config arch.json)",
-                             path);
+            return hrmt_fail(
+                ctx, HRMT_ERR_CONFIG,
+                "'%s' has no \"arch\" entry in __metadata__; pass a config (--config arch.json)",
+                path);
         }
-        s = hrmt_model_config_from_json_text(ctx, arch, strlen(arch), "__metadata__ arch", &from_meta);
+        s = hrmt_model_config_from_json_text(ctx, arch, strlen(arch), "__metadata__ arch",
+                                             &from_meta);
         if (s != HRMT_OK) {
             hrmt_st_close(f);
             return s;
@@ -301,9 +320,9 @@ hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_mode
         cfg = &from_meta;
     }
     hrmt_model *m = NULL;
-    if ((s = hrmt_model_alloc(ctx, cfg, &m)) != HRMT_OK) {
+    if ((s = hrmt_model_alloc(ctx, cfg, &m)) != HRMT_OK || !m) {
         hrmt_st_close(f);
-        return s;
+        return s != HRMT_OK ? s : HRMT_ERR_OUT_OF_MEMORY;
     }
     loader ld = {m, f, NULL, 0};
     s = load_all(&ld);
