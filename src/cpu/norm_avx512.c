@@ -3,6 +3,9 @@
  * tail into the first, combined as (a0 + a1) + (a2 + a3). */
 #include "cpu/simd_avx512.h"
 
+/* Software prefetch distance of the streaming (DRAM) form, in elements. */
+#define PF_AHEAD 1024
+
 /* h at [j, j+16) under mask m: x (plain) or bf16-rounded x + r (resid). */
 HRMT_AI __m512 h_at(const void *x, const void *r, size_t j, __mmask16 m, int bf, int resid) {
     if (!resid) return hrmt_ld16m(x, j, bf, m);
@@ -13,11 +16,24 @@ HRMT_AI __m512 h_at(const void *x, const void *r, size_t j, __mmask16 m, int bf,
 /* Sum of h*h over a row; when `park` is set, h is also stored there, as BF16
  * when park_bf (exact: h already has the storage precision) or F32. */
 HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park,
-                        int park_bf) {
+                        int park_bf, int pf) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const __mmask16 all = (__mmask16)0xffff;
     size_t j = 0;
     for (; j + 64 <= cols; j += 64) {
+        if (pf) { /* both input streams, two lines each: 64 elements of F32 */
+            const size_t ahead = (j + PF_AHEAD) * (bf ? 2 : 4);
+            _mm_prefetch((const char *)x + ahead, _MM_HINT_T0);
+            _mm_prefetch((const char *)r + ahead, _MM_HINT_T0);
+            _mm_prefetch((const char *)x + ahead + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)r + ahead + 64, _MM_HINT_T0);
+            if (!bf) {
+                _mm_prefetch((const char *)x + ahead + 128, _MM_HINT_T0);
+                _mm_prefetch((const char *)r + ahead + 128, _MM_HINT_T0);
+                _mm_prefetch((const char *)x + ahead + 192, _MM_HINT_T0);
+                _mm_prefetch((const char *)r + ahead + 192, _MM_HINT_T0);
+            }
+        }
         const __m512 h0 = h_at(x, r, j, all, bf, resid), h1 = h_at(x, r, j + 16, all, bf, resid);
         const __m512 h2 = h_at(x, r, j + 32, all, bf, resid),
                      h3 = h_at(x, r, j + 48, all, bf, resid);
@@ -60,7 +76,7 @@ HRMT_AI void rmsnorm_rows(int bf, int hw, size_t rows, size_t cols, const void *
         const char *xr = (const char *)x + r * ldx * es;
         char *o = (char *)out + r * ldo * es;
         const __m512 inv =
-            _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL, 0), cols, eps));
+            _mm512_set1_ps(hrmt_rms_inv(sumsq_row(xr, NULL, cols, bf, 0, NULL, 0, 0), cols, eps));
         if (w)
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
                                   _mm512_mul_ps(_mm512_mul_ps(hrmt_ld16m(xr, j_, bf, m_), inv),
@@ -84,17 +100,17 @@ HRMT_AI void resid_rows(int bf, int hw, int sram, size_t rows, size_t cols, cons
         const char *xr = (const char *)x + r * ldx * es, *rr = (const char *)res + r * ldr * es;
         char *o = (char *)out + r * ldo * es;
         if (sram) {
-            const float ss = sumsq_row(xr, rr, cols, bf, 1, o, bf);
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, o, bf, 0);
             const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, 0,
                                   _mm512_mul_ps(hrmt_ld16m(o, j_, bf, m_), inv));
         } else if (cols <= PARK_MAX) {
-            const float ss = sumsq_row(xr, rr, cols, bf, 1, park, 0);
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, park, 0, 1);
             const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt,
                                   _mm512_mul_ps(hrmt_ld16m(park, j_, 0, m_), inv));
         } else {
-            const float ss = sumsq_row(xr, rr, cols, bf, 1, NULL, 0);
+            const float ss = sumsq_row(xr, rr, cols, bf, 1, NULL, 0, 1);
             const __m512 inv = _mm512_set1_ps(hrmt_rms_inv(ss, cols, eps));
             HRMT_AVX512_STORE_ROW(cols, o, bf, hw, nt,
                                   _mm512_mul_ps(h_at(xr, rr, j_, m_, bf, 1), inv));

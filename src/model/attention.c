@@ -1,11 +1,15 @@
 /* Exact non-causal attention in F32, one (sample, head) at a time, on the
- * context's F32 GEMM micro-kernel (core/gemm_kernels.h):
+ * context's GEMM micro-kernels (core/gemm_kernels.h):
  *     S = Q K^T,  P = softmax(S / sqrt(head_dim)),  O = P V,
  * O rounded once to the forward dtype. K^T and V are packed into the
- * micro-kernel's W panels in per-thread scratch (no allocation), Q and P are
- * packed into A slivers by the kernel table's own pack_a. Each S and O element
- * is one F32 chain in increasing index order, so a (sample, head) gives the
- * same bits however the samples are tiled. */
+ * micro-kernels' W panels in per-thread scratch (no allocation), Q and P are
+ * packed into A slivers by the kernel table's own pack_a.
+ *
+ * S: with BF16 activations and a BF16 pair kernel (AVX512_BF16), Q K^T runs
+ * on it: bf16 products are exact in F32, so it is the same F32 dot product,
+ * summed pair by pair. Otherwise the F32 kernel, k by k. O = P V always runs
+ * on the F32 kernel (P stays F32). Every element is one deterministic chain,
+ * so a (sample, head) gives the same bits however the samples are tiled. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -35,9 +39,14 @@ static attn_layout layout(const hrmt_model *m) {
 
 size_t hrmt_level_ws_attn_floats(const hrmt_model *m) { return layout(m).total; }
 
-static inline float ld_elem(const hrmt_model *m, const char *p, size_t i) {
-    return m->dt == HRMT_F32 ? ((const float *)(const void *)p)[i]
-                             : hrmt_bf16_to_f32(((const uint16_t *)(const void *)p)[i]);
+/* The pair kernel takes S when it exists and shares the F32 kernel's tile
+ * (the layout above is sized for the F32 one). */
+static const hrmt_gemm_ukernel *pair_kernel(const hrmt_model *m) {
+    const hrmt_gemm_kernels *g = &m->ctx->be->gemm;
+    if (m->dt != HRMT_BF16 || !g->bf16.run || m->head_dim % 2 != 0 || g->bf16.nr != g->f32.nr ||
+        g->bf16.mr > g->f32.mr)
+        return NULL;
+    return &g->bf16;
 }
 
 /* The micro-kernel and this thread's A sliver / partial-tile scratch. */
@@ -46,13 +55,14 @@ typedef struct ukr_ctx {
     float *abuf, *part;
 } ukr_ctx;
 
-/* Runs the micro-kernel over C[rows, n] = A[rows, kc] * panels, A packed per
- * MR rows from `a` (row stride lda, dtype a_dt). */
+/* Runs the micro-kernel over C[rows, n] = A[rows, kc] * panels (panel j at
+ * j * panel_bytes), A packed per MR rows from `a` (row stride lda, dtype a_dt). */
 static void kernel_rows(const ukr_ctx *x, size_t rows, size_t n, size_t kc, const void *a,
-                        hrmt_dtype a_dt, size_t lda, size_t a_esz, const float *panels, void *c,
-                        hrmt_dtype c_dt, size_t ldc, size_t c_esz) {
+                        hrmt_dtype a_dt, size_t lda, const void *panels, size_t panel_bytes,
+                        void *c, hrmt_dtype c_dt, size_t ldc) {
     const hrmt_gemm_ukernel *uk = x->uk;
-    const size_t mr = uk->mr, nr = uk->nr;
+    const size_t mr = uk->mr, nr = uk->nr, a_esz = hrmt_dtype_size(a_dt);
+    const size_t c_esz = hrmt_dtype_size(c_dt);
     float *abuf = x->abuf, *part = x->part;
     for (size_t i0 = 0; i0 < rows; i0 += mr) {
         size_t mi = rows - i0 < mr ? rows - i0 : mr;
@@ -60,41 +70,86 @@ static void kernel_rows(const ukr_ctx *x, size_t rows, size_t n, size_t kc, cons
         for (size_t j0 = 0; j0 < n; j0 += nr) {
             hrmt_gemm_ukr_out o = {part, nr,   0, 1,  (char *)c + (i0 * ldc + j0) * c_esz,
                                    ldc,  c_dt, 0, mi, n - j0 < nr ? n - j0 : nr};
-            uk->run(kc, abuf, panels + (j0 / nr) * kc * nr, &o);
+            uk->run(kc, abuf, (const char *)panels + (j0 / nr) * panel_bytes, &o);
         }
     }
 }
 
-static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr) {
-    const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
-    const attn_layout L = layout(m);
-    const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, nr = uk->nr, es = m->esz;
-    const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
-    float *S = scr + L.s, *KP = scr + L.kp, *VP = scr + L.vp;
-    /* K^T panels: KP[p][c][j] = K[p*nr + j][c] (zero past T). */
+/* Widens n values of a BF16 or F32 row to F32. */
+static void widen(const hrmt_model *m, const void *src, float *dst, size_t n) {
+    if (m->dt == HRMT_F32) {
+        memcpy(dst, src, n * sizeof(float));
+    } else {
+        const uint16_t *h = src;
+        for (size_t i = 0; i < n; i++) dst[i] = hrmt_bf16_to_f32(h[i]);
+    }
+}
+
+/* K^T in F32 panels: KP[p][c][j] = K[p*nr + j][c], zero past T. `tmp` holds one row. */
+static void pack_k_f32(const hrmt_model *m, const char *k, size_t ld, size_t nr, float *KP,
+                       float *tmp) {
+    const size_t T = m->T, d = m->head_dim;
     for (size_t p = 0; p * nr < T; p++) {
         float *dst = KP + p * d * nr;
         size_t nj = T - p * nr < nr ? T - p * nr : nr;
         if (nj < nr) memset(dst, 0, d * nr * sizeof(float));
         for (size_t j = 0; j < nj; j++) {
-            const char *row = k + (p * nr + j) * ld * es;
-            for (size_t c = 0; c < d; c++) dst[c * nr + j] = ld_elem(m, row, c);
+            widen(m, k + (p * nr + j) * ld * m->esz, tmp, d);
+            for (size_t c = 0; c < d; c++) dst[c * nr + j] = tmp[c];
         }
     }
-    /* V panels: VP[p][j][c] = V[j][p*nr + c] (zero past head_dim). */
-    for (size_t p = 0; p * nr < d; p++) {
-        float *dst = VP + p * T * nr;
-        size_t nc = d - p * nr < nr ? d - p * nr : nr;
-        for (size_t j = 0; j < T; j++) {
-            const char *row = v + j * ld * es;
-            for (size_t c = 0; c < nc; c++) dst[j * nr + c] = ld_elem(m, row, p * nr + c);
-            for (size_t c = nc; c < nr; c++) dst[j * nr + c] = 0.0f;
+}
+
+/* K^T in BF16 pair panels: word [c/2][j] = (K[j][c], K[j][c+1]), zero past T. */
+static void pack_k_pairs(const hrmt_model *m, const char *k, size_t ld, size_t nr, uint32_t *KB) {
+    const size_t T = m->T, half = m->head_dim / 2;
+    for (size_t p = 0; p * nr < T; p++) {
+        uint32_t *dst = KB + p * half * nr;
+        size_t nj = T - p * nr < nr ? T - p * nr : nr;
+        if (nj < nr) memset(dst, 0, half * nr * sizeof(uint32_t));
+        for (size_t j = 0; j < nj; j++) {
+            const char *row = k + (p * nr + j) * ld * 2;
+            for (size_t c = 0; c < half; c++) memcpy(&dst[c * nr + j], row + 4 * c, 4);
         }
     }
-    const ukr_ctx x = {uk, scr + L.a, scr + L.part};
-    kernel_rows(&x, T, T, d, q, m->dt, ld, es, KP, S, HRMT_F32, T, 4);
+}
+
+/* V in F32 panels: VP[p][j][c] = V[j][p*nr + c], zero past head_dim. */
+static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, float *VP,
+                   float *tmp) {
+    const size_t T = m->T, d = m->head_dim;
+    for (size_t j = 0; j < T; j++) {
+        widen(m, v + j * ld * m->esz, tmp, d);
+        for (size_t p = 0; p * nr < d; p++) {
+            float *dst = VP + (p * T + j) * nr;
+            size_t nc = d - p * nr < nr ? d - p * nr : nr;
+            memcpy(dst, tmp + p * nr, nc * sizeof(float));
+            if (nc < nr) memset(dst + nc, 0, (nr - nc) * sizeof(float));
+        }
+    }
+}
+
+static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr) {
+    const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32, *pk = pair_kernel(m);
+    const attn_layout L = layout(m);
+    const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, nr = uk->nr, es = m->esz;
+    const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
+    float *S = scr + L.s, *KP = scr + L.kp, *VP = scr + L.vp;
+    /* A row of K or V widened to F32: the A-sliver area is free until the kernels run. */
+    float *tmp = scr + L.a;
+    pack_v(m, v, ld, nr, VP, tmp);
+    if (pk) {
+        pack_k_pairs(m, k, ld, nr, (uint32_t *)(void *)KP);
+        const ukr_ctx xb = {pk, scr + L.a, scr + L.part};
+        kernel_rows(&xb, T, T, d, q, HRMT_BF16, ld, KP, d * nr * 2, S, HRMT_F32, T);
+    } else {
+        pack_k_f32(m, k, ld, nr, KP, tmp);
+        const ukr_ctx xf = {uk, scr + L.a, scr + L.part};
+        kernel_rows(&xf, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
+    }
     m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, (float)(1.0 / sqrt((double)d)), S, T);
-    kernel_rows(&x, T, d, T, S, HRMT_F32, T, 4, VP, out, m->dt, m->hidden, es);
+    const ukr_ctx x = {uk, scr + L.a, scr + L.part};
+    kernel_rows(&x, T, d, T, S, HRMT_F32, T, VP, T * nr * 4, out, m->dt, m->hidden);
 }
 
 /* Job = one (sample, head): sample job / heads, head job % heads. */

@@ -76,8 +76,29 @@ hrmt_status hrmt_model_init_rope(hrmt_model *m) {
     return HRMT_OK;
 }
 
+/* The kernels the forward calls directly; a table without one cannot run the model. */
+static hrmt_status check_kernels(hrmt_context *ctx, const hrmt_model_config *cfg) {
+    const hrmt_rowops *k = &ctx->be->rowops;
+    const hrmt_gemm_kernels *g = &ctx->be->gemm;
+    const int d = (int)cfg->forward_dtype;
+    const char *missing = !k->add[d] ? "add"
+                          : !k->residual_rmsnorm_sram[d] || !k->residual_rmsnorm_dram[d]
+                              ? "residual_rmsnorm"
+                          : !k->swiglu[d]                                      ? "swiglu"
+                          : !k->softmax[HRMT_F32]                              ? "softmax"
+                          : !k->embedding[d][d]                                ? "embedding"
+                          : cfg->pos_encodings == HRMT_POS_ROPE && !k->rope[d] ? "rope"
+                          : !g->f32.run || !g->f32.pack_a                      ? "gemm"
+                                                                               : NULL;
+    if (missing)
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "model: backend %s has no %s %s kernel",
+                         ctx->be->name, hrmt_dtype_name(cfg->forward_dtype), missing);
+    return HRMT_OK;
+}
+
 hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model **out) {
     hrmt_status s = hrmt_model_config_validate(ctx, cfg);
+    if (s == HRMT_OK) s = check_kernels(ctx, cfg);
     if (s != HRMT_OK) return s;
     hrmt_model *m = calloc(1, sizeof *m);
     if (!m) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "model");
