@@ -71,12 +71,16 @@ static hrmt_status gemm_peak(hrmt_context *ctx, hrmt_dtype dt, cli_bench_machine
     if ((s = hrmt_tensor_init(&ta, a, dt, 2, sa)) || (s = hrmt_tensor_init(&tw, w, dt, 2, sw)) ||
         (s = hrmt_tensor_init(&tc, c, dt, 2, sc)) || (s = hrmt_gemm_pack_w(ctx, &tw, &pw)))
         goto done;
-    double best_us = 0.0;
-    for (int rep = 0; rep < 6; rep++) { /* the first call warms caches and threads */
+    /* Best of many calls (at least 8 and 0.3 s, the first one discarded as a
+     * warm-up): other processes only ever slow a call down, so the fastest
+     * one is the closest to what the machine can do. */
+    double best_us = 0.0, spent_us = 0.0;
+    for (int rep = 0; rep < 200 && (rep < 9 || spent_us < 3e5); rep++) {
         double t0 = now_us();
         if ((s = hrmt_gemm_packed(ctx, &ta, pw, &tc, 0)) != HRMT_OK) goto done;
-        double dt_us = now_us() - t0;
-        if (rep > 0 && (best_us == 0.0 || dt_us < best_us)) best_us = dt_us;
+        double call_us = now_us() - t0;
+        spent_us += call_us;
+        if (rep > 0 && (best_us == 0.0 || call_us < best_us)) best_us = call_us;
     }
     out->gemm_m = (int)M;
     out->gemm_n = (int)N;

@@ -83,9 +83,10 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
      * columns too, so keep those byte budgets: MC' = MC*KC*4 / (K * a bytes),
      * NC' = NC*KC*4 / (K * w bytes). */
     const hrmt_tile_plan *pl = &ctx->plan;
-    size_t a_budget, w_budget, a_row, w_col;
-    if (!hrmt_mul_ok(pl->gemm_mc, pl->gemm_kc * 4, &a_budget) ||
-        !hrmt_mul_ok(pl->gemm_nc, pl->gemm_kc * 4, &w_budget) ||
+    size_t a_budget, w_budget, a_row, w_col, kc_bytes;
+    if (!hrmt_mul_ok(pl->gemm_kc, 4, &kc_bytes) ||
+        !hrmt_mul_ok(pl->gemm_mc, kc_bytes, &a_budget) ||
+        !hrmt_mul_ok(pl->gemm_nc, kc_bytes, &w_budget) ||
         !hrmt_mul_ok(W->k_pad, g->a_esz, &a_row) || !hrmt_mul_ok(W->k_pad, W->esz, &w_col))
         return HRMT_ERR_OVERFLOW;
     size_t mc = a_budget / a_row / mr * mr, nc = w_budget / w_col / nr * nr;
@@ -182,14 +183,8 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
     for (size_t j = n0; j < n1; j += nr) {
         o.n = n1 - j < nr ? n1 - j : nr;
         for (size_t p = 0; p < W->nblk; p++) {
-            size_t kc_p, kk;
+            size_t kc_p;
             const void *b = hrmt_gemm_packed_panel(W, p, j / nr, &kc_p);
-            /* The panel the next (p, j) step reads: pull a share into L2 per call. */
-            const char *b_next = p + 1 < W->nblk ? hrmt_gemm_packed_panel(W, p + 1, j / nr, &kk)
-                                 : j + nr < n1   ? hrmt_gemm_packed_panel(W, 0, j / nr + 1, &kk)
-                                                 : NULL;
-            const size_t next_bytes = kk * nr * W->esz;
-            const size_t pf_step = round_up(ceil_div(next_bytes, slivers), 64);
             if (g->widen_w) {
                 widen_panel(b, kc_p, nr, bbuf);
                 b = bbuf;
@@ -206,10 +201,6 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
                     size_t mn = m1 - i - mr < mr ? m1 - i - mr : mr;
                     prefetch_c(g, (const char *)o.c + mr * g->ldc * g->c_esz, mn, o.n);
                 }
-                if (b_next)
-                    for (size_t off = s * pf_step; off < (s + 1) * pf_step && off < next_bytes;
-                         off += 64)
-                        __builtin_prefetch(b_next + off, 0, 2);
                 uk->run(kc_p, ablk + s * mr * kc_p * a_esz, b, &o);
             }
         }

@@ -1,13 +1,13 @@
 /* Packing W [N, K] once into the micro-kernels' panel layout.
  *
- * Layout: K is cut into nblk blocks of kc (the last one shorter); block p is
- * n_pad/nr panels, each kc_p x nr, stored back to back:
- *   F32:    panel[k * nr + j]                 = W[j0 + j][k0 + k]
- *   BF16X2: panel[(k/2) * 2nr + 2j + (k % 2)] = W[j0 + j][k0 + k]   (bf16)
- * Columns past N and k past K are zero. Block p starts at p * kc * n_pad
- * elements and its panel j at j * kc_p * nr within the block, so every panel
- * is 64-byte aligned (kc_p * nr * esz is a multiple of 64 for nr >= 16 F32 /
- * nr >= 32 BF16; smaller nr only asks for 16-byte alignment).
+ * Layout: N is cut into panels of nr columns, K into nblk blocks of kc (the
+ * last one shorter). Panel j holds all of its K blocks back to back, block p
+ * (kc_p deep) at p * kc * nr elements, so a walk over j, then p, then k (the
+ * driver's order) reads W as one forward stream:
+ *   F32:    block[k * nr + jj]                 = W[j*nr + jj][k0 + k]
+ *   BF16X2: block[(k/2) * 2nr + 2jj + (k % 2)] = W[j*nr + jj][k0 + k]  (bf16)
+ * Columns past N and k past K are zero. Panel j starts at j * k_pad * nr
+ * elements: 64-byte aligned for nr * esz a multiple of 64 (every x86 table).
  *
  * KC: the plan's gemm_kc is in F32 elements (L1 bytes = kc * nr * 4); BF16
  * panels take twice as many k for the same bytes. The K blocks are then
@@ -27,9 +27,8 @@ static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 const void *hrmt_gemm_packed_panel(const hrmt_packed_w *w, size_t p, size_t j, size_t *kc_p) {
     size_t k0 = p * w->kc;
-    size_t kp = w->k_pad - k0 < w->kc ? w->k_pad - k0 : w->kc;
-    *kc_p = kp;
-    return (const char *)w->data + (k0 * w->n_pad + j * kp * w->nr) * w->esz;
+    *kc_p = w->k_pad - k0 < w->kc ? w->k_pad - k0 : w->kc;
+    return (const char *)w->data + (j * w->k_pad + k0) * w->nr * w->esz;
 }
 
 static float load_w(const void *w, hrmt_dtype dt, size_t idx) {
@@ -93,7 +92,9 @@ hrmt_status hrmt_gemm_pack_w_raw(hrmt_context *ctx, size_t n, size_t k, const vo
     pw->n_pad = round_up(n, pw->nr);
     pw->k_pad = round_up(k, pw->k_unit);
 
-    size_t kc_target = ctx->plan.gemm_kc * (4 / pw->esz);
+    size_t kc_target;
+    if (!hrmt_mul_ok(ctx->plan.gemm_kc, 4 / pw->esz, &kc_target) || kc_target > pw->k_pad)
+        kc_target = pw->k_pad; /* an override beyond K: one block */
     if (kc_target < pw->k_unit) kc_target = pw->k_unit;
     size_t nblk = (pw->k_pad + kc_target - 1) / kc_target;
     pw->kc = round_up((pw->k_pad + nblk - 1) / nblk, pw->k_unit);
