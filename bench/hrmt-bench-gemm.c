@@ -171,8 +171,8 @@ int main(int argc, char **argv) {
         execv("/proc/self/exe", argv);
         /* exec failed: carry on with the default policy. */
     }
-    int threads = 0, reps = 5, json = 0, c_f32 = 0;
-    double min_ms = 30.0, gap_ms = 150.0;
+    int threads = 0, reps = 7, json = 0, c_f32 = 0;
+    double min_ms = 50.0, gap_ms = 100.0;
     shape custom[64];
     int ncustom = 0;
     for (int i = 1; i < argc; i++) {

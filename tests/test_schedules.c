@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model.h"
 #include "support/test_common.h"
 
 typedef struct outs {
@@ -84,15 +85,19 @@ static void compare_schedules(hrmt_context *ctx, hrmt_model *m, int B, int steps
         cr_expect_eq(tt.h_level_calls, c->H_cycles);
         cr_expect_eq(tt.l_level_calls % lcalls, 0);
         int tiles = tt.l_level_calls / lcalls;
+        hrmt_tiling tl = hrmt_tiling_for(m, B);
         if (want_tiles > 0)
             cr_expect_eq(tiles, want_tiles, "tiles: %d, wanted %d", tiles, want_tiles);
         if (want_tiles < 0)
             cr_expect_gt(tiles, 1, "only %d tile: the SRAM tier was meant to force several", tiles);
-        cr_log_info("batch %d: %d tile(s)", B, tiles);
+        cr_log_info("batch %d: %d tile(s) of %zu, %s", B, tiles, tl.samples,
+                    tl.parallel ? "one per thread" : "in turn");
         cr_expect_eq(tt.transfers, 2 * tiles * c->H_cycles);
         /* The tile buffers went through the tier manager, which counted them
          * and the z_L copies in and out of the tile. */
-        cr_expect_eq(sram.hit_count + sram.miss_count, 3, "3 tile buffers per step");
+        cr_expect_eq((size_t)tiles, tl.tiles);
+        uint64_t sets = tl.parallel ? (uint64_t)tl.team : 1;
+        cr_expect_eq(sram.hit_count + sram.miss_count, 3 * sets, "3 tile buffers per tile slot");
         cr_expect_eq(sram.num_transfers + dram.num_transfers, (uint64_t)tt.transfers);
         cr_expect_eq(sram.current_alloc_bytes, 0, "tile buffers freed after the step");
         cr_expect_gt(tt.step_us, 0.0);
@@ -126,9 +131,11 @@ static hrmt_model_config odd_config(hrmt_dtype dt) {
     return c;
 }
 
-static void run(hrmt_dtype dt, int rope, size_t sram, int B, int want_tiles) {
+static void run_t(hrmt_dtype dt, int rope, size_t sram, int B, int want_tiles, int threads,
+                  int want_parallel) {
     hrmt_context_options o = hrmt_context_default_options();
     o.sram_tier_bytes = sram;
+    o.num_threads = threads;
     hrmt_context *ctx = hrmt_test_context_opts(&o);
     hrmt_model_config c = odd_config(dt);
     if (rope) {
@@ -139,9 +146,16 @@ static void run(hrmt_dtype dt, int rope, size_t sram, int B, int want_tiles) {
     }
     hrmt_model *m = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &c, 42, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    if (want_parallel >= 0)
+        cr_expect_eq(hrmt_tiling_for(m, B).parallel, want_parallel, "tiles %s one per thread",
+                     want_parallel ? "should run" : "should not run");
     compare_schedules(ctx, m, B, 2, want_tiles);
     hrmt_model_destroy(m);
     hrmt_context_destroy(ctx);
+}
+
+static void run(hrmt_dtype dt, int rope, size_t sram, int B, int want_tiles) {
+    run_t(dt, rope, sram, B, want_tiles, 0, -1);
 }
 
 Test(schedules, learned_bf16_batch1) { run(HRMT_BF16, 0, 0, 1, 1); }
@@ -153,6 +167,13 @@ Test(schedules, rope_f32_batch1) { run(HRMT_F32, 1, 0, 1, 1); }
 /* A small SRAM tier forces tiles of a few samples: 7 samples, several tiles. */
 Test(schedules, several_tiles_bf16) { run(HRMT_BF16, 0, 64 * 1024, 7, -1); }
 Test(schedules, several_tiles_f32_rope) { run(HRMT_F32, 1, 96 * 1024, 5, -1); }
+
+/* Both tile arrangements on purpose: 8 one-sample tiles on 2 threads run one
+ * per thread; 7 on 2 run in turn; 3 threads on 6 tiles; 1 thread. */
+Test(schedules, tiles_one_per_thread) { run_t(HRMT_BF16, 0, 64 * 1024, 8, 8, 2, 1); }
+Test(schedules, tiles_in_turn) { run_t(HRMT_BF16, 0, 64 * 1024, 7, 7, 2, 0); }
+Test(schedules, tiles_three_threads) { run_t(HRMT_F32, 1, 96 * 1024, 6, -1, 3, 1); }
+Test(schedules, tiles_single_thread) { run_t(HRMT_BF16, 1, 64 * 1024, 4, -1, 1, 0); }
 
 /* The golden tiny-rope model at batch 5 with a tier that holds 2 samples. */
 Test(schedules, golden_model_several_tiles) {

@@ -29,12 +29,13 @@ void cli_bench_opts_default(cli_bench_opts *o) {
     o->mode = CLI_MODE_COMPARE;
     o->batch_sizes[0] = 1;
     o->batch_sizes[1] = 8;
-    o->n_batch = 2;
+    o->batch_sizes[2] = 32;
+    o->n_batch = 3;
     o->seq_lens[0] = 81; /* Sudoku */
     o->n_seq = 1;
     o->dtype = -1;
     o->warmup = 1;
-    o->iterations = 3;
+    o->iterations = 5;
     o->backend = HRMT_BACKEND_CPU;
 }
 
@@ -45,7 +46,7 @@ void cli_bench_usage(FILE *f) {
             "baseline schedule, over batch sizes and sequence lengths.\n"
             "\n"
             "  --mode tiered|baseline|compare   schedules to run (default compare)\n"
-            "  --batch-sizes LIST               e.g. 1,8,32 (default 1,8)\n"
+            "  --batch-sizes LIST               comma-separated (default 1,8,32)\n"
             "  --seq-lens LIST                  e.g. 64,128 (default 81, or the model's)\n"
             "  --hidden-size N                  built-in model width (default 512)\n"
             "  --num-heads N                    attention heads; must divide the width (8)\n"
@@ -54,7 +55,7 @@ void cli_bench_usage(FILE *f) {
             "  --H-layers N  --L-layers N       transformer layers per level (4, 4)\n"
             "  --dtype bf16|f32                 forward dtype (bf16)\n"
             "  --warmup N                       untimed steps first; 0 allowed (1)\n"
-            "  --iterations N                   timed steps (3)\n"
+            "  --iterations N                   timed steps (5)\n"
             "  --threads N                      OpenMP threads (default: all)\n"
             "  --backend cpu|cuda               compute backend (cpu)\n"
             "  --model FILE                     safetensors model instead of the built-in one\n"

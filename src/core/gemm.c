@@ -57,6 +57,7 @@ typedef struct gemm_plan {
 #define UNITS_PER_THREAD 4
 #define MIN_SLIVERS 8
 #define MIN_PANELS 8
+#define SERIAL_MACS (2.0 * 1024 * 1024)
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -95,6 +96,8 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
 
     const size_t slivers = ceil_div(g->M, mr), panels = ceil_div(g->N, nr);
     size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
+    /* Below ~40 us of work, waking other threads costs more than it saves. */
+    if ((double)g->M * (double)g->N * (double)g->K < SERIAL_MACS) threads = 1;
     if (threads > 1) {
         /* Several units per thread, handed out dynamically, so a thread that
          * the OS preempts (other processes on the cores) delays the call by
@@ -129,12 +132,13 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     return HRMT_OK;
 }
 
-/* BF16 pair panel (kc_p/2 x nr x 2) -> F32 k-major panel (kc_p x nr). */
+/* BF16 pair panel (kc_p/2 x nr x 2, odd k in the low half; see gemm_pack.c)
+ * -> F32 k-major panel (kc_p x nr). */
 static void widen_panel(const uint16_t *src, size_t kc_p, size_t nr, float *dst) {
     for (size_t kp = 0; kp < kc_p / 2; kp++)
         for (size_t j = 0; j < nr; j++) {
-            dst[(2 * kp) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j]);
-            dst[(2 * kp + 1) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j + 1]);
+            dst[(2 * kp) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j + 1]);
+            dst[(2 * kp + 1) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j]);
         }
 }
 
@@ -158,16 +162,16 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
     float *pbuf = (float *)(scratch + g->a_bytes + g->b_bytes);
 
     /* Pack rows m0..m1 of A, every K block: block p at p*kc*m_pad elements,
-     * its sliver s at s*MR*kc_p within. */
-    for (size_t p = 0; p < W->nblk; p++) {
-        size_t kc_p;
-        (void)hrmt_gemm_packed_panel(W, p, 0, &kc_p);
-        const size_t k0 = p * W->kc;
-        const size_t kv = g->K - k0 < kc_p ? g->K - k0 : kc_p; /* valid k */
-        char *blk = abuf + k0 * m_pad * a_esz;
-        for (size_t s = 0; s < slivers; s++) {
-            const size_t i = m0 + s * mr, m = m1 - i < mr ? m1 - i : mr;
-            char *dst = blk + s * mr * kc_p * a_esz;
+     * its sliver s at s*MR*kc_p within. A sliver's rows are read along all
+     * of K in one go (longer streams for the prefetchers). */
+    for (size_t s = 0; s < slivers; s++) {
+        const size_t i = m0 + s * mr, m = m1 - i < mr ? m1 - i : mr;
+        for (size_t p = 0; p < W->nblk; p++) {
+            size_t kc_p;
+            (void)hrmt_gemm_packed_panel(W, p, 0, &kc_p);
+            const size_t k0 = p * W->kc;
+            const size_t kv = g->K - k0 < kc_p ? g->K - k0 : kc_p; /* valid k */
+            char *dst = abuf + (k0 * m_pad + s * mr * kc_p) * a_esz;
             const char *src = (const char *)g->A + (i * g->lda + k0) * hrmt_dtype_size(g->a_dt);
             uk->pack_a(m, kv, src, g->a_dt, g->lda, dst);
             if (uk->k_unit == 1 && kc_p > kv) /* F32 kernel on padded BF16 pairs */

@@ -41,8 +41,9 @@ typedef void (*hrmt_gemm_ukr_fn)(size_t kc, const void *a, const void *b,
 
 /* Packs rows [0, m) (m <= MR) and columns [0, kc) of A (row stride lda, dtype
  * a_dt) into one sliver: F32 kernels store k-major (MR floats per k), the
- * BF16 kernel k-pair-major (MR 32-bit words per pair, each word = A[i][2p],
- * A[i][2p+1]). Rows m..MR-1 and the odd k tail are zero. */
+ * BF16 kernel k-pair-major (MR 32-bit words per pair, each word = A[i][2p+1]
+ * in the low half, A[i][2p] in the high half: see gemm_bf16_avx512.c). Rows
+ * m..MR-1 and the odd k tail are zero. */
 typedef void (*hrmt_gemm_pack_a_fn)(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
                                     size_t lda, void *dst);
 

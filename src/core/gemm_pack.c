@@ -4,8 +4,13 @@
  * last one shorter). Panel j holds all of its K blocks back to back, block p
  * (kc_p deep) at p * kc * nr elements, so a walk over j, then p, then k (the
  * driver's order) reads W as one forward stream:
- *   F32:    block[k * nr + jj]                 = W[j*nr + jj][k0 + k]
- *   BF16X2: block[(k/2) * 2nr + 2jj + (k % 2)] = W[j*nr + jj][k0 + k]  (bf16)
+ *   F32:    block[k * nr + jj]                     = W[j*nr + jj][k0 + k]
+ *   BF16X2: block[(k/2) * 2nr + 2jj + 1 - (k % 2)] = W[j*nr + jj][k0 + k] (bf16)
+ * A BF16X2 pair holds its odd k in the low half: vdpbf16ps adds the product of
+ * the high halves first, then the low ones, each add rounded (Intel's
+ * definition; measured so on Zen 4 and on a Sapphire Rapids Xeon), so with
+ * the halves swapped it adds k = 2p, then 2p + 1: the scalar table's order,
+ * and the same bits for normal numbers.
  * Columns past N and k past K are zero. Panel j starts at j * k_pad * nr
  * elements: 64-byte aligned for nr * esz a multiple of 64 (every x86 table).
  *
@@ -49,7 +54,7 @@ static void pack_column(hrmt_packed_w *pw, const void *w, size_t ldw, size_t col
     } else {
         const uint16_t *s = (const uint16_t *)w + row;
         uint16_t *d = (uint16_t *)panel + 2 * jj;
-        for (size_t k = 0; k < kv; k++) d[(k / 2) * 2 * pw->nr + (k % 2)] = s[k];
+        for (size_t k = 0; k < kv; k++) d[(k / 2) * 2 * pw->nr + 1 - (k % 2)] = s[k];
     }
 }
 

@@ -39,24 +39,26 @@ static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_
         a += MR;
         b += NR;
     }
-    const int direct =
-        o->final && o->c_dt == HRMT_F32 && !o->accumulate && o->m == MR && o->n == NR;
-    float tile[MR * NR];
-    float *dst = o->partial;
-    size_t ld = o->ld_partial;
-    if (direct) {
-        dst = o->c;
-        ld = o->ldc;
-    } else if (o->final) {
-        dst = tile;
-        ld = NR;
+    if (o->final && o->n == NR) {
+        /* Whole rows: finish straight from the registers. */
+        const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++)
+            if ((size_t)i < o->m)
+                hrmt_gemm_store_row32__avx512(c0[i], c1[i],
+                                              (char *)o->c + (size_t)i * o->ldc * esz, o->c_dt,
+                                              o->accumulate);
+        return;
     }
+    float tile[MR * NR];
+    float *dst = o->final ? tile : o->partial;
+    const size_t ld = o->final ? NR : o->ld_partial;
 #pragma GCC unroll 14
     for (int i = 0; i < MR; i++) {
         _mm512_storeu_ps(dst + (size_t)i * ld, c0[i]);
         _mm512_storeu_ps(dst + (size_t)i * ld + 16, c1[i]);
     }
-    if (o->final && !direct) hrmt_gemm_store_tile32__avx512(tile, o);
+    if (o->final) hrmt_gemm_store_tile32__avx512(tile, o);
 }
 
 /* Rows of F32 A are 32-bit words already; BF16 A is widened to F32. */
@@ -67,14 +69,18 @@ static void f32_gemm_pack_a__avx512_14(size_t m, size_t kc, const void *a, hrmt_
 #define LOAD_F32_ROW(i, k0, nk)                                                             \
     _mm512_castps_si512(_mm512_maskz_loadu_ps((__mmask16)(nk >= 16 ? 0xffffu : (1u << nk) - 1u), \
                                               af + (i) * lda + (k0)))
-        HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_F32_ROW);
+#define F32_ROW_AT(i, k) (af + (i) * lda + (k))
+        HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_F32_ROW, F32_ROW_AT);
+#undef F32_ROW_AT
 #undef LOAD_F32_ROW
     } else {
         const uint16_t *ah = a;
 #define LOAD_BF16_ROW(i, k0, nk)                                                        \
     _mm512_castps_si512(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16(        \
         (__mmask16)(nk >= 16 ? 0xffffu : (1u << nk) - 1u), ah + (i) * lda + (k0))))
-        HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_BF16_ROW);
+#define BF16_ROW_AT(i, k) (ah + (i) * lda + (k))
+        HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_BF16_ROW, BF16_ROW_AT);
+#undef BF16_ROW_AT
 #undef LOAD_BF16_ROW
     }
 }

@@ -44,6 +44,33 @@ static inline void hrmt_gemm_store16__avx512(__m512 s, size_t n, void *c, hrmt_d
     }
 }
 
+/* Writes one whole 32-column row of finished sums (s0: columns 0..15, s1:
+ * 16..31) to C: F32 or BF16, optionally added to C first. */
+static inline void hrmt_gemm_store_row32__avx512(__m512 s0, __m512 s1, void *c, hrmt_dtype c_dt,
+                                                 int accumulate) {
+    if (c_dt == HRMT_F32) {
+        float *cf = c;
+        if (accumulate) {
+            s0 = _mm512_add_ps(_mm512_loadu_ps(cf), s0);
+            s1 = _mm512_add_ps(_mm512_loadu_ps(cf + 16), s1);
+        }
+        _mm512_storeu_ps(cf, s0);
+        _mm512_storeu_ps(cf + 16, s1);
+    } else {
+        uint16_t *ch = c;
+        if (accumulate) {
+            s0 = _mm512_add_ps(hrmt_gemm_bf16_to_f32__avx512(_mm256_loadu_si256((const void *)ch)),
+                               s0);
+            s1 = _mm512_add_ps(
+                hrmt_gemm_bf16_to_f32__avx512(_mm256_loadu_si256((const void *)(ch + 16))), s1);
+        }
+        const __m512i h = _mm512_inserti64x4(
+            _mm512_castsi256_si512(hrmt_gemm_f32_to_bf16__avx512(s0)),
+            hrmt_gemm_f32_to_bf16__avx512(s1), 1);
+        _mm512_storeu_si512(ch, h);
+    }
+}
+
 /* Finishes a 2-vector-wide (32 column) tile held in t (row stride 32). */
 static inline void hrmt_gemm_store_tile32__avx512(const float *t, const hrmt_gemm_ukr_out *o) {
     const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
@@ -85,14 +112,18 @@ static inline void hrmt_gemm_transpose16__avx512(__m512i r[16]) {
 }
 
 /* Packs a sliver of mr <= 16 rows of 32-bit words, k-major: dst[k*mr + i] =
- * word k of row i, for k < kw. load_row(i, k0, nk) gives words k0..k0+nk-1 of
- * row i (zero past nk); rows >= m are zero. */
-#define HRMT_GEMM_PACK_WORDS16(mr, m, kw, dst, LOAD_ROW)                               \
+ * word k of row i, for k < kw. LOAD_ROW(i, k0, nk) gives words k0..k0+nk-1
+ * of row i (zero past nk); ROW_AT(i, k0) is the address of word k0 of row i,
+ * for prefetching two lines ahead (each row is a short stream the hardware
+ * prefetcher does not pick up in time). Rows >= m are zero. */
+#define HRMT_GEMM_PACK_WORDS16(mr, m, kw, dst, LOAD_ROW, ROW_AT)                       \
     do {                                                                               \
         const __mmask16 row_mask_ = (__mmask16)((1u << (mr)) - 1u);                    \
         for (size_t k0_ = 0; k0_ < (kw); k0_ += 16) {                                  \
             const size_t nk_ = (kw) - k0_ < 16 ? (kw) - k0_ : 16;                      \
             __m512i r_[16];                                                            \
+            for (size_t i_ = 0; i_ < (m); i_++)                                        \
+                _mm_prefetch((const char *)ROW_AT(i_, k0_ + 32), _MM_HINT_T0);         \
             for (size_t i_ = 0; i_ < 16; i_++)                                         \
                 r_[i_] = i_ < (m) ? LOAD_ROW(i_, k0_, nk_) : _mm512_setzero_si512();   \
             hrmt_gemm_transpose16__avx512(r_);                                         \

@@ -163,7 +163,7 @@ static void attend_job(const hrmt_model *m, const void *qkv, void *att, long job
 
 void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws) {
     const long jobs = (long)(n * m->heads);
-    const long want = ws->attn_threads < 1 ? 1 : ws->attn_threads;
+    const long want = ws->threads < 1 ? 1 : ws->threads;
     const int nt = (int)(want < jobs ? want : jobs);
     if (nt <= 1) {
         for (long job = 0; job < jobs; job++) attend_job(m, qkv, att, job, ws->attn);

@@ -28,7 +28,7 @@ size_t hrmt_level_ws_layout(const hrmt_model *m, size_t rows, int threads, void 
         off += ALIGN64(sizes[i]);
     }
     ws->attn_stride = hrmt_level_ws_attn_floats(m);
-    ws->attn_threads = threads;
+    ws->threads = threads;
     if (p) ws->attn = (float *)(p + off);
     off += ALIGN64((size_t)threads * ws->attn_stride * sizeof(float));
     return off;
@@ -57,8 +57,8 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     size_t ws_off = total;
     total += hrmt_level_ws_layout(m, rows, threads, NULL, &c->ws);
     size_t g_off = total;
-    size_t g_bytes =
-        ALIGN64(hrmt_model_gemm_scratch(m, rows, hrmt_tile_samples(m, batch) * m->T, B));
+    size_t g_bytes = ALIGN64(
+        hrmt_model_gemm_scratch(m, rows, hrmt_tiling_for(m, batch).samples * m->T, B, threads));
     total += g_bytes;
     c->block = aligned_alloc(64, total);
     if (!c->block) {

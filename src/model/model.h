@@ -51,7 +51,7 @@ typedef struct hrmt_level_ws {
     void *act;   /* [rows, inter] */
     float *attn; /* per-thread attention scratch, attn_stride floats each */
     size_t attn_stride;
-    int attn_threads;
+    int threads; /* team size of this workspace's kernels (1 inside a tile-parallel region) */
     void *gemm_scratch; /* GEMM packing scratch (carry-owned, DRAM) */
     size_t gemm_scratch_bytes;
 } hrmt_level_ws;
@@ -113,10 +113,20 @@ hrmt_status hrmt_linear_apply(const hrmt_model *m, const hrmt_linear *l, const v
                               void *y, size_t ldy, hrmt_dtype ydt, size_t rows,
                               const hrmt_level_ws *ws);
 /* GEMM scratch bytes a step over `rows`-row calls (and `tile_rows` tiles) needs. */
-size_t hrmt_model_gemm_scratch(const hrmt_model *m, size_t rows, size_t tile_rows, size_t batch);
+size_t hrmt_model_gemm_scratch(const hrmt_model *m, size_t rows, size_t tile_rows, size_t batch,
+                               int threads);
 
 /* schedule.c */
-size_t hrmt_tile_samples(const hrmt_model *m, int batch);
+/* How the tiered schedule cuts a batch: samples per tile, and whether tiles
+ * run concurrently (one per thread, single-threaded kernels) or one after
+ * another (team-parallel kernels). */
+#define HRMT_MAX_TILE_TEAM 64 /* larger teams run tiles in turn */
+typedef struct hrmt_tiling {
+    size_t samples, tiles;
+    int parallel;
+    int team; /* threads */
+} hrmt_tiling;
+hrmt_tiling hrmt_tiling_for(const hrmt_model *m, int batch);
 hrmt_status hrmt_inner_forward(hrmt_model *m, hrmt_carry *c, hrmt_schedule sched,
                                hrmt_step_timing *tm);
 

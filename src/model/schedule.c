@@ -9,8 +9,14 @@
  * tile's buffers come from the tier manager, z_L is copied in, all L_cycles x
  * L_layers run on the tile, and z_L is copied back before the H-level runs
  * over the whole batch from DRAM. The injection is computed once per tile
- * (zH and x do not change inside the L loop), which gives the same bits. */
+ * (zH and x do not change inside the L loop), which gives the same bits.
+ * With enough tiles, each thread takes whole tiles (its own SRAM buffers,
+ * single-threaded kernels, no synchronisation inside the L loop, like a GPU
+ * block per tile); otherwise tiles run in turn with team-parallel kernels.
+ * Kernels are row-independent and the GEMM is blocking- and thread-count-
+ * independent, so every arrangement gives the same bytes. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -56,65 +62,104 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
     return s;
 }
 
-/* Samples per L-level tile: as many as fit the SRAM budget, at least one. */
-size_t hrmt_tile_samples(const hrmt_model *m, int batch) {
+/* Bytes of one tile's SRAM buffers for `n` samples with a team of `threads`
+ * (z_L, injection, level scratch; a single-thread tile also carries its own
+ * GEMM packing scratch). */
+static size_t tile_bytes(const hrmt_model *m, size_t n, int threads, size_t *ws_bytes,
+                         size_t *gemm_bytes) {
+    hrmt_level_ws probe;
+    size_t rows = n * m->T;
+    size_t ws = hrmt_level_ws_layout(m, rows, threads, NULL, &probe);
+    size_t g = threads == 1 ? (hrmt_model_gemm_scratch(m, rows, rows, 0, 1) + 63) / 64 * 64 : 0;
+    if (ws_bytes) *ws_bytes = ws;
+    if (gemm_bytes) *gemm_bytes = g;
+    return 2 * ((rows * m->hidden * m->esz + 63) / 64 * 64) + ws + g;
+}
+
+/* Samples per tile under `budget` bytes: as many as fit, at least one
+ * (binary search: the bytes grow with the sample count). */
+static size_t fit_samples(const hrmt_model *m, size_t budget, int threads, int batch) {
+    size_t lo = 1, hi = (size_t)batch; /* lo always acceptable (or the minimum) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (tile_bytes(m, mid, threads, NULL, NULL) <= budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Tiles run one per thread when there are enough of them to keep the team
+ * evenly busy; each then gets an equal share of the SRAM tier (the tier
+ * manager models one arena). Otherwise tiles run in turn, each with the whole
+ * team on every kernel. */
+hrmt_tiling hrmt_tiling_for(const hrmt_model *m, int batch) {
     hrmt_context *ctx = m->ctx;
     size_t budget = hrmt_context_tile_plan(ctx)->l_tile_bytes;
     size_t cap = hrmt_tiers_sram_capacity(hrmt_context_tiers(ctx));
     if (cap && cap < budget) budget = cap;
-    hrmt_level_ws probe;
-    int threads = hrmt_context_threads(ctx) > 0 ? hrmt_context_threads(ctx) : 1;
-    size_t fixed = hrmt_level_ws_layout(m, 0, threads, NULL, &probe);
-    size_t per_sample =
-        m->T * (2 * m->hidden * m->esz + hrmt_level_ws_row_bytes(m)) + (size_t)6 * 64;
-    size_t n = budget > fixed ? (budget - fixed) / per_sample : 0;
-    if (n < 1) n = 1;
-    if (n > (size_t)batch) n = (size_t)batch;
-    return n;
-}
-
-typedef struct tile_bufs {
-    hrmt_tensor z, inj, scratch;
-    int have_z, have_inj, have_scratch;
-} tile_bufs;
-
-static const char *const k_tile_z = "hrm.L_tile.z_L";
-static const char *const k_tile_inj = "hrm.L_tile.injection";
-static const char *const k_tile_ws = "hrm.L_tile.scratch";
-
-static void free_tile(hrmt_tiers *tiers, tile_bufs *t) {
-    if (t->have_z) hrmt_tiers_free(tiers, k_tile_z);
-    if (t->have_inj) hrmt_tiers_free(tiers, k_tile_inj);
-    if (t->have_scratch) hrmt_tiers_free(tiers, k_tile_ws);
-    memset(t, 0, sizeof *t);
-}
-
-static hrmt_status alloc_tile(hrmt_model *m, size_t tile, tile_bufs *t, hrmt_level_ws *ws,
-                              void *gemm_scratch, size_t gemm_scratch_bytes) {
-    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
-    int threads = hrmt_context_threads(m->ctx) > 0 ? hrmt_context_threads(m->ctx) : 1;
-    size_t zs[2] = {tile * m->T, m->hidden};
-    size_t ws_bytes = hrmt_level_ws_layout(m, tile * m->T, threads, NULL, ws);
-    size_t ss[1] = {ws_bytes / sizeof(float)};
-    hrmt_status s = hrmt_tiers_alloc_sram(tiers, k_tile_z, 2, zs, m->dt, &t->z);
-    t->have_z = s == HRMT_OK;
-    if (s == HRMT_OK) {
-        s = hrmt_tiers_alloc_sram(tiers, k_tile_inj, 2, zs, m->dt, &t->inj);
-        t->have_inj = s == HRMT_OK;
+    hrmt_tiling t;
+    t.team = hrmt_context_threads(ctx) > 0 ? hrmt_context_threads(ctx) : 1;
+    const size_t team = (size_t)t.team, B = (size_t)batch;
+    if (team > 1 && team <= HRMT_MAX_TILE_TEAM) {
+        t.samples = fit_samples(m, budget / team, 1, batch);
+        t.tiles = (B + t.samples - 1) / t.samples;
+        if (t.tiles >= team && (t.tiles % team == 0 || t.tiles >= 4 * team)) {
+            t.parallel = 1;
+            return t;
+        }
     }
-    if (s == HRMT_OK) {
-        s = hrmt_tiers_alloc_sram(tiers, k_tile_ws, 1, ss, HRMT_F32, &t->scratch);
-        t->have_scratch = s == HRMT_OK;
+    t.parallel = 0;
+    t.samples = fit_samples(m, budget, t.team, batch);
+    t.tiles = (B + t.samples - 1) / t.samples;
+    return t;
+}
+
+/* One tile's SRAM buffers, named per slot so concurrent tiles can coexist. */
+typedef struct tile_set {
+    hrmt_tensor z, inj, scratch;
+    char name[3][48];
+    int have[3];
+    hrmt_level_ws ws;
+} tile_set;
+
+static void free_tile(hrmt_tiers *tiers, tile_set *t) {
+    for (int i = 0; i < 3; i++)
+        if (t->have[i]) hrmt_tiers_free(tiers, t->name[i]);
+    memset(t->have, 0, sizeof t->have);
+}
+
+static hrmt_status alloc_tile(hrmt_model *m, const hrmt_carry *c, size_t samples, int threads,
+                              int slot, tile_set *t) {
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    size_t ws_bytes, g_bytes;
+    tile_bytes(m, samples, threads, &ws_bytes, &g_bytes);
+    static const char *const what[3] = {"z_L", "injection", "scratch"};
+    for (int i = 0; i < 3; i++)
+        snprintf(t->name[i], sizeof t->name[i], "hrm.L_tile%d.%s", slot, what[i]);
+    size_t zs[2] = {samples * m->T, m->hidden}, ss[1] = {(ws_bytes + g_bytes) / sizeof(float)};
+    hrmt_tensor *dst[3] = {&t->z, &t->inj, &t->scratch};
+    hrmt_status s = HRMT_OK;
+    for (int i = 0; i < 3 && s == HRMT_OK; i++) {
+        s = i < 2 ? hrmt_tiers_alloc_sram(tiers, t->name[i], 2, zs, m->dt, dst[i])
+                  : hrmt_tiers_alloc_sram(tiers, t->name[i], 1, ss, HRMT_F32, dst[i]);
+        t->have[i] = s == HRMT_OK;
     }
     if (s != HRMT_OK) {
         free_tile(tiers, t);
         return hrmt_fail(m->ctx, s, "tiered schedule: tier manager refused the L tile (%s)",
                          hrmt_status_str(s));
     }
-    hrmt_level_ws_layout(m, tile * m->T, threads, t->scratch.data, ws);
-    /* GEMM packing scratch stays in the carry (sized for both schedules). */
-    ws->gemm_scratch = gemm_scratch;
-    ws->gemm_scratch_bytes = gemm_scratch_bytes;
+    hrmt_level_ws_layout(m, samples * m->T, threads, t->scratch.data, &t->ws);
+    if (threads == 1) {
+        /* A lone thread's GEMM packing scratch lives in its tile. */
+        t->ws.gemm_scratch = (char *)t->scratch.data + ws_bytes;
+        t->ws.gemm_scratch_bytes = g_bytes;
+    } else {
+        t->ws.gemm_scratch = c->ws.gemm_scratch;
+        t->ws.gemm_scratch_bytes = c->ws.gemm_scratch_bytes;
+    }
     return HRMT_OK;
 }
 
@@ -127,52 +172,120 @@ static hrmt_tensor dram_rows(const hrmt_model *m, void *base, size_t r0, size_t 
     return t;
 }
 
-static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
-    const hrmt_model_config *cfg = &m->cfg;
+/* Per-thread time spent on one or more tiles. */
+typedef struct tile_clock {
+    double in_us, out_us, level_us;
+    int level_calls;
+} tile_clock;
+
+/* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n) in tile set t:
+ * copy z_L in, build the injection zH + x in SRAM, run, copy z_L back. */
+static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, tile_set *t, size_t s0, size_t n,
+                            tile_clock *clk) {
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
-    size_t B = (size_t)c->batch, T = m->T;
-    size_t tile = hrmt_tile_samples(m, c->batch);
-    tile_bufs tb = {0};
-    hrmt_level_ws ws;
-    hrmt_status s = alloc_tile(m, tile, &tb, &ws, c->ws.gemm_scratch, c->ws.gemm_scratch_bytes);
+    const size_t r0 = s0 * m->T, rows = n * m->T, hb = m->hidden * m->esz;
+    hrmt_tensor src = dram_rows(m, c->zL, r0, rows), dst = t->z;
+    dst.shape[0] = rows;
+    double t0 = now_us();
+    hrmt_status s = hrmt_tiers_copy(tiers, &dst, &src);
     if (s != HRMT_OK) return s;
-    for (int h = 0; h < cfg->H_cycles && s == HRMT_OK; h++) {
-        for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += tile) {
-            size_t n = B - s0 < tile ? B - s0 : tile, r0 = s0 * T, rows = n * T;
-            hrmt_tensor src = dram_rows(m, c->zL, r0, rows);
-            hrmt_tensor dst = tb.z;
-            dst.shape[0] = rows;
-            /* DRAM -> SRAM: z_L of the tile, and the injection built in SRAM. */
-            double t0 = now_us();
-            s = hrmt_tiers_copy(tiers, &dst, &src);
-            if (s != HRMT_OK) {
-                s = hrmt_fail(m->ctx, s, "tiered schedule: tier copy failed");
-                break;
-            }
-            hrmt_rows_add(m, (char *)c->zH + r0 * m->hidden * m->esz,
-                          (char *)c->x + r0 * m->hidden * m->esz, tb.inj.data, rows);
-            double t2 = now_us();
-            tm->h_to_l_transfer_us_total += t2 - t0;
-            tm->transfers++;
-            hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
-            for (int l = 0; l < cfg->L_cycles && s == HRMT_OK; l++) {
-                double t3 = now_us();
-                s = hrmt_level(m, m->L, cfg->L_layers, tb.z.data, tb.inj.data, n, &ws, 1);
-                tm->l_level_us_total += now_us() - t3;
-                tm->l_level_calls++;
-            }
-            hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
-            if (s != HRMT_OK) break;
-            /* SRAM -> DRAM: the tile's new z_L. */
-            double t4 = now_us();
-            s = hrmt_tiers_copy(tiers, &src, &dst);
-            tm->l_to_h_transfer_us_total += now_us() - t4;
-            tm->transfers++;
-            if (s != HRMT_OK) s = hrmt_fail(m->ctx, s, "tiered schedule: tier copy failed");
+    hrmt_rows_add(m, (char *)c->zH + r0 * hb, (char *)c->x + r0 * hb, t->inj.data, rows);
+    double t1 = now_us();
+    clk->in_us += t1 - t0;
+    hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
+    for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
+        s = hrmt_level(m, m->L, m->cfg.L_layers, t->z.data, t->inj.data, n, &t->ws, 1);
+        clk->level_calls++;
+    }
+    hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
+    double t2 = now_us();
+    clk->level_us += t2 - t1;
+    if (s != HRMT_OK) return s;
+    s = hrmt_tiers_copy(tiers, &src, &dst);
+    clk->out_us += now_us() - t2;
+    return s;
+}
+
+/* The L phase of one H cycle, tiles one per thread. Timings: the phase's wall
+ * time, split between transfers and L-level work in the proportion the
+ * threads spent on each. */
+static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_tiling *tl,
+                                    tile_set *sets, hrmt_step_timing *tm) {
+    const long tiles = (long)tl->tiles;
+    tile_clock sum = {0, 0, 0, 0};
+    hrmt_status first = HRMT_OK;
+    double w0 = now_us();
+#pragma omp parallel num_threads(tl->team)
+    {
+        tile_clock clk = {0, 0, 0, 0};
+        hrmt_status st = HRMT_OK;
+        tile_set *set = &sets[omp_get_thread_num()];
+#pragma omp for schedule(dynamic, 1)
+        for (long i = 0; i < tiles; i++) {
+            size_t s0 = (size_t)i * tl->samples, B = (size_t)c->batch;
+            size_t n = B - s0 < tl->samples ? B - s0 : tl->samples;
+            if (st == HRMT_OK) st = run_tile(m, c, set, s0, n, &clk);
         }
+#pragma omp critical(hrmt_l_phase)
+        {
+            sum.in_us += clk.in_us;
+            sum.out_us += clk.out_us;
+            sum.level_us += clk.level_us;
+            sum.level_calls += clk.level_calls;
+            if (first == HRMT_OK) first = st;
+        }
+    }
+    double wall = now_us() - w0, busy = sum.in_us + sum.out_us + sum.level_us;
+    double f = busy > 0.0 ? wall / busy : 0.0;
+    tm->h_to_l_transfer_us_total += sum.in_us * f;
+    tm->l_to_h_transfer_us_total += sum.out_us * f;
+    tm->l_level_us_total += sum.level_us * f;
+    tm->l_level_calls += sum.level_calls;
+    tm->transfers += 2 * (int)tiles;
+    if (first != HRMT_OK)
+        return hrmt_fail(m->ctx, first, "tiered schedule: a tile failed (%s)",
+                         hrmt_status_str(first));
+    return HRMT_OK;
+}
+
+/* The same, tiles in turn with the whole team on each kernel. */
+static hrmt_status l_phase_sequential(hrmt_model *m, hrmt_carry *c, const hrmt_tiling *tl,
+                                      tile_set *set, hrmt_step_timing *tm) {
+    hrmt_status s = HRMT_OK;
+    for (size_t i = 0; i < tl->tiles && s == HRMT_OK; i++) {
+        size_t s0 = i * tl->samples, B = (size_t)c->batch;
+        size_t n = B - s0 < tl->samples ? B - s0 : tl->samples;
+        tile_clock clk = {0, 0, 0, 0};
+        s = run_tile(m, c, set, s0, n, &clk);
+        tm->h_to_l_transfer_us_total += clk.in_us;
+        tm->l_to_h_transfer_us_total += clk.out_us;
+        tm->l_level_us_total += clk.level_us;
+        tm->l_level_calls += clk.level_calls;
+        tm->transfers += 2;
+    }
+    if (s != HRMT_OK)
+        return hrmt_fail(m->ctx, s, "tiered schedule: a tile failed (%s)", hrmt_status_str(s));
+    return HRMT_OK;
+}
+
+static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    hrmt_tiling tl = hrmt_tiling_for(m, c->batch);
+    tile_set sets[HRMT_MAX_TILE_TEAM];
+    int nsets = tl.parallel ? tl.team : 1;
+    hrmt_status s = HRMT_OK;
+    int made = 0;
+    for (; made < nsets && s == HRMT_OK; made++) {
+        memset(&sets[made], 0, sizeof sets[made]);
+        s = alloc_tile(m, c, tl.samples, tl.parallel ? 1 : tl.team, made, &sets[made]);
+    }
+    if (s != HRMT_OK) made--; /* the failed set freed itself */
+    for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
+        s = tl.parallel ? l_phase_parallel(m, c, &tl, sets, tm)
+                        : l_phase_sequential(m, c, &tl, &sets[0], tm);
         if (s == HRMT_OK) s = h_level(m, c, tm);
     }
-    free_tile(tiers, &tb);
+    for (int i = 0; i < made; i++) free_tile(tiers, &sets[i]);
     return s;
 }
 
