@@ -43,10 +43,9 @@ typedef struct shape {
 } shape;
 
 static const shape k_default_shapes[] = {
-    {82, 1536, 512},   {82, 512, 512},   {82, 3072, 512},   {82, 512, 1536},
-    {656, 1536, 512},  {656, 512, 512},  {656, 3072, 512},  {656, 512, 1536},
-    {2624, 1536, 512}, {2624, 512, 512}, {2624, 3072, 512}, {2624, 512, 1536},
-    {2048, 2048, 2048},
+    {82, 1536, 512},   {82, 512, 512},    {82, 3072, 512},    {82, 512, 1536},   {656, 1536, 512},
+    {656, 512, 512},   {656, 3072, 512},  {656, 512, 1536},   {2624, 1536, 512}, {2624, 512, 512},
+    {2624, 3072, 512}, {2624, 512, 1536}, {2048, 2048, 2048},
 };
 
 static double now_s(void) {
@@ -177,12 +176,18 @@ int main(int argc, char **argv) {
     int ncustom = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(a, "--min-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
-        else if (!strcmp(a, "--gap-ms") && i + 1 < argc) gap_ms = atof(argv[++i]);
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--c-f32")) c_f32 = 1;
+        if (!strcmp(a, "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--min-ms") && i + 1 < argc)
+            min_ms = atof(argv[++i]);
+        else if (!strcmp(a, "--gap-ms") && i + 1 < argc)
+            gap_ms = atof(argv[++i]);
+        else if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--c-f32"))
+            c_f32 = 1;
         else if (!strcmp(a, "--shape") && i + 1 < argc && ncustom < 64 &&
                  parse_shape(argv[i + 1], &custom[ncustom])) {
             ncustom++;
@@ -215,11 +220,12 @@ int main(int argc, char **argv) {
     int nshapes = ncustom ? ncustom : (int)(sizeof k_default_shapes / sizeof k_default_shapes[0]);
 
     if (!json) {
-        printf("hrmt-bench-gemm: isa %s, %d threads, KC %zu MC %zu NC %zu (MRxNR %zux%zu), "
-               "BF16 C %s, median of %d reps, OMP_WAIT_POLICY=%s\n",
-               hrmt_isa_name(hrmt_context_isa(ctx)), threads, pl->gemm_kc, pl->gemm_mc,
-               pl->gemm_nc, pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps,
-               getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(default)");
+        printf(
+            "hrmt-bench-gemm: isa %s, %d threads, KC %zu MC %zu NC %zu (MRxNR %zux%zu), "
+            "BF16 C %s, median of %d reps, OMP_WAIT_POLICY=%s\n",
+            hrmt_isa_name(hrmt_context_isa(ctx)), threads, pl->gemm_kc, pl->gemm_mc, pl->gemm_nc,
+            pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps,
+            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(default)");
         printf("%6s %6s %6s | %10s %10s %10s | %9s %9s\n", "M", "N", "K", "ours_f32", "ours_bf16",
                "openblas", "f32/oblas", "bf16/f32");
     } else {
@@ -247,11 +253,12 @@ int main(int argc, char **argv) {
             free(times[m]);
         }
         if (json) {
-            printf("%s\n  {\"m\": %zu, \"n\": %zu, \"k\": %zu, \"threads\": %d, "
-                   "\"ours_f32_gflops\": %.2f, \"ours_bf16_gflops\": %.2f, "
-                   "\"openblas_f32_gflops\": %.2f}",
-                   si ? "," : "", p.s.m, p.s.n, p.s.k, threads, g[OURS_F32], g[OURS_BF16],
-                   g[OPENBLAS]);
+            printf(
+                "%s\n  {\"m\": %zu, \"n\": %zu, \"k\": %zu, \"threads\": %d, "
+                "\"ours_f32_gflops\": %.2f, \"ours_bf16_gflops\": %.2f, "
+                "\"openblas_f32_gflops\": %.2f}",
+                si ? "," : "", p.s.m, p.s.n, p.s.k, threads, g[OURS_F32], g[OURS_BF16],
+                g[OPENBLAS]);
         } else {
             printf("%6zu %6zu %6zu | %10.1f %10.1f %10.1f | %9.3f %9.3f\n", p.s.m, p.s.n, p.s.k,
                    g[OURS_F32], g[OURS_BF16], g[OPENBLAS], g[OURS_F32] / g[OPENBLAS],
@@ -270,9 +277,10 @@ int main(int argc, char **argv) {
     if (json) {
         printf("\n]\n");
     } else if (nhrm) {
-        printf("median over %d HRM shapes with M >= 656: ours_f32/openblas %.3f, "
-               "ours_bf16/ours_f32 %.3f\n",
-               nhrm, median(r_f32, nhrm), median(r_bf16, nhrm));
+        printf(
+            "median over %d HRM shapes with M >= 656: ours_f32/openblas %.3f, "
+            "ours_bf16/ours_f32 %.3f\n",
+            nhrm, median(r_f32, nhrm), median(r_bf16, nhrm));
     }
     hrmt_context_destroy(ctx);
     return 0;

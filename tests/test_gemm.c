@@ -61,8 +61,10 @@ static double mat_get(const mat *m, size_t i, size_t j) {
 
 static void mat_set(mat *m, size_t i, size_t j, float v) {
     size_t idx = i * m->ld + j;
-    if (m->dt == HRMT_F32) ((float *)m->data)[idx] = v;
-    else ((uint16_t *)m->data)[idx] = hrmt_f32_to_bf16(v);
+    if (m->dt == HRMT_F32)
+        ((float *)m->data)[idx] = v;
+    else
+        ((uint16_t *)m->data)[idx] = hrmt_f32_to_bf16(v);
 }
 
 /* Random values in [-1, 1); the padding between rows gets NaN so a kernel
@@ -70,7 +72,8 @@ static void mat_set(mat *m, size_t i, size_t j, float v) {
 static void mat_fill(mat *m, uint64_t seed) {
     hrmt_test_rng r = {seed};
     for (size_t i = 0; i < m->rows; i++)
-        for (size_t j = 0; j < m->ld; j++) mat_set(m, i, j, j < m->cols ? hrmt_test_uniform(&r) : NAN);
+        for (size_t j = 0; j < m->ld; j++)
+            mat_set(m, i, j, j < m->cols ? hrmt_test_uniform(&r) : NAN);
 }
 
 static hrmt_tensor mat_tensor(const mat *m) {
@@ -144,9 +147,7 @@ static void ref_f64(const mat *a, const mat *w, double *ref, double *mag) {
 }
 
 /* gamma_(K+1): the F32 chain bound per unit of sum |a w|. */
-static double gamma_k(size_t K) {
-    return (double)(K + 1) * U32 / (1.0 - (double)(K + 1) * U32);
-}
+static double gamma_k(size_t K) { return (double)(K + 1) * U32 / (1.0 - (double)(K + 1) * U32); }
 
 /* Checks C against float64 (see the bound at the top). */
 static void check_f64(const mat *a, const mat *w, const mat *c, const char *what) {
@@ -248,8 +249,8 @@ static void run_bf16_shape(hrmt_context *ctx, hrmt_context *ref, size_t M, size_
 
 Test(gemm, bf16_against_scalar) {
     hrmt_context *ctx = hrmt_test_context(), *ref = ctx_with("scalar", 1);
-    static const size_t shapes[][3] = {{1, 1, 1},     {3, 11, 63},     {17, 512, 63},
-                                       {17, 11, 1536}, {82, 1536, 512}, {82, 3072, 63},
+    static const size_t shapes[][3] = {{1, 1, 1},       {3, 11, 63},     {17, 512, 63},
+                                       {17, 11, 1536},  {82, 1536, 512}, {82, 3072, 63},
                                        {656, 256, 512}, {3, 3072, 1536}, {656, 11, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         run_bf16_shape(ctx, ref, shapes[s][0], shapes[s][1], shapes[s][2], HRMT_F32);
@@ -383,8 +384,8 @@ Test(gemm, same_bits_when_m_is_split_across_calls) {
             size_t m0 = cuts[p], m1 = cuts[p + 1];
             const char *ap = (const char *)a.data + m0 * a.ld * hrmt_dtype_size(cd->a);
             char *dp = (char *)d.data + m0 * d.ld * hrmt_dtype_size(cd->c);
-            cr_assert_eq(hrmt_gemm_raw_ex(ctx, 1 + (int)(p % 2), m1 - m0, N, K, ap, cd->a, a.ld,
-                                          pw, dp, cd->c, d.ld, cd->acc, NULL, 0),
+            cr_assert_eq(hrmt_gemm_raw_ex(ctx, 1 + (int)(p % 2), m1 - m0, N, K, ap, cd->a, a.ld, pw,
+                                          dp, cd->c, d.ld, cd->acc, NULL, 0),
                          HRMT_OK);
         }
         cr_expect_eq(memcmp(c.data, d.data, mat_bytes(&c)), 0, "case %zu: split M differs", ci);
@@ -516,7 +517,10 @@ Test(gemm, bf16_c_is_the_f32_result_rounded_once) {
  * two bf16 go to the even one. Expected bits written out by hand. */
 Test(gemm, bf16_c_ties_to_even) {
     hrmt_context *ctx = hrmt_test_context();
-    static const struct { uint32_t in; uint16_t out; } cases[] = {
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+    } cases[] = {
         {0x3f808000u, 0x3f80}, /* 1 + 2^-8: halfway 1 .. 1+2^-7, even is 1 */
         {0x3f818000u, 0x3f82}, /* 1 + 3*2^-8: halfway, even is 1 + 2^-6 */
         {0x3f808001u, 0x3f81}, /* just above halfway: up */
@@ -524,7 +528,8 @@ Test(gemm, bf16_c_ties_to_even) {
         {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to Inf */
     };
     const size_t n = sizeof cases / sizeof cases[0];
-    mat a = mat_new(1, 1, 0, HRMT_F32), w = mat_new(n, 1, 0, HRMT_F32), c = mat_new(1, n, 0, HRMT_BF16);
+    mat a = mat_new(1, 1, 0, HRMT_F32), w = mat_new(n, 1, 0, HRMT_F32),
+        c = mat_new(1, n, 0, HRMT_BF16);
     ((float *)a.data)[0] = 1.0f;
     for (size_t j = 0; j < n; j++) ((float *)w.data)[j] = hrmt_f32_from_bits(cases[j].in);
     hrmt_packed_w *pw = pack(ctx, &w);
@@ -542,7 +547,8 @@ Test(gemm, bf16_c_ties_to_even) {
 
 Test(gemm, errors) {
     hrmt_context *ctx = hrmt_test_context();
-    mat a = mat_new(4, 8, 0, HRMT_F32), w = mat_new(5, 8, 0, HRMT_F32), c = mat_new(4, 5, 0, HRMT_F32);
+    mat a = mat_new(4, 8, 0, HRMT_F32), w = mat_new(5, 8, 0, HRMT_F32),
+        c = mat_new(4, 5, 0, HRMT_F32);
     mat_fill(&a, 1);
     mat_fill(&w, 2);
     hrmt_tensor ta = mat_tensor(&a), tw = mat_tensor(&w), tc = mat_tensor(&c), t;
@@ -614,9 +620,9 @@ Test(gemm, errors) {
                  HRMT_ERR_SHAPE);
     cr_expect_eq(hrmt_gemm_raw(ctx, 4, 6, 8, a.data, HRMT_F32, 8, pw, c.data, HRMT_F32, 6, 0),
                  HRMT_ERR_SHAPE);
-    cr_expect_eq(hrmt_gemm_raw_ex(ctx, 0, 4, 5, 8, a.data, HRMT_F32, 8, pw, c.data, HRMT_F32, 5, 0,
-                                  NULL, 0),
-                 HRMT_ERR_INVALID_ARG);
+    cr_expect_eq(
+        hrmt_gemm_raw_ex(ctx, 0, 4, 5, 8, a.data, HRMT_F32, 8, pw, c.data, HRMT_F32, 5, 0, NULL, 0),
+        HRMT_ERR_INVALID_ARG);
     cr_expect_eq(hrmt_gemm_raw(ctx, 4, 5, 8, NULL, HRMT_F32, 8, pw, c.data, HRMT_F32, 5, 0),
                  HRMT_ERR_INVALID_ARG);
     cr_expect_eq(hrmt_gemm_scratch_bytes(ctx, 1, 4, 6, 8, HRMT_F32, pw, HRMT_F32, 0), 0);

@@ -44,11 +44,12 @@ typedef struct gemm_plan {
     hrmt_dtype c_dt;
     size_t ldc;
     int accumulate;
+    const hrmt_gemm_kernels *kernels;
     const hrmt_gemm_ukernel *uk;
-    int widen_w;             /* BF16X2 panels run through the F32 kernel */
-    size_t a_esz, c_esz;     /* packed A element bytes, C element bytes */
-    size_t m_chunk, n_chunk; /* unit size (multiples of MR, NR) */
-    size_t mt, nt;           /* units along M and N */
+    int widen_w;                                    /* BF16X2 panels run through the F32 kernel */
+    size_t a_esz, c_esz;                            /* packed A element bytes, C element bytes */
+    size_t m_chunk, n_chunk;                        /* unit size (multiples of MR, NR) */
+    size_t mt, nt;                                  /* units along M and N */
     size_t a_bytes, b_bytes, p_bytes, thread_bytes; /* per-thread scratch pieces */
     int threads;
 } gemm_plan;
@@ -67,6 +68,7 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g) {
     const hrmt_gemm_kernels *t = &ctx->be->gemm;
     const hrmt_packed_w *W = g->W;
+    g->kernels = t;
     g->widen_w = 0;
     if (W->fmt == HRMT_GEMM_PACK_BF16X2 && g->a_dt == HRMT_BF16) {
         g->uk = &t->bf16;
@@ -85,8 +87,7 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
      * NC' = NC*KC*4 / (K * w bytes). */
     const hrmt_tile_plan *pl = &ctx->plan;
     size_t a_budget, w_budget, a_row, w_col, kc_bytes;
-    if (!hrmt_mul_ok(pl->gemm_kc, 4, &kc_bytes) ||
-        !hrmt_mul_ok(pl->gemm_mc, kc_bytes, &a_budget) ||
+    if (!hrmt_mul_ok(pl->gemm_kc, 4, &kc_bytes) || !hrmt_mul_ok(pl->gemm_mc, kc_bytes, &a_budget) ||
         !hrmt_mul_ok(pl->gemm_nc, kc_bytes, &w_budget) ||
         !hrmt_mul_ok(W->k_pad, g->a_esz, &a_row) || !hrmt_mul_ok(W->k_pad, W->esz, &w_col))
         return HRMT_ERR_OVERFLOW;
@@ -152,7 +153,8 @@ static inline void prefetch_c(const gemm_plan *g, const char *c, size_t m, size_
 }
 
 /* One unit of C: rows [m0, m1), columns [n0, n1). */
-static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1, char *scratch) {
+static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1,
+                     char *scratch) {
     const hrmt_gemm_ukernel *uk = g->uk;
     const hrmt_packed_w *W = g->W;
     const size_t mr = uk->mr, nr = uk->nr, a_esz = g->a_esz;
@@ -160,6 +162,10 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
     char *abuf = scratch;
     float *bbuf = (float *)(scratch + g->a_bytes);
     float *pbuf = (float *)(scratch + g->a_bytes + g->b_bytes);
+    /* Pairs in k order, to match the BF16X2 panels (core/gemm_pack.c). */
+    const hrmt_gemm_pack_a_fn pack = uk == &g->kernels->bf16 && g->kernels->bf16_pack_a_ordered
+                                         ? g->kernels->bf16_pack_a_ordered
+                                         : uk->pack_a;
 
     /* Pack rows m0..m1 of A, every K block: block p at p*kc*m_pad elements,
      * its sliver s at s*MR*kc_p within. A sliver's rows are read along all
@@ -173,7 +179,7 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
             const size_t kv = g->K - k0 < kc_p ? g->K - k0 : kc_p; /* valid k */
             char *dst = abuf + (k0 * m_pad + s * mr * kc_p) * a_esz;
             const char *src = (const char *)g->A + (i * g->lda + k0) * hrmt_dtype_size(g->a_dt);
-            uk->pack_a(m, kv, src, g->a_dt, g->lda, dst);
+            pack(m, kv, src, g->a_dt, g->lda, dst);
             if (uk->k_unit == 1 && kc_p > kv) /* F32 kernel on padded BF16 pairs */
                 memset(dst + kv * mr * a_esz, 0, (kc_p - kv) * mr * a_esz);
         }
@@ -242,12 +248,14 @@ static hrmt_status check_raw(hrmt_context *ctx, int threads, size_t M, size_t N,
                              const void *C, hrmt_dtype c_dt, size_t ldc) {
     if (!A || !W || !C)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s is NULL",
-                         !A ? "A" : !W ? "packed W" : "C");
+                         !A   ? "A"
+                         : !W ? "packed W"
+                              : "C");
     if (threads < 1)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: thread count %d < 1", threads);
     if (M == 0 || N == 0 || K == 0)
-        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: zero dimension (M %zu, N %zu, K %zu)",
-                         M, N, K);
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: zero dimension (M %zu, N %zu, K %zu)", M,
+                         N, K);
     if (a_dt != HRMT_F32 && a_dt != HRMT_BF16)
         return hrmt_fail(ctx, HRMT_ERR_DTYPE, "gemm: A dtype %s (want F32 or BF16)",
                          hrmt_dtype_name(a_dt));
@@ -337,8 +345,8 @@ hrmt_status hrmt_gemm_raw(hrmt_context *ctx, size_t M, size_t N, size_t K, const
                           hrmt_dtype a_dt, size_t lda, const hrmt_packed_w *W, void *C,
                           hrmt_dtype c_dt, size_t ldc, int accumulate) {
     if (!ctx) return HRMT_ERR_INVALID_ARG;
-    return hrmt_gemm_raw_ex(ctx, ctx->threads, M, N, K, A, a_dt, lda, W, C, c_dt, ldc,
-                            accumulate, NULL, 0);
+    return hrmt_gemm_raw_ex(ctx, ctx->threads, M, N, K, A, a_dt, lda, W, C, c_dt, ldc, accumulate,
+                            NULL, 0);
 }
 
 /* Checks one 2-D host operand; `what` names it in messages. */
@@ -377,18 +385,17 @@ hrmt_status hrmt_gemm_packed(hrmt_context *ctx, const hrmt_tensor *a, const hrmt
                          c->dtype, c->stride[0], accumulate);
 }
 
-hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor *w,
-                      hrmt_tensor *c, int accumulate) {
+hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor *w, hrmt_tensor *c,
+                      int accumulate) {
     if (!ctx) return HRMT_ERR_INVALID_ARG;
     hrmt_status s;
     if ((s = check_tensor(ctx, a, "a")) != HRMT_OK || (s = check_tensor(ctx, w, "w")) != HRMT_OK ||
         (s = check_tensor(ctx, c, "c")) != HRMT_OK)
         return s;
     if (a->shape[1] != w->shape[1] || c->shape[0] != a->shape[0] || c->shape[1] != w->shape[0])
-        return hrmt_fail(ctx, HRMT_ERR_SHAPE,
-                         "gemm: a [%zu, %zu] * w^T [%zu, %zu]^T does not give c [%zu, %zu]",
-                         a->shape[0], a->shape[1], w->shape[0], w->shape[1], c->shape[0],
-                         c->shape[1]);
+        return hrmt_fail(
+            ctx, HRMT_ERR_SHAPE, "gemm: a [%zu, %zu] * w^T [%zu, %zu]^T does not give c [%zu, %zu]",
+            a->shape[0], a->shape[1], w->shape[0], w->shape[1], c->shape[0], c->shape[1]);
     hrmt_packed_w *pw = NULL;
     s = hrmt_gemm_pack_w(ctx, w, &pw);
     if (s != HRMT_OK) return s;

@@ -24,13 +24,13 @@ typedef enum hrmt_gemm_pack_fmt {
 } hrmt_gemm_pack_fmt;
 
 struct hrmt_packed_w {
-    size_t n, k;          /* W is [n, k] */
-    size_t nr;            /* panel width (the ISA's NR) */
-    size_t k_unit;        /* 1 or 2: K is padded to and blocked in multiples of it */
-    size_t kc;            /* K block; the last block holds the rest */
-    size_t n_pad, k_pad;  /* n rounded up to nr, k rounded up to k_unit */
-    size_t nblk;          /* number of K blocks */
-    size_t esz;           /* bytes per packed element (4 or 2) */
+    size_t n, k;         /* W is [n, k] */
+    size_t nr;           /* panel width (the ISA's NR) */
+    size_t k_unit;       /* 1 or 2: K is padded to and blocked in multiples of it */
+    size_t kc;           /* K block; the last block holds the rest */
+    size_t n_pad, k_pad; /* n rounded up to nr, k rounded up to k_unit */
+    size_t nblk;         /* number of K blocks */
+    size_t esz;          /* bytes per packed element (4 or 2) */
     hrmt_gemm_pack_fmt fmt;
     hrmt_dtype src_dtype; /* dtype W had */
     hrmt_isa isa;         /* table it was packed for */

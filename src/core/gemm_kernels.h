@@ -21,15 +21,15 @@
 
 /* Where a micro-kernel's MR x NR tile of sums goes. */
 typedef struct hrmt_gemm_ukr_out {
-    float *partial;     /* full MR x NR F32 tile of partial sums, row stride ld_partial */
+    float *partial; /* full MR x NR F32 tile of partial sums, row stride ld_partial */
     size_t ld_partial;
-    int load;           /* 1: continue the chains stored in *partial; 0: start at 0 */
-    int final;          /* 0: write the sums to *partial; 1: write them to C */
-    void *c;            /* final destination: element (0,0) of the tile in C */
-    size_t ldc;         /* in elements */
-    hrmt_dtype c_dt;    /* HRMT_F32 or HRMT_BF16 (round to nearest even once) */
-    int accumulate;     /* 1: C = C + sums (BF16: bf16(f32(C) + sums)) */
-    size_t m, n;        /* valid rows / columns of the tile in C (<= MR, NR) */
+    int load;        /* 1: continue the chains stored in *partial; 0: start at 0 */
+    int final;       /* 0: write the sums to *partial; 1: write them to C */
+    void *c;         /* final destination: element (0,0) of the tile in C */
+    size_t ldc;      /* in elements */
+    hrmt_dtype c_dt; /* HRMT_F32 or HRMT_BF16 (round to nearest even once) */
+    int accumulate;  /* 1: C = C + sums (BF16: bf16(f32(C) + sums)) */
+    size_t m, n;     /* valid rows / columns of the tile in C (<= MR, NR) */
 } hrmt_gemm_ukr_out;
 
 /* Micro-kernel: multiplies a packed A sliver (kc x MR, see pack_a) by a packed
@@ -41,25 +41,30 @@ typedef void (*hrmt_gemm_ukr_fn)(size_t kc, const void *a, const void *b,
 
 /* Packs rows [0, m) (m <= MR) and columns [0, kc) of A (row stride lda, dtype
  * a_dt) into one sliver: F32 kernels store k-major (MR floats per k), the
- * BF16 kernel k-pair-major (MR 32-bit words per pair, each word = A[i][2p+1]
- * in the low half, A[i][2p] in the high half: see gemm_bf16_avx512.c). Rows
- * m..MR-1 and the odd k tail are zero. */
-typedef void (*hrmt_gemm_pack_a_fn)(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
-                                    size_t lda, void *dst);
+ * BF16 kernel k-pair-major (MR 32-bit words per pair, each word = A[i][2p] in
+ * the low half, A[i][2p+1] in the high half). Rows m..MR-1 and the odd k tail
+ * are zero. */
+typedef void (*hrmt_gemm_pack_a_fn)(size_t m, size_t kc, const void *a, hrmt_dtype a_dt, size_t lda,
+                                    void *dst);
 
 typedef struct hrmt_gemm_ukernel {
-    const char *name;           /* XNNPACK style, e.g. "f32_gemm__avx512_14x32" */
-    size_t mr, nr;              /* register tile */
-    size_t k_unit;              /* 1 (F32) or 2 (BF16 pairs): K blocks are multiples */
-    hrmt_gemm_ukr_fn run;       /* NULL: this table has no such kernel */
+    const char *name;     /* XNNPACK style, e.g. "f32_gemm__avx512_14x32" */
+    size_t mr, nr;        /* register tile */
+    size_t k_unit;        /* 1 (F32) or 2 (BF16 pairs): K blocks are multiples */
+    hrmt_gemm_ukr_fn run; /* NULL: this table has no such kernel */
     hrmt_gemm_pack_a_fn pack_a;
 } hrmt_gemm_ukernel;
 
 typedef struct hrmt_gemm_kernels {
-    size_t mr, nr;              /* register tile of the F32 kernel (sizes the tile plan) */
-    hrmt_gemm_ukernel f32;      /* F32 products; BF16 operands widened while packing */
-    hrmt_gemm_ukernel bf16;     /* BF16 x BF16 products in pairs; run == NULL when the
-                                 * CPU lacks it. Same nr as f32 (W panels are shared). */
+    size_t mr, nr;          /* register tile of the F32 kernel (sizes the tile plan) */
+    hrmt_gemm_ukernel f32;  /* F32 products; BF16 operands widened while packing */
+    hrmt_gemm_ukernel bf16; /* BF16 x BF16 products in pairs; run == NULL when the
+                             * CPU lacks it. Same nr as f32 (W panels are shared). */
+    /* With the pair kernel: bf16.pack_a with each pair's halves swapped, for W
+     * panels swapped likewise (the driver's BF16X2 format), so that the pair
+     * kernel adds k = 2p before 2p + 1 like every other table does (see
+     * src/cpu/gemm_bf16_avx512.c). NULL otherwise. */
+    hrmt_gemm_pack_a_fn bf16_pack_a_ordered;
 } hrmt_gemm_kernels;
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype);

@@ -6,11 +6,10 @@
  * driver's order) reads W as one forward stream:
  *   F32:    block[k * nr + jj]                     = W[j*nr + jj][k0 + k]
  *   BF16X2: block[(k/2) * 2nr + 2jj + 1 - (k % 2)] = W[j*nr + jj][k0 + k] (bf16)
- * A BF16X2 pair holds its odd k in the low half: vdpbf16ps adds the product of
- * the high halves first, then the low ones, each add rounded (Intel's
- * definition; measured so on Zen 4 and on a Sapphire Rapids Xeon), so with
- * the halves swapped it adds k = 2p, then 2p + 1: the scalar table's order,
- * and the same bits for normal numbers.
+ * A BF16X2 pair holds its odd k in the low half and the kernel's A slivers
+ * come from pack_a_ordered, which swaps likewise: vdpbf16ps adds the high
+ * halves' product first, so the chain runs k = 2p, then 2p + 1, the scalar
+ * table's order (src/cpu/gemm_bf16_avx512.c).
  * Columns past N and k past K are zero. Panel j starts at j * k_pad * nr
  * elements: 64-byte aligned for nr * esz a multiple of 64 (every x86 table).
  *

@@ -36,9 +36,9 @@
 #define ASSUMED_WAYS 8
 
 typedef struct level_model {
-    size_t ways;          /* W */
-    size_t way_bytes;     /* B: bytes per way of this core's share */
-    size_t share_bytes;   /* size / shared_by_cores */
+    size_t ways;        /* W */
+    size_t way_bytes;   /* B: bytes per way of this core's share */
+    size_t share_bytes; /* size / shared_by_cores */
 } level_model;
 
 static const hrmt_cache_level *find_level(const hrmt_topology *t, int level) {
@@ -48,8 +48,8 @@ static const hrmt_cache_level *find_level(const hrmt_topology *t, int level) {
 }
 
 static hrmt_status model_of(const hrmt_cache_level *c, level_model *out) {
-    if (c->size_bytes == 0 || c->line_bytes == 0 || c->size_bytes < c->line_bytes ||
-        c->ways < -1 || c->shared_by_cores < 0)
+    if (c->size_bytes == 0 || c->line_bytes == 0 || c->size_bytes < c->line_bytes || c->ways < -1 ||
+        c->shared_by_cores < 0)
         return HRMT_ERR_INVALID_ARG;
     size_t shared = c->shared_by_cores > 0 ? (size_t)c->shared_by_cores : 1;
     size_t ways = c->ways == 0    ? ASSUMED_WAYS

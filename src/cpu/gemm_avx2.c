@@ -25,7 +25,7 @@ static void f32_gemm_ukr__avx2_6x16(size_t kc, const void *a_, const void *b_,
         for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm256_setzero_ps();
     }
     for (size_t k = 0; k < kc; k++) {
-        _mm_prefetch((const char *)(a + 16 * MR), _MM_HINT_T0); /* A streams from L2 */
+        _mm_prefetch((const char *)(a + (size_t)16 * MR), _MM_HINT_T0); /* A streams from L2 */
         const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
@@ -55,8 +55,8 @@ static void f32_gemm_ukr__avx2_6x16(size_t kc, const void *a_, const void *b_,
     if (o->final && !direct) hrmt_gemm_store_tile_generic(tile, NR, o);
 }
 
-static void f32_gemm_pack_a__avx2_6(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
-                                    size_t lda, void *dst) {
+static void f32_gemm_pack_a__avx2_6(size_t m, size_t kc, const void *a, hrmt_dtype a_dt, size_t lda,
+                                    void *dst) {
     hrmt_gemm_pack_a_f32_generic(MR, m, kc, a, a_dt, lda, dst);
 }
 
@@ -64,8 +64,7 @@ void hrmt_gemm_fill_avx2(hrmt_gemm_kernels *t) {
     *t = (hrmt_gemm_kernels){
         .mr = MR,
         .nr = NR,
-        .f32 = {"f32_gemm__avx2_6x16", MR, NR, 1, f32_gemm_ukr__avx2_6x16,
-                f32_gemm_pack_a__avx2_6},
+        .f32 = {"f32_gemm__avx2_6x16", MR, NR, 1, f32_gemm_ukr__avx2_6x16, f32_gemm_pack_a__avx2_6},
         .bf16 = {"none", MR, NR, 2, NULL, NULL},
     };
 }

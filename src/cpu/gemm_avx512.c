@@ -28,7 +28,7 @@ static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_
     }
     for (size_t k = 0; k < kc; k++) {
         /* The A sliver streams from L2: fetch ~8 k ahead (56 bytes per k). */
-        _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + (size_t)8 * MR), _MM_HINT_T0);
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 14
         for (int i = 0; i < MR; i++) {
@@ -45,9 +45,8 @@ static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_
 #pragma GCC unroll 14
         for (int i = 0; i < MR; i++)
             if ((size_t)i < o->m)
-                hrmt_gemm_store_row32__avx512(c0[i], c1[i],
-                                              (char *)o->c + (size_t)i * o->ldc * esz, o->c_dt,
-                                              o->accumulate);
+                hrmt_gemm_store_row32__avx512(c0[i], c1[i], (char *)o->c + (size_t)i * o->ldc * esz,
+                                              o->c_dt, o->accumulate);
         return;
     }
     float tile[MR * NR];
@@ -66,19 +65,19 @@ static void f32_gemm_pack_a__avx512_14(size_t m, size_t kc, const void *a, hrmt_
                                        size_t lda, void *dst) {
     if (a_dt == HRMT_F32) {
         const float *af = a;
-#define LOAD_F32_ROW(i, k0, nk)                                                             \
-    _mm512_castps_si512(_mm512_maskz_loadu_ps((__mmask16)(nk >= 16 ? 0xffffu : (1u << nk) - 1u), \
-                                              af + (i) * lda + (k0)))
-#define F32_ROW_AT(i, k) (af + (i) * lda + (k))
+#define LOAD_F32_ROW(i, k0, nk)                \
+    _mm512_castps_si512(_mm512_maskz_loadu_ps( \
+        (__mmask16)((nk) >= 16 ? 0xffffu : (1u << (nk)) - 1u), af + (i)*lda + (k0)))
+#define F32_ROW_AT(i, k) (af + (i)*lda + (k))
         HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_F32_ROW, F32_ROW_AT);
 #undef F32_ROW_AT
 #undef LOAD_F32_ROW
     } else {
         const uint16_t *ah = a;
-#define LOAD_BF16_ROW(i, k0, nk)                                                        \
-    _mm512_castps_si512(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16(        \
-        (__mmask16)(nk >= 16 ? 0xffffu : (1u << nk) - 1u), ah + (i) * lda + (k0))))
-#define BF16_ROW_AT(i, k) (ah + (i) * lda + (k))
+#define LOAD_BF16_ROW(i, k0, nk)                                                \
+    _mm512_castps_si512(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16( \
+        (__mmask16)((nk) >= 16 ? 0xffffu : (1u << (nk)) - 1u), ah + (i)*lda + (k0))))
+#define BF16_ROW_AT(i, k) (ah + (i)*lda + (k))
         HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_BF16_ROW, BF16_ROW_AT);
 #undef BF16_ROW_AT
 #undef LOAD_BF16_ROW
@@ -86,7 +85,7 @@ static void f32_gemm_pack_a__avx512_14(size_t m, size_t kc, const void *a, hrmt_
 }
 
 #if defined(HRMT_HAVE_AVX512)
-void hrmt_gemm_fill_bf16_avx512(hrmt_gemm_ukernel *u);
+void hrmt_gemm_fill_bf16_avx512(hrmt_gemm_kernels *t);
 #endif
 
 void hrmt_gemm_fill_avx512(hrmt_gemm_kernels *t) {
@@ -97,5 +96,5 @@ void hrmt_gemm_fill_avx512(hrmt_gemm_kernels *t) {
                 f32_gemm_pack_a__avx512_14},
         .bf16 = {"none", MR, NR, 2, NULL, NULL},
     };
-    if (hrmt_cpu_features_get()->avx512_bf16) hrmt_gemm_fill_bf16_avx512(&t->bf16);
+    if (hrmt_cpu_features_get()->avx512_bf16) hrmt_gemm_fill_bf16_avx512(t);
 }

@@ -64,9 +64,9 @@ static inline void hrmt_gemm_store_row32__avx512(__m512 s0, __m512 s1, void *c, 
             s1 = _mm512_add_ps(
                 hrmt_gemm_bf16_to_f32__avx512(_mm256_loadu_si256((const void *)(ch + 16))), s1);
         }
-        const __m512i h = _mm512_inserti64x4(
-            _mm512_castsi256_si512(hrmt_gemm_f32_to_bf16__avx512(s0)),
-            hrmt_gemm_f32_to_bf16__avx512(s1), 1);
+        const __m512i h =
+            _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_gemm_f32_to_bf16__avx512(s0)),
+                               hrmt_gemm_f32_to_bf16__avx512(s1), 1);
         _mm512_storeu_si512(ch, h);
     }
 }
@@ -116,21 +116,21 @@ static inline void hrmt_gemm_transpose16__avx512(__m512i r[16]) {
  * of row i (zero past nk); ROW_AT(i, k0) is the address of word k0 of row i,
  * for prefetching two lines ahead (each row is a short stream the hardware
  * prefetcher does not pick up in time). Rows >= m are zero. */
-#define HRMT_GEMM_PACK_WORDS16(mr, m, kw, dst, LOAD_ROW, ROW_AT)                       \
-    do {                                                                               \
-        const __mmask16 row_mask_ = (__mmask16)((1u << (mr)) - 1u);                    \
-        for (size_t k0_ = 0; k0_ < (kw); k0_ += 16) {                                  \
-            const size_t nk_ = (kw) - k0_ < 16 ? (kw) - k0_ : 16;                      \
-            __m512i r_[16];                                                            \
-            for (size_t i_ = 0; i_ < (m); i_++)                                        \
-                _mm_prefetch((const char *)ROW_AT(i_, k0_ + 32), _MM_HINT_T0);         \
-            for (size_t i_ = 0; i_ < 16; i_++)                                         \
-                r_[i_] = i_ < (m) ? LOAD_ROW(i_, k0_, nk_) : _mm512_setzero_si512();   \
-            hrmt_gemm_transpose16__avx512(r_);                                         \
-            uint32_t *d_ = (uint32_t *)(dst) + k0_ * (mr);                             \
-            for (size_t k_ = 0; k_ < nk_; k_++)                                        \
-                _mm512_mask_storeu_epi32(d_ + k_ * (mr), row_mask_, r_[k_]);           \
-        }                                                                              \
+#define HRMT_GEMM_PACK_WORDS16(mr, m, kw, dst, LOAD_ROW, ROW_AT)                     \
+    do {                                                                             \
+        const __mmask16 row_mask_ = (__mmask16)((1u << (mr)) - 1u);                  \
+        for (size_t k0_ = 0; k0_ < (kw); k0_ += 16) {                                \
+            const size_t nk_ = (kw)-k0_ < 16 ? (kw)-k0_ : 16;                        \
+            __m512i r_[16];                                                          \
+            for (size_t i_ = 0; i_ < (m); i_++)                                      \
+                _mm_prefetch((const char *)ROW_AT(i_, k0_ + 32), _MM_HINT_T0);       \
+            for (size_t i_ = 0; i_ < 16; i_++)                                       \
+                r_[i_] = i_ < (m) ? LOAD_ROW(i_, k0_, nk_) : _mm512_setzero_si512(); \
+            hrmt_gemm_transpose16__avx512(r_);                                       \
+            uint32_t *d_ = (uint32_t *)(dst) + k0_ * (mr);                           \
+            for (size_t k_ = 0; k_ < nk_; k_++)                                      \
+                _mm512_mask_storeu_epi32(d_ + k_ * (mr), row_mask_, r_[k_]);         \
+        }                                                                            \
     } while (0)
 
 #endif

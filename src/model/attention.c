@@ -5,11 +5,10 @@
  * micro-kernels' W panels in per-thread scratch (no allocation), Q and P are
  * packed into A slivers by the kernel table's own pack_a.
  *
- * S: with BF16 activations and a BF16 pair kernel (AVX512_BF16), Q K^T runs
- * on it: bf16 products are exact in F32, so it is the same F32 dot product,
- * summed pair by pair. Otherwise the F32 kernel, k by k. O = P V always runs
- * on the F32 kernel (P stays F32). Every element is one deterministic chain,
- * so a (sample, head) gives the same bits however the samples are tiled. */
+ * Both products run on the F32 kernel (the BF16 pair kernel's packing is the
+ * GEMM's private business, and P must stay F32). Every element is one
+ * deterministic chain, so a (sample, head) gives the same bits however the
+ * samples are tiled. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -38,16 +37,6 @@ static attn_layout layout(const hrmt_model *m) {
 }
 
 size_t hrmt_level_ws_attn_floats(const hrmt_model *m) { return layout(m).total; }
-
-/* The pair kernel takes S when it exists and shares the F32 kernel's tile
- * (the layout above is sized for the F32 one). */
-static const hrmt_gemm_ukernel *pair_kernel(const hrmt_model *m) {
-    const hrmt_gemm_kernels *g = &m->ctx->be->gemm;
-    if (m->dt != HRMT_BF16 || !g->bf16.run || m->head_dim % 2 != 0 || g->bf16.nr != g->f32.nr ||
-        g->bf16.mr > g->f32.mr)
-        return NULL;
-    return &g->bf16;
-}
 
 /* The micro-kernel and this thread's A sliver / partial-tile scratch. */
 typedef struct ukr_ctx {
@@ -85,31 +74,26 @@ static void widen(const hrmt_model *m, const void *src, float *dst, size_t n) {
     }
 }
 
-/* K^T in F32 panels: KP[p][c][j] = K[p*nr + j][c], zero past T. `tmp` holds one row. */
-static void pack_k_f32(const hrmt_model *m, const char *k, size_t ld, size_t nr, float *KP,
-                       float *tmp) {
-    const size_t T = m->T, d = m->head_dim;
+/* K^T as F32 W panels (panel p = keys p*nr .., k = head_dim), built with the
+ * F32 kernel's own pack_a: its A sliver holds, per k, MR floats, and the W
+ * panel NR floats (core/gemm_pack.c), so copying the MR-wide sliver columns
+ * into the NR-wide panel transposes K with the ISA's packing code. Keys past
+ * T are zero. */
+static void pack_k(const hrmt_gemm_ukernel *uk, const hrmt_model *m, const char *k, size_t ld,
+                   float *panels, float *sliver) {
+    const size_t T = m->T, d = m->head_dim, mr = uk->mr, nr = uk->nr;
     for (size_t p = 0; p * nr < T; p++) {
-        float *dst = KP + p * d * nr;
-        size_t nj = T - p * nr < nr ? T - p * nr : nr;
-        if (nj < nr) memset(dst, 0, d * nr * sizeof(float));
-        for (size_t j = 0; j < nj; j++) {
-            widen(m, k + (p * nr + j) * ld * m->esz, tmp, d);
-            for (size_t c = 0; c < d; c++) dst[c * nr + j] = tmp[c];
-        }
-    }
-}
-
-/* K^T in BF16 pair panels: word [c/2][j] = (K[j][c], K[j][c+1]), zero past T. */
-static void pack_k_pairs(const hrmt_model *m, const char *k, size_t ld, size_t nr, uint32_t *KB) {
-    const size_t T = m->T, half = m->head_dim / 2;
-    for (size_t p = 0; p * nr < T; p++) {
-        uint32_t *dst = KB + p * half * nr;
-        size_t nj = T - p * nr < nr ? T - p * nr : nr;
-        if (nj < nr) memset(dst, 0, half * nr * sizeof(uint32_t));
-        for (size_t j = 0; j < nj; j++) {
-            const char *row = k + (p * nr + j) * ld * 2;
-            for (size_t c = 0; c < half; c++) memcpy(&dst[c * nr + j], row + 4 * c, 4);
+        float *dst = panels + p * d * nr;
+        for (size_t c0 = 0; c0 < nr; c0 += mr) {
+            size_t w = nr - c0 < mr ? nr - c0 : mr, j0 = p * nr + c0;
+            size_t valid = j0 >= T ? 0 : T - j0 < w ? T - j0 : w;
+            if (valid == 0) {
+                for (size_t c = 0; c < d; c++) memset(dst + c * nr + c0, 0, w * sizeof(float));
+                continue;
+            }
+            uk->pack_a(valid, d, k + j0 * ld * m->esz, m->dt, ld, sliver);
+            for (size_t c = 0; c < d; c++)
+                memcpy(dst + c * nr + c0, sliver + c * mr, w * sizeof(float));
         }
     }
 }
@@ -130,25 +114,19 @@ static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, flo
 }
 
 static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr) {
-    const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32, *pk = pair_kernel(m);
+    const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
     const attn_layout L = layout(m);
     const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, nr = uk->nr, es = m->esz;
     const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
     float *S = scr + L.s, *KP = scr + L.kp, *VP = scr + L.vp;
-    /* A row of K or V widened to F32: the A-sliver area is free until the kernels run. */
+    /* The A-sliver area is free until the kernels run: it holds a widened
+     * row of V, then K's slivers on their way into the panels. */
     float *tmp = scr + L.a;
     pack_v(m, v, ld, nr, VP, tmp);
-    if (pk) {
-        pack_k_pairs(m, k, ld, nr, (uint32_t *)(void *)KP);
-        const ukr_ctx xb = {pk, scr + L.a, scr + L.part};
-        kernel_rows(&xb, T, T, d, q, HRMT_BF16, ld, KP, d * nr * 2, S, HRMT_F32, T);
-    } else {
-        pack_k_f32(m, k, ld, nr, KP, tmp);
-        const ukr_ctx xf = {uk, scr + L.a, scr + L.part};
-        kernel_rows(&xf, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
-    }
-    m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, (float)(1.0 / sqrt((double)d)), S, T);
+    pack_k(uk, m, k, ld, (float *)KP, tmp);
     const ukr_ctx x = {uk, scr + L.a, scr + L.part};
+    kernel_rows(&x, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
+    m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, (float)(1.0 / sqrt((double)d)), S, T);
     kernel_rows(&x, T, d, T, S, HRMT_F32, T, VP, T * nr * 4, out, m->dt, m->hidden);
 }
 

@@ -1,12 +1,6 @@
 /* HRM forward pieces: input embeddings, a reasoning level (blocks), linear
  * layers. Read top to bottom it follows models/hrm/hrm_act_v1.py. */
-#define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
-#include <time.h>
 #include <math.h>
-static double dbg_t[10]; static double dbg_now(void){struct timespec t; clock_gettime(CLOCK_MONOTONIC,&t); return t.tv_sec+t.tv_nsec*1e-9;}
-__attribute__((destructor)) static void dbg_print(void){const char*n[10]={"qkv","rope","attn","o","res1","gu","swiglu","down","res2","add"}; for(int i=0;i<10;i++) fprintf(stderr,"%-7s %8.1f ms\n",n[i],dbg_t[i]*1e3);}
-
 #include <string.h>
 
 #include "core/bf16.h"
@@ -187,27 +181,16 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
                          const hrmt_level_ws *ws, int sram) {
     size_t rows = n * m->T, H = m->hidden;
     /* Attention: h = rms_norm(h + o_proj(attn(rope(qkv_proj(h))))). */
-    double t0 = dbg_now();
     TRY(hrmt_linear_apply(m, &b->qkv, h, H, ws->qkv, 3 * H, m->dt, rows, ws));
-    double t1 = dbg_now(); dbg_t[0] += t1 - t0;
     if (m->rope_cos) rope_qk(m, ws->qkv, rows);
-    double t2 = dbg_now(); dbg_t[1] += t2 - t1;
     hrmt_attention(m, ws->qkv, ws->att, n, ws);
-    double t3 = dbg_now(); dbg_t[2] += t3 - t2;
     TRY(hrmt_linear_apply(m, &b->o, ws->att, H, ws->proj, H, m->dt, rows, ws));
-    double t4 = dbg_now(); dbg_t[3] += t4 - t3;
     residual_norm(m, h, ws->proj, rows, sram);
-    double t5 = dbg_now(); dbg_t[4] += t5 - t4;
     /* MLP: h = rms_norm(h + down_proj(silu(gate) * up)). */
-    double u0 = dbg_now();
     TRY(hrmt_linear_apply(m, &b->gate_up, h, H, ws->gu, 2 * m->inter, m->dt, rows, ws));
-    double u1 = dbg_now(); dbg_t[5] += u1 - u0;
     swiglu(m, ws->gu, ws->act, rows);
-    double u2 = dbg_now(); dbg_t[6] += u2 - u1;
     TRY(hrmt_linear_apply(m, &b->down, ws->act, m->inter, ws->proj, H, m->dt, rows, ws));
-    double u3 = dbg_now(); dbg_t[7] += u3 - u2;
     residual_norm(m, h, ws->proj, rows, sram);
-    dbg_t[8] += dbg_now() - u3;
     return HRMT_OK;
 }
 
