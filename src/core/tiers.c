@@ -20,6 +20,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,7 +92,7 @@ static tier_entry **find_slot(hrmt_tiers *tm, const char *name) {
 static int reserve_slot(hrmt_tiers *tm) {
     if (tm->count < tm->nbuckets) return 1;
     size_t n = tm->nbuckets * 2;
-    tier_entry **b = calloc(n, sizeof *b);
+    tier_entry **b = calloc(n, sizeof(tier_entry *));
     if (!b) return 0;
     for (size_t i = 0; i < tm->nbuckets; i++) {
         tier_entry *e = tm->buckets[i];
@@ -212,7 +213,7 @@ hrmt_status hrmt_tiers_create(size_t sram_capacity_bytes, size_t event_cap, hrmt
     if (s == HRMT_OK)
         s = hrmt_event_ring_init(&tm->ring, event_cap ? event_cap : HRMT_EVENT_LOG_DEFAULT_CAP);
     tm->nbuckets = 64;
-    tm->buckets = calloc(tm->nbuckets, sizeof *tm->buckets);
+    tm->buckets = calloc(tm->nbuckets, sizeof(tier_entry *));
     if (s == HRMT_OK && !tm->buckets) s = HRMT_ERR_OUT_OF_MEMORY;
     if (s == HRMT_OK && pthread_mutex_init(&tm->mu, NULL) != 0) s = HRMT_ERR_OUT_OF_MEMORY;
     if (s != HRMT_OK) {
@@ -362,8 +363,7 @@ static hrmt_status transfer(hrmt_tiers *tm, const char *name, hrmt_tier to, cons
     if (!hrmt_add_ok(n, k + 1, &len)) return HRMT_ERR_OVERFLOW;
     char *dst_name = malloc(len);
     if (!dst_name) return HRMT_ERR_OUT_OF_MEMORY;
-    memcpy(dst_name, name, n);
-    memcpy(dst_name + n, suffix, k + 1);
+    snprintf(dst_name, len, "%s%s", name, suffix);
 
     lock(tm);
     tier_entry *src = *find_slot(tm, name);
