@@ -44,7 +44,8 @@ static int sweep(hrmt_context *ctx, const cli_probe_opts *o, cli_probe_result *r
     cli_progress bar;
     cli_progress_init(&bar, cli_progress_wanted(o->quiet) ? stderr : NULL,
                       n + HRMT_MAX_CACHE_LEVELS + 1);
-    hrmt_status s = cli_probe_run(ctx, sizes, n, o->max_bytes, &bar, r);
+    /* Two trials per size smooth the full sweep; --quick takes one. */
+    hrmt_status s = cli_probe_run(ctx, sizes, n, o->quick ? 1 : 2, o->max_bytes, &bar, r);
     cli_progress_finish(&bar);
     if (s != HRMT_OK) {
         fprintf(stderr, "hrmt probe: %s: %s\n", hrmt_status_str(s), hrmt_last_error(ctx));

@@ -105,10 +105,13 @@ int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const c
     put_quoted(g, path);
     fprintf(g,
             "\nset multiplot layout 2,1 title 'hrmt probe: memory tiers (%s)'\n"
-            "set logscale x 2\nset grid\nset key top left\n"
+            "set logscale x 2\nset grid\nset key bottom right opaque box\n"
             "set xlabel 'working set (bytes)'\n",
             r->device);
-    set_xtics(g, r->points[0].bytes, r->points[r->n_points - 1].bytes);
+    /* A margin on both sides keeps the end points and their tick labels inside. */
+    size_t lo = r->points[0].bytes, hi = r->points[r->n_points - 1].bytes;
+    fprintf(g, "set xrange [%.17g:%.17g]\n", (double)lo / 1.2, (double)hi * 1.2);
+    set_xtics(g, lo, hi);
     mark_levels(g, topo, r);
     fputs(
         "set logscale y\nset ylabel 'latency (ns per dependent load)'\n"

@@ -52,10 +52,10 @@ size_t cli_probe_tier_point(const hrmt_topology *topo, int tier_index);
 /* Name of the tier a working set of `bytes` fits in ("L1".."L3", "DRAM"). */
 const char *cli_probe_tier_of(const hrmt_topology *topo, size_t bytes);
 
-/* Fills r: the sweep over `sizes` (latency + bandwidth) and every tier whose
- * plateau point is <= max_tier_bytes. On failure returns the status; the
- * context holds the message. */
-hrmt_status cli_probe_run(hrmt_context *ctx, const size_t *sizes, size_t n_sizes,
+/* Fills r: the sweep over `sizes` (per size the lowest latency and highest
+ * bandwidths of `trials` runs) and every tier whose plateau point is <=
+ * max_tier_bytes. On failure returns the status; the context holds the message. */
+hrmt_status cli_probe_run(hrmt_context *ctx, const size_t *sizes, size_t n_sizes, int trials,
                           size_t max_tier_bytes, cli_progress *progress, cli_probe_result *r);
 
 /* Latency at one tier's plateau point, fastest of CLI_PROBE_TIER_TRIALS (the
