@@ -15,13 +15,15 @@
  * median GFLOP/s over --reps repetitions and the ratios ours_f32/openblas and
  * ours_bf16/ours_f32.
  *
- * OpenMP wait policy: with the default (spin ~300000 pauses before
- * sleeping) an idle OpenMP thread keeps its core, and when other processes
- * share the cores (other builds on this 2-core machine) a spinning thread is
- * scheduled as a CPU hog: a 2-thread GEMM of 0.5 ms then takes 5..25 ms. So,
- * unless OMP_WAIT_POLICY is already set, the bench re-executes itself with
- * OMP_WAIT_POLICY=passive (OpenBLAS's own pthreads are not affected; they
- * yield while waiting). Set OMP_WAIT_POLICY=active to measure the other way.
+ * OpenMP waiting: by default libgomp spins 300000 pauses (~8 ms on Zen 4)
+ * before an idle thread sleeps. When other processes share the cores (other
+ * builds on this 2-core machine) such a spinning thread is scheduled as a CPU
+ * hog and a 2-thread GEMM of 0.5 ms takes 5..25 ms; OMP_WAIT_POLICY=passive
+ * avoids that but pays two futex wake-ups (~50 us) per call, 3..6% of a 1 ms
+ * BF16 call. So, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, the bench
+ * re-executes itself with GOMP_SPINCOUNT=2000 (~50 us of spinning: back-to-back
+ * calls find the team awake, a loaded machine loses little). OpenBLAS's own
+ * pthreads are not affected (they yield while waiting).
  *
  * Usage: hrmt-bench-gemm [--threads N] [--reps R] [--min-ms T] [--gap-ms G]
  *                        [--json] [--c-f32] [--shape MxNxK ...] */
@@ -164,9 +166,9 @@ static int parse_shape(const char *v, shape *s) {
 }
 
 int main(int argc, char **argv) {
-    if (!getenv("OMP_WAIT_POLICY")) {
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
         /* libgomp reads its environment before main: set it and start over. */
-        setenv("OMP_WAIT_POLICY", "passive", 1);
+        setenv("GOMP_SPINCOUNT", "2000", 1);
         execv("/proc/self/exe", argv);
         /* exec failed: carry on with the default policy. */
     }
@@ -222,10 +224,11 @@ int main(int argc, char **argv) {
     if (!json) {
         printf(
             "hrmt-bench-gemm: isa %s, %d threads, KC %zu MC %zu NC %zu (MRxNR %zux%zu), "
-            "BF16 C %s, median of %d reps, OMP_WAIT_POLICY=%s\n",
+            "BF16 C %s, median of %d reps, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
             hrmt_isa_name(hrmt_context_isa(ctx)), threads, pl->gemm_kc, pl->gemm_mc, pl->gemm_nc,
             pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps,
-            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(default)");
+            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)",
+            getenv("GOMP_SPINCOUNT") ? getenv("GOMP_SPINCOUNT") : "(unset)");
         printf("%6s %6s %6s | %10s %10s %10s | %9s %9s\n", "M", "N", "K", "ours_f32", "ours_bf16",
                "openblas", "f32/oblas", "bf16/f32");
     } else {
