@@ -14,12 +14,14 @@
  * the step's rate as a fraction of it. Schedules alternate step by step so
  * machine noise hits both alike. The issue's PyTorch 1.13 eager figures (2
  * threads, bf16: 139 ms/step at batch 1, 423 ms at batch 8) are printed with
- * the speed-up against them. */
+ * the speed-up against them. Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set,
+ * it runs with GOMP_SPINCOUNT=2000, like hrmt-bench-gemm. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/gemm.h"
 #include "hrmt.h"
@@ -88,6 +90,15 @@ static double gemm_rate(hrmt_context *ctx, hrmt_dtype dt, size_t M, size_t N, si
 }
 
 int main(int argc, char **argv) {
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        /* libgomp's default spin (~300k iterations) makes back-to-back 2-thread
+         * regions many times slower while other processes hold the cores (see
+         * hrmt-bench-gemm.c); libgomp reads its environment before main: set
+         * GOMP_SPINCOUNT and start over. */
+        setenv("GOMP_SPINCOUNT", "2000", 1);
+        execv("/proc/self/exe", argv);
+        /* exec failed: carry on with the default policy. */
+    }
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     int iters = argc > 2 ? atoi(argv[2]) : 5;
     const char *blist = argc > 3 ? argv[3] : "1,8,64";
@@ -114,9 +125,10 @@ int main(int argc, char **argv) {
     const int T = cfg.seq_len + hrmt_model_puzzle_len(m);
     printf(
         "hrmt-bench-model: default HRM (hidden %d, %d heads, H/L layers %d/%d, cycles %d/%d, "
-        "T %d), %s, ISA %s, %d threads, median of %d steps\n",
+        "T %d), %s, ISA %s, %d threads, median of %d steps, GOMP_SPINCOUNT=%s\n",
         cfg.hidden_size, cfg.num_heads, cfg.H_layers, cfg.L_layers, cfg.H_cycles, cfg.L_cycles, T,
-        dt == HRMT_BF16 ? "bf16" : "f32", hrmt_isa_name(hrmt_context_isa(ctx)), threads, iters);
+        dt == HRMT_BF16 ? "bf16" : "f32", hrmt_isa_name(hrmt_context_isa(ctx)), threads, iters,
+        getenv("GOMP_SPINCOUNT") ? getenv("GOMP_SPINCOUNT") : "(unset)");
     printf("%5s %-9s %9s %9s %10s %9s %9s %8s %8s %11s\n", "batch", "schedule", "ms/step",
            "best ms", "tokens/s", "GFLOP/s", "GEMM", "of GEMM", "L-level", "vs PyTorch");
     char *list = strdup(blist);

@@ -3,12 +3,15 @@
  *     S = Q K^T,  P = softmax(S / sqrt(head_dim)),  O = P V,
  * O rounded once to the forward dtype. K^T and V are packed into the
  * micro-kernels' W panels in per-thread scratch (no allocation), Q and P are
- * packed into A slivers by the kernel table's own pack_a.
+ * packed into A slivers by the kernel table's own packing.
  *
- * Both products run on the F32 kernel (the BF16 pair kernel's packing is the
- * GEMM's private business, and P must stay F32). Every element is one
- * deterministic chain, so a (sample, head) gives the same bits however the
- * samples are tiled. */
+ * With BF16 activations and a BF16 pair kernel, S = Q K^T runs on that kernel
+ * (twice the F32 kernel's rate) with both operands packed by the table's
+ * bf16_pack_a_ordered: each pair adds k = 2p, then 2p + 1, the same chain as
+ * the F32 kernels and the scalar table (same bits for normal numbers; the
+ * pair kernel flushes denormals). O = P V stays on the F32 kernel: P is F32.
+ * Every element is one deterministic chain, so a (sample, head) gives the
+ * same bits however the samples are tiled. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -38,11 +41,23 @@ static attn_layout layout(const hrmt_model *m) {
 
 size_t hrmt_level_ws_attn_floats(const hrmt_model *m) { return layout(m).total; }
 
-/* The micro-kernel and this thread's A sliver / partial-tile scratch. */
+/* A micro-kernel with the A packing to feed it, and this thread's A sliver /
+ * partial-tile scratch. */
 typedef struct ukr_ctx {
     const hrmt_gemm_ukernel *uk;
+    hrmt_gemm_pack_a_fn pack_a;
     float *abuf, *part;
 } ukr_ctx;
+
+/* The pair kernel for S = Q K^T when it applies (BF16 activations, an even
+ * head_dim, a table that has it), else NULL. */
+static const hrmt_gemm_kernels *pair_kernels(const hrmt_model *m) {
+    const hrmt_gemm_kernels *t = &m->ctx->be->gemm;
+    if (m->dt != HRMT_BF16 || m->head_dim % 2 || !t->bf16.run || !t->bf16_pack_a_ordered ||
+        t->bf16.nr != t->f32.nr || t->bf16.mr > t->f32.mr)
+        return NULL;
+    return t;
+}
 
 /* Runs the micro-kernel over C[rows, n] = A[rows, kc] * panels (panel j at
  * j * panel_bytes), A packed per MR rows from `a` (row stride lda, dtype a_dt). */
@@ -55,7 +70,7 @@ static void kernel_rows(const ukr_ctx *x, size_t rows, size_t n, size_t kc, cons
     float *abuf = x->abuf, *part = x->part;
     for (size_t i0 = 0; i0 < rows; i0 += mr) {
         size_t mi = rows - i0 < mr ? rows - i0 : mr;
-        uk->pack_a(mi, kc, (const char *)a + i0 * lda * a_esz, a_dt, lda, abuf);
+        x->pack_a(mi, kc, (const char *)a + i0 * lda * a_esz, a_dt, lda, abuf);
         for (size_t j0 = 0; j0 < n; j0 += nr) {
             hrmt_gemm_ukr_out o = {part, nr,   0, 1,  (char *)c + (i0 * ldc + j0) * c_esz,
                                    ldc,  c_dt, 0, mi, n - j0 < nr ? n - j0 : nr};
@@ -74,25 +89,26 @@ static void widen(const hrmt_model *m, const void *src, float *dst, size_t n) {
     }
 }
 
-/* K^T as F32 W panels (panel p = keys p*nr .., k = head_dim), built with the
- * F32 kernel's own pack_a: its A sliver holds, per k, MR floats, and the W
- * panel NR floats (core/gemm_pack.c), so copying the MR-wide sliver columns
- * into the NR-wide panel transposes K with the ISA's packing code. Keys past
- * T are zero. */
-static void pack_k(const hrmt_gemm_ukernel *uk, const hrmt_model *m, const char *k, size_t ld,
+/* K^T as W panels (panel p = keys p*nr .., k = head_dim), built with an A
+ * packing: its sliver holds, per k (F32) or k pair (BF16 pairs), MR 32-bit
+ * words, and the W panel NR words (core/gemm_pack.c), so copying the MR-wide
+ * sliver columns into the NR-wide panel transposes K with the ISA's packing
+ * code. `kw` is the words per key (head_dim or head_dim / 2). Keys past T
+ * are zero. */
+static void pack_k(const ukr_ctx *x, size_t kw, const hrmt_model *m, const char *k, size_t ld,
                    float *panels, float *sliver) {
-    const size_t T = m->T, d = m->head_dim, mr = uk->mr, nr = uk->nr;
+    const size_t T = m->T, d = m->head_dim, mr = x->uk->mr, nr = x->uk->nr;
     for (size_t p = 0; p * nr < T; p++) {
-        float *dst = panels + p * d * nr;
+        float *dst = panels + p * kw * nr;
         for (size_t c0 = 0; c0 < nr; c0 += mr) {
             size_t w = nr - c0 < mr ? nr - c0 : mr, j0 = p * nr + c0;
             size_t valid = j0 >= T ? 0 : T - j0 < w ? T - j0 : w;
             if (valid == 0) {
-                for (size_t c = 0; c < d; c++) memset(dst + c * nr + c0, 0, w * sizeof(float));
+                for (size_t c = 0; c < kw; c++) memset(dst + c * nr + c0, 0, w * sizeof(float));
                 continue;
             }
-            uk->pack_a(valid, d, k + j0 * ld * m->esz, m->dt, ld, sliver);
-            for (size_t c = 0; c < d; c++)
+            x->pack_a(valid, d, k + j0 * ld * m->esz, m->dt, ld, sliver);
+            for (size_t c = 0; c < kw; c++)
                 memcpy(dst + c * nr + c0, sliver + c * mr, w * sizeof(float));
         }
     }
@@ -123,9 +139,16 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
      * row of V, then K's slivers on their way into the panels. */
     float *tmp = scr + L.a;
     pack_v(m, v, ld, nr, VP, tmp);
-    pack_k(uk, m, k, ld, (float *)KP, tmp);
-    const ukr_ctx x = {uk, scr + L.a, scr + L.part};
-    kernel_rows(&x, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
+    const ukr_ctx x = {uk, uk->pack_a, scr + L.a, scr + L.part};
+    const hrmt_gemm_kernels *pk = pair_kernels(m);
+    if (pk) {
+        const ukr_ctx x2 = {&pk->bf16, pk->bf16_pack_a_ordered, scr + L.a, scr + L.part};
+        pack_k(&x2, d / 2, m, k, ld, KP, tmp);
+        kernel_rows(&x2, T, T, d, q, m->dt, ld, KP, d / 2 * nr * 4, S, HRMT_F32, T);
+    } else {
+        pack_k(&x, d, m, k, ld, KP, tmp);
+        kernel_rows(&x, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
+    }
     m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, (float)(1.0 / sqrt((double)d)), S, T);
     kernel_rows(&x, T, d, T, S, HRMT_F32, T, VP, T * nr * 4, out, m->dt, m->hidden);
 }
