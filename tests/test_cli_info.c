@@ -111,9 +111,12 @@ Test(cli_info, json_matches_the_library) {
     cr_expect_eq(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cu, "built")), ci.built != 0);
     cr_expect_float_eq(num(cu, "device_count"), ci.device_count, 0.0);
     const char *status = str(cu, "status");
-    if (!ci.built) cr_expect_str_eq(status, "not built");
-    else if (ci.device_count == 0) cr_expect_str_eq(status, "no device");
-    else cr_expect_str_eq(str(cu, "name"), ci.name);
+    if (!ci.built)
+        cr_expect_str_eq(status, "not built");
+    else if (ci.device_count == 0)
+        cr_expect_str_eq(status, "no device");
+    else
+        cr_expect_str_eq(str(cu, "name"), ci.name);
     hrmt_context_destroy(ctx);
     cJSON_Delete(root);
 }

@@ -187,7 +187,9 @@ Test(dispatch, isa_and_op_names_round_trip) {
 Test(dispatch, test_context_honours_ctest_isa) {
     const char *want = getenv("HRMT_ISA");
     hrmt_context *ctx = hrmt_test_context();
-    if (want && *want) cr_expect_str_eq(hrmt_isa_name(hrmt_context_isa(ctx)), want);
-    else cr_expect_eq(hrmt_context_isa(ctx), expected_best(hrmt_isas_available()));
+    if (want && *want)
+        cr_expect_str_eq(hrmt_isa_name(hrmt_context_isa(ctx)), want);
+    else
+        cr_expect_eq(hrmt_context_isa(ctx), expected_best(hrmt_isas_available()));
     hrmt_context_destroy(ctx);
 }

@@ -86,9 +86,8 @@ Test(install, consumer_builds_against_installed_library, .fini = cleanup) {
     hrmt_context *ctx = hrmt_test_context();
     char want[256];
     snprintf(want, sizeof want, "isa=%s l1d=%zu version=%d.%d.%d json=ok copy=ok",
-             hrmt_isa_name(hrmt_context_isa(ctx)),
-             hrmt_context_topology(ctx)->caches[0].size_bytes, HRMT_VERSION_MAJOR,
-             HRMT_VERSION_MINOR, HRMT_VERSION_PATCH);
+             hrmt_isa_name(hrmt_context_isa(ctx)), hrmt_context_topology(ctx)->caches[0].size_bytes,
+             HRMT_VERSION_MAJOR, HRMT_VERSION_MINOR, HRMT_VERSION_PATCH);
     hrmt_context_destroy(ctx);
 
     /* 1. Install. */

@@ -591,8 +591,10 @@ Test(tiers, concurrent_alloc_free_record_from_8_threads) {
             int intact = 1;
             for (size_t k = 0; k < 4 * elems; k++) intact &= p[k] == want;
             cr_expect(intact, "%s overwritten by another allocation", name);
-            if (t.tier == HRMT_TIER_SRAM) live_sram += 4 * elems;
-            else live_dram += 4 * elems;
+            if (t.tier == HRMT_TIER_SRAM)
+                live_sram += 4 * elems;
+            else
+                live_dram += 4 * elems;
         }
     }
     hrmt_tier_stats s = stats(tm, HRMT_TIER_SRAM), d = stats(tm, HRMT_TIER_DRAM);
@@ -641,8 +643,7 @@ Test(tiers, error_paths) {
     cr_expect_eq(hrmt_tiers_alloc_sram(tm, "n0", 0, four, HRMT_F32, &t), HRMT_ERR_INVALID_ARG);
     size_t five[5] = {1, 1, 1, 1, 1};
     cr_expect_eq(hrmt_tiers_alloc_sram(tm, "n5", 5, five, HRMT_F32, &t), HRMT_ERR_INVALID_ARG);
-    cr_expect_eq(hrmt_tiers_alloc_sram(tm, "dt", 1, four, (hrmt_dtype)9, &t),
-                 HRMT_ERR_INVALID_ARG);
+    cr_expect_eq(hrmt_tiers_alloc_sram(tm, "dt", 1, four, (hrmt_dtype)9, &t), HRMT_ERR_INVALID_ARG);
     /* Element count overflows, byte count overflows, 64-byte rounding overflows. */
     size_t big_n[2] = {SIZE_MAX / 2, 3};
     size_t big_b[1] = {SIZE_MAX / 2};
@@ -652,8 +653,7 @@ Test(tiers, error_paths) {
     cr_expect_eq(hrmt_tiers_alloc_dram(tm, "o3", 1, big_r, HRMT_I32, &t), HRMT_ERR_OVERFLOW);
     /* Representable but not allocatable (2^62 bytes). */
     size_t huge[1] = {(size_t)1 << 60};
-    cr_expect_eq(hrmt_tiers_alloc_sram(tm, "huge", 1, huge, HRMT_F32, &t),
-                 HRMT_ERR_OUT_OF_MEMORY);
+    cr_expect_eq(hrmt_tiers_alloc_sram(tm, "huge", 1, huge, HRMT_F32, &t), HRMT_ERR_OUT_OF_MEMORY);
     cr_expect_eq(memcmp(&t, &keep, sizeof t), 0, "output untouched on failure");
     /* NULL and empty arguments. */
     cr_expect_eq(hrmt_tiers_alloc_sram(NULL, "a", 1, four, HRMT_F32, &t), HRMT_ERR_INVALID_ARG);

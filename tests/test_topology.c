@@ -44,8 +44,8 @@ Test(topology, real_detection_is_sane) {
                   "L%d shared by %d of %d cores", c->level, c->shared_by_cores, t.num_cores);
         if (i > 0) {
             cr_expect_gt(c->level, t.caches[i - 1].level, "levels in order");
-            cr_expect_gt(c->size_bytes, t.caches[i - 1].size_bytes, "L%d larger than L%d",
-                         c->level, t.caches[i - 1].level);
+            cr_expect_gt(c->size_bytes, t.caches[i - 1].size_bytes, "L%d larger than L%d", c->level,
+                         t.caches[i - 1].level);
             cr_expect_geq(c->shared_by_cores, t.caches[i - 1].shared_by_cores);
         }
     }
@@ -105,8 +105,8 @@ static void put(const char *rel, const char *text) {
 static void put_index(int idx, const char *level, const char *type, const char *size,
                       const char *line, const char *ways, const char *shared) {
     char rel[128];
-    const char *names[6] = {"level", "type", "size", "coherency_line_size",
-                            "ways_of_associativity", "shared_cpu_list"};
+    const char *names[6] = {
+        "level", "type", "size", "coherency_line_size", "ways_of_associativity", "shared_cpu_list"};
     const char *vals[6] = {level, type, size, line, ways, shared};
     for (int i = 0; i < 6; i++) {
         if (!vals[i]) continue;
@@ -237,8 +237,8 @@ Test(topology, override_all_three_pretends_another_machine) {
 }
 
 Test(topology, malformed_override_is_invalid_arg) {
-    const char *bad[] = {"abc", "32K", "-5", "0", " 5", "5 ", "1e6", "0x100",
-                         "99999999999999999999999999"};
+    const char *bad[] = {
+        "abc", "32K", "-5", "0", " 5", "5 ", "1e6", "0x100", "99999999999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clear_overrides();
         setenv(i % 2 ? "HRMT_CACHE_L1D" : "HRMT_CACHE_L3", bad[i], 1);

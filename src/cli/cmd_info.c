@@ -33,9 +33,12 @@ static const char *level_name(int level) {
 }
 
 static void print_bytes(size_t b) {
-    if (b >= (1u << 20) && b % (1u << 20) == 0) printf("%zu MiB", b >> 20);
-    else if (b >= 1024 && b % 1024 == 0) printf("%zu KiB", b >> 10);
-    else printf("%zu B", b);
+    if (b >= (1u << 20) && b % (1u << 20) == 0)
+        printf("%zu MiB", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        printf("%zu KiB", b >> 10);
+    else
+        printf("%zu B", b);
 }
 
 static void print_text(hrmt_context *ctx, const hrmt_cuda_info *ci) {
@@ -53,8 +56,10 @@ static void print_text(hrmt_context *ctx, const hrmt_cuda_info *ci) {
         printf("  %-4s %10zu bytes (", level_name(c->level), c->size_bytes);
         print_bytes(c->size_bytes);
         printf("), line %zu B, ", c->line_bytes);
-        if (c->ways > 0) printf("%d-way", c->ways);
-        else printf("%s", c->ways < 0 ? "fully associative" : "ways unknown");
+        if (c->ways > 0)
+            printf("%d-way", c->ways);
+        else
+            printf("%s", c->ways < 0 ? "fully associative" : "ways unknown");
         printf(", shared by %d core%s\n", c->shared_by_cores, c->shared_by_cores == 1 ? "" : "s");
     }
 

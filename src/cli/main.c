@@ -28,7 +28,9 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } table[] = {{"info", hrmt_cmd_info}, {"run", hrmt_cmd_run}, {"bench", hrmt_cmd_bench},
+    } table[] = {{"info", hrmt_cmd_info},
+                 {"run", hrmt_cmd_run},
+                 {"bench", hrmt_cmd_bench},
                  {"probe", hrmt_cmd_probe}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(cmd, table[i].name)) return table[i].fn(argc - 1, argv + 1);

@@ -5,9 +5,9 @@
 #ifndef HRMT_CORE_BACKEND_H
 #define HRMT_CORE_BACKEND_H
 
-#include "hrmt.h"
 #include "core/gemm_kernels.h"
 #include "core/rowops.h"
+#include "hrmt.h"
 
 typedef struct hrmt_backend {
     const char *name;

@@ -69,8 +69,8 @@ static hrmt_status choose_isa(const char *want, hrmt_isa *out, char *errbuf, siz
     return HRMT_OK;
 }
 
-hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context **out,
-                                char *errbuf, size_t errbuf_len) {
+hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context **out, char *errbuf,
+                                size_t errbuf_len) {
     if (!out) return HRMT_ERR_INVALID_ARG;
     *out = NULL;
     hrmt_context_options o = opts ? *opts : hrmt_context_default_options();
@@ -155,9 +155,8 @@ int hrmt_supports(const hrmt_context *ctx, hrmt_op op, hrmt_dtype dtype) {
 }
 
 static const char *const g_op_names[HRMT_OP_COUNT] = {
-    "copy", "convert", "add", "rmsnorm", "residual_rmsnorm", "swiglu", "softmax",
-    "rope", "embedding", "engram_gate_fwd", "engram_gate_bwd", "gemm", "attention"};
+    "copy",     "convert", "add",       "rmsnorm",         "residual_rmsnorm", "swiglu",
+    "softmax",  "rope",    "embedding", "engram_gate_fwd", "engram_gate_bwd",  "gemm",
+    "attention"};
 
-const char *hrmt_op_name(hrmt_op op) {
-    return (unsigned)op < HRMT_OP_COUNT ? g_op_names[op] : "?";
-}
+const char *hrmt_op_name(hrmt_op op) { return (unsigned)op < HRMT_OP_COUNT ? g_op_names[op] : "?"; }

@@ -13,7 +13,7 @@ struct hrmt_context {
     const hrmt_backend *be; /* kernel table in use */
     int threads;            /* OpenMP team size for this context's ops */
     hrmt_topology topo;
-    hrmt_tile_plan plan;    /* after HRMT_GEMM_KC/MC/NC overrides */
+    hrmt_tile_plan plan; /* after HRMT_GEMM_KC/MC/NC overrides */
     hrmt_tiers *tiers;
     char err[HRMT_ERRMSG_LEN];
 };

@@ -16,10 +16,10 @@ typedef struct hrmt_arena_extent {
 
 typedef struct hrmt_arena {
     unsigned char *base;
-    size_t size;               /* bytes, a multiple of HRMT_ARENA_ALIGN */
-    hrmt_arena_extent *free;   /* sorted by offset, never adjacent (coalesced) */
+    size_t size;             /* bytes, a multiple of HRMT_ARENA_ALIGN */
+    hrmt_arena_extent *free; /* sorted by offset, never adjacent (coalesced) */
     size_t nfree, free_cap;
-    size_t nblocks;            /* live allocations */
+    size_t nblocks; /* live allocations */
 } hrmt_arena;
 
 /* Allocates the block (size rounded up to the alignment). OVERFLOW, OUT_OF_MEMORY. */

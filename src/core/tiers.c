@@ -41,8 +41,8 @@ typedef struct tier_entry {
 typedef struct scope_frame {
     pthread_t owner;
     hrmt_tier tier;
-    double resume_s;   /* when this frame last became the innermost one */
-    int prev_threads;  /* team size to restore at scope_end */
+    double resume_s;  /* when this frame last became the innermost one */
+    int prev_threads; /* team size to restore at scope_end */
 } scope_frame;
 
 struct hrmt_tiers {
@@ -125,8 +125,10 @@ static void count_alloc(hrmt_tier_stats *s, size_t bytes) {
 }
 
 static void release_memory(hrmt_tiers *tm, tier_entry *e) {
-    if (e->granted) hrmt_arena_free(&tm->arena, e->t.data, e->granted);
-    else free(e->t.data);
+    if (e->granted)
+        hrmt_arena_free(&tm->arena, e->t.data, e->granted);
+    else
+        free(e->t.data);
 }
 
 static void destroy_entry(hrmt_tiers *tm, tier_entry *e) {
@@ -182,8 +184,10 @@ static hrmt_status alloc_locked(hrmt_tiers *tm, const char *name, int ndim, cons
     double us = (now_s() - t0) * 1e6;
 
     if (want_sram) {
-        if (tier == HRMT_TIER_SRAM) tm->st[HRMT_TIER_SRAM].hit_count++;
-        else tm->st[HRMT_TIER_SRAM].miss_count++;
+        if (tier == HRMT_TIER_SRAM)
+            tm->st[HRMT_TIER_SRAM].hit_count++;
+        else
+            tm->st[HRMT_TIER_SRAM].miss_count++;
     }
     count_alloc(&tm->st[tier], nbytes);
     log_event(tm, tier, HRMT_TIER_OP_ALLOC, nbytes, us);

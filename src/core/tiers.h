@@ -17,9 +17,9 @@ int hrmt_tiers_scope_threads(const hrmt_tiers *tm, hrmt_tier tier);
 
 typedef struct hrmt_tiers_log_info {
     int enabled;
-    size_t cap;        /* ring capacity */
-    size_t held;       /* events in the ring now */
-    uint64_t dropped;  /* events overwritten since the last reset */
+    size_t cap;       /* ring capacity */
+    size_t held;      /* events in the ring now */
+    uint64_t dropped; /* events overwritten since the last reset */
     size_t num_tensors;
 } hrmt_tiers_log_info;
 void hrmt_tiers_log_info_get(hrmt_tiers *tm, hrmt_tiers_log_info *out);

@@ -44,8 +44,10 @@ static void override_level(hrmt_topology *t, int level, size_t bytes) {
     if (t->num_levels >= HRMT_MAX_CACHE_LEVELS) return; /* levels 1..3 always fit */
     /* A new level borrows the line size of a neighbour; its associativity is unknown. */
     size_t line = 64;
-    if (i > 0) line = t->caches[i - 1].line_bytes;
-    else if (i < t->num_levels) line = t->caches[i].line_bytes;
+    if (i > 0)
+        line = t->caches[i - 1].line_bytes;
+    else if (i < t->num_levels)
+        line = t->caches[i].line_bytes;
     memmove(&t->caches[i + 1], &t->caches[i], (size_t)(t->num_levels - i) * sizeof t->caches[0]);
     t->caches[i] = (hrmt_cache_level){level, bytes, line, 0,
                                       level >= 3 && t->num_cores > 0 ? t->num_cores : 1};

@@ -29,9 +29,12 @@ static int parse_size(const char *s, size_t *out) {
             __builtin_add_overflow(x, (size_t)(*p - '0'), &x))
             return 0;
     size_t mul = 1;
-    if (*p == 'K') mul = (size_t)1 << 10;
-    else if (*p == 'M') mul = (size_t)1 << 20;
-    else if (*p == 'G') mul = (size_t)1 << 30;
+    if (*p == 'K')
+        mul = (size_t)1 << 10;
+    else if (*p == 'M')
+        mul = (size_t)1 << 20;
+    else if (*p == 'G')
+        mul = (size_t)1 << 30;
     if (mul != 1) p++;
     if (*p != '\0' || __builtin_mul_overflow(x, mul, &x)) return 0;
     *out = x;
@@ -54,8 +57,10 @@ static int count_cpu_list(const char *s) {
         }
         if (b - a >= 1u << 20) return 0;
         n += (int)(b - a + 1);
-        if (*s == ',') s++;
-        else if (*s) return 0;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return 0;
     }
     return n;
 }

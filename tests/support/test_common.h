@@ -14,7 +14,9 @@ hrmt_context *hrmt_test_context(void);
 hrmt_context *hrmt_test_context_opts(const hrmt_context_options *o);
 
 /* Deterministic xorshift random numbers in [-1, 1). */
-typedef struct { uint64_t s; } hrmt_test_rng;
+typedef struct {
+    uint64_t s;
+} hrmt_test_rng;
 float hrmt_test_uniform(hrmt_test_rng *r);
 
 /* Path of a file under tests/data (static buffer). */
