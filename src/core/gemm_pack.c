@@ -4,12 +4,15 @@
  * last one shorter). Panel j holds all of its K blocks back to back, block p
  * (kc_p deep) at p * kc * nr elements, so a walk over j, then p, then k (the
  * driver's order) reads W as one forward stream:
- *   F32:    block[k * nr + jj]                     = W[j*nr + jj][k0 + k]
- *   BF16X2: block[(k/2) * 2nr + 2jj + 1 - (k % 2)] = W[j*nr + jj][k0 + k] (bf16)
- * A BF16X2 pair holds its odd k in the low half and the kernel's A slivers
- * come from pack_a_ordered, which swaps likewise: vdpbf16ps adds the high
- * halves' product first, so the chain runs k = 2p, then 2p + 1, the scalar
- * table's order (src/cpu/gemm_bf16_avx512.c).
+ *   F32 from F32 W:  block[k * nr + jj]             = W[j*nr + jj][k0 + k]
+ *   F32 from BF16 W: block[(k ^ 1) * nr + jj]       = W[j*nr + jj][k0 + k]
+ *   BF16X2:          block[(k/2) * 2nr + 2jj + k%2] = W[j*nr + jj][k0 + k] (bf16)
+ * BF16 W sets the pair order of every chain (core/gemm_kernels.h): each pair
+ * adds k = 2p + 1, then 2p. A BF16X2 pair keeps memory order (even k low);
+ * vdpbf16ps adds the high halves' product first, which is that order
+ * (src/cpu/gemm_bf16_avx512.c). F32 panels of BF16 W hold each pair swapped
+ * and the driver swaps the A slivers likewise, so the F32 kernels run the
+ * same chain. K is padded to even for BF16 W.
  * Columns past N and k past K are zero. Panel j starts at j * k_pad * nr
  * elements: 64-byte aligned for nr * esz a multiple of 64 (every x86 table).
  *
@@ -49,11 +52,12 @@ static void pack_column(hrmt_packed_w *pw, const void *w, size_t ldw, size_t col
     size_t row = col * ldw + k0;
     if (pw->fmt == HRMT_GEMM_PACK_F32) {
         float *d = (float *)panel + jj;
-        for (size_t k = 0; k < kv; k++) d[k * pw->nr] = load_w(w, pw->src_dtype, row + k);
+        const size_t swap = pw->src_dtype == HRMT_BF16; /* k0 is even then */
+        for (size_t k = 0; k < kv; k++) d[(k ^ swap) * pw->nr] = load_w(w, pw->src_dtype, row + k);
     } else {
         const uint16_t *s = (const uint16_t *)w + row;
         uint16_t *d = (uint16_t *)panel + 2 * jj;
-        for (size_t k = 0; k < kv; k++) d[(k / 2) * 2 * pw->nr + 1 - (k % 2)] = s[k];
+        for (size_t k = 0; k < kv; k++) d[(k / 2) * 2 * pw->nr + k % 2] = s[k];
     }
 }
 
@@ -91,7 +95,7 @@ hrmt_status hrmt_gemm_pack_w_raw(hrmt_context *ctx, size_t n, size_t k, const vo
     /* BF16 W stays BF16 when a pair kernel exists (BF16 A then uses it; F32 A
      * widens each panel on the fly); otherwise it is widened once, here. */
     pw->fmt = (w_dt == HRMT_BF16 && t->bf16.run) ? HRMT_GEMM_PACK_BF16X2 : HRMT_GEMM_PACK_F32;
-    pw->k_unit = pw->fmt == HRMT_GEMM_PACK_BF16X2 ? 2 : 1;
+    pw->k_unit = w_dt == HRMT_BF16 ? 2 : 1; /* pairs never straddle K blocks */
     pw->esz = pw->fmt == HRMT_GEMM_PACK_BF16X2 ? 2 : 4;
     pw->n_pad = round_up(n, pw->nr);
     pw->k_pad = round_up(k, pw->k_unit);

@@ -11,9 +11,17 @@ HRMT_AI __m256 silu8(__m256 g) {
     return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), Sleef_expf8_u10avx2(neg8(g))));
 }
 
+/* BF16 silu: exp(-g), 1 + e and the quotient each rounded to bf16, as the
+ * scalar reference (the reference PyTorch's bf16 vector ops). */
+HRMT_AI __m256 silu8_bf16(__m256 g) {
+    const __m256 e = hrmt8_round_bf16(Sleef_expf8_u10avx2(neg8(g)));
+    const __m256 d = hrmt8_round_bf16(_mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return hrmt8_round_bf16(_mm256_div_ps(g, d));
+}
+
 HRMT_AI __m256 swiglu8(const void *g, const void *u, size_t j, size_t n, int bf) {
-    __m256 s = silu8(hrmt8_ld(g, j, bf, n));
-    if (bf) s = hrmt8_round_bf16(s); /* PyTorch's bf16 silu output */
+    const __m256 gv = hrmt8_ld(g, j, bf, n);
+    const __m256 s = bf ? silu8_bf16(gv) : silu8(gv);
     return _mm256_mul_ps(s, hrmt8_ld(u, j, bf, n));
 }
 

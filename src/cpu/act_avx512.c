@@ -12,9 +12,17 @@ HRMT_AI __m512 silu16(__m512 g) {
     return _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), Sleef_expf16_u10avx512f(neg16(g))));
 }
 
+/* BF16 silu: exp(-g), 1 + e and the quotient each rounded to bf16, as the
+ * scalar reference (the reference PyTorch's bf16 vector ops). */
+HRMT_AI __m512 silu16_bf16(__m512 g) {
+    const __m512 e = hrmt_round_bf16_ps(Sleef_expf16_u10avx512f(neg16(g)));
+    const __m512 d = hrmt_round_bf16_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    return hrmt_round_bf16_ps(_mm512_div_ps(g, d));
+}
+
 HRMT_AI __m512 swiglu16(const void *g, const void *u, size_t j, __mmask16 m, int bf) {
-    __m512 s = silu16(hrmt_ld16m(g, j, bf, m));
-    if (bf) s = hrmt_round_bf16_ps(s); /* PyTorch's bf16 silu output */
+    const __m512 gv = hrmt_ld16m(g, j, bf, m);
+    const __m512 s = bf ? silu16_bf16(gv) : silu16(gv);
     return _mm512_mul_ps(s, hrmt_ld16m(u, j, bf, m));
 }
 

@@ -33,11 +33,17 @@ static inline const void *at(const void *p, size_t j, int bf) {
 static inline void *at_w(void *p, size_t j, int bf) { return (char *)p + j * (bf ? 2u : 4u); }
 
 /* silu(g) * u with silu(g) = g / (1 + exp(-g)) (the reference's form); BF16
- * rounds silu to bf16 first, as PyTorch's bf16 silu does. */
+ * rounds exp(-g), 1 + e and the quotient each to bf16, as the scalar
+ * reference (the reference PyTorch's bf16 vector ops). */
 static inline float32x4_t swiglu4(float32x4_t g, float32x4_t u, int bf) {
-    const float32x4_t e = Sleef_expf4_u10(vnegq_f32(g));
-    float32x4_t s = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e));
-    if (bf) s = hrmt_neon_round_bf16(s);
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    float32x4_t e = Sleef_expf4_u10(vnegq_f32(g)), s;
+    if (bf) {
+        e = hrmt_neon_round_bf16(e);
+        s = hrmt_neon_round_bf16(vdivq_f32(g, hrmt_neon_round_bf16(vaddq_f32(one, e))));
+    } else {
+        s = vdivq_f32(g, vaddq_f32(one, e));
+    }
     return vmulq_f32(s, u);
 }
 

@@ -7,6 +7,13 @@
 /* silu(g) = g / (1 + exp(-g)), the form PyTorch's CPU kernel evaluates. */
 static inline float silu(float g) { return g / (1.0f + Sleef_expf_u10(-g)); }
 
+/* BF16 silu as the reference's PyTorch (1.13) evaluates it on bf16 vectors:
+ * every op rounds to bf16, so exp(-g), 1 + e and the quotient each round. */
+static inline float silu_bf16(float g) {
+    const float e = hrmt_round_bf16(Sleef_expf_u10(-g));
+    return hrmt_round_bf16(g / hrmt_round_bf16(1.0f + e));
+}
+
 static inline void swiglu_rows(int bf, size_t rows, size_t inter, const void *gu, size_t ldg,
                                void *out, size_t ldo) {
     const size_t es = bf ? 2 : 4;
@@ -15,8 +22,7 @@ static inline void swiglu_rows(int bf, size_t rows, size_t inter, const void *gu
         const void *u = (const char *)g + inter * es;
         void *o = hrmt_row(out, r, ldo, es);
         for (size_t j = 0; j < inter; j++) {
-            float s = silu(hrmt_ld(g, j, bf));
-            if (bf) s = hrmt_round_bf16(s); /* PyTorch's bf16 silu output */
+            const float s = bf ? silu_bf16(hrmt_ld(g, j, 1)) : silu(hrmt_ld(g, j, 0));
             hrmt_st(o, j, s * hrmt_ld(u, j, bf), bf);
         }
     }
