@@ -5,12 +5,13 @@
  *    products, so |C - ref| <= gamma_(K+1) * sum_k |a_k w_k|, gamma_n = n u /
  *    (1 - n u), u = 2^-24: a bound proportional to K. BF16 C adds one
  *    rounding: + 2^-8 * |C|.
- *  - BF16 A and W: the scalar table's result, bit for bit. Products of two
+ *  - BF16 A and W: the scalar table's result, bit for bit, and an F32
+ *    emulation of the promised chain (k = 1, 0, 3, 2, ...). Products of two
  *    bf16 are exact in F32, so a chain of fused multiply-adds (AVX2, AVX-512
- *    F32 kernels) equals the scalar table's multiply then add; the AVX512_BF16
- *    kernel's vdpbf16ps adds the two products of a pair one after the other,
- *    each rounded, and the packing orders each pair so they come in
- *    increasing k: the same chain again. (vdpbf16ps flushes denormal inputs
+ *    F32 kernels, on pair-swapped panels and slivers) equals the scalar
+ *    table's multiply then add; the AVX512_BF16 kernel's vdpbf16ps adds the
+ *    two products of a pair one after the other, each rounded, the odd k
+ *    first: the same chain again. (vdpbf16ps flushes denormal inputs
  *    and results to zero, so the bound there is "identical for data whose
  *    products and partial sums stay normal", which the test data does: bf16
  *    inputs in [-1, 1) give products >= 2^-46 or zero.) Each result is also
@@ -259,6 +260,51 @@ Test(gemm, bf16_against_scalar) {
     }
     hrmt_context_destroy(ctx);
     hrmt_context_destroy(ref);
+}
+
+/* BF16 A x BF16 W against the order every table promises (core/gemm_kernels.h),
+ * emulated in F32 without any wider type: per output one F32 accumulator from
+ * 0, k visited 1, 0, 3, 2, ... (an odd K's last k alone), each bf16 x bf16
+ * product exact in F32, one add per k; C rounded to bf16 once. Odd and even
+ * K, one and several K blocks, M and N edges. */
+Test(gemm, bf16_pair_order_emulation) {
+    hrmt_context *ctx = hrmt_test_context();
+    static const size_t shapes[][3] = {{1, 1, 1}, {3, 11, 63}, {17, 40, 512}, {5, 33, 1101}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        mat a = mat_new(M, K, 3, HRMT_BF16), w = mat_new(N, K, 1, HRMT_BF16);
+        mat cf = mat_new(M, N, 2, HRMT_F32), cb = mat_new(M, N, 0, HRMT_BF16);
+        mat_fill(&a, 41 + s);
+        mat_fill(&w, 43 + s);
+        hrmt_packed_w *pw = pack(ctx, &w);
+        gemm_packed(ctx, &a, pw, &cf, 0);
+        gemm_packed(ctx, &a, pw, &cb, 0);
+        size_t bad = 0;
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) {
+                float acc = 0.0f;
+                for (size_t k = 0; k < K; k++) {
+                    const size_t kk = (k ^ 1) < K ? k ^ 1 : k;
+                    const float p = (float)mat_get(&a, i, kk) * (float)mat_get(&w, j, kk);
+                    acc = acc + p;
+                }
+                const float got = ((const float *)cf.data)[i * cf.ld + j];
+                const uint16_t gotb = ((const uint16_t *)cb.data)[i * cb.ld + j];
+                if (memcmp(&got, &acc, sizeof acc) != 0 || gotb != hrmt_f32_to_bf16(acc)) {
+                    if (bad++ < 3)
+                        cr_log_error("M%zu N%zu K%zu [%zu,%zu]: %.9g / bf16 %04x, want %.9g", M, N,
+                                     K, i, j, (double)got, gotb, (double)acc);
+                }
+            }
+        cr_expect_eq(bad, 0, "M%zu N%zu K%zu: %zu outputs off the odd-first pair chain", M, N, K,
+                     bad);
+        hrmt_packed_w_destroy(pw);
+        free(a.data);
+        free(w.data);
+        free(cf.data);
+        free(cb.data);
+    }
+    hrmt_context_destroy(ctx);
 }
 
 /* Mixed dtypes (F32 A with BF16 W and the reverse), F32 and BF16 C. */

@@ -234,12 +234,16 @@ static void swiglu_case(hrmt_dtype dt, size_t rows, size_t inter, size_t pad, in
             const float got = tmat_get(&w, r, j);
             int ok;
             if (dt == HRMT_BF16) {
-                /* the silu value is rounded to bf16; near a rounding boundary
-                 * either neighbour is a faithful reference */
-                const double s = silu64(g);
+                /* bf16 silu as the reference PyTorch evaluates it: exp(-g),
+                 * 1 + e and g / d each rounded to bf16; exp is 1-ulp
+                 * accurate, so near a rounding boundary either neighbour of
+                 * e is a faithful reference */
+                const double e = exp(-g);
                 ok = 0;
                 for (int k = -1; k <= 1 && !ok; k += 2) {
-                    const float sb = ref_round_bf16((float)(s * (1.0 + k * 4 * U24)));
+                    const float eb = ref_round_bf16((float)(e * (1.0 + k * 4 * U24)));
+                    const float db = ref_round_bf16((float)(1.0 + (double)eb));
+                    const float sb = ref_round_bf16((float)(g / (double)db));
                     ok = llabs(ref_ord_bf16(ref_f32_to_bf16(got)) -
                                ref_ord_bf16(ref_f32_to_bf16((float)((double)sb * u)))) <= 1;
                 }

@@ -34,8 +34,8 @@ void cli_bench_opts_default(cli_bench_opts *o) {
     o->seq_lens[0] = 81; /* Sudoku */
     o->n_seq = 1;
     o->dtype = -1;
-    o->warmup = 1;
-    o->iterations = 5;
+    o->warmup = 2;
+    o->iterations = 10;
     o->backend = HRMT_BACKEND_CPU;
 }
 
@@ -54,8 +54,8 @@ void cli_bench_usage(FILE *f) {
             "  --H-cycles N  --L-cycles N       reasoning cycles (2, 2)\n"
             "  --H-layers N  --L-layers N       transformer layers per level (4, 4)\n"
             "  --dtype bf16|f32                 forward dtype (bf16)\n"
-            "  --warmup N                       untimed steps first; 0 allowed (1)\n"
-            "  --iterations N                   timed steps (5)\n"
+            "  --warmup N                       untimed steps first; 0 allowed (2)\n"
+            "  --iterations N                   timed steps (10)\n"
             "  --threads N                      OpenMP threads (default: all)\n"
             "  --backend cpu|cuda               compute backend (cpu)\n"
             "  --model FILE                     safetensors model instead of the built-in one\n"

@@ -133,13 +133,26 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     return HRMT_OK;
 }
 
-/* BF16 pair panel (kc_p/2 x nr x 2, odd k in the low half; see gemm_pack.c)
- * -> F32 k-major panel (kc_p x nr). */
+/* BF16 pair panel (kc_p/2 x nr x 2, even k in the low half; see gemm_pack.c)
+ * -> F32 k-major panel (kc_p x nr) with each pair swapped, the F32 layout of
+ * BF16 W. */
 static void widen_panel(const uint16_t *src, size_t kc_p, size_t nr, float *dst) {
     for (size_t kp = 0; kp < kc_p / 2; kp++)
         for (size_t j = 0; j < nr; j++) {
             dst[(2 * kp) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j + 1]);
             dst[(2 * kp + 1) * nr + j] = hrmt_bf16_to_f32(src[kp * 2 * nr + 2 * j]);
+        }
+}
+
+/* An F32 sliver (kc_p x mr, kc_p even) with each k pair's rows swapped, to
+ * meet BF16 W's swapped F32 panels (gemm_pack.c): the F32 kernels then add
+ * k = 2p + 1 before 2p, like vdpbf16ps. */
+static void swap_pairs(float *s, size_t kc_p, size_t mr) {
+    for (size_t k = 0; k + 1 < kc_p; k += 2, s += 2 * mr)
+        for (size_t i = 0; i < mr; i++) {
+            const float t = s[i];
+            s[i] = s[mr + i];
+            s[mr + i] = t;
         }
 }
 
@@ -162,10 +175,10 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
     char *abuf = scratch;
     float *bbuf = (float *)(scratch + g->a_bytes);
     float *pbuf = (float *)(scratch + g->a_bytes + g->b_bytes);
-    /* Pairs in k order, to match the BF16X2 panels (core/gemm_pack.c). */
-    const hrmt_gemm_pack_a_fn pack = uk == &g->kernels->bf16 && g->kernels->bf16_pack_a_ordered
-                                         ? g->kernels->bf16_pack_a_ordered
-                                         : uk->pack_a;
+    /* The pair kernel's A pairs stay in memory order like the BF16X2 panels;
+     * F32 slivers for BF16 W get their pairs swapped like its panels. */
+    const hrmt_gemm_pack_a_fn pack = uk->pack_a;
+    const int swap_a = uk->k_unit == 1 && W->src_dtype == HRMT_BF16;
 
     /* Pack rows m0..m1 of A, every K block: block p at p*kc*m_pad elements,
      * its sliver s at s*MR*kc_p within. A sliver's rows are read along all
@@ -182,6 +195,7 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
             pack(m, kv, src, g->a_dt, g->lda, dst);
             if (uk->k_unit == 1 && kc_p > kv) /* F32 kernel on padded BF16 pairs */
                 memset(dst + kv * mr * a_esz, 0, (kc_p - kv) * mr * a_esz);
+            if (swap_a) swap_pairs((float *)(void *)dst, kc_p, mr);
         }
     }
 

@@ -4,11 +4,12 @@
  * hrmt_gemm_pack_w / hrmt_gemm_pack_w_raw. The public tensor API in hrmt.h
  * validates descriptors and lands here.
  *
- * Bits: every C element is the same F32 chain over k in increasing order
- * whatever M, N, the M split across calls, the thread count or the blocking
- * (see core/gemm_kernels.h), so any two schedules that feed the same rows
- * get the same bytes. Different ISAs (and the BF16 pair kernel) round
- * differently; each is deterministic. */
+ * Bits: every C element is the same F32 chain over k (in increasing order
+ * for F32 W, in odd-first pairs for BF16 W) whatever M, N, the M split
+ * across calls, the thread count or the blocking (see core/gemm_kernels.h),
+ * so any two schedules that feed the same rows get the same bytes. BF16 A x
+ * BF16 W gives the same bits on every ISA; other combinations round per ISA
+ * (fused or not), each deterministic. */
 #ifndef HRMT_CORE_GEMM_H
 #define HRMT_CORE_GEMM_H
 
@@ -26,7 +27,7 @@ typedef enum hrmt_gemm_pack_fmt {
 struct hrmt_packed_w {
     size_t n, k;         /* W is [n, k] */
     size_t nr;           /* panel width (the ISA's NR) */
-    size_t k_unit;       /* 1 or 2: K is padded to and blocked in multiples of it */
+    size_t k_unit;       /* 1 (F32 W) or 2 (BF16 W): K padded to and blocked in multiples */
     size_t kc;           /* K block; the last block holds the rest */
     size_t n_pad, k_pad; /* n rounded up to nr, k rounded up to k_unit */
     size_t nblk;         /* number of K blocks */

@@ -6,12 +6,18 @@
  * one W panel over one K block.
  *
  * Summation order (the contract that makes results independent of blocking
- * and thread count): every output element is one F32 chain over k = 0..K-1 in
- * increasing order, started at 0. A micro-kernel continues the chain of the
- * previous K block by loading its exact F32 partial sums, so where the K block
- * boundaries fall never changes a bit. Per k the F32 kernels do one fused
- * multiply-add (the scalar reference one multiply then one add); the BF16
- * kernel consumes k in pairs (vdpbf16ps), pairs starting at even k. */
+ * and thread count): every output element is one F32 chain over k, started
+ * at 0: for F32 W in increasing order k = 0..K-1; for BF16 W in pairs, each
+ * pair's odd element first, k = 1, 0, 3, 2, 5, 4, ... (an odd K ends with a
+ * zero pad, then K-1). That is vdpbf16ps's order, and the order of the
+ * PyTorch build (oneDNN, AVX512_BF16) that made the model's bf16 golden
+ * vectors; the F32 kernels follow it on pair-swapped panels and slivers
+ * (core/gemm_pack.c), so BF16 A x BF16 W gives the same bits on every table.
+ * A micro-kernel continues the chain of the previous K block by loading its
+ * exact F32 partial sums, so where the K block boundaries fall never changes
+ * a bit. Per k the F32 kernels do one fused multiply-add (the scalar
+ * reference one multiply then one add); the BF16 kernel consumes k in pairs
+ * (vdpbf16ps), pairs starting at even k. */
 #ifndef HRMT_CORE_GEMM_KERNELS_H
 #define HRMT_CORE_GEMM_KERNELS_H
 
@@ -60,10 +66,11 @@ typedef struct hrmt_gemm_kernels {
     hrmt_gemm_ukernel f32;  /* F32 products; BF16 operands widened while packing */
     hrmt_gemm_ukernel bf16; /* BF16 x BF16 products in pairs; run == NULL when the
                              * CPU lacks it. Same nr as f32 (W panels are shared). */
-    /* With the pair kernel: bf16.pack_a with each pair's halves swapped, for W
-     * panels swapped likewise (the driver's BF16X2 format), so that the pair
-     * kernel adds k = 2p before 2p + 1 like every other table does (see
-     * src/cpu/gemm_bf16_avx512.c). NULL otherwise. */
+    /* With the pair kernel: bf16.pack_a with each pair's halves swapped, for
+     * callers that pack their own W panels swapped likewise (the model's
+     * attention), so that the pair kernel adds k = 2p before 2p + 1, the
+     * F32 kernels' increasing order (see src/cpu/gemm_bf16_avx512.c). The
+     * driver does not use it. NULL otherwise. */
     hrmt_gemm_pack_a_fn bf16_pack_a_ordered;
 } hrmt_gemm_kernels;
 

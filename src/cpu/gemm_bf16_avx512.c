@@ -5,12 +5,13 @@
  * Sapphire Rapids Xeon), and treats denormal inputs and results as zero.
  *
  * Two A packings share the kernel. pack_a keeps each pair in memory order
- * (k = 2p low, 2p+1 high), for W panels packed the same way (the model's
- * attention does): a pair adds 2p+1, then 2p. The table's bf16_pack_a_ordered
- * swaps the halves; with W panels swapped too (the driver's BF16X2 format,
- * core/gemm_pack.c) a pair adds 2p, then 2p+1: the scalar table's chain, the
- * same bits for normal numbers. Only installed by hrmt_gemm_fill_avx512 when
- * cpuid reports AVX512_BF16. */
+ * (k = 2p low, 2p+1 high), for W panels packed the same way (the driver's
+ * BF16X2 format, core/gemm_pack.c): a pair adds 2p+1, then 2p, the order the
+ * F32 tables follow for BF16 W (core/gemm_kernels.h): the same bits for
+ * normal numbers. The table's bf16_pack_a_ordered swaps the halves, for
+ * callers whose W panels are swapped too (the model's attention): a pair then
+ * adds 2p, then 2p+1, the F32 kernels' increasing order. Only installed by
+ * hrmt_gemm_fill_avx512 when cpuid reports AVX512_BF16. */
 #include <immintrin.h>
 
 #include "core/backend.h"

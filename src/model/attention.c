@@ -79,16 +79,6 @@ static void kernel_rows(const ukr_ctx *x, size_t rows, size_t n, size_t kc, cons
     }
 }
 
-/* Widens n values of a BF16 or F32 row to F32. */
-static void widen(const hrmt_model *m, const void *src, float *dst, size_t n) {
-    if (m->dt == HRMT_F32) {
-        memcpy(dst, src, n * sizeof(float));
-    } else {
-        const uint16_t *h = src;
-        for (size_t i = 0; i < n; i++) dst[i] = hrmt_bf16_to_f32(h[i]);
-    }
-}
-
 /* K^T as W panels (panel p = keys p*nr .., k = head_dim), built with an A
  * packing: its sliver holds, per k (F32) or k pair (BF16 pairs), MR 32-bit
  * words, and the W panel NR words (core/gemm_pack.c), so copying the MR-wide
@@ -114,16 +104,21 @@ static void pack_k(const ukr_ctx *x, size_t kw, const hrmt_model *m, const char 
     }
 }
 
-/* V in F32 panels: VP[p][j][c] = V[j][p*nr + c], zero past head_dim. */
-static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, float *VP,
-                   float *tmp) {
+/* V in F32 panels: VP[p][j][c] = V[j][p*nr + c], zero past head_dim. Each
+ * BF16 value widens straight into its panel (a shift, vectorised). */
+static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, float *VP) {
     const size_t T = m->T, d = m->head_dim;
     for (size_t j = 0; j < T; j++) {
-        widen(m, v + j * ld * m->esz, tmp, d);
+        const char *row = v + j * ld * m->esz;
         for (size_t p = 0; p * nr < d; p++) {
             float *dst = VP + (p * T + j) * nr;
             size_t nc = d - p * nr < nr ? d - p * nr : nr;
-            memcpy(dst, tmp + p * nr, nc * sizeof(float));
+            if (m->dt == HRMT_F32) {
+                memcpy(dst, (const float *)row + p * nr, nc * sizeof(float));
+            } else {
+                const uint16_t *h = (const uint16_t *)row + p * nr;
+                for (size_t c = 0; c < nc; c++) dst[c] = hrmt_bf16_to_f32(h[c]);
+            }
             if (nc < nr) memset(dst + nc, 0, (nr - nc) * sizeof(float));
         }
     }
@@ -135,10 +130,10 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
     const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, nr = uk->nr, es = m->esz;
     const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
     float *S = scr + L.s, *KP = scr + L.kp, *VP = scr + L.vp;
-    /* The A-sliver area is free until the kernels run: it holds a widened
-     * row of V, then K's slivers on their way into the panels. */
+    /* The A-sliver area is free until the kernels run: it holds K's slivers
+     * on their way into the panels. */
     float *tmp = scr + L.a;
-    pack_v(m, v, ld, nr, VP, tmp);
+    pack_v(m, v, ld, nr, VP);
     const ukr_ctx x = {uk, uk->pack_a, scr + L.a, scr + L.part};
     const hrmt_gemm_kernels *pk = pair_kernels(m);
     if (pk) {
@@ -153,24 +148,41 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
     kernel_rows(&x, T, d, T, S, HRMT_F32, T, VP, T * nr * 4, out, m->dt, m->hidden);
 }
 
-/* Job = one (sample, head): sample job / heads, head job % heads. */
-static void attend_job(const hrmt_model *m, const void *qkv, void *att, long job, float *scr) {
+/* Job = one (sample, head): sample job / heads, head job % heads. With
+ * `rope`, first rotates this head's Q and K in place (the row op on these two
+ * head vectors of every token: the same bits as one pass over all heads,
+ * while the rows are on their way into the caches anyway). */
+static void attend_job(const hrmt_model *m, void *qkv, void *att, long job, float *scr, int rope) {
     const size_t T = m->T, heads = m->heads, d = m->head_dim, es = m->esz;
     size_t s = (size_t)job / heads, h = (size_t)job % heads;
-    const char *q = (const char *)qkv + (s * T * 3 * m->hidden + h * d) * es;
+    char *q = (char *)qkv + (s * T * 3 * m->hidden + h * d) * es;
     char *o = (char *)att + (s * T * m->hidden + h * d) * es;
+    if (rope)
+        m->ctx->be->rowops.rope[m->dt](T, 2, d, q, 3 * m->hidden, m->hidden, m->rope_cos,
+                                       m->rope_sin, d);
     attend_one(m, q, o, scr);
 }
 
-void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws) {
+static void attention_run(const hrmt_model *m, void *qkv, void *att, size_t n,
+                          const hrmt_level_ws *ws, int rope) {
     const long jobs = (long)(n * m->heads);
     const long want = ws->threads < 1 ? 1 : ws->threads;
     const int nt = (int)(want < jobs ? want : jobs);
     if (nt <= 1) {
-        for (long job = 0; job < jobs; job++) attend_job(m, qkv, att, job, ws->attn);
+        for (long job = 0; job < jobs; job++) attend_job(m, qkv, att, job, ws->attn, rope);
         return;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long job = 0; job < jobs; job++)
-        attend_job(m, qkv, att, job, ws->attn + (size_t)omp_get_thread_num() * ws->attn_stride);
+        attend_job(m, qkv, att, job, ws->attn + (size_t)omp_get_thread_num() * ws->attn_stride,
+                   rope);
+}
+
+void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws) {
+    attention_run(m, qkv, att, n, ws, 0);
+}
+
+void hrmt_rope_attention(const hrmt_model *m, void *qkv, void *att, size_t n,
+                         const hrmt_level_ws *ws) {
+    attention_run(m, qkv, att, n, ws, m->rope_cos != NULL);
 }

@@ -113,38 +113,19 @@ static void swiglu(const hrmt_model *m, const void *gu, void *act, size_t rows) 
     hrmt_ops_run_rows(m->ctx, rows, 3 * m->inter * m->esz, swiglu_body, &p);
 }
 
-/* RoPE on the Q and K heads of qkv rows (2*heads head vectors per token). */
-static void rope_body(const void *arg, size_t r0, size_t r1) {
-    const row_args *p = arg;
-    const hrmt_model *m = p->m;
-    size_t w = 3 * m->hidden;
-    /* Rows r0..r1 are sample-major; a token's position is its row mod T. */
-    for (size_t r = r0; r < r1;) {
-        size_t pos = r % m->T, n = m->T - pos;
-        if (n > r1 - r) n = r1 - r;
-        m->ctx->be->rowops.rope[m->dt](n, 2 * m->heads, m->head_dim, row_at(m, p->out, r, w), w,
-                                       m->head_dim, m->rope_cos + pos * m->head_dim,
-                                       m->rope_sin + pos * m->head_dim, m->head_dim);
-        r += n;
-    }
-}
-
-static void rope_qk(const hrmt_model *m, void *qkv, size_t rows) {
-    row_args p = {m, NULL, NULL, qkv, 0, 0};
-    hrmt_ops_run_rows(m->ctx, rows, 4 * m->hidden * m->esz, rope_body, &p);
-}
-
 /* ---- embeddings --------------------------------------------------------- */
 
-/* Scalar multiply as PyTorch does it for `python_float * tensor`: F32
- * arithmetic, BF16 result rounded once. */
+/* Scalar multiply as the reference's PyTorch (1.13) does `python_float *
+ * bf16_tensor`: the scalar is cast to bf16 first (sqrt(128) -> 11.3125),
+ * then the F32 product is rounded once. F32: plain F32 product. */
 static void scale_rows(const hrmt_model *m, void *x, size_t n, float c) {
     if (m->dt == HRMT_F32) {
         float *f = x;
         for (size_t i = 0; i < n; i++) f[i] = c * f[i];
     } else {
         uint16_t *h = x;
-        for (size_t i = 0; i < n; i++) h[i] = hrmt_f32_to_bf16(c * hrmt_bf16_to_f32(h[i]));
+        const float cb = hrmt_round_bf16(c);
+        for (size_t i = 0; i < n; i++) h[i] = hrmt_f32_to_bf16(cb * hrmt_bf16_to_f32(h[i]));
     }
 }
 
@@ -180,10 +161,10 @@ void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzl
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const hrmt_level_ws *ws, int sram) {
     size_t rows = n * m->T, H = m->hidden;
-    /* Attention: h = rms_norm(h + o_proj(attn(rope(qkv_proj(h))))). */
+    /* Attention: h = rms_norm(h + o_proj(attn(rope(qkv_proj(h))))); the
+     * attention applies the RoPE per (sample, head). */
     TRY(hrmt_linear_apply(m, &b->qkv, h, H, ws->qkv, 3 * H, m->dt, rows, ws));
-    if (m->rope_cos) rope_qk(m, ws->qkv, rows);
-    hrmt_attention(m, ws->qkv, ws->att, n, ws);
+    hrmt_rope_attention(m, ws->qkv, ws->att, n, ws);
     TRY(hrmt_linear_apply(m, &b->o, ws->att, H, ws->proj, H, m->dt, rows, ws));
     residual_norm(m, h, ws->proj, rows, sram);
     /* MLP: h = rms_norm(h + down_proj(silu(gate) * up)). */

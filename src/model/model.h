@@ -105,6 +105,10 @@ hrmt_status hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, in
                        const void *inj, size_t n, const hrmt_level_ws *ws, int sram);
 /* One attention over n samples: qkv [n*T, 3*hidden] -> att [n*T, hidden]. */
 void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws);
+/* The same after RoPE on qkv's Q and K (in place) for rope models: a block's
+ * rope + attention in one pass per (sample, head). */
+void hrmt_rope_attention(const hrmt_model *m, void *qkv, void *att, size_t n,
+                         const hrmt_level_ws *ws);
 /* out = a + b over rows rows of hidden width. */
 void hrmt_rows_add(const hrmt_model *m, const void *a, const void *b, void *out, size_t rows);
 /* y = x W^T over rows rows (GEMM); x in the forward dtype, y in ydt. Uses
