@@ -147,8 +147,8 @@ static void run_case(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
                     "%s step%d %s bf16: only %.3g from expected-f32 (gap %.3g): not bf16?", name,
                     steps, k_fields[f], e32, gap);
                 if (len > 0 && (size_t)len < sizeof line)
-                    len += snprintf(line + len, sizeof line - (size_t)len, " %s %.3f",
-                                    k_fields[f], gap > 0.0 ? e16 / gap : e16);
+                    len += snprintf(line + len, sizeof line - (size_t)len, " %s %.3f", k_fields[f],
+                                    gap > 0.0 ? e16 / gap : e16);
             }
             fprintf(stderr, "%s\n", line);
         }
