@@ -2,6 +2,7 @@
  * the scratch one step needs, allocated once so a step never allocates on the
  * baseline path. */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,12 +61,18 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     size_t g_bytes = ALIGN64(
         hrmt_model_gemm_scratch(m, rows, hrmt_tiling_for(m, batch).samples * m->T, B, threads));
     total += g_bytes;
-    c->block = aligned_alloc(64, total);
-    if (!c->block) {
+    /* The batch state and the baseline's scratch live in the DRAM tier, so the
+     * tier manager's DRAM figures are real for both schedules. */
+    snprintf(c->tier_name, sizeof c->tier_name, "hrm.carry@%p", (void *)c);
+    size_t words = (total + 3) / 4;
+    hrmt_tensor block;
+    hrmt_status st = hrmt_tiers_alloc_dram(hrmt_context_tiers(m->ctx), c->tier_name, 1, &words,
+                                           HRMT_F32, &block);
+    if (st != HRMT_OK) {
         free(c);
-        return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "carry buffers (%zu bytes)", total);
+        return hrmt_fail(m->ctx, st, "carry buffers (%zu bytes): %s", total, hrmt_status_str(st));
     }
-    memset(c->block, 0, total);
+    c->block = block.data; /* zeroed and 64-byte aligned by the tier manager */
     char *p = c->block;
     void **slots[9] = {&c->zH,
                        &c->zL,
@@ -93,6 +100,6 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
 
 void hrmt_carry_destroy(hrmt_carry *c) {
     if (!c) return;
-    free(c->block);
+    hrmt_tiers_free(hrmt_context_tiers(c->m->ctx), c->tier_name);
     free(c);
 }

@@ -68,7 +68,8 @@ struct hrmt_carry {
     void *logits;        /* [B*T, vocab] */
     float *q;            /* [B, 2] */
     hrmt_level_ws ws;    /* sized for the whole batch */
-    void *block;         /* one allocation behind all buffers above */
+    void *block;         /* one DRAM-tier allocation behind all buffers above */
+    char tier_name[48];  /* its name in the context's tier manager */
 };
 
 /* config.c */
