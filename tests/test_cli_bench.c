@@ -133,7 +133,11 @@ Test(cli_bench, compare_run_writes_every_field) {
         cr_expect(hit >= 0 && hit <= 1, "sram_hit_rate %g in [0,1]", hit);
         double eff = num(row, "memory_efficiency");
         cr_expect(eff <= 1.0 + 1e-9, "memory_efficiency %g <= 1", eff);
-        cr_expect(num(row, "gemm_peak_fraction") < 1.5, "fraction of the measured peak");
+        /* A timing bound would be flaky on a shared machine; the fraction must
+         * be the row's own rate over the run's measured GEMM peak. */
+        cr_expect_float_eq(num(row, "gemm_peak_fraction"),
+                           num(row, "gflops") / num(row, "gemm_peak_gflops"), 1e-6,
+                           "gemm_peak_fraction is gflops / gemm_peak_gflops");
         cr_expect_float_eq(num(row, "total_memory_mb"),
                            num(row, "sram_peak_mb") + num(row, "dram_peak_mb"), 1e-9);
         /* The ratio is H mean over L mean, both reported. */

@@ -37,11 +37,13 @@ static double latency(size_t bytes, int runs) {
 Test(probe, latency_orders_the_hierarchy) {
     const size_t l1 = cache_size(1), l2 = cache_size(2), l3 = cache_size(3);
     cr_assert(l1 && l2 && l3 && l1 < l2 && l2 < l3, "topology needs three cache levels");
-    /* half of L1 and of L2; twice L2 (capped at half of L3) sits in L3 but
-     * clearly outside L2; four times L3 is DRAM */
-    const size_t s3 = 2 * l2 < l3 / 2 ? 2 * l2 : l3 / 2;
+    /* Half of L1 and of L2; 1.5 x L2 (capped at half of L3) sits in L3 but
+     * outside L2 — not deeper: a VM may give the process only a few MiB of a
+     * nominal 32 MiB L3 (measured here), and deeper points read as DRAM.
+     * Four times L3 is DRAM. */
+    const size_t s3 = l2 + l2 / 2 < l3 / 2 ? l2 + l2 / 2 : l3 / 2;
     const double a = latency(l1 / 2, 3), b = latency(l2 / 2, 3), c = latency(s3, 3),
-                 d = latency(4 * l3, 1);
+                 d = latency(4 * l3, 2);
     cr_log_info("latency ns: L1 %.2f  L2 %.2f  L3 %.2f  DRAM %.2f", a, b, c, d);
     cr_expect(a < b, "L1 %.2f ns !< L2 %.2f ns", a, b);
     cr_expect(b < c, "L2 %.2f ns !< L3 %.2f ns", b, c);
