@@ -14,7 +14,6 @@
  * same bits however the samples are tiled. */
 #include <math.h>
 #include <omp.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "core/bf16.h"
@@ -125,77 +124,6 @@ static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, flo
     }
 }
 
-/* fmaf(a, b, c) for the magnitudes in exp_fma: a * b is exact in double, so
- * one double add then the float rounding give fmaf's bits unless the double
- * sum lands on a float tie, which exp_fma's operands never do
- * (tools/investigate/exp_exhaustive.c checks every input). Plain double
- * arithmetic vectorises where a libm fmaf call would not. */
-static inline float fma_d(float a, float b, float c) { return (float)((double)a * b + c); }
-
-/* 2^q for a q in the normal range, built from its bits. */
-static inline float pow2i(int32_t q) {
-    const uint32_t bits = (uint32_t)(q + 0x7f) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-/* exp(d) for d <= 0: SLEEF's 1-ulp xexpf with every multiply-add fused, the
- * code behind Sleef_expf8_u10avx2 that PyTorch's AVX2 kernels call (and
- * behind Sleef_expf1_u10purecfma; the non-FMA builds differ in ~1% of last
- * bits, tools/investigate/exp_check.py). */
-static inline float exp_fma(float d) {
-    /* round to nearest even: adding 1.5 * 2^23 leaves no fraction bits */
-    const float qf = (d * 1.442695040888963407359924681001892137426645954152985934f + 12582912.0f) -
-                     12582912.0f;
-    const int32_t q = (int32_t)qf;
-    float s = fma_d(qf, -0.693145751953125f, d);
-    s = fma_d(qf, -1.428606765330187045e-06f, s);
-    float u = 0.000198527617612853646278381f;
-    u = fma_d(u, s, 0.00139304355252534151077271f);
-    u = fma_d(u, s, 0.00833336077630519866943359f);
-    u = fma_d(u, s, 0.0416664853692054748535156f);
-    u = fma_d(u, s, 0.166666671633720397949219f);
-    u = fma_d(u, s, 0.5f);
-    const float ss = s * s;
-    u = 1.0f + fma_d(ss, u, s);
-    const int32_t q1 = q / 2 - (q % 2 != 0); /* q >> 1 (floor), portably */
-    u = u * pow2i(q1) * pow2i(q - q1);
-    return d < -104.0f ? 0.0f : u;
-}
-
-/* Softmax of each row of S[T, T] (scaled by `scale` first, in place) in the
- * order of PyTorch 1.13's AVX2 CPU kernel (tools/investigate/softmax_order.py
- * matches it bit for bit): exp(x - max) with exp_fma, the sum in 8 lane
- * accumulators (vector j adds into lane j % 8, a tail into the first lanes),
- * those folded by halves (l, l + 4), then (l, l + 2), then (0, 1), and every
- * exponential times 1 / sum. The golden vectors come from that kernel; the
- * sum order moves the last bit of 1 / sum, and the exp's build its bits. */
-static void torch_softmax_rows(size_t T, float *S, float scale) {
-    for (size_t r = 0; r < T; r++) {
-        float *row = S + r * T, mx = -INFINITY, acc[8] = {0};
-        for (size_t j = 0; j < T; j++) {
-            row[j] *= scale;
-            mx = row[j] > mx ? row[j] : mx;
-        }
-        size_t j = 0;
-        for (; j + 8 <= T; j += 8) {
-            for (size_t l = 0; l < 8; l++) {
-                row[j + l] = exp_fma(row[j + l] - mx);
-                acc[l] += row[j + l];
-            }
-        }
-        for (size_t l = 0; j + l < T; l++) {
-            row[j + l] = exp_fma(row[j + l] - mx);
-            acc[l] += row[j + l];
-        }
-        const float h0 = acc[0] + acc[4], h1 = acc[1] + acc[5], h2 = acc[2] + acc[6],
-                    h3 = acc[3] + acc[7];
-        const float inv = 1.0f / ((h0 + h2) + (h1 + h3));
-        for (j = 0; j < T; j++) row[j] *= inv;
-    }
-}
-
 static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr) {
     const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
     const attn_layout L = layout(m);
@@ -216,7 +144,7 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
         pack_k(&x, d, m, k, ld, KP, tmp);
         kernel_rows(&x, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
     }
-    torch_softmax_rows(T, S, (float)(1.0 / sqrt((double)d)));
+    m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, (float)(1.0 / sqrt((double)d)), S, T);
     kernel_rows(&x, T, d, T, S, HRMT_F32, T, VP, T * nr * 4, out, m->dt, m->hidden);
 }
 
