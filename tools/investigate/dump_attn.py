@@ -3,7 +3,7 @@
 #   dump_attn.py GOLD CASE BLOCK_IN PREFIX OUT
 import json, math, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import variants_lib as V
+import variants as V
 import torch
 gold, case, bin_, prefix, out = sys.argv[1:6]
 d = os.path.join(gold, case)

@@ -3,7 +3,7 @@
 # hrmt_level call by call:  dump_levels.py GOLD CASE OUTDIR
 import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import variants_lib as V
+import variants as V
 import torch
 gold, case, out = sys.argv[1:4]
 torch.set_num_threads(1)

@@ -4,7 +4,7 @@ import json, os, sys
 import torch
 import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import variants_lib as V  # noqa
+import variants as V  # noqa
 bf = torch.bfloat16
 torch.set_num_threads(int(os.environ.get("NT", "2")))
 

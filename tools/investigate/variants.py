@@ -13,7 +13,7 @@ try:
     from safetensors.torch import load_file
 except Exception:  # pragma: no cover
     raise
-GOLD = sys.argv[1]
+GOLD = sys.argv[1] if len(sys.argv) > 1 else ""
 FILT = sys.argv[2:]
 bf = torch.bfloat16
 
@@ -328,4 +328,5 @@ def main():
         print(line + " (%.0fs)" % (time.time() - t0), flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()
