@@ -557,6 +557,7 @@ Test(gemm, bf16_c_is_the_f32_result_rounded_once) {
     free(w.data);
     free(cf.data);
     free(ch.data);
+    hrmt_context_destroy(ctx);
 }
 
 /* Ties: with K = 1 and A = 1 the sum is W exactly; values halfway between
@@ -587,6 +588,7 @@ Test(gemm, bf16_c_ties_to_even) {
     free(a.data);
     free(w.data);
     free(c.data);
+    hrmt_context_destroy(ctx);
 }
 
 /* ---- errors -------------------------------------------------------------- */
