@@ -4,24 +4,21 @@
  *  - float32: every recorded tensor within 1e-4 relative L2 of expected-f32;
  *  - halted: exact;
  *  - bfloat16: per step, the relative L2 distance e of logits, z_H, z_L,
- *    q_halt and q_continue logits to expected-bf16, against the gap g (per
- *    tensor) between expected-bf16 and expected-f32. The issue asks for
- *    e <= g / 2. HRM's recurrence amplifies any 1-ulp difference to about g
- *    within a step, so that needs the reference PyTorch build's rounding
- *    (Debian's 1.13, tools/investigate/), which the forward now follows:
- *    linear layers as one F32 chain per output in vdpbf16ps pair order
- *    (core/gemm_kernels.h), bf16 silu rounding exp(-g) and 1 + e
- *    (src/cpu/act_*.c), Python scalars cast to bf16 (model/forward.c). Every
- *    op of a block is then bit-exact (torch-ops below) and small-learned
- *    sits at <= 0.14 g on AVX2/AVX-512, but attention's softmax (PyTorch:
- *    one 8-lane AVX2 sum, SLEEF AVX2 exp) and P V (OpenBLAS, fused) still
- *    flip rare bf16 outputs: tiny-rope reaches 1.14 g on AVX2/AVX-512, the
- *    scalar table (sequential sum, unfused P V) 1.82 g. So the bound here is
- *    e <= BF16_BOUND g, plus >= g / 4 from expected-f32 (we really round
- *    where bf16 rounds). Each step's e / g goes to stderr.
+ *    q_halt and q_continue logits to expected-bf16 is at most half the gap g
+ *    (per tensor) between expected-bf16 and expected-f32, the issue's bound,
+ *    and at least g / 4 from expected-f32 (we really round where bf16
+ *    rounds). HRM's recurrence amplifies any 1-ulp difference to about g
+ *    within a step, so this needs the rounding of the PyTorch build that made
+ *    the goldens (Debian's 1.13, tools/investigate/), which every table
+ *    follows: linear layers as one F32 chain per output in vdpbf16ps pair
+ *    order (core/gemm_kernels.h), bf16 silu rounding exp(-g) and 1 + e
+ *    (src/cpu/act_*.c), SLEEF's FMA expf bits (cpu/expf_fma.h), softmax and
+ *    rms sums in PyTorch's lane orders (cpu/softmax_order.h,
+ *    cpu/sumsq_order.h), P V as FMA chains, Python scalars cast to bf16
+ *    (model/forward.c). Each step's e / g goes to stderr; it is 0 today.
  * Op by op (tests/data/torch-ops/): fed PyTorch's own input, each op of the
- * first block reproduces PyTorch's bf16 output bit for bit, except for rare
- * 1-ulp differences (<= 1 in 1000 elements) where an F32 sum order differs.
+ * first block, and the whole block, reproduce PyTorch's bf16 output bit for
+ * bit.
  * Runs under each ISA (ctest sets HRMT_ISA) and with both schedules. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -71,9 +68,8 @@ static int32_t *read_i32(const hrmt_st_file *f, const char *name, size_t *n) {
     return v;
 }
 
-/* bf16: max distance to expected-bf16 in units of the bf16-f32 gap (the
- * issue's target is 0.5; see the top of the file). */
-#define BF16_BOUND 2.0
+/* bf16: max distance to expected-bf16 in units of the bf16-f32 gap. */
+#define BF16_BOUND 0.5
 
 static const char *const k_fields[] = {"logits", "q_halt_logits", "q_continue_logits", "z_H",
                                        "z_L"};
@@ -203,41 +199,22 @@ static uint16_t *ops_bf16(const char *name, size_t *n) {
     return v;
 }
 
-/* ours (row stride ld) against PyTorch's `name` ([rows, cols] contiguous).
- * An op must match bit for bit except at most 1 element in 1000, and those
- * within one bf16 ulp of the larger value or, for sums that cancel to almost
- * nothing, within 1e-5 of the tensor's RMS. A whole block (many ops, whose
- * rare flips propagate) must match in 98% of elements, 2^-8 relative L2. */
+/* ours (row stride ld) against PyTorch's `name` ([rows, cols] contiguous):
+ * every op, and the whole block, bit for bit. */
 static void expect_ops(const char *what, const uint16_t *ours, size_t ld, const char *name,
-                       size_t rows, size_t cols, int whole_block) {
+                       size_t rows, size_t cols) {
     size_t n;
     uint16_t *ref = ops_bf16(name, &n);
     cr_assert_eq(n, rows * cols, "%s: %zu elements, expected %zu", name, n, rows * cols);
-    double ss = 0.0, num = 0.0;
-    for (size_t i = 0; i < n; i++)
-        ss += (double)hrmt_bf16_to_f32(ref[i]) * hrmt_bf16_to_f32(ref[i]);
-    double rms = sqrt(ss / (double)n);
-    size_t diff = 0, far = 0;
-    for (size_t r = 0; r < rows; r++) {
+    size_t diff = 0;
+    for (size_t r = 0; r < rows; r++)
         for (size_t c = 0; c < cols; c++) {
-            double a = hrmt_bf16_to_f32(ours[r * ld + c]), b = hrmt_bf16_to_f32(ref[r * cols + c]);
-            num += (a - b) * (a - b);
-            if (a == b) continue;
-            diff++;
-            double big = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
-            if (fabs(a - b) > big / 128.0 * 1.0001 && fabs(a - b) > 1e-5 * rms) far++;
+            const uint16_t a = ours[r * ld + c], b = ref[r * cols + c];
+            if (a != b && diff++ < 3)
+                fprintf(stderr, "%s [%zu,%zu]: %a vs PyTorch %a\n", what, r, c,
+                        (double)hrmt_bf16_to_f32(a), (double)hrmt_bf16_to_f32(b));
         }
-    }
-    if (whole_block) {
-        cr_expect_leq(diff * 50, n, "%s: %zu of %zu elements differ from PyTorch (> 2%%)", what,
-                      diff, n);
-        cr_expect_leq(sqrt(num / ss), 1.0 / 256, "%s: relative L2 %.3g from PyTorch > 2^-8", what,
-                      sqrt(num / ss));
-    } else {
-        cr_expect_eq(far, 0, "%s: %zu elements differ from PyTorch by more than 1 ulp", what, far);
-        cr_expect_leq(diff * 1000, n, "%s: %zu of %zu elements 1 ulp off PyTorch (> 1/1000)", what,
-                      diff, n);
-    }
+    cr_expect_eq(diff, 0, "%s: %zu of %zu elements differ from PyTorch", what, diff, n);
     free(ref);
 }
 
@@ -275,11 +252,11 @@ static void run_ops(const char *name) {
 
     /* Embedding: no rounding choice is left open, so bit-exact. */
     hrmt_embed(m, inputs, pids, B, buf);
-    expect_ops("embedding", buf, H, "x", rows, H, 0);
+    expect_ops("embedding", buf, H, "x", rows, H);
     /* Attention half of the block, each op from PyTorch's input. */
     uint16_t *in = ops_bf16("L0.in", NULL), *qkv = ws.qkv;
     hrmt_linear_apply(m, &blk->qkv, in, H, qkv, 3 * H, HRMT_BF16, rows, &ws);
-    expect_ops("qkv_proj", qkv, 3 * H, "L0.qkv", rows, 3 * H, 0);
+    expect_ops("qkv_proj", qkv, 3 * H, "L0.qkv", rows, 3 * H);
     uint16_t *ref = ops_bf16("L0.qkv", NULL);
     memcpy(qkv, ref, rows * 3 * H * 2);
     free(ref);
@@ -287,8 +264,8 @@ static void run_ops(const char *name) {
         for (size_t s = 0; s < B; s++)
             k->rope[HRMT_BF16](T, 2 * m->heads, m->head_dim, qkv + s * T * 3 * H, 3 * H,
                                m->head_dim, m->rope_cos, m->rope_sin, m->head_dim);
-        expect_ops("rope q", qkv, 3 * H, "L0.q_rope", rows, H, 0);
-        expect_ops("rope k", qkv + H, 3 * H, "L0.k_rope", rows, H, 0);
+        expect_ops("rope q", qkv, 3 * H, "L0.q_rope", rows, H);
+        expect_ops("rope k", qkv + H, 3 * H, "L0.k_rope", rows, H);
         uint16_t *q = ops_bf16("L0.q_rope", NULL), *kk = ops_bf16("L0.k_rope", NULL);
         for (size_t r = 0; r < rows; r++) {
             memcpy(qkv + r * 3 * H, q + r * H, H * 2);
@@ -298,36 +275,36 @@ static void run_ops(const char *name) {
         free(kk);
     }
     hrmt_attention(m, qkv, ws.att, B, &ws);
-    expect_ops("attention", ws.att, H, "L0.attn_o", rows, H, 0);
+    expect_ops("attention", ws.att, H, "L0.attn_o", rows, H);
     ref = ops_bf16("L0.attn_o", NULL);
     hrmt_linear_apply(m, &blk->o, ref, H, ws.proj, H, HRMT_BF16, rows, &ws);
     free(ref);
-    expect_ops("o_proj", ws.proj, H, "L0.o_proj", rows, H, 0);
+    expect_ops("o_proj", ws.proj, H, "L0.o_proj", rows, H);
     ref = ops_bf16("L0.o_proj", NULL);
     k->residual_rmsnorm_dram[HRMT_BF16](rows, H, in, H, ref, H, 1e-5f, buf, H, 0);
     free(ref);
-    expect_ops("residual rms_norm 1", buf, H, "L0.h1", rows, H, 0);
+    expect_ops("residual rms_norm 1", buf, H, "L0.h1", rows, H);
     /* MLP half. */
     uint16_t *h1 = ops_bf16("L0.h1", NULL);
     hrmt_linear_apply(m, &blk->gate_up, h1, H, ws.gu, 2 * I, HRMT_BF16, rows, &ws);
-    expect_ops("gate_up_proj", ws.gu, 2 * I, "L0.gu", rows, 2 * I, 0);
+    expect_ops("gate_up_proj", ws.gu, 2 * I, "L0.gu", rows, 2 * I);
     ref = ops_bf16("L0.gu", NULL);
     k->swiglu[HRMT_BF16](rows, I, ref, 2 * I, ws.act, I, 0);
     free(ref);
-    expect_ops("silu * up", ws.act, I, "L0.act", rows, I, 0);
+    expect_ops("silu * up", ws.act, I, "L0.act", rows, I);
     ref = ops_bf16("L0.act", NULL);
     hrmt_linear_apply(m, &blk->down, ref, I, ws.proj, H, HRMT_BF16, rows, &ws);
     free(ref);
-    expect_ops("down_proj", ws.proj, H, "L0.down", rows, H, 0);
+    expect_ops("down_proj", ws.proj, H, "L0.down", rows, H);
     ref = ops_bf16("L0.down", NULL);
     k->residual_rmsnorm_sram[HRMT_BF16](rows, H, h1, H, ref, H, 1e-5f, buf, H);
     free(ref);
-    expect_ops("residual rms_norm 2", buf, H, "L0.out", rows, H, 0);
+    expect_ops("residual rms_norm 2", buf, H, "L0.out", rows, H);
     /* The whole block from PyTorch's input, through the model's own path. */
     memcpy(buf, in, rows * H * 2);
     memset(ws.att, 0, rows * H * 2);
     hrmt_level(m, m->L, 1, buf, ws.att, B, &ws, 0); /* z + 0 is exact */
-    expect_ops("block", buf, H, "L0.out", rows, H, 1);
+    expect_ops("block", buf, H, "L0.out", rows, H);
 
     free(in);
     free(h1);

@@ -1,4 +1,4 @@
-/* NEON SwiGLU and softmax. exp is SLEEF's 4-lane Sleef_expf4_u10 (1 ulp, like
+/* NEON SwiGLU. exp is SLEEF's 4-lane Sleef_expf4_u10 (1 ulp, like
  * the reference's scalar Sleef_expf_u10; the two may differ in the last bit).
  * Row tails shorter than a vector go through the same vector exp on a padded
  * copy, so every element of a row uses one exp whatever its column. */
@@ -85,104 +85,7 @@ static void bf16_swiglu__neon_u8(size_t rows, size_t inter, const void *gu, size
     swiglu_rows(1, rows, inter, gu, ldg, out, ldo);
 }
 
-/* max(scale * x) over a row; FMAX/FMAXV propagate NaN, as the reference does. */
-static inline float row_max(const void *x, size_t cols, float scale, int bf) {
-    const float32x4_t vs = vdupq_n_f32(scale);
-    float32x4_t m0 = vdupq_n_f32(-INFINITY), m1 = m0;
-    size_t j = 0;
-    for (; j + 8 <= cols; j += 8) {
-        m0 = vmaxq_f32(m0, vmulq_f32(vs, hrmt_neon_ld4(x, j, bf)));
-        m1 = vmaxq_f32(m1, vmulq_f32(vs, hrmt_neon_ld4(x, j + 4, bf)));
-    }
-    for (; j + 4 <= cols; j += 4) m0 = vmaxq_f32(m0, vmulq_f32(vs, hrmt_neon_ld4(x, j, bf)));
-    float m = vmaxvq_f32(vmaxq_f32(m0, m1));
-    for (; j < cols; j++) {
-        const float v =
-            scale * (bf ? hrmt_bf16_to_f32(((const uint16_t *)x)[j]) : ((const float *)x)[j]);
-        if (v > m || v != v) m = v;
-    }
-    return m;
-}
-
-static inline float32x4_t exp_shift(float32x4_t x, float32x4_t vs, float32x4_t vm) {
-    return Sleef_expf4_u10(vsubq_f32(vmulq_f32(vs, x), vm));
-}
-
-/* Sum of exp(scale*x - m) in a fixed order (two accumulators, then the
- * padded tail with its pad lanes dropped); F32 parks the exponentials in o. */
-static inline float exp_sum(const void *x, size_t cols, float scale, float m, int bf, float *park) {
-    const float32x4_t vs = vdupq_n_f32(scale), vm = vdupq_n_f32(m);
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0;
-    size_t j = 0;
-    for (; j + 8 <= cols; j += 8) {
-        const float32x4_t e0 = exp_shift(hrmt_neon_ld4(x, j, bf), vs, vm);
-        const float32x4_t e1 = exp_shift(hrmt_neon_ld4(x, j + 4, bf), vs, vm);
-        s0 = vaddq_f32(s0, e0);
-        s1 = vaddq_f32(s1, e1);
-        if (park) {
-            vst1q_f32(park + j, e0);
-            vst1q_f32(park + j + 4, e1);
-        }
-    }
-    for (; j + 4 <= cols; j += 4) {
-        const float32x4_t e = exp_shift(hrmt_neon_ld4(x, j, bf), vs, vm);
-        s0 = vaddq_f32(s0, e);
-        if (park) vst1q_f32(park + j, e);
-    }
-    float sum = vaddvq_f32(vaddq_f32(s0, s1));
-    if (j < cols) {
-        const size_t n = cols - j;
-        float e[4];
-        vst1q_f32(e, exp_shift(ld_tail(at(x, j, bf), n, bf, 0.0f), vs, vm));
-        for (size_t i = 0; i < n; i++) {
-            sum += e[i];
-            if (park) park[j + i] = e[i];
-        }
-    }
-    return sum;
-}
-
-static inline void softmax_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,
-                                float scale, void *out, size_t ldo) {
-    const size_t es = bf ? 2 : 4;
-    for (size_t r = 0; r < rows; r++) {
-        const void *xr = (const char *)x + r * ldx * es;
-        void *o = (char *)out + r * ldo * es;
-        const float m = row_max(xr, cols, scale, bf);
-        if (!bf) {
-            float *of = o;
-            const float32x4_t vi = vdupq_n_f32(1.0f / exp_sum(xr, cols, scale, m, 0, of));
-            size_t j = 0;
-            for (; j + 4 <= cols; j += 4) vst1q_f32(of + j, vmulq_f32(vld1q_f32(of + j), vi));
-            for (; j < cols; j++) of[j] *= vgetq_lane_f32(vi, 0);
-            continue;
-        }
-        /* bf16 cannot park the unrounded exponentials: recompute them. */
-        const float32x4_t vs = vdupq_n_f32(scale), vm = vdupq_n_f32(m);
-        const float32x4_t vi = vdupq_n_f32(1.0f / exp_sum(xr, cols, scale, m, 1, NULL));
-        size_t j = 0;
-        for (; j + 4 <= cols; j += 4)
-            hrmt_neon_st4(o, j, vmulq_f32(exp_shift(hrmt_neon_ld4(xr, j, 1), vs, vm), vi), 1);
-        if (j < cols) {
-            const size_t n = cols - j;
-            st_tail(at_w(o, j, 1), n,
-                    vmulq_f32(exp_shift(ld_tail(at(xr, j, 1), n, 1, 0.0f), vs, vm), vi), 1);
-        }
-    }
-}
-
-static void f32_softmax__neon_u8(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
-                                 void *out, size_t ldo) {
-    softmax_rows(0, rows, cols, x, ldx, scale, out, ldo);
-}
-static void bf16_softmax__neon_u8(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
-                                  void *out, size_t ldo) {
-    softmax_rows(1, rows, cols, x, ldx, scale, out, ldo);
-}
-
 void hrmt_act_fill_neon(hrmt_rowops *t) {
     t->swiglu[HRMT_F32] = f32_swiglu__neon_u8;
     t->swiglu[HRMT_BF16] = bf16_swiglu__neon_u8;
-    t->softmax[HRMT_F32] = f32_softmax__neon_u8;
-    t->softmax[HRMT_BF16] = bf16_softmax__neon_u8;
 }

@@ -1,5 +1,9 @@
-/* GEMM micro-kernel, scalar reference table (built with -ffp-contract=off:
- * one rounded multiply then one rounded add per k, in increasing k). */
+/* GEMM micro-kernel, scalar reference table: one fused multiply-add per k,
+ * in increasing k, as the SIMD tables' FMA kernels and the reference
+ * PyTorch's OpenBLAS sgemm (attention's P V needs those bits). fmaf is exact
+ * everywhere; glibc runs the FMA instruction when the CPU has one. */
+#include <math.h>
+
 #include "core/backend.h"
 #include "cpu/gemm_common.h"
 
@@ -15,7 +19,7 @@ static void f32_gemm_ukr__scalar_4x8(size_t kc, const void *a_, const void *b_,
             acc[i][j] = o->load ? o->partial[i * o->ld_partial + j] : 0.0f;
     for (size_t k = 0; k < kc; k++, a += MR, b += NR)
         for (size_t i = 0; i < MR; i++)
-            for (size_t j = 0; j < NR; j++) acc[i][j] = acc[i][j] + a[i] * b[j];
+            for (size_t j = 0; j < NR; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
     if (!o->final) {
         for (size_t i = 0; i < MR; i++)
             for (size_t j = 0; j < NR; j++) o->partial[i * o->ld_partial + j] = acc[i][j];

@@ -1,7 +1,7 @@
-/* AVX2 rmsnorm and residual + rmsnorm. Row sums use four 8-lane
- * accumulators over 32-element blocks, then one-vector steps and a partial
- * tail into the first, combined as (a0 + a1) + (a2 + a3). */
+/* AVX2 rmsnorm and residual + rmsnorm, in the scalar reference's order (the
+ * sum of squares through cpu/sumsq_order.h), so bit for bit its results. */
 #include "cpu/simd_avx2.h"
+#include "cpu/sumsq_order.h"
 
 HRMT_AI __m256 h_at(const void *x, const void *r, size_t j, size_t n, int bf, int resid) {
     if (!resid) return hrmt8_ld(x, j, bf, n);
@@ -16,33 +16,32 @@ HRMT_AI void park8(void *park, size_t j, __m256 h, int park_bf, size_t n) {
         hrmt8_st(park, j, h, 0, n);
 }
 
-/* Sum of h*h over a row; when `park` is set, h is also stored there, as BF16
- * when park_bf (exact: h already has the storage precision) or F32. */
+/* Sum of h*h over a row in the reference order (cpu/sumsq_order.h): the
+ * squares of each 32-element group (rounded, no FMA) go through the shared
+ * accumulator code; when `park` is set, h is also stored there, as BF16 when
+ * park_bf (exact: h already has the storage precision) or F32. */
 HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park,
                         int park_bf) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    hrmt_sumsq s;
+    hrmt_sumsq_init(&s, cols);
+    float sq[HRMT_SUMSQ_GROUP];
     size_t j = 0;
-    for (; j + 32 <= cols; j += 32) {
-        const __m256 h0 = h_at(x, r, j, 8, bf, resid), h1 = h_at(x, r, j + 8, 8, bf, resid);
-        const __m256 h2 = h_at(x, r, j + 16, 8, bf, resid), h3 = h_at(x, r, j + 24, 8, bf, resid);
-        a0 = _mm256_fmadd_ps(h0, h0, a0);
-        a1 = _mm256_fmadd_ps(h1, h1, a1);
-        a2 = _mm256_fmadd_ps(h2, h2, a2);
-        a3 = _mm256_fmadd_ps(h3, h3, a3);
-        if (park) {
-            park8(park, j, h0, park_bf, 8);
-            park8(park, j + 8, h1, park_bf, 8);
-            park8(park, j + 16, h2, park_bf, 8);
-            park8(park, j + 24, h3, park_bf, 8);
+    for (; j + HRMT_SUMSQ_GROUP <= cols; j += HRMT_SUMSQ_GROUP) {
+        for (size_t v = 0; v < HRMT_SUMSQ_GROUP; v += 8) {
+            const __m256 h = h_at(x, r, j + v, 8, bf, resid);
+            _mm256_storeu_ps(sq + v, _mm256_mul_ps(h, h));
+            if (park) park8(park, j + v, h, park_bf, 8);
         }
+        hrmt_sumsq_group(&s, sq);
     }
-    for (; j < cols; j += 8) {
-        const size_t n = cols - j >= 8 ? 8 : cols - j;
-        const __m256 h = h_at(x, r, j, n, bf, resid);
-        a0 = _mm256_fmadd_ps(h, h, a0);
-        if (park) park8(park, j, h, park_bf, n);
+    const size_t rest = cols - j;
+    for (size_t v = 0; v < rest; v += 8) {
+        const size_t n = rest - v >= 8 ? 8 : rest - v;
+        const __m256 h = h_at(x, r, j + v, n, bf, resid);
+        _mm256_storeu_ps(sq + v, _mm256_mul_ps(h, h));
+        if (park) park8(park, j + v, h, park_bf, n);
     }
-    return hrmt8_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return hrmt_sumsq_finish(&s, sq, rest);
 }
 
 HRMT_AI void rmsnorm_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx,

@@ -1,7 +1,8 @@
-/* AVX-512 rmsnorm and residual + rmsnorm. Row sums use four 16-lane
- * accumulators over 64-element blocks, then one-vector steps and a masked
- * tail into the first, combined as (a0 + a1) + (a2 + a3). */
+/* AVX-512 rmsnorm and residual + rmsnorm, in the scalar reference's order
+ * (the sum of squares through cpu/sumsq_order.h), so bit for bit its
+ * results. */
 #include "cpu/simd_avx512.h"
+#include "cpu/sumsq_order.h"
 
 /* Software prefetch distance of the streaming (DRAM) form, in elements. */
 #define PF_AHEAD 1024
@@ -13,60 +14,53 @@ HRMT_AI __m512 h_at(const void *x, const void *r, size_t j, __mmask16 m, int bf,
     return bf ? hrmt_round_bf16_ps(h) : h;
 }
 
-/* Sum of h*h over a row; when `park` is set, h is also stored there, as BF16
- * when park_bf (exact: h already has the storage precision) or F32. */
+HRMT_AI void prefetch64(const void *x, const void *r, size_t j, int bf) {
+    /* both input streams, 64 elements ahead-of-time: two lines each for BF16,
+     * four for F32 */
+    const size_t ahead = (j + PF_AHEAD) * (bf ? 2 : 4);
+    for (size_t b = 0; b < (bf ? 128u : 256u); b += 64) {
+        _mm_prefetch((const char *)x + ahead + b, _MM_HINT_T0);
+        _mm_prefetch((const char *)r + ahead + b, _MM_HINT_T0);
+    }
+}
+
+HRMT_AI void park16(void *park, size_t j, __m512 h, int park_bf, __mmask16 m) {
+    if (park_bf)
+        _mm256_mask_storeu_epi16((uint16_t *)park + j, m, hrmt_pack_bf16(h));
+    else
+        _mm512_mask_storeu_ps((float *)park + j, m, h);
+}
+
+/* Sum of h*h over a row in the reference order (cpu/sumsq_order.h): the
+ * squares of each 32-element group (rounded, no FMA) go through the shared
+ * accumulator code; when `park` is set, h is also stored there, as BF16 when
+ * park_bf (exact: h already has the storage precision) or F32. */
 HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int resid, void *park,
                         int park_bf, int pf) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    hrmt_sumsq s;
+    hrmt_sumsq_init(&s, cols);
+    float sq[HRMT_SUMSQ_GROUP];
     const __mmask16 all = (__mmask16)0xffff;
     size_t j = 0;
-    for (; j + 64 <= cols; j += 64) {
-        if (pf) { /* both input streams, two lines each: 64 elements of F32 */
-            const size_t ahead = (j + PF_AHEAD) * (bf ? 2 : 4);
-            _mm_prefetch((const char *)x + ahead, _MM_HINT_T0);
-            _mm_prefetch((const char *)r + ahead, _MM_HINT_T0);
-            _mm_prefetch((const char *)x + ahead + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)r + ahead + 64, _MM_HINT_T0);
-            if (!bf) {
-                _mm_prefetch((const char *)x + ahead + 128, _MM_HINT_T0);
-                _mm_prefetch((const char *)r + ahead + 128, _MM_HINT_T0);
-                _mm_prefetch((const char *)x + ahead + 192, _MM_HINT_T0);
-                _mm_prefetch((const char *)r + ahead + 192, _MM_HINT_T0);
-            }
-        }
+    for (; j + HRMT_SUMSQ_GROUP <= cols; j += HRMT_SUMSQ_GROUP) {
+        if (pf && j % 64 == 0) prefetch64(x, r, j, bf);
         const __m512 h0 = h_at(x, r, j, all, bf, resid), h1 = h_at(x, r, j + 16, all, bf, resid);
-        const __m512 h2 = h_at(x, r, j + 32, all, bf, resid),
-                     h3 = h_at(x, r, j + 48, all, bf, resid);
-        a0 = _mm512_fmadd_ps(h0, h0, a0);
-        a1 = _mm512_fmadd_ps(h1, h1, a1);
-        a2 = _mm512_fmadd_ps(h2, h2, a2);
-        a3 = _mm512_fmadd_ps(h3, h3, a3);
+        _mm512_storeu_ps(sq, _mm512_mul_ps(h0, h0));
+        _mm512_storeu_ps(sq + 16, _mm512_mul_ps(h1, h1));
         if (park) {
-            if (park_bf) {
-                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j), hrmt_pack_bf16(h0));
-                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 16), hrmt_pack_bf16(h1));
-                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 32), hrmt_pack_bf16(h2));
-                _mm256_storeu_si256((__m256i *)((uint16_t *)park + j + 48), hrmt_pack_bf16(h3));
-            } else {
-                _mm512_storeu_ps((float *)park + j, h0);
-                _mm512_storeu_ps((float *)park + j + 16, h1);
-                _mm512_storeu_ps((float *)park + j + 32, h2);
-                _mm512_storeu_ps((float *)park + j + 48, h3);
-            }
+            park16(park, j, h0, park_bf, all);
+            park16(park, j + 16, h1, park_bf, all);
         }
+        hrmt_sumsq_group(&s, sq);
     }
-    for (; j < cols; j += 16) {
-        const __mmask16 m = cols - j >= 16 ? all : hrmt_m16(cols - j);
-        const __m512 h = h_at(x, r, j, m, bf, resid);
-        a0 = _mm512_fmadd_ps(h, h, a0);
-        if (park) {
-            if (park_bf)
-                _mm256_mask_storeu_epi16((uint16_t *)park + j, m, hrmt_pack_bf16(h));
-            else
-                _mm512_mask_storeu_ps((float *)park + j, m, h);
-        }
+    const size_t rest = cols - j;
+    for (size_t v = 0; v < rest; v += 16) {
+        const __mmask16 m = rest - v >= 16 ? all : hrmt_m16(rest - v);
+        const __m512 h = h_at(x, r, j + v, m, bf, resid);
+        _mm512_mask_storeu_ps(sq + v, m, _mm512_mul_ps(h, h));
+        if (park) park16(park, j + v, h, park_bf, m);
     }
-    return hrmt_hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    return hrmt_sumsq_finish(&s, sq, rest);
 }
 
 HRMT_AI void rmsnorm_rows(int bf, int hw, size_t rows, size_t cols, const void *x, size_t ldx,

@@ -1,14 +1,11 @@
 /* NEON rmsnorm and fused residual + rmsnorm (SRAM and DRAM forms).
  *
- * The sum of squares of a row is one fixed order, whatever the row's length:
- * four 4-lane accumulators over blocks of 16 (fused multiply-add), a 4-wide
- * loop into the first, the lanes added pairwise, then the scalar tail. It
- * differs from the scalar left-to-right sum only by rounding (bounded by the
- * row length); the scale pass is bit-identical to the reference given the
- * same 1/rms. Both residual forms run the same reduction on the same h, so
- * their outputs are identical bits. */
+ * The sum of squares runs in the scalar reference's order (cpu/sumsq_order.h)
+ * and the scale pass is the same multiply, so the results are the
+ * reference's bits; both residual forms run the same reduction on the same h. */
 #include "core/bf16.h"
 #include "cpu/rowops_neon.h"
+#include "cpu/sumsq_order.h"
 
 static inline float32x4_t ld4(const void *p, size_t j, int bf) { return hrmt_neon_ld4(p, j, bf); }
 
@@ -35,37 +32,36 @@ static inline float h1(const void *x, const void *r, size_t j, int bf) {
     return bf ? hrmt_round_bf16(h) : h;
 }
 
-/* Sum of h*h over a row in the fixed order above; when `park` is set, h is
- * also stored to `park` (the SRAM form keeps the row in cache there). */
+/* Sum of h*h over a row in the reference order (cpu/sumsq_order.h): the
+ * squares of each 32-element group (rounded, no FMA) go through the shared
+ * accumulator code; when `park` is set, h is also stored to `park` (the SRAM
+ * form keeps the row in cache there). */
 static inline float sumsq_row(const void *x, const void *r, size_t cols, int bf, void *park) {
-    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    hrmt_sumsq s;
+    hrmt_sumsq_init(&s, cols);
+    float sq[HRMT_SUMSQ_GROUP];
     size_t j = 0;
-    for (; j + 16 <= cols; j += 16) {
-        const float32x4_t v0 = h4(x, r, j, bf), v1 = h4(x, r, j + 4, bf);
-        const float32x4_t v2 = h4(x, r, j + 8, bf), v3 = h4(x, r, j + 12, bf);
-        a0 = vfmaq_f32(a0, v0, v0);
-        a1 = vfmaq_f32(a1, v1, v1);
-        a2 = vfmaq_f32(a2, v2, v2);
-        a3 = vfmaq_f32(a3, v3, v3);
-        if (park) {
-            hrmt_neon_st4(park, j, v0, bf);
-            hrmt_neon_st4(park, j + 4, v1, bf);
-            hrmt_neon_st4(park, j + 8, v2, bf);
-            hrmt_neon_st4(park, j + 12, v3, bf);
+    for (; j + HRMT_SUMSQ_GROUP <= cols; j += HRMT_SUMSQ_GROUP) {
+        for (size_t v = 0; v < HRMT_SUMSQ_GROUP; v += 4) {
+            const float32x4_t h = h4(x, r, j + v, bf);
+            vst1q_f32(sq + v, vmulq_f32(h, h));
+            if (park) hrmt_neon_st4(park, j + v, h, bf);
         }
+        hrmt_sumsq_group(&s, sq);
     }
-    for (; j + 4 <= cols; j += 4) {
-        const float32x4_t v = h4(x, r, j, bf);
-        a0 = vfmaq_f32(a0, v, v);
-        if (park) hrmt_neon_st4(park, j, v, bf);
+    const size_t rest = cols - j;
+    size_t v = 0;
+    for (; v + 4 <= rest; v += 4) {
+        const float32x4_t h = h4(x, r, j + v, bf);
+        vst1q_f32(sq + v, vmulq_f32(h, h));
+        if (park) hrmt_neon_st4(park, j + v, h, bf);
     }
-    float ss = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; j < cols; j++) {
-        const float v = h1(x, r, j, bf);
-        ss += v * v;
-        if (park) st1(park, j, v, bf);
+    for (; v < rest; v++) {
+        const float h = h1(x, r, j + v, bf);
+        sq[v] = h * h;
+        if (park) st1(park, j + v, h, bf);
     }
-    return ss;
+    return hrmt_sumsq_finish(&s, sq, rest);
 }
 
 /* o = h * inv [* w], h recomputed from x (+ r). */

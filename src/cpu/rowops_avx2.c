@@ -120,6 +120,7 @@ void hrmt_rowops_fill_avx2(hrmt_rowops *t) {
     t->stream_write = stream_write__avx2_u128;
     hrmt_norm_fill_avx2(t);
     hrmt_act_fill_avx2(t);
+    hrmt_softmax_fill_avx2(t);
     hrmt_rope_fill_avx2(t);
     hrmt_engram_fill_avx2(t);
 }

@@ -138,6 +138,7 @@ void hrmt_rowops_fill_avx512(hrmt_rowops *t) {
     t->stream_write = stream_write__avx512_u256;
     hrmt_norm_fill_avx512(t, hw);
     hrmt_act_fill_avx512(t, hw);
+    hrmt_softmax_fill_avx512(t, hw);
     hrmt_rope_fill_avx512(t, hw);
     hrmt_engram_fill_avx512(t, hw);
 }

@@ -150,6 +150,7 @@ void hrmt_rowops_fill_neon(hrmt_rowops *t) {
     t->stream_write = stream_write__neon_u64b;
     hrmt_norm_fill_neon(t);
     hrmt_act_fill_neon(t);
+    hrmt_softmax_fill_neon(t);
     hrmt_rope_fill_neon(t);
     hrmt_engram_fill_neon(t);
 }

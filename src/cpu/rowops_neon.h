@@ -15,6 +15,7 @@
 
 void hrmt_norm_fill_neon(hrmt_rowops *t);
 void hrmt_act_fill_neon(hrmt_rowops *t);
+void hrmt_softmax_fill_neon(hrmt_rowops *t);
 void hrmt_rope_fill_neon(hrmt_rowops *t);
 void hrmt_engram_fill_neon(hrmt_rowops *t);
 

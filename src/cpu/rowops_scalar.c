@@ -90,6 +90,7 @@ void hrmt_rowops_fill_scalar(hrmt_rowops *t) {
     t->stream_write = stream_write__scalar;
     hrmt_norm_fill_scalar(t);
     hrmt_act_fill_scalar(t);
+    hrmt_softmax_fill_scalar(t);
     hrmt_rope_fill_scalar(t);
     hrmt_engram_fill_scalar(t);
 }

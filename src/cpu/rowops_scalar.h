@@ -11,6 +11,7 @@
 
 void hrmt_norm_fill_scalar(hrmt_rowops *t);
 void hrmt_act_fill_scalar(hrmt_rowops *t);
+void hrmt_softmax_fill_scalar(hrmt_rowops *t);
 void hrmt_rope_fill_scalar(hrmt_rowops *t);
 void hrmt_engram_fill_scalar(hrmt_rowops *t);
 

@@ -180,6 +180,7 @@ HRMT_AI float hrmt8_hmax(__m256 v) {
 
 void hrmt_norm_fill_avx2(hrmt_rowops *t);
 void hrmt_act_fill_avx2(hrmt_rowops *t);
+void hrmt_softmax_fill_avx2(hrmt_rowops *t);
 void hrmt_rope_fill_avx2(hrmt_rowops *t);
 void hrmt_engram_fill_avx2(hrmt_rowops *t);
 

@@ -150,6 +150,7 @@ HRMT_AI float hrmt_hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 /* Per-file fill functions of the AVX-512 table; hw = AVX512-BF16 present. */
 void hrmt_norm_fill_avx512(hrmt_rowops *t, int hw);
 void hrmt_act_fill_avx512(hrmt_rowops *t, int hw);
+void hrmt_softmax_fill_avx512(hrmt_rowops *t, int hw);
 void hrmt_rope_fill_avx512(hrmt_rowops *t, int hw);
 void hrmt_engram_fill_avx512(hrmt_rowops *t, int hw);
 

@@ -1,0 +1,38 @@
+/* Inline AVX-512 exp with the bits of SLEEF's Sleef_expf16_u10avx512f (the
+ * exp of the SIMD tables, == hrmt_expf_fma in cpu/expf_fma.h), so that the
+ * element-wise kernels need no call (which spills every zmm register) and
+ * can overlap the latency of neighbouring vectors. Same operations in the
+ * same order as SLEEF 3.5's avx512f build, with two exact rewrites:
+ *  - q = round(x / ln 2) by vrndscaleps instead of vcvtps2dq + vcvtdq2ps
+ *    (the same integer wherever it is used; lanes out of int range are
+ *    overridden below);
+ *  - u * 2^q by one vscalefps instead of SLEEF's u * 2^(q>>1) * 2^(q-(q>>1)):
+ *    the first product is exact, so both round once, the same way.
+ * tools/investigate/expf_simd_exhaustive.c checks all 2^32 inputs against
+ * SLEEF. Only *_avx512.c files may include this. */
+#ifndef HRMT_CPU_EXPF_AVX512_H
+#define HRMT_CPU_EXPF_AVX512_H
+
+#include <immintrin.h>
+
+static inline __attribute__((always_inline)) __m512 hrmt_expf16_fma(__m512 x) {
+    const __m512 q = _mm512_roundscale_ps(
+        _mm512_mul_ps(x, _mm512_set1_ps(1.442695040888963407359924681001892137426645954152985934f)),
+        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(-0.693145751953125f), x);
+    s = _mm512_fmadd_ps(q, _mm512_set1_ps(-1.428606765330187045e-06f), s);
+    __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+    u = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s), _mm512_set1_ps(1.0f));
+    /* x < -104: 0; x > 100: +Inf (NaN keeps the first: NaN in, NaN out) */
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_NLT_US);
+    u = _mm512_maskz_scalef_ps(keep, u, q);
+    return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(100.0f), _CMP_GT_OQ),
+                              _mm512_set1_ps(INFINITY));
+}
+
+#endif
