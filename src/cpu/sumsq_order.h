@@ -9,7 +9,10 @@
  *    next level's span; at the end the levels are added back into level 0;
  *  - leftover whole vectors (at most 3) add into accumulator 0, then
  *    ((a0 + a1) + a2) + a3;
- *  - the sum is 0 + each leftover element (at most 7) + lane 0 .. lane 7.
+ *  - the sum is 0 + each leftover element (at most 7) + lane 0 .. lane 7;
+ *  - a row shorter than one vector takes PyTorch's scalar path instead:
+ *    elements 4i + k into scalar accumulator k, the rest into the first,
+ *    then ((a0 + a1) + a2) + a3 (tools/investigate/rms_order.py).
  * The squares themselves are rounded to F32 before any add (no FMA).
  * Each table computes the squares with its own vectors, 32 at a time, and
  * feeds them here; the adds below are lane-wise loops the compiler turns
@@ -62,6 +65,13 @@ static inline void hrmt_sumsq_group(hrmt_sumsq *s, const float sq[HRMT_SUMSQ_GRO
 /* The row's sum, given the squares of what follows the whole groups:
  * `rest` holds its `nrest` (< 32) squares in row order. */
 static inline float hrmt_sumsq_finish(hrmt_sumsq *s, const float *rest, size_t nrest) {
+    if (s->done == 0 && nrest < 8) {
+        float a4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const size_t whole = nrest / 4 * 4;
+        for (size_t t = 0; t < whole; t++) a4[t % 4] += rest[t];
+        for (size_t t = whole; t < nrest; t++) a4[0] += rest[t];
+        return ((a4[0] + a4[1]) + a4[2]) + a4[3];
+    }
     float *a = s->acc[0];
     for (unsigned j = 1; j < HRMT_SUMSQ_LEVELS; j++)
         for (size_t l = 0; l < HRMT_SUMSQ_GROUP; l++) a[l] += s->acc[j][l];

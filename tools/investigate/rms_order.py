@@ -48,3 +48,22 @@ for n in (64, 128):
         for k, fn in cands.items():
             bad[k] += int(fn(sq) != ref)
     print(n, bad)
+
+# Rows shorter than one vector (1..7 columns) take the scalar row_sum: four
+# scalar accumulators (element 4i + k into k), the rest into the first, then
+# ((a0 + a1) + a2) + a3.
+def ilp4(x):
+    n = x.numel(); g = n // 4
+    acc = [torch.tensor(0.0) for _ in range(4)]
+    for i in range(g):
+        for k in range(4): acc[k] = acc[k] + x[4*i + k]
+    for i in range(4*g, n): acc[0] = acc[0] + x[i]
+    return ((acc[0] + acc[1]) + acc[2]) + acc[3]
+for n in range(1, 8):
+    bad = {"seq": 0, "ilp4": 0}
+    for t in range(500):
+        sq = (torch.randn(n) * 3).square()
+        ref = sq.view(1, -1).sum(-1)[0]
+        for k, fn in (("seq", seq), ("ilp4", ilp4)):
+            bad[k] += int(fn(sq) != ref)
+    print(n, bad)
