@@ -3,15 +3,17 @@
  * Sleef_expf1_u10purecfma), in portable C: the SIMD tables call those, and
  * the reference PyTorch's CPU kernels use the AVX2 one, so the scalar table
  * needs the same bits to give the same answers. SLEEF's non-FMA scalar build
- * differs in about 1% of last bits. fmaf is exact everywhere (glibc uses the
- * FMA instruction when the CPU has one). tests/test_ops_parity.c compares
- * every ISA's exp-based ops with this, bit for bit. */
+ * differs in about 1% of last bits. The multiply-adds are cpu/fmaf_exact.h's
+ * (exact, no library call). tests/test_ops_parity.c compares every ISA's
+ * softmax with this, bit for bit. */
 #ifndef HRMT_CPU_EXPF_FMA_H
 #define HRMT_CPU_EXPF_FMA_H
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "cpu/fmaf_exact.h"
 
 /* 2^q for q in [-126, 127], from its bits. */
 static inline float hrmt_pow2i(int32_t q) {
@@ -27,15 +29,15 @@ static inline float hrmt_expf_fma(float x) {
     const float d = x < -105.0f || x != x ? -105.0f : x > 101.0f ? 101.0f : x;
     const float qf = rintf(d * 1.442695040888963407359924681001892137426645954152985934f);
     const int32_t q = (int32_t)qf;
-    float s = fmaf(qf, -0.693145751953125f, d);
-    s = fmaf(qf, -1.428606765330187045e-06f, s);
+    float s = hrmt_fmaf(qf, -0.693145751953125f, d);
+    s = hrmt_fmaf(qf, -1.428606765330187045e-06f, s);
     float u = 0.000198527617612853646278381f;
-    u = fmaf(u, s, 0.00139304355252534151077271f);
-    u = fmaf(u, s, 0.00833336077630519866943359f);
-    u = fmaf(u, s, 0.0416664853692054748535156f);
-    u = fmaf(u, s, 0.166666671633720397949219f);
-    u = fmaf(u, s, 0.5f);
-    u = 1.0f + fmaf(s * s, u, s);
+    u = hrmt_fmaf(u, s, 0.00139304355252534151077271f);
+    u = hrmt_fmaf(u, s, 0.00833336077630519866943359f);
+    u = hrmt_fmaf(u, s, 0.0416664853692054748535156f);
+    u = hrmt_fmaf(u, s, 0.166666671633720397949219f);
+    u = hrmt_fmaf(u, s, 0.5f);
+    u = 1.0f + hrmt_fmaf(s * s, u, s);
     /* ldexp in two halves, as SLEEF: q >> 1 rounds towards -inf */
     const int32_t q1 = q >= 0 ? q / 2 : -((1 - q) / 2);
     u = u * hrmt_pow2i(q1) * hrmt_pow2i(q - q1);

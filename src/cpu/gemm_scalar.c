@@ -1,10 +1,9 @@
 /* GEMM micro-kernel, scalar reference table: one fused multiply-add per k,
  * in increasing k, as the SIMD tables' FMA kernels and the reference
- * PyTorch's OpenBLAS sgemm (attention's P V needs those bits). fmaf is exact
- * everywhere; glibc runs the FMA instruction when the CPU has one. */
-#include <math.h>
-
+ * PyTorch's OpenBLAS sgemm (attention's P V needs those bits), with
+ * cpu/fmaf_exact.h's portable fmaf. */
 #include "core/backend.h"
+#include "cpu/fmaf_exact.h"
 #include "cpu/gemm_common.h"
 
 #define MR 4
@@ -17,9 +16,24 @@ static void f32_gemm_ukr__scalar_4x8(size_t kc, const void *a_, const void *b_,
     for (size_t i = 0; i < MR; i++)
         for (size_t j = 0; j < NR; j++)
             acc[i][j] = o->load ? o->partial[i * o->ld_partial + j] : 0.0f;
-    for (size_t k = 0; k < kc; k++, a += MR, b += NR)
+    for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
+        /* Where every product of this k is exact in float (BF16 operands, the
+         * model's linear layers), a rounded add is the fused multiply-add. */
+        float prod[MR][NR];
+        int exact = 1;
         for (size_t i = 0; i < MR; i++)
-            for (size_t j = 0; j < NR; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            for (size_t j = 0; j < NR; j++) {
+                const double p = (double)a[i] * (double)b[j];
+                prod[i][j] = (float)p;
+                exact &= (double)prod[i][j] == p;
+            }
+        if (exact)
+            for (size_t i = 0; i < MR; i++)
+                for (size_t j = 0; j < NR; j++) acc[i][j] += prod[i][j];
+        else
+            for (size_t i = 0; i < MR; i++)
+                for (size_t j = 0; j < NR; j++) acc[i][j] = hrmt_fmaf(a[i], b[j], acc[i][j]);
+    }
     if (!o->final) {
         for (size_t i = 0; i < MR; i++)
             for (size_t j = 0; j < NR; j++) o->partial[i * o->ld_partial + j] = acc[i][j];
