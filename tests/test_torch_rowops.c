@@ -85,27 +85,27 @@ static void check(const char *op, const char *xname, const char *yname) {
     free(out);
 }
 
-Test(torch_rowops, rmsnorm, .init = setup, .fini = teardown) {
+/* Runs check() on the fixture pair named by the two formats (one %zu each)
+ * for every column count. */
+static void check_all(const char *op, const char *xfmt, const char *yfmt) {
     size_t cols[64], n = fixture_cols(cols, 64);
     cr_assert_geq(n, 20, "fixture has only %zu column counts", n);
     for (size_t i = 0; i < n; i++) {
         char x[64], y[64];
-        snprintf(x, sizeof x, "rms.%zu.x_f32", cols[i]);
-        snprintf(y, sizeof y, "rms.%zu.y_f32", cols[i]);
-        check("rms", x, y);
-        snprintf(x, sizeof x, "rms.%zu.x_bf16", cols[i]);
-        snprintf(y, sizeof y, "rms.%zu.y_bf16", cols[i]);
-        check("rms", x, y);
+        snprintf(x, sizeof x, xfmt, cols[i]);
+        snprintf(y, sizeof y, yfmt, cols[i]);
+        check(op, x, y);
     }
 }
 
+Test(torch_rowops, rmsnorm_f32, .init = setup, .fini = teardown) {
+    check_all("rms", "rms.%zu.x_f32", "rms.%zu.y_f32");
+}
+
+Test(torch_rowops, rmsnorm_bf16, .init = setup, .fini = teardown) {
+    check_all("rms", "rms.%zu.x_bf16", "rms.%zu.y_bf16");
+}
+
 Test(torch_rowops, softmax, .init = setup, .fini = teardown) {
-    size_t cols[64], n = fixture_cols(cols, 64);
-    cr_assert_geq(n, 20, "fixture has only %zu column counts", n);
-    for (size_t i = 0; i < n; i++) {
-        char x[64], y[64];
-        snprintf(x, sizeof x, "sm.%zu.x", cols[i]);
-        snprintf(y, sizeof y, "sm.%zu.y", cols[i]);
-        check("softmax", x, y);
-    }
+    check_all("softmax", "sm.%zu.x", "sm.%zu.y");
 }
