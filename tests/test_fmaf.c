@@ -31,8 +31,8 @@ static float rnd(unsigned lo, unsigned hi) {
 static size_t check(float a, float b, float c) {
     const float want = fmaf(a, b, c), got = hrmt_fmaf(a, b, c);
     if (memcmp(&want, &got, 4) == 0 || (want != want && got != got)) return 0;
-    fprintf(stderr, "fma(%a, %a, %a): %a, libm %a\n", (double)a, (double)b, (double)c,
-            (double)got, (double)want);
+    fprintf(stderr, "fma(%a, %a, %a): %a, libm %a\n", (double)a, (double)b, (double)c, (double)got,
+            (double)want);
     return 1;
 }
 
@@ -87,11 +87,11 @@ Test(fmaf, double_rounding_traps) {
 Test(fmaf, subnormal_overflow_special) {
     size_t bad = 0;
     for (int i = 0; i < 1000000; i++) {
-        bad += check(rnd(0, 30), rnd(90, 127), rnd(0, 3));   /* subnormal results */
+        bad += check(rnd(0, 30), rnd(90, 127), rnd(0, 3));         /* subnormal results */
         bad += check(rnd(190, 254), rnd(127, 200), rnd(200, 254)); /* overflow */
     }
-    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 0x1p-149f,
-                        0x1.fffffep127f};
+    const float sp[] = {0.0f, -0.0f, INFINITY,  -INFINITY,      NAN,
+                        1.0f, -1.0f, 0x1p-149f, 0x1.fffffep127f};
     for (size_t i = 0; i < 9; i++)
         for (size_t j = 0; j < 9; j++)
             for (size_t k = 0; k < 9; k++) bad += check(sp[i], sp[j], sp[k]);

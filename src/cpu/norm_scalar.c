@@ -15,7 +15,7 @@ static inline float resid_h(const void *x, const void *r, size_t j, int bf) {
 static inline float sumsq_row(int bf, size_t cols, const void *x, const void *r, void *park) {
     hrmt_sumsq s;
     hrmt_sumsq_init(&s, cols);
-    float sq[HRMT_SUMSQ_GROUP];
+    float sq[HRMT_SUMSQ_GROUP] = {0};
     size_t j = 0;
     for (;;) {
         const size_t n = cols - j < HRMT_SUMSQ_GROUP ? cols - j : HRMT_SUMSQ_GROUP;

@@ -13,9 +13,9 @@
 /* Elements [j, j + n) of a row, n <= 8, as F32 in t[0..7], zero past n. */
 static inline void ld_tail8(const void *p, size_t j, size_t n, int bf, float t[8]) {
     for (size_t i = 0; i < 8; i++)
-        t[i] = i >= n                  ? 0.0f
-               : bf ? hrmt_bf16_to_f32(((const uint16_t *)p)[j + i])
-                    : ((const float *)p)[j + i];
+        t[i] = i >= n ? 0.0f
+               : bf   ? hrmt_bf16_to_f32(((const uint16_t *)p)[j + i])
+                      : ((const float *)p)[j + i];
 }
 
 static inline float32x4_t sm_exp(float32x4_t x, float32x4_t vs, float32x4_t vm) {
