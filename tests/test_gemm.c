@@ -262,6 +262,26 @@ Test(gemm, bf16_against_scalar) {
     hrmt_context_destroy(ref);
 }
 
+/* Every height of a last sliver (M mod 14 = 1..13: the AVX-512 kernels
+ * compute only those rows), BF16 with BF16 and F32 C and F32, in one K block
+ * and, with small blocks (KC 37, MC 50: pair blocks of 28), in several, where
+ * the partial sums of the short tile go to memory between blocks. */
+Test(gemm, every_edge_height) {
+    hrmt_context *ctx = hrmt_test_context(), *ref = ctx_with("scalar", 1);
+    setenv("HRMT_GEMM_KC", "37", 1);
+    setenv("HRMT_GEMM_MC", "50", 1);
+    hrmt_context *small = ctx_threads(1);
+    for (size_t M = 1; M <= 15; M++) {
+        run_bf16_shape(ctx, ref, M, 45, 77, M % 2 ? HRMT_BF16 : HRMT_F32);
+        run_bf16_shape(small, ref, M, 45, 77, M % 2 ? HRMT_F32 : HRMT_BF16);
+        run_f32_shape(ctx, M, 45, 77);
+        run_f32_shape(small, M, 45, 300);
+    }
+    hrmt_context_destroy(small);
+    hrmt_context_destroy(ctx);
+    hrmt_context_destroy(ref);
+}
+
 /* BF16 A x BF16 W against the order every table promises (core/gemm_kernels.h),
  * emulated in F32 without any wider type: per output one F32 accumulator from
  * 0, k visited 1, 0, 3, 2, ... (an odd K's last k alone), each bf16 x bf16

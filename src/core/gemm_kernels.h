@@ -36,6 +36,12 @@ typedef struct hrmt_gemm_ukr_out {
     hrmt_dtype c_dt; /* HRMT_F32 or HRMT_BF16 (round to nearest even once) */
     int accumulate;  /* 1: C = C + sums (BF16: bf16(f32(C) + sums)) */
     size_t m, n;     /* valid rows / columns of the tile in C (<= MR, NR) */
+    /* Optional (NULL / 0: none): bytes from `pf` on that the kernel may
+     * prefetch into L2 while it runs, one line per k step -- the driver's
+     * next W panel, which streams from L3 or memory. A hint: a kernel may
+     * ignore it. */
+    const void *pf;
+    size_t pf_bytes;
 } hrmt_gemm_ukr_out;
 
 /* Micro-kernel: multiplies a packed A sliver (kc x MR, see pack_a) by a packed

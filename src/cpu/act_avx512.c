@@ -1,29 +1,77 @@
-/* AVX-512 SwiGLU; exp is SLEEF's Sleef_expf16_u10avx512f. The
- * element-wise arithmetic has the scalar reference's order (no FMA), so only
- * exp's last bit and the softmax sum order can differ from it. */
-#include <sleef.h>
+/* AVX-512 SwiGLU with exactly the scalar reference's bits (cpu/act_scalar.c):
+ * exp is SLEEF's Sleef_expf16_u10avx512f, inlined (cpu/expf_avx512.h), and
+ * the element-wise arithmetic has the reference's order (no FMA).
+ *
+ * BF16 silu is a function of the gate's 16 bits alone, and computing it
+ * (exp, three bf16 roundings, a division: ~29 cycles per 16 lanes on Zen 4)
+ * costs far more than the memory traffic of a streaming swiglu, so the BF16
+ * kernels look it up in a 65536-entry table that hrmt_act_fill_avx512 fills
+ * once (under the backend tables' pthread_once, read-only afterwards) with
+ * the vector silu below; only s * u is computed per element.
+ * tests/test_ops_parity.c (swiglu_every_gate) checks every gate value bit
+ * for bit against the scalar reference.
+ *
+ * The vector silu rounds with integer RNE and no NaN branch: every NaN that
+ * reaches a rounding there has its low 16 bits zero (it is a bf16 input,
+ * quieted, or the default NaN of -Inf / Inf), so adding 0x7fff + lsb never
+ * carries out of the low half and the reference's NaN rule (keep the upper
+ * bits, set the quiet bit, already set) gives the same bits. Denormals round
+ * like any value, as in the reference. */
+#include <math.h>
 
+#include "cpu/expf_avx512.h"
+#include "cpu/prefetch_x86.h"
 #include "cpu/simd_avx512.h"
 
 HRMT_AI __m512 neg16(__m512 v) { return _mm512_xor_ps(v, _mm512_set1_ps(-0.0f)); }
 
 /* silu(g) = g / (1 + exp(-g)), as the scalar reference and PyTorch. */
 HRMT_AI __m512 silu16(__m512 g) {
-    return _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), Sleef_expf16_u10avx512f(neg16(g))));
+    return _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), hrmt_expf16_fma(neg16(g))));
+}
+
+/* RNE to bf16 precision for values whose NaNs have zero low halves (above). */
+HRMT_AI __m512 round16_bf16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 /* BF16 silu: exp(-g), 1 + e and the quotient each rounded to bf16, as the
  * scalar reference (the reference PyTorch's bf16 vector ops). */
 HRMT_AI __m512 silu16_bf16(__m512 g) {
-    const __m512 e = hrmt_round_bf16_ps(Sleef_expf16_u10avx512f(neg16(g)));
-    const __m512 d = hrmt_round_bf16_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
-    return hrmt_round_bf16_ps(_mm512_div_ps(g, d));
+    const __m512 e = round16_bf16(hrmt_expf16_fma(neg16(g)));
+    const __m512 d = round16_bf16(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    return round16_bf16(_mm512_div_ps(g, d));
+}
+
+/* silu(g) of every bf16 bit pattern g, as bf16, plus a pad entry: the
+ * lookup gathers 32 bits at entry g and keeps the low 16. */
+static uint16_t g_silu_bf16[65536 + 2];
+
+/* L2 prefetch HRMT_PF_AHEAD bytes past the vector at element j, once per
+ * 64-byte line: only for the vector that starts in the line's first part. */
+HRMT_AI void prefetch_line(const void *p, size_t j, int bf) {
+    const char *a = (const char *)p + j * (bf ? 2 : 4);
+    if (((uintptr_t)a & 63) < (size_t)16 * (bf ? 2 : 4)) hrmt_prefetch_l2(a, HRMT_PF_AHEAD);
 }
 
 HRMT_AI __m512 swiglu16(const void *g, const void *u, size_t j, __mmask16 m, int bf) {
-    const __m512 gv = hrmt_ld16m(g, j, bf, m);
-    const __m512 s = bf ? silu16_bf16(gv) : silu16(gv);
-    return _mm512_mul_ps(s, hrmt_ld16m(u, j, bf, m));
+    prefetch_line(g, j, bf);
+    prefetch_line(u, j, bf);
+    if (bf) {
+        /* masked-off lanes read gate 0, a valid index */
+        const __m512i idx =
+            _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)g + j));
+        const __m512i sv = _mm512_i32gather_epi32(idx, (const void *)g_silu_bf16, 2);
+        const __m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(sv, 16));
+        return _mm512_mul_ps(s,
+                             m == (__mmask16)0xffff ? hrmt_ld16(u, j, 1) : hrmt_ld16m(u, j, 1, m));
+    }
+    if (m == (__mmask16)0xffff)
+        return _mm512_mul_ps(silu16(hrmt_ld16(g, j, 0)), hrmt_ld16(u, j, 0));
+    return _mm512_mul_ps(silu16(hrmt_ld16m(g, j, 0, m)), hrmt_ld16m(u, j, 0, m));
 }
 
 HRMT_AI void swiglu_rows(int bf, int hw, size_t rows, size_t inter, const void *gu, size_t ldg,
@@ -43,10 +91,17 @@ HRMT_AI void swiglu_rows(int bf, int hw, size_t rows, size_t inter, const void *
         swiglu_rows(bf, hw, rows, inter, gu, ldg, out, ldo, nt);                                   \
     }
 SWIGLU(f32_swiglu__avx512_u16, 0, 0)
-SWIGLU(bf16_swiglu__avx512_u16, 1, 0)
-SWIGLU(bf16_swiglu__avx512bf16_u16, 1, 1)
+SWIGLU(bf16_swiglu__avx512_lut_u16, 1, 0)
+SWIGLU(bf16_swiglu__avx512bf16_lut_u16, 1, 1)
 
 void hrmt_act_fill_avx512(hrmt_rowops *t, int hw) {
+    for (uint32_t i = 0; i < 65536; i += 16) {
+        const __m512i bits = _mm512_add_epi32(
+            _mm512_set1_epi32((int)i),
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        const __m512 s = silu16_bf16(_mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)));
+        _mm256_storeu_si256((__m256i *)(g_silu_bf16 + i), hrmt_pack_bf16(s));
+    }
     t->swiglu[HRMT_F32] = f32_swiglu__avx512_u16;
-    t->swiglu[HRMT_BF16] = hw ? bf16_swiglu__avx512bf16_u16 : bf16_swiglu__avx512_u16;
+    t->swiglu[HRMT_BF16] = hw ? bf16_swiglu__avx512bf16_lut_u16 : bf16_swiglu__avx512_lut_u16;
 }

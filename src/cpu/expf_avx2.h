@@ -10,8 +10,8 @@
 #include <immintrin.h>
 
 static inline __attribute__((always_inline)) __m256 hrmt_expf8_fma(__m256 x) {
-    const __m256i q = _mm256_cvtps_epi32(
-        _mm256_mul_ps(x, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f)));
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(
+        x, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f)));
     const __m256 qf = _mm256_cvtepi32_ps(q);
     __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-0.693145751953125f), x);
     s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-1.428606765330187045e-06f), s);

@@ -10,28 +10,31 @@
 #define MR 14
 #define NR 32
 
-/* Per k: two aligned loads of the W row, 14 broadcasts of A, 28 FMAs. */
-static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_,
-                                       const hrmt_gemm_ukr_out *o) {
-    const float *a = a_, *b = b_;
+/* Per k: two aligned loads of the W row, 14 broadcasts of A, 28 FMAs. Only
+ * the first R rows are computed (R < MR on the last sliver of an M that is
+ * not a multiple of 14, e.g. a sample's 82 tokens): the same chains, fewer. */
+static inline __attribute__((always_inline)) void ukr_rows(size_t kc, const float *a,
+                                                           const float *b,
+                                                           const hrmt_gemm_ukr_out *o,
+                                                           const int R) {
     __m512 c0[MR], c1[MR];
     if (o->load) {
         const float *p = o->partial;
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             c0[i] = _mm512_loadu_ps(p + (size_t)i * o->ld_partial);
             c1[i] = _mm512_loadu_ps(p + (size_t)i * o->ld_partial + 16);
         }
     } else {
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();
+        for (int i = 0; i < R; i++) c0[i] = c1[i] = _mm512_setzero_ps();
     }
     for (size_t k = 0; k < kc; k++) {
         /* The A sliver streams from L2: fetch ~8 k ahead (56 bytes per k). */
         _mm_prefetch((const char *)(a + (size_t)8 * MR), _MM_HINT_T0);
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             const __m512 ai = _mm512_set1_ps(a[i]);
             c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
@@ -43,7 +46,7 @@ static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_
         /* Whole rows: finish straight from the registers. */
         const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++)
+        for (int i = 0; i < R; i++)
             if ((size_t)i < o->m)
                 hrmt_gemm_store_row32__avx512(c0[i], c1[i], (char *)o->c + (size_t)i * o->ldc * esz,
                                               o->c_dt, o->accumulate);
@@ -53,11 +56,31 @@ static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a_, const void *b_
     float *dst = o->final ? tile : o->partial;
     const size_t ld = o->final ? NR : o->ld_partial;
 #pragma GCC unroll 14
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         _mm512_storeu_ps(dst + (size_t)i * ld, c0[i]);
         _mm512_storeu_ps(dst + (size_t)i * ld + 16, c1[i]);
     }
     if (o->final) hrmt_gemm_store_tile32__avx512(tile, o);
+}
+
+static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a, const void *b,
+                                       const hrmt_gemm_ukr_out *o) {
+    switch (o->m < MR ? o->m : MR) {
+    case 1: ukr_rows(kc, a, b, o, 1); break;
+    case 2: ukr_rows(kc, a, b, o, 2); break;
+    case 3: ukr_rows(kc, a, b, o, 3); break;
+    case 4: ukr_rows(kc, a, b, o, 4); break;
+    case 5: ukr_rows(kc, a, b, o, 5); break;
+    case 6: ukr_rows(kc, a, b, o, 6); break;
+    case 7: ukr_rows(kc, a, b, o, 7); break;
+    case 8: ukr_rows(kc, a, b, o, 8); break;
+    case 9: ukr_rows(kc, a, b, o, 9); break;
+    case 10: ukr_rows(kc, a, b, o, 10); break;
+    case 11: ukr_rows(kc, a, b, o, 11); break;
+    case 12: ukr_rows(kc, a, b, o, 12); break;
+    case 13: ukr_rows(kc, a, b, o, 13); break;
+    default: ukr_rows(kc, a, b, o, MR); break;
+    }
 }
 
 /* Rows of F32 A are 32-bit words already; BF16 A is widened to F32. */

@@ -22,30 +22,39 @@
 
 /* a: per k pair, 14 32-bit words of A[i][2p], A[i][2p+1] (in either half
  * order, see above); b: per k pair, 32 columns x 2 bf16 of W[j][2p], W[j][2p+1]
- * in the same half order, in two zmm. kc is even. */
-static void bf16_gemm_ukr__avx512bf16_14x32(size_t kc, const void *a_, const void *b_,
-                                            const hrmt_gemm_ukr_out *o) {
-    const uint32_t *a = a_;
-    const uint16_t *b = b_;
+ * in the same half order, in two zmm. kc is even. Only the first R rows of
+ * the tile are computed (R = MR but on the last sliver of an M that is not a
+ * multiple of 14, e.g. 82 = 5 * 14 + 12 tokens a sample): the same chains,
+ * fewer of them. */
+static inline __attribute__((always_inline)) void ukr_rows(size_t kc, const uint32_t *a,
+                                                           const uint16_t *b,
+                                                           const hrmt_gemm_ukr_out *o,
+                                                           const int R) {
     __m512 c0[MR], c1[MR];
     if (o->load) {
         const float *p = o->partial;
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             c0[i] = _mm512_loadu_ps(p + (size_t)i * o->ld_partial);
             c1[i] = _mm512_loadu_ps(p + (size_t)i * o->ld_partial + 16);
         }
     } else {
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();
+        for (int i = 0; i < R; i++) c0[i] = c1[i] = _mm512_setzero_ps();
     }
+    /* One line of the driver's next W panel per pair (see hrmt_gemm_ukr_out). */
+    const char *pf = o->pf, *pf_end = pf ? pf + o->pf_bytes : pf;
     for (size_t p = 0; p < kc / 2; p++) {
         /* The A sliver streams from L2: fetch ~8 pairs ahead (56 bytes each). */
         _mm_prefetch((const char *)(a + (size_t)8 * MR), _MM_HINT_T0);
+        if (pf < pf_end) {
+            _mm_prefetch(pf, _MM_HINT_T1);
+            pf += 64;
+        }
         const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b),
                        b1 = (__m512bh)_mm512_loadu_si512(b + 32);
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
             c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
             c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
@@ -57,7 +66,7 @@ static void bf16_gemm_ukr__avx512bf16_14x32(size_t kc, const void *a_, const voi
         /* Whole rows: finish straight from the registers. */
         const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
 #pragma GCC unroll 14
-        for (int i = 0; i < MR; i++)
+        for (int i = 0; i < R; i++)
             if ((size_t)i < o->m)
                 hrmt_gemm_store_row32__avx512(c0[i], c1[i], (char *)o->c + (size_t)i * o->ldc * esz,
                                               o->c_dt, o->accumulate);
@@ -67,11 +76,31 @@ static void bf16_gemm_ukr__avx512bf16_14x32(size_t kc, const void *a_, const voi
     float *dst = o->final ? tile : o->partial;
     const size_t ld = o->final ? NR : o->ld_partial;
 #pragma GCC unroll 14
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         _mm512_storeu_ps(dst + (size_t)i * ld, c0[i]);
         _mm512_storeu_ps(dst + (size_t)i * ld + 16, c1[i]);
     }
     if (o->final) hrmt_gemm_store_tile32__avx512(tile, o);
+}
+
+static void bf16_gemm_ukr__avx512bf16_14x32(size_t kc, const void *a, const void *b,
+                                            const hrmt_gemm_ukr_out *o) {
+    switch (o->m < MR ? o->m : MR) {
+    case 1: ukr_rows(kc, a, b, o, 1); break;
+    case 2: ukr_rows(kc, a, b, o, 2); break;
+    case 3: ukr_rows(kc, a, b, o, 3); break;
+    case 4: ukr_rows(kc, a, b, o, 4); break;
+    case 5: ukr_rows(kc, a, b, o, 5); break;
+    case 6: ukr_rows(kc, a, b, o, 6); break;
+    case 7: ukr_rows(kc, a, b, o, 7); break;
+    case 8: ukr_rows(kc, a, b, o, 8); break;
+    case 9: ukr_rows(kc, a, b, o, 9); break;
+    case 10: ukr_rows(kc, a, b, o, 10); break;
+    case 11: ukr_rows(kc, a, b, o, 11); break;
+    case 12: ukr_rows(kc, a, b, o, 12); break;
+    case 13: ukr_rows(kc, a, b, o, 13); break;
+    default: ukr_rows(kc, a, b, o, MR); break;
+    }
 }
 
 /* BF16 A rows as 32-bit words (k pairs); ROTATE 16 swaps each pair's halves.

@@ -16,7 +16,6 @@
 #include <omp.h>
 #include <string.h>
 
-#include "core/bf16.h"
 #include "model/model.h"
 
 #define UP(x, m) (((x) + (m)-1) / (m) * (m))
@@ -73,7 +72,8 @@ static void kernel_rows(const ukr_ctx *x, size_t rows, size_t n, size_t kc, cons
         x->pack_a(mi, kc, (const char *)a + i0 * lda * a_esz, a_dt, lda, abuf);
         for (size_t j0 = 0; j0 < n; j0 += nr) {
             hrmt_gemm_ukr_out o = {part, nr,   0, 1,  (char *)c + (i0 * ldc + j0) * c_esz,
-                                   ldc,  c_dt, 0, mi, n - j0 < nr ? n - j0 : nr};
+                                   ldc,  c_dt, 0, mi, n - j0 < nr ? n - j0 : nr,
+                                   NULL, 0};
             uk->run(kc, abuf, (const char *)panels + (j0 / nr) * panel_bytes, &o);
         }
     }
@@ -104,21 +104,21 @@ static void pack_k(const ukr_ctx *x, size_t kw, const hrmt_model *m, const char 
     }
 }
 
-/* V in F32 panels: VP[p][j][c] = V[j][p*nr + c], zero past head_dim. Each
- * BF16 value widens straight into its panel (a shift, vectorised). */
+/* V in F32 panels: VP[p][j][c] = V[j][p*nr + c], zero past head_dim. BF16
+ * values widen straight into their panel with the table's SIMD conversion
+ * (exact: a shift). */
 static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, float *VP) {
     const size_t T = m->T, d = m->head_dim;
+    const hrmt_cvt_bf16_f32_fn widen = m->ctx->be->rowops.cvt_bf16_f32;
     for (size_t j = 0; j < T; j++) {
         const char *row = v + j * ld * m->esz;
         for (size_t p = 0; p * nr < d; p++) {
             float *dst = VP + (p * T + j) * nr;
             size_t nc = d - p * nr < nr ? d - p * nr : nr;
-            if (m->dt == HRMT_F32) {
+            if (m->dt == HRMT_F32)
                 memcpy(dst, (const float *)row + p * nr, nc * sizeof(float));
-            } else {
-                const uint16_t *h = (const uint16_t *)row + p * nr;
-                for (size_t c = 0; c < nc; c++) dst[c] = hrmt_bf16_to_f32(h[c]);
-            }
+            else
+                widen(dst, (const uint16_t *)row + p * nr, nc);
             if (nc < nr) memset(dst + nc, 0, (nr - nc) * sizeof(float));
         }
     }
@@ -152,11 +152,30 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
  * `rope`, first rotates this head's Q and K in place (the row op on these two
  * head vectors of every token: the same bits as one pass over all heads,
  * while the rows are on their way into the caches anyway). */
-static void attend_job(const hrmt_model *m, void *qkv, void *att, long job, float *scr, int rope) {
+static char *head_q(const hrmt_model *m, void *qkv, long job) {
+    size_t s = (size_t)job / m->heads, h = (size_t)job % m->heads;
+    return (char *)qkv + (s * m->T * 3 * m->hidden + h * m->head_dim) * m->esz;
+}
+
+/* Prefetches (into L2) one job's Q, K and V: T strided head slices that the
+ * hardware prefetchers do not follow, each line a miss to L3 otherwise. */
+static void prefetch_head(const hrmt_model *m, const char *q) {
+    const size_t row = 3 * m->hidden * m->esz, part = m->hidden * m->esz;
+    const size_t bytes = m->head_dim * m->esz;
+    for (size_t t = 0; t < m->T; t++)
+        for (size_t x = 0; x < 3; x++)
+            for (size_t off = 0; off < bytes; off += 64)
+                __builtin_prefetch(q + t * row + x * part + off, 0, 2);
+}
+
+static void attend_job(const hrmt_model *m, void *qkv, void *att, long job, long next, float *scr,
+                       int rope) {
     const size_t T = m->T, heads = m->heads, d = m->head_dim, es = m->esz;
     size_t s = (size_t)job / heads, h = (size_t)job % heads;
-    char *q = (char *)qkv + (s * T * 3 * m->hidden + h * d) * es;
+    char *q = head_q(m, qkv, job);
     char *o = (char *)att + (s * T * m->hidden + h * d) * es;
+    /* The next job's rows arrive while this one computes. */
+    if (next >= 0) prefetch_head(m, head_q(m, qkv, next));
     if (rope)
         m->ctx->be->rowops.rope[m->dt](T, 2, d, q, 3 * m->hidden, m->hidden, m->rope_cos,
                                        m->rope_sin, d);
@@ -169,13 +188,21 @@ static void attention_run(const hrmt_model *m, void *qkv, void *att, size_t n,
     const long want = ws->threads < 1 ? 1 : ws->threads;
     const int nt = (int)(want < jobs ? want : jobs);
     if (nt <= 1) {
-        for (long job = 0; job < jobs; job++) attend_job(m, qkv, att, job, ws->attn, rope);
+        prefetch_head(m, head_q(m, qkv, 0));
+        for (long job = 0; job < jobs; job++)
+            attend_job(m, qkv, att, job, job + 1 < jobs ? job + 1 : -1, ws->attn, rope);
         return;
     }
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long job = 0; job < jobs; job++)
-        attend_job(m, qkv, att, job, ws->attn + (size_t)omp_get_thread_num() * ws->attn_stride,
-                   rope);
+#pragma omp parallel num_threads(nt)
+    {
+        /* Contiguous job ranges per thread, so each knows its next job. */
+        const long t = omp_get_thread_num(), per = jobs / nt, extra = jobs % nt;
+        const long j0 = t * per + (t < extra ? t : extra), j1 = j0 + per + (t < extra);
+        float *scr = ws->attn + (size_t)t * ws->attn_stride;
+        if (j0 < j1) prefetch_head(m, head_q(m, qkv, j0));
+        for (long job = j0; job < j1; job++)
+            attend_job(m, qkv, att, job, job + 1 < j1 ? job + 1 : -1, scr, rope);
+    }
 }
 
 void hrmt_attention(const hrmt_model *m, void *qkv, void *att, size_t n, const hrmt_level_ws *ws) {
