@@ -1,14 +1,15 @@
 /* AVX2 softmax in the scalar reference's order (softmax_scalar.c): one 8-lane
- * accumulator is exactly that order, and SLEEF's Sleef_expf8_u10avx2 gives
- * hrmt_expf_fma's bits, so the output equals the reference bit for bit. */
+ * accumulator is exactly that order, and the inline exp (cpu/expf_avx2.h)
+ * has SLEEF's and hrmt_expf_fma's bits, so the output equals the reference
+ * bit for bit. */
 #include <math.h>
-#include <sleef.h>
 
+#include "cpu/expf_avx2.h"
 #include "cpu/simd_avx2.h"
 #include "cpu/softmax_order.h"
 
 HRMT_AI __m256 sm_exp(const void *x, size_t j, size_t n, int bf, __m256 sc, __m256 mx) {
-    return Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_mul_ps(sc, hrmt8_ld(x, j, bf, n)), mx));
+    return hrmt_expf8_fma(_mm256_sub_ps(_mm256_mul_ps(sc, hrmt8_ld(x, j, bf, n)), mx));
 }
 
 HRMT_AI void softmax_rows(int bf, size_t rows, size_t cols, const void *x, size_t ldx, float scale,

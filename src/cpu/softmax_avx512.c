@@ -1,11 +1,11 @@
 /* AVX-512 softmax in the scalar reference's order (softmax_scalar.c): the
  * exponentials are computed 16 at a time but summed through one 8-lane
- * accumulator, low half then high half, which is exactly that order; SLEEF's
- * Sleef_expf16_u10avx512f gives hrmt_expf_fma's bits, so the output equals
- * the reference bit for bit. */
+ * accumulator, low half then high half, which is exactly that order; the
+ * inline exp (cpu/expf_avx512.h) has SLEEF's and hrmt_expf_fma's bits, so
+ * the output equals the reference bit for bit. */
 #include <math.h>
-#include <sleef.h>
 
+#include "cpu/expf_avx512.h"
 #include "cpu/simd_avx512.h"
 #include "cpu/softmax_order.h"
 
@@ -13,7 +13,7 @@
  * lanes are 0. */
 HRMT_AI __m512 sm_exp(const void *x, size_t j, __mmask16 m, int bf, __m512 sc, __m512 mx) {
     const __m512 e =
-        Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_mul_ps(sc, hrmt_ld16m(x, j, bf, m)), mx));
+        hrmt_expf16_fma(_mm512_sub_ps(_mm512_mul_ps(sc, hrmt_ld16m(x, j, bf, m)), mx));
     return _mm512_maskz_mov_ps(m, e);
 }
 
