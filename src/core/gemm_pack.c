@@ -28,41 +28,23 @@
  * sliver: K = 512 with KC = 146 gives 4 blocks of 128. Where blocks fall never
  * changes a result (the kernels continue each chain across blocks), only
  * speed. */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "core/bf16.h"
 #include "core/checked.h"
+#include "core/huge_alloc.h"
 #include "core/context.h"
 #include "core/gemm.h"
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* Zeroed, 64-byte aligned storage for `bytes` of panels. From 2 MiB on it is
- * 2 MiB aligned and its whole 2 MiB pages are asked of Linux as transparent
- * huge pages: a GEMM walks W panel by panel, and the model's weights (26 MB
- * for the L level alone) exceed what the 4 KiB-page TLB covers (12 MB on
- * Zen 4), so every few panels cost page walks; huge pages make M = 82 GEMMs
- * with W from L3 or memory 6% faster (and M = 656 ~1%). Nothing is padded:
- * the tail past the last whole 2 MiB keeps small pages. */
+/* Zeroed storage for `bytes` of panels, on huge pages where they fit
+ * (core/huge_alloc.h): a GEMM walks W panel by panel, and huge pages make
+ * M = 82 GEMMs with W from L3 or memory 6% faster (M = 656 ~1%). */
 static void *alloc_panels(size_t bytes) {
-    void *p = NULL;
-    if (bytes >= HUGE_PAGE) {
-        if (posix_memalign(&p, HUGE_PAGE, bytes) != 0) return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        /* a hint: failure is harmless */
-        (void)madvise(p, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
-#endif
-    } else {
-        p = aligned_alloc(64, round_up(bytes, 64));
-    }
+    void *p = hrmt_huge_alloc(bytes);
     if (p) memset(p, 0, bytes);
     return p;
 }

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/huge_alloc.h"
+
 static int round_up(size_t x, size_t *out) {
     size_t r;
     if (__builtin_add_overflow(x, (size_t)(HRMT_ARENA_ALIGN - 1), &r)) return 0;
@@ -16,7 +18,7 @@ hrmt_status hrmt_arena_init(hrmt_arena *a, size_t size) {
     size_t rounded;
     if (size == 0) return HRMT_ERR_INVALID_ARG;
     if (!round_up(size, &rounded)) return HRMT_ERR_OVERFLOW;
-    a->base = aligned_alloc(HRMT_ARENA_ALIGN, rounded);
+    a->base = hrmt_huge_alloc(rounded);
     a->free = malloc(4 * sizeof *a->free);
     if (!a->base || !a->free) {
         hrmt_arena_destroy(a);

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "core/checked.h"
+#include "core/huge_alloc.h"
 #include "core/tier_arena.h"
 #include "core/tier_events.h"
 #include "core/tiers.h"
@@ -173,7 +174,7 @@ static hrmt_status alloc_locked(hrmt_tiers *tm, const char *name, int ndim, cons
     }
     if (!p) {
         e->granted = 0;
-        p = aligned_alloc(HRMT_ARENA_ALIGN, heap_bytes);
+        p = hrmt_huge_alloc(heap_bytes);
         if (!p) {
             free(e->name);
             free(e);
