@@ -34,9 +34,9 @@
 
 #include "core/bf16.h"
 #include "core/checked.h"
-#include "core/huge_alloc.h"
 #include "core/context.h"
 #include "core/gemm.h"
+#include "core/huge_alloc.h"
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 

@@ -12,8 +12,7 @@
 /* exp(scale*x - max), multiply then subtract as in the reference; masked-off
  * lanes are 0. */
 HRMT_AI __m512 sm_exp(const void *x, size_t j, __mmask16 m, int bf, __m512 sc, __m512 mx) {
-    const __m512 e =
-        hrmt_expf16_fma(_mm512_sub_ps(_mm512_mul_ps(sc, hrmt_ld16m(x, j, bf, m)), mx));
+    const __m512 e = hrmt_expf16_fma(_mm512_sub_ps(_mm512_mul_ps(sc, hrmt_ld16m(x, j, bf, m)), mx));
     return _mm512_maskz_mov_ps(m, e);
 }
 
