@@ -133,4 +133,24 @@ static inline void hrmt_gemm_transpose16__avx512(__m512i r[16]) {
         }                                                                            \
     } while (0)
 
+/* Runs ROWS(n) with n = min(m, 14) as a compile-time constant, so that a
+ * 14-row micro-kernel computes only the rows of an edge tile it stores. */
+#define HRMT_AVX512_BY_ROWS14(m, ROWS) \
+    switch ((m) < 14 ? (m) : 14) {     \
+    case 1: ROWS(1); break;            \
+    case 2: ROWS(2); break;            \
+    case 3: ROWS(3); break;            \
+    case 4: ROWS(4); break;            \
+    case 5: ROWS(5); break;            \
+    case 6: ROWS(6); break;            \
+    case 7: ROWS(7); break;            \
+    case 8: ROWS(8); break;            \
+    case 9: ROWS(9); break;            \
+    case 10: ROWS(10); break;          \
+    case 11: ROWS(11); break;          \
+    case 12: ROWS(12); break;          \
+    case 13: ROWS(13); break;          \
+    default: ROWS(14); break;          \
+    }
+
 #endif

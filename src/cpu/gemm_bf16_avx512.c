@@ -85,22 +85,9 @@ static inline __attribute__((always_inline)) void ukr_rows(size_t kc, const uint
 
 static void bf16_gemm_ukr__avx512bf16_14x32(size_t kc, const void *a, const void *b,
                                             const hrmt_gemm_ukr_out *o) {
-    switch (o->m < MR ? o->m : MR) {
-    case 1: ukr_rows(kc, a, b, o, 1); break;
-    case 2: ukr_rows(kc, a, b, o, 2); break;
-    case 3: ukr_rows(kc, a, b, o, 3); break;
-    case 4: ukr_rows(kc, a, b, o, 4); break;
-    case 5: ukr_rows(kc, a, b, o, 5); break;
-    case 6: ukr_rows(kc, a, b, o, 6); break;
-    case 7: ukr_rows(kc, a, b, o, 7); break;
-    case 8: ukr_rows(kc, a, b, o, 8); break;
-    case 9: ukr_rows(kc, a, b, o, 9); break;
-    case 10: ukr_rows(kc, a, b, o, 10); break;
-    case 11: ukr_rows(kc, a, b, o, 11); break;
-    case 12: ukr_rows(kc, a, b, o, 12); break;
-    case 13: ukr_rows(kc, a, b, o, 13); break;
-    default: ukr_rows(kc, a, b, o, MR); break;
-    }
+#define ROWS(n) ukr_rows(kc, a, b, o, n)
+    HRMT_AVX512_BY_ROWS14(o->m, ROWS);
+#undef ROWS
 }
 
 /* BF16 A rows as 32-bit words (k pairs); ROTATE 16 swaps each pair's halves.
