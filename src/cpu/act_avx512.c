@@ -78,14 +78,20 @@ HRMT_AI __m512 swiglu16(const void *g, const void *u, size_t j, __mmask16 m, int
 
 /* 32 BF16 outputs from 32 gates and 32 ups (bits, one zmm each), split into
  * even elements (low halves of the 32-bit lanes) and odd (high halves) so
- * that no widening shuffle is needed: two table gathers, two multiplies,
+ * that no widening shuffle is needed: table gathers (8 lanes each: ~6%
+ * faster than 16-lane gathers on Zen 4, 4-lane ones are slower), two multiplies,
  * integer RNE (products of bf16 values: NaNs have zero low halves, see
  * round16_bf16), and the halves merged back. */
 HRMT_AI __m512i swiglu32_bf16(__m512i gv, __m512i uv) {
     const __m512i lo16 = _mm512_set1_epi32(0xffff), hi16 = _mm512_set1_epi32((int)0xffff0000u);
     const void *tbl = (const void *)g_silu_bf16;
-    const __m512i se = _mm512_i32gather_epi32(_mm512_and_si512(gv, lo16), tbl, 2);
-    const __m512i so = _mm512_i32gather_epi32(_mm512_srli_epi32(gv, 16), tbl, 2);
+    const __m512i ie = _mm512_and_si512(gv, lo16), io = _mm512_srli_epi32(gv, 16);
+    const __m512i se = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_i32gather_epi32(tbl, _mm512_castsi512_si256(ie), 2)),
+        _mm256_i32gather_epi32(tbl, _mm512_extracti64x4_epi64(ie, 1), 2), 1);
+    const __m512i so = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_i32gather_epi32(tbl, _mm512_castsi512_si256(io), 2)),
+        _mm256_i32gather_epi32(tbl, _mm512_extracti64x4_epi64(io, 1), 2), 1);
     const __m512 pe = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(se, 16)),
                                     _mm512_castsi512_ps(_mm512_slli_epi32(uv, 16)));
     const __m512 po = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(so, 16)),
