@@ -24,11 +24,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def load_transcription():
     """Imports the HRM class from tools/torch_hrm_probe.py without running its main part."""
-    src = open(os.path.join(HERE, "..", "tools", "torch_hrm_probe.py")).read()
-    # Only the model class is needed: drop the probe's safetensors import.
-    src = src.replace("from safetensors.torch import load_file, save_file", "")
+    path = os.path.join(HERE, "..", "tools", "torch_hrm_probe.py")
+    src = open(path).read()
     cut = src.index("\ndef main") if "\ndef main" in src else None
-    ns = {"__name__": "hrm_transcription"}
+    # __file__: the probe finds its stdlib safetensors shim next to itself.
+    ns = {"__name__": "hrm_transcription", "__file__": path}
     # The probe reads sys.argv at import; give it harmless values and a temp OUT dir.
     tmp = tempfile.mkdtemp()
     saved = sys.argv

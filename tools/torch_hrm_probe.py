@@ -19,7 +19,11 @@ import time
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+try:
+    from safetensors.torch import load_file, save_file
+except ImportError:  # Debian's python3-torch (1.13) has no safetensors: the stdlib shim
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "investigate"))
+    from safetensors.torch import load_file, save_file
 
 GOLD = sys.argv[1]
 OUT = sys.argv[2]
@@ -104,7 +108,7 @@ class HRM:
     def embed(self, inputs, pids):
         e = F.embedding(inputs.to(torch.int32), self.w("embed_tokens.embedding_weight").to(self.dt))
         if self.P:
-            pe = self.w("puzzle_emb.weights")[pids].to(self.dt)
+            pe = self.w("puzzle_emb.weights")[pids.long()].to(self.dt)
             pad = self.P * self.h - pe.shape[-1]
             if pad > 0:
                 pe = F.pad(pe, (0, pad))
@@ -223,7 +227,8 @@ def compare(outs, E, label):
 def main():
     torch.manual_seed(0)
     log("torch", torch.__version__, "threads", torch.get_num_threads(), "mkldnn",
-        torch.backends.mkldnn.is_available(), "cpu", torch.backends.cpu.get_cpu_capability())
+        torch.backends.mkldnn.is_available(), "cpu",
+        getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: "?")())
     for case in ("tiny-rope", "small-learned"):
         d = os.path.join(GOLD, case)
         arch = json.load(open(os.path.join(d, "case.json")))["arch"]
@@ -234,7 +239,9 @@ def main():
             inputs, pids = E["inputs"], E["puzzle_identifiers"]
             log("%s %s (%d steps)" % (case, dtname, steps))
             variants = [("a", "f", True), ("b", "f", True), ("c", "f", True), ("a", "b", True),
-                        ("a", "f", False)]
+                        ("a", "f", False), ("a", "b", False)]
+            if not hasattr(F, "scaled_dot_product_attention"):  # torch < 2.0: no SDPA variant
+                variants = [v for v in variants if v[0] != "b"]
             if dtname == "f32":
                 variants = [("a", "f", True)]
             best = None

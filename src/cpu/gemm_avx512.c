@@ -42,25 +42,7 @@ static inline __attribute__((always_inline)) void ukr_rows(size_t kc, const floa
         a += MR;
         b += NR;
     }
-    if (o->final && o->n == NR) {
-        /* Whole rows: finish straight from the registers. */
-        const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
-#pragma GCC unroll 14
-        for (int i = 0; i < R; i++)
-            if ((size_t)i < o->m)
-                hrmt_gemm_store_row32__avx512(c0[i], c1[i], (char *)o->c + (size_t)i * o->ldc * esz,
-                                              o->c_dt, o->accumulate);
-        return;
-    }
-    float tile[MR * NR];
-    float *dst = o->final ? tile : o->partial;
-    const size_t ld = o->final ? NR : o->ld_partial;
-#pragma GCC unroll 14
-    for (int i = 0; i < R; i++) {
-        _mm512_storeu_ps(dst + (size_t)i * ld, c0[i]);
-        _mm512_storeu_ps(dst + (size_t)i * ld + 16, c1[i]);
-    }
-    if (o->final) hrmt_gemm_store_tile32__avx512(tile, o);
+    hrmt_gemm_finish14x32__avx512(c0, c1, R, o);
 }
 
 static void f32_gemm_ukr__avx512_14x32(size_t kc, const void *a, const void *b,

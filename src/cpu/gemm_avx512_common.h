@@ -83,6 +83,31 @@ static inline void hrmt_gemm_store_tile32__avx512(const float *t, const hrmt_gem
     }
 }
 
+/* Finishes the first R (= the tile's valid rows, at most 14) rows of a
+ * 32-column micro-kernel tile held in c0 (columns 0..15) and c1 (16..31):
+ * whole final rows straight from the registers, else through the partial
+ * tile or a stack tile for the column-edge store. */
+static inline __attribute__((always_inline)) void hrmt_gemm_finish14x32__avx512(
+    const __m512 *c0, const __m512 *c1, int R, const hrmt_gemm_ukr_out *o) {
+    if (o->final && o->n == 32) {
+        const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
+#pragma GCC unroll 14
+        for (int i = 0; i < R; i++)
+            hrmt_gemm_store_row32__avx512(c0[i], c1[i], (char *)o->c + (size_t)i * o->ldc * esz,
+                                          o->c_dt, o->accumulate);
+        return;
+    }
+    float tile[14 * 32];
+    float *dst = o->final ? tile : o->partial;
+    const size_t ld = o->final ? 32 : o->ld_partial;
+#pragma GCC unroll 14
+    for (int i = 0; i < R; i++) {
+        _mm512_storeu_ps(dst + (size_t)i * ld, c0[i]);
+        _mm512_storeu_ps(dst + (size_t)i * ld + 16, c1[i]);
+    }
+    if (o->final) hrmt_gemm_store_tile32__avx512(tile, o);
+}
+
 /* Transposes 16 rows of 16 32-bit lanes in r[] (r[i] lane k -> r[k] lane i). */
 static inline void hrmt_gemm_transpose16__avx512(__m512i r[16]) {
     __m512i t[16];

@@ -28,8 +28,8 @@
 
 typedef struct hrmt_sumsq {
     float acc[HRMT_SUMSQ_LEVELS][HRMT_SUMSQ_GROUP];
-    size_t done, step;
-    unsigned power;
+    size_t done;    /* whole groups added */
+    unsigned power; /* the cascade runs every 2^power groups */
 } hrmt_sumsq;
 
 /* ceil(log2(n)) as PyTorch's CeilLog2 (1 for n <= 2). */
@@ -45,14 +45,13 @@ static inline void hrmt_sumsq_init(hrmt_sumsq *s, size_t cols) {
     memset(s->acc, 0, sizeof s->acc);
     s->done = 0;
     s->power = p > 4 ? p : 4;
-    s->step = (size_t)1 << s->power;
 }
 
 /* Adds the squares of one whole group, in row order. */
 static inline void hrmt_sumsq_group(hrmt_sumsq *s, const float sq[HRMT_SUMSQ_GROUP]) {
     for (size_t l = 0; l < HRMT_SUMSQ_GROUP; l++) s->acc[0][l] += sq[l];
-    if (++s->done % s->step) return;
-    const size_t mask = s->step - 1;
+    const size_t mask = ((size_t)1 << s->power) - 1;
+    if (++s->done & mask) return;
     for (unsigned j = 1; j < HRMT_SUMSQ_LEVELS; j++) {
         for (size_t l = 0; l < HRMT_SUMSQ_GROUP; l++) {
             s->acc[j][l] += s->acc[j - 1][l];

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 sys.argv = [sys.argv[0], "tests/data/golden/hrm", "/tmp"]
 import importlib.util
-spec = importlib.util.spec_from_file_location("probe", os.path.join(os.path.dirname(__file__), "probe_copy.py"))
+spec = importlib.util.spec_from_file_location("probe", os.path.join(os.path.dirname(__file__), "..", "torch_hrm_probe.py"))
 src = open(spec.origin).read().replace("\nmain()\n", "\n")
 probe = {}
 exec(compile(src, spec.origin, "exec"), probe)
