@@ -536,6 +536,38 @@ Test(ops_parity, threads_do_not_change_bits) {
     hrmt_context_destroy(one);
 }
 
+/* Large row sets go to threads in dynamically handed-out chunks (core/ops_util.c):
+ * a row count that is not a multiple of the chunk, more threads than cores,
+ * and every row must still come out exactly as one thread computes it. */
+Test(ops_parity, dynamic_chunks_cover_every_row) {
+    hrmt_context_options o = hrmt_context_default_options();
+    o.num_threads = 1;
+    hrmt_context *one = hrmt_test_context_opts(&o);
+    o.num_threads = 3;
+    hrmt_context *three = hrmt_test_context_opts(&o);
+    hrmt_test_rng rng = {21};
+    /* 12 kB per F32 row: ~43 rows per 512 KiB chunk, 48 chunks >= 8 per thread */
+    const size_t rows = 2053, inter = 1000;
+    for (size_t d = 0; d < 2; d++) {
+        tmat gu = tmat_new(DTS[d], rows, 2 * inter, 2 * inter);
+        tmat a = tmat_new(DTS[d], rows, inter, inter), b = tmat_new(DTS[d], rows, inter, inter);
+        tmat_fill(&gu, &rng, 3.0f);
+        hrmt_tensor tg = tmat_tensor(&gu), ta = tmat_tensor(&a), tb = tmat_tensor(&b);
+        cr_assert_eq(hrmt_swiglu(three, &tg, &ta), HRMT_OK, "%s", hrmt_last_error(three));
+        cr_assert_eq(hrmt_swiglu(one, &tg, &tb), HRMT_OK, "%s", hrmt_last_error(one));
+        size_t bad_rows = 0;
+        for (size_t r = 0; r < rows; r++)
+            bad_rows += memcmp((char *)a.p + r * inter * a.es, (char *)b.p + r * inter * b.es,
+                               inter * a.es) != 0;
+        cr_expect_eq(bad_rows, 0, "%s swiglu: %zu rows differ between 3 threads and 1",
+                     hrmt_dtype_name(DTS[d]), bad_rows);
+        cr_expect_eq(tmat_guard_damage(&a), 0);
+        tmat_free(&gu), tmat_free(&a), tmat_free(&b);
+    }
+    hrmt_context_destroy(three);
+    hrmt_context_destroy(one);
+}
+
 /* ---- supports_op ------------------------------------------------------------ */
 
 Test(ops_parity, supports_every_row_op) {

@@ -9,6 +9,13 @@
 /* Below this much traffic a parallel region costs more than it saves. */
 #define HRMT_OPS_PAR_MIN_BYTES ((size_t)64 * 1024)
 
+/* Large row sets are handed out in chunks of about this much traffic, so a
+ * thread slowed by a neighbour (shared hosts, SMT siblings, small cores)
+ * takes fewer chunks instead of holding the others up at the join; at least
+ * HRMT_OPS_CHUNKS_PER_THREAD chunks per thread, or the split stays static. */
+#define HRMT_OPS_CHUNK_BYTES ((size_t)512 * 1024)
+#define HRMT_OPS_CHUNKS_PER_THREAD 8
+
 hrmt_status hrmt_ops_check_ctx(hrmt_context *ctx, const char *op) {
     (void)op;
     if (!ctx || !ctx->be) return HRMT_ERR_INVALID_ARG;
@@ -154,6 +161,19 @@ void hrmt_ops_run_rows(const hrmt_context *ctx, size_t rows, size_t bytes_per_ro
     if (!hrmt_mul_ok(rows, bytes_per_row, &total)) total = (size_t)-1;
     if (ctx->threads <= 1 || rows < 2 || total < HRMT_OPS_PAR_MIN_BYTES || omp_in_parallel()) {
         body(arg, 0, rows);
+        return;
+    }
+    const size_t per_chunk = bytes_per_row >= HRMT_OPS_CHUNK_BYTES
+                                 ? 1
+                                 : HRMT_OPS_CHUNK_BYTES / (bytes_per_row ? bytes_per_row : 1);
+    const size_t chunks = rows / per_chunk + (rows % per_chunk != 0);
+    if (chunks >= (size_t)ctx->threads * HRMT_OPS_CHUNKS_PER_THREAD) {
+        const long n = (long)chunks;
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
+        for (long c = 0; c < n; c++) {
+            const size_t r0 = (size_t)c * per_chunk;
+            body(arg, r0, r0 + per_chunk < rows ? r0 + per_chunk : rows);
+        }
         return;
     }
 #pragma omp parallel num_threads(team_size(ctx, rows))

@@ -42,7 +42,8 @@ hrmt_status hrmt_ops_check_ctx(hrmt_context *ctx, const char *op);
 int hrmt_ops_stream(const hrmt_context *ctx, size_t out_bytes);
 
 /* Calls body(arg, r0, r1) on disjoint row ranges covering [0, rows), in
- * parallel with ctx->threads threads when the work is big enough. */
+ * parallel with ctx->threads threads when the work is big enough: one range
+ * per thread, or chunks handed out dynamically when there are many rows. */
 typedef void (*hrmt_row_body)(const void *arg, size_t r0, size_t r1);
 void hrmt_ops_run_rows(const hrmt_context *ctx, size_t rows, size_t bytes_per_row,
                        hrmt_row_body body, const void *arg);
