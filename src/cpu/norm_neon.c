@@ -40,15 +40,25 @@ static inline float sumsq_row(const void *x, const void *r, size_t cols, int bf,
     hrmt_sumsq s;
     hrmt_sumsq_init(&s, cols);
     float sq[HRMT_SUMSQ_GROUP];
+    /* level 0 of the accumulators stays in registers between cascades */
+    float32x4_t a[HRMT_SUMSQ_GROUP / 4];
+    for (size_t v = 0; v < HRMT_SUMSQ_GROUP / 4; v++) a[v] = vdupq_n_f32(0.0f);
     size_t j = 0;
     for (; j + HRMT_SUMSQ_GROUP <= cols; j += HRMT_SUMSQ_GROUP) {
         for (size_t v = 0; v < HRMT_SUMSQ_GROUP; v += 4) {
             const float32x4_t h = h4(x, r, j + v, bf);
-            vst1q_f32(sq + v, vmulq_f32(h, h));
+            a[v / 4] = vaddq_f32(a[v / 4], vmulq_f32(h, h));
             if (park) hrmt_neon_st4(park, j + v, h, bf);
         }
-        hrmt_sumsq_group(&s, sq);
+        if (hrmt_sumsq_tick(&s)) {
+            for (size_t v = 0; v < HRMT_SUMSQ_GROUP / 4; v++) {
+                vst1q_f32(s.acc[0] + 4 * v, a[v]);
+                a[v] = vdupq_n_f32(0.0f);
+            }
+            hrmt_sumsq_cascade(&s);
+        }
     }
+    for (size_t v = 0; v < HRMT_SUMSQ_GROUP / 4; v++) vst1q_f32(s.acc[0] + 4 * v, a[v]);
     const size_t rest = cols - j;
     size_t v = 0;
     for (; v + 4 <= rest; v += 4) {

@@ -47,11 +47,17 @@ static inline void hrmt_sumsq_init(hrmt_sumsq *s, size_t cols) {
     s->power = p > 4 ? p : 4;
 }
 
-/* Adds the squares of one whole group, in row order. */
-static inline void hrmt_sumsq_group(hrmt_sumsq *s, const float sq[HRMT_SUMSQ_GROUP]) {
-    for (size_t l = 0; l < HRMT_SUMSQ_GROUP; l++) s->acc[0][l] += sq[l];
+/* Counts a group whose squares are already in level 0 (vector tables may
+ * keep level 0 in registers: they store it to acc[0] before calling this
+ * when it returns 1, and reload it after hrmt_sumsq_cascade). 1 when the
+ * cascade is due. */
+static inline int hrmt_sumsq_tick(hrmt_sumsq *s) {
+    return (++s->done & (((size_t)1 << s->power) - 1)) == 0;
+}
+
+/* The cascade after a multiple of 2^power groups (level 0 cleared). */
+static inline void hrmt_sumsq_cascade(hrmt_sumsq *s) {
     const size_t mask = ((size_t)1 << s->power) - 1;
-    if (++s->done & mask) return;
     for (unsigned j = 1; j < HRMT_SUMSQ_LEVELS; j++) {
         for (size_t l = 0; l < HRMT_SUMSQ_GROUP; l++) {
             s->acc[j][l] += s->acc[j - 1][l];
@@ -59,6 +65,12 @@ static inline void hrmt_sumsq_group(hrmt_sumsq *s, const float sq[HRMT_SUMSQ_GRO
         }
         if (s->done & (mask << (j * s->power))) break;
     }
+}
+
+/* Adds the squares of one whole group, in row order. */
+static inline void hrmt_sumsq_group(hrmt_sumsq *s, const float sq[HRMT_SUMSQ_GROUP]) {
+    for (size_t l = 0; l < HRMT_SUMSQ_GROUP; l++) s->acc[0][l] += sq[l];
+    if (hrmt_sumsq_tick(s)) hrmt_sumsq_cascade(s);
 }
 
 /* The row's sum, given the squares of what follows the whole groups:
