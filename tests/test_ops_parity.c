@@ -203,6 +203,36 @@ Test(ops_parity, residual_rmsnorm) {
     for (size_t d = 0; d < 2; d++) resid_case(DTS[d], 2, 8200, 8203, 0, &rng);
 }
 
+/* The SIMD tables round h = x + r to bf16 without a NaN test (a sum of bf16
+ * values has a NaN with a zero low half): every bf16 NaN pattern, and Inf -
+ * Inf, must still give a NaN row, never a finite one. */
+Test(ops_parity, residual_rmsnorm_bf16_nan_patterns) {
+    static const uint16_t nans[] = {0x7f81, 0x7fbf, 0x7fc0, 0x7fff, 0xff81, 0xffff};
+    const size_t n = sizeof nans / sizeof nans[0], rows = n + 2, cols = 40;
+    hrmt_test_rng rng = {22};
+    tmat x = tmat_new(HRMT_BF16, rows, cols, cols), r = tmat_new(HRMT_BF16, rows, cols, cols);
+    tmat o = tmat_new(HRMT_BF16, rows, cols, cols);
+    tmat_fill(&x, &rng, 2.0f);
+    tmat_fill(&r, &rng, 2.0f);
+    for (size_t i = 0; i < n; i++) ((uint16_t *)x.p)[i * cols + 33] = nans[i];
+    tmat_set(&x, n, 5, INFINITY), tmat_set(&r, n, 5, -INFINITY); /* Inf - Inf */
+    hrmt_tensor tx = tmat_tensor(&x), tr = tmat_tensor(&r), to = tmat_tensor(&o);
+    for (int v = 0; v < 2; v++) {
+        expect_ok(hrmt_residual_rmsnorm(g_ctx, &tx, &tr, 1e-5f,
+                                        v ? HRMT_VARIANT_DRAM : HRMT_VARIANT_SRAM, &to),
+                  "hrmt_residual_rmsnorm");
+        for (size_t i = 0; i <= n; i++) {
+            size_t finite = 0;
+            for (size_t j = 0; j < cols; j++) finite += !isnan(tmat_get(&o, i, j));
+            cr_expect_eq(finite, 0, "row %zu (x = %#06x%s): %zu finite outputs", i,
+                         i < n ? nans[i] : 0x7f80, i < n ? "" : ", r = -Inf", finite);
+        }
+        for (size_t j = 0; j < cols; j++)
+            cr_expect(!isnan(tmat_get(&o, n + 1, j)), "finite row became NaN");
+    }
+    tmat_free(&x), tmat_free(&r), tmat_free(&o);
+}
+
 /* ---- swiglu ----------------------------------------------------------------- */
 
 static double silu64(double g) { return g / (1.0 + exp(-g)); }

@@ -32,20 +32,12 @@ HRMT_AI __m512 silu16(__m512 g) {
     return _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), hrmt_expf16_fma(neg16(g))));
 }
 
-/* RNE to bf16 precision for values whose NaNs have zero low halves (above). */
-HRMT_AI __m512 round16_bf16(__m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
-}
-
 /* BF16 silu: exp(-g), 1 + e and the quotient each rounded to bf16, as the
  * scalar reference (the reference PyTorch's bf16 vector ops). */
 HRMT_AI __m512 silu16_bf16(__m512 g) {
-    const __m512 e = round16_bf16(hrmt_expf16_fma(neg16(g)));
-    const __m512 d = round16_bf16(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
-    return round16_bf16(_mm512_div_ps(g, d));
+    const __m512 e = hrmt_round_bf16_ps_nonan(hrmt_expf16_fma(neg16(g)));
+    const __m512 d = hrmt_round_bf16_ps_nonan(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    return hrmt_round_bf16_ps_nonan(_mm512_div_ps(g, d));
 }
 
 /* silu(g) of every bf16 bit pattern g, as bf16, plus a pad entry: the
@@ -81,7 +73,7 @@ HRMT_AI __m512 swiglu16(const void *g, const void *u, size_t j, __mmask16 m, int
  * that no widening shuffle is needed: table gathers (8 lanes each: ~6%
  * faster than 16-lane gathers on Zen 4, 4-lane ones are slower), two multiplies,
  * integer RNE (products of bf16 values: NaNs have zero low halves, see
- * round16_bf16), and the halves merged back. */
+ * hrmt_round_bf16_ps_nonan), and the halves merged back. */
 HRMT_AI __m512i swiglu32_bf16(__m512i gv, __m512i uv) {
     const __m512i lo16 = _mm512_set1_epi32(0xffff), hi16 = _mm512_set1_epi32((int)0xffff0000u);
     const void *tbl = (const void *)g_silu_bf16;
@@ -96,8 +88,8 @@ HRMT_AI __m512i swiglu32_bf16(__m512i gv, __m512i uv) {
                                     _mm512_castsi512_ps(_mm512_slli_epi32(uv, 16)));
     const __m512 po = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(so, 16)),
                                     _mm512_castsi512_ps(_mm512_and_si512(uv, hi16)));
-    return _mm512_or_si512(_mm512_srli_epi32(_mm512_castps_si512(round16_bf16(pe)), 16),
-                           _mm512_castps_si512(round16_bf16(po)));
+    return _mm512_or_si512(_mm512_srli_epi32(_mm512_castps_si512(hrmt_round_bf16_ps_nonan(pe)), 16),
+                           _mm512_castps_si512(hrmt_round_bf16_ps_nonan(po)));
 }
 
 /* Columns [j0, j1) of a BF16 row, 16 at a time (row heads and tails). */

@@ -6,7 +6,7 @@
 HRMT_AI __m256 h_at(const void *x, const void *r, size_t j, size_t n, int bf, int resid) {
     if (!resid) return hrmt8_ld(x, j, bf, n);
     const __m256 h = _mm256_add_ps(hrmt8_ld(x, j, bf, n), hrmt8_ld(r, j, bf, n));
-    return bf ? hrmt8_round_bf16(h) : h;
+    return bf ? hrmt8_round_bf16_nonan(h) : h; /* a sum of bf16 values */
 }
 
 HRMT_AI void park8(void *park, size_t j, __m256 h, int park_bf, size_t n) {

@@ -11,7 +11,7 @@
 HRMT_AI __m512 h_at(const void *x, const void *r, size_t j, __mmask16 m, int bf, int resid) {
     if (!resid) return hrmt_ld16m(x, j, bf, m);
     const __m512 h = _mm512_add_ps(hrmt_ld16m(x, j, bf, m), hrmt_ld16m(r, j, bf, m));
-    return bf ? hrmt_round_bf16_ps(h) : h;
+    return bf ? hrmt_round_bf16_ps_nonan(h) : h; /* a sum of bf16 values */
 }
 
 HRMT_AI void prefetch64(const void *x, const void *r, size_t j, int bf) {

@@ -53,6 +53,15 @@ HRMT_AI __m256 hrmt8_round_bf16(__m256 v) {
         _mm256_and_si256(hrmt8_rne_hi16(v), _mm256_set1_epi32((int)0xffff0000u)));
 }
 
+/* hrmt8_round_bf16 for values whose NaNs have zero low halves (sums and
+ * products of bf16 values; see hrmt_round_bf16_ps_nonan in simd_avx512.h). */
+HRMT_AI __m256 hrmt8_round_bf16_nonan(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
 /* Upper halves of eight 32-bit lanes -> eight u16 in order. */
 HRMT_AI __m128i hrmt8_narrow(__m256i hi16) {
     const __m256i s = _mm256_srli_epi32(hi16, 16);

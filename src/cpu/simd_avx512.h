@@ -49,6 +49,19 @@ HRMT_AI __m512 hrmt_round_bf16_ps(__m512 v) {
         _mm512_and_si512(hrmt_rne_hi16(v), _mm512_set1_epi32((int)0xffff0000u)));
 }
 
+/* hrmt_round_bf16_ps for values whose NaNs have zero low halves: results of
+ * adds, multiplies and divisions of bf16 values (x86 quiets an operand NaN,
+ * keeping its bits, and Inf - Inf or 0 * Inf give the default NaN). Adding
+ * 0x7fff + lsb then never carries out of the low half of a NaN, and its
+ * quiet bit is already set, so the NaN test of the general form is not
+ * needed: 5 instructions instead of 8. */
+HRMT_AI __m512 hrmt_round_bf16_ps_nonan(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
 /* 16 f32 lanes -> 16 bf16 (RNE). vcvtneps2bf16 matches the reference for
  * normal numbers, zero, Inf and NaN (quiet bit set, payload kept) but treats
  * f32 denormal inputs as zero, so those lanes (rare) take the integer path. */
