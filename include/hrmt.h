@@ -25,7 +25,10 @@
  *    hrmt_tiers_destroy), which lock the manager internally.
  *  - Parallelism: ops, GEMM, hrmt_probe_bandwidth and hrmt_act_step run OpenMP
  *    teams of hrmt_context_threads(ctx) threads; small problems (and row ops
- *    called inside an OpenMP parallel region) run on the calling thread.
+ *    called inside an OpenMP parallel region) run on the calling thread. Row
+ *    ops give each thread a block of rows, or, for large tensors, hand rows out
+ *    in chunks of ~512 KiB of traffic as threads free up; a row's result never
+ *    depends on the thread count or the split.
  */
 #ifndef HRMT_H
 #define HRMT_H
