@@ -16,20 +16,12 @@ HRMT_AI __m256 silu8(__m256 g) {
     return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), hrmt_expf8_fma(neg8(g))));
 }
 
-/* RNE to bf16 precision for values whose NaNs have zero low halves. */
-HRMT_AI __m256 round8_bf16(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
-}
-
 /* BF16 silu: exp(-g), 1 + e and the quotient each rounded to bf16, as the
  * scalar reference (the reference PyTorch's bf16 vector ops). */
 HRMT_AI __m256 silu8_bf16(__m256 g) {
-    const __m256 e = round8_bf16(hrmt_expf8_fma(neg8(g)));
-    const __m256 d = round8_bf16(_mm256_add_ps(_mm256_set1_ps(1.0f), e));
-    return round8_bf16(_mm256_div_ps(g, d));
+    const __m256 e = hrmt8_round_bf16_nonan(hrmt_expf8_fma(neg8(g)));
+    const __m256 d = hrmt8_round_bf16_nonan(_mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return hrmt8_round_bf16_nonan(_mm256_div_ps(g, d));
 }
 
 /* silu(g) of every bf16 bit pattern g, as bf16, plus a pad entry: the

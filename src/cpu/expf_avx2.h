@@ -9,18 +9,19 @@
 
 #include <immintrin.h>
 
+#include "cpu/expf_consts.h"
+
 static inline __attribute__((always_inline)) __m256 hrmt_expf8_fma(__m256 x) {
-    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(
-        x, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f)));
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(HRMT_EXPF_LOG2E)));
     const __m256 qf = _mm256_cvtepi32_ps(q);
-    __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-0.693145751953125f), x);
-    s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-1.428606765330187045e-06f), s);
-    __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00139304355252534151077271f));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00833336077630519866943359f));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.0416664853692054748535156f));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.166666671633720397949219f));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.5f));
+    __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(HRMT_EXPF_NLN2_HI), x);
+    s = _mm256_fmadd_ps(qf, _mm256_set1_ps(HRMT_EXPF_NLN2_LO), s);
+    __m256 u = _mm256_set1_ps(HRMT_EXPF_C5);
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(HRMT_EXPF_C4));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(HRMT_EXPF_C3));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(HRMT_EXPF_C2));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(HRMT_EXPF_C1));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(HRMT_EXPF_C0));
     u = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s), _mm256_set1_ps(1.0f));
     /* u * 2^q in two halves (q >> 1 rounds towards -inf), as SLEEF */
     const __m256i q1 = _mm256_srai_epi32(q, 1), one = _mm256_set1_epi32(0x3f800000);

@@ -15,18 +15,19 @@
 
 #include <immintrin.h>
 
+#include "cpu/expf_consts.h"
+
 static inline __attribute__((always_inline)) __m512 hrmt_expf16_fma(__m512 x) {
-    const __m512 q = _mm512_roundscale_ps(
-        _mm512_mul_ps(x, _mm512_set1_ps(1.442695040888963407359924681001892137426645954152985934f)),
-        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(-0.693145751953125f), x);
-    s = _mm512_fmadd_ps(q, _mm512_set1_ps(-1.428606765330187045e-06f), s);
-    __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+    const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(HRMT_EXPF_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(HRMT_EXPF_NLN2_HI), x);
+    s = _mm512_fmadd_ps(q, _mm512_set1_ps(HRMT_EXPF_NLN2_LO), s);
+    __m512 u = _mm512_set1_ps(HRMT_EXPF_C5);
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(HRMT_EXPF_C4));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(HRMT_EXPF_C3));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(HRMT_EXPF_C2));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(HRMT_EXPF_C1));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(HRMT_EXPF_C0));
     u = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s), _mm512_set1_ps(1.0f));
     /* x < -104: 0; x > 100: +Inf (NaN keeps the first: NaN in, NaN out) */
     const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_NLT_US);

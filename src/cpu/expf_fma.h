@@ -15,6 +15,8 @@
 
 #include "cpu/fmaf_exact.h"
 
+#include "cpu/expf_consts.h"
+
 /* 2^q for q in [-126, 127], from its bits. */
 static inline float hrmt_pow2i(int32_t q) {
     const uint32_t bits = (uint32_t)(q + 0x7f) << 23;
@@ -27,16 +29,16 @@ static inline float hrmt_expf_fma(float x) {
     /* Outside [-104, 100] the result is fixed below; clamping keeps the
      * integer conversion defined (a NaN clamps to -105 and is restored). */
     const float d = x < -105.0f || x != x ? -105.0f : x > 101.0f ? 101.0f : x;
-    const float qf = rintf(d * 1.442695040888963407359924681001892137426645954152985934f);
+    const float qf = rintf(d * HRMT_EXPF_LOG2E);
     const int32_t q = (int32_t)qf;
-    float s = hrmt_fmaf(qf, -0.693145751953125f, d);
-    s = hrmt_fmaf(qf, -1.428606765330187045e-06f, s);
-    float u = 0.000198527617612853646278381f;
-    u = hrmt_fmaf(u, s, 0.00139304355252534151077271f);
-    u = hrmt_fmaf(u, s, 0.00833336077630519866943359f);
-    u = hrmt_fmaf(u, s, 0.0416664853692054748535156f);
-    u = hrmt_fmaf(u, s, 0.166666671633720397949219f);
-    u = hrmt_fmaf(u, s, 0.5f);
+    float s = hrmt_fmaf(qf, HRMT_EXPF_NLN2_HI, d);
+    s = hrmt_fmaf(qf, HRMT_EXPF_NLN2_LO, s);
+    float u = HRMT_EXPF_C5;
+    u = hrmt_fmaf(u, s, HRMT_EXPF_C4);
+    u = hrmt_fmaf(u, s, HRMT_EXPF_C3);
+    u = hrmt_fmaf(u, s, HRMT_EXPF_C2);
+    u = hrmt_fmaf(u, s, HRMT_EXPF_C1);
+    u = hrmt_fmaf(u, s, HRMT_EXPF_C0);
     u = 1.0f + hrmt_fmaf(s * s, u, s);
     /* ldexp in two halves, as SLEEF: q >> 1 rounds towards -inf */
     const int32_t q1 = q >= 0 ? q / 2 : -((1 - q) / 2);

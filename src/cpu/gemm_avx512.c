@@ -66,8 +66,8 @@ static void f32_gemm_pack_a__avx512_14(size_t m, size_t kc, const void *a, hrmt_
 #undef LOAD_F32_ROW
     } else {
         const uint16_t *ah = a;
-#define LOAD_BF16_ROW(i, k0, nk)                                                \
-    _mm512_castps_si512(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16( \
+#define LOAD_BF16_ROW(i, k0, nk)                                  \
+    _mm512_castps_si512(hrmt_widen_bf16(_mm256_maskz_loadu_epi16( \
         (__mmask16)((nk) >= 16 ? 0xffffu : (1u << (nk)) - 1u), ah + (i)*lda + (k0))))
 #define BF16_ROW_AT(i, k) (ah + (i)*lda + (k))
         HRMT_GEMM_PACK_WORDS16(MR, m, kc, dst, LOAD_BF16_ROW, BF16_ROW_AT);

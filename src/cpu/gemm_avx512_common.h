@@ -8,24 +8,7 @@
 #include <stdint.h>
 
 #include "cpu/gemm_common.h"
-
-/* f32 -> bf16, round to nearest even, NaN quieted: the bit recipe of
- * hrmt_f32_to_bf16 (core/bf16.h) lane by lane, so results match the scalar
- * table bit for bit (vcvtneps2bf16 would flush denormals). */
-static inline __m256i hrmt_gemm_f32_to_bf16__avx512(__m512 x) {
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i hi = _mm512_srli_epi32(u, 16);
-    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-    r = _mm512_srli_epi32(r, 16);
-    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
-    return _mm512_cvtepi32_epi16(r);
-}
-
-static inline __m512 hrmt_gemm_bf16_to_f32__avx512(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
+#include "cpu/simd_avx512.h"
 
 /* Writes n <= 16 finished sums of one tile row to C (F32 or BF16, optionally
  * added to C first), with masked loads/stores so nothing past n is touched. */
@@ -38,9 +21,8 @@ static inline void hrmt_gemm_store16__avx512(__m512 s, size_t n, void *c, hrmt_d
         _mm512_mask_storeu_ps(cf, k, s);
     } else {
         uint16_t *ch = c;
-        if (accumulate)
-            s = _mm512_add_ps(hrmt_gemm_bf16_to_f32__avx512(_mm256_maskz_loadu_epi16(k, ch)), s);
-        _mm256_mask_storeu_epi16(ch, k, hrmt_gemm_f32_to_bf16__avx512(s));
+        if (accumulate) s = _mm512_add_ps(hrmt_widen_bf16(_mm256_maskz_loadu_epi16(k, ch)), s);
+        _mm256_mask_storeu_epi16(ch, k, hrmt_cvt_bf16(s, 0));
     }
 }
 
@@ -59,14 +41,11 @@ static inline void hrmt_gemm_store_row32__avx512(__m512 s0, __m512 s1, void *c, 
     } else {
         uint16_t *ch = c;
         if (accumulate) {
-            s0 = _mm512_add_ps(hrmt_gemm_bf16_to_f32__avx512(_mm256_loadu_si256((const void *)ch)),
-                               s0);
-            s1 = _mm512_add_ps(
-                hrmt_gemm_bf16_to_f32__avx512(_mm256_loadu_si256((const void *)(ch + 16))), s1);
+            s0 = _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)ch)), s0);
+            s1 = _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)(ch + 16))), s1);
         }
-        const __m512i h =
-            _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_gemm_f32_to_bf16__avx512(s0)),
-                               hrmt_gemm_f32_to_bf16__avx512(s1), 1);
+        const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_cvt_bf16(s0, 0)),
+                                             hrmt_cvt_bf16(s1, 0), 1);
         _mm512_storeu_si512(ch, h);
     }
 }

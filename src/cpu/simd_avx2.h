@@ -38,28 +38,27 @@ HRMT_AI __m256 hrmt8_ld(const void *p, size_t j, int bf, size_t n) {
 /* F32 lanes with a lane count (cos/sin tables, weights). */
 HRMT_AI __m256 hrmt8_ldf(const float *p, size_t n) { return hrmt8_ld(p, 0, 0, n); }
 
+/* u + 0x7fff + (bit 16 of u): round to nearest even in the upper 16 bits,
+ * right for every value but a NaN whose low half is not zero. */
+HRMT_AI __m256i hrmt8_rne_bias(__m256i u) {
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+}
+
 /* Round to nearest even on the integers, NaN -> quiet NaN (core/bf16.h). */
 HRMT_AI __m256i hrmt8_rne_hi16(__m256 v) {
     const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
-    return _mm256_blendv_epi8(r, q, nan);
+    return _mm256_blendv_epi8(hrmt8_rne_bias(u), q, nan);
 }
 
-HRMT_AI __m256 hrmt8_round_bf16(__m256 v) {
-    return _mm256_castsi256_ps(
-        _mm256_and_si256(hrmt8_rne_hi16(v), _mm256_set1_epi32((int)0xffff0000u)));
-}
-
-/* hrmt8_round_bf16 for values whose NaNs have zero low halves (sums and
- * products of bf16 values; see hrmt_round_bf16_ps_nonan in simd_avx512.h). */
+/* v rounded to bf16 precision, for values whose NaNs have zero low halves
+ * (sums, products and quotients of bf16 values; see
+ * hrmt_round_bf16_ps_nonan in simd_avx512.h). */
 HRMT_AI __m256 hrmt8_round_bf16_nonan(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
+    return _mm256_castsi256_ps(_mm256_and_si256(hrmt8_rne_bias(_mm256_castps_si256(v)),
+                                                _mm256_set1_epi32((int)0xffff0000u)));
 }
 
 /* Upper halves of eight 32-bit lanes -> eight u16 in order. */

@@ -16,50 +16,46 @@
 /* Lanes j..j+n-1 for n < 16. */
 HRMT_AI __mmask16 hrmt_m16(size_t n) { return (__mmask16)((1u << n) - 1u); }
 
+/* 16 bf16 -> 16 f32 (exact). */
+HRMT_AI __m512 hrmt_widen_bf16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 HRMT_AI __m512 hrmt_ld16(const void *p, size_t j, int bf) {
-    if (bf) {
-        const __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
+    if (bf) return hrmt_widen_bf16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j)));
     return _mm512_loadu_ps((const float *)p + j);
 }
 
 /* Masked load; masked-off lanes read as 0 and touch no memory. */
 HRMT_AI __m512 hrmt_ld16m(const void *p, size_t j, int bf, __mmask16 m) {
-    if (bf) {
-        const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)p + j);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
+    if (bf) return hrmt_widen_bf16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + j));
     return _mm512_maskz_loadu_ps(m, (const float *)p + j);
+}
+
+/* u + 0x7fff + (bit 16 of u): round to nearest even in the upper 16 bits,
+ * right for every value but a NaN whose low half is not zero. */
+HRMT_AI __m512i hrmt_rne_bias(__m512i u) {
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
 }
 
 /* Round to nearest even on the integers, NaN -> quiet NaN (core/bf16.h),
  * result in the upper 16 bits of each lane. */
 HRMT_AI __m512i hrmt_rne_hi16(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
+    return _mm512_mask_mov_epi32(hrmt_rne_bias(u), nan,
+                                 _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
 }
 
-/* The value rounded to bf16 precision, kept as f32 lanes. */
-HRMT_AI __m512 hrmt_round_bf16_ps(__m512 v) {
-    return _mm512_castsi512_ps(
-        _mm512_and_si512(hrmt_rne_hi16(v), _mm512_set1_epi32((int)0xffff0000u)));
-}
-
-/* hrmt_round_bf16_ps for values whose NaNs have zero low halves: results of
- * adds, multiplies and divisions of bf16 values (x86 quiets an operand NaN,
- * keeping its bits, and Inf - Inf or 0 * Inf give the default NaN). Adding
- * 0x7fff + lsb then never carries out of the low half of a NaN, and its
- * quiet bit is already set, so the NaN test of the general form is not
- * needed: 5 instructions instead of 8. */
+/* v rounded to bf16 precision (f32 lanes), for values whose NaNs have zero
+ * low halves: results of adds, multiplies and divisions of bf16 values (x86
+ * quiets an operand NaN, keeping its bits, and Inf - Inf or 0 * Inf give the
+ * default NaN). The bias then never carries out of a NaN's low half and its
+ * quiet bit is already set, so hrmt_rne_hi16's NaN test is not needed. */
 HRMT_AI __m512 hrmt_round_bf16_ps_nonan(__m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+    return _mm512_castsi512_ps(_mm512_and_si512(hrmt_rne_bias(_mm512_castps_si512(v)),
+                                                _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 /* 16 f32 lanes -> 16 bf16 (RNE). vcvtneps2bf16 matches the reference for
@@ -77,7 +73,7 @@ HRMT_AI __m256i hrmt_cvt_bf16(__m512 v, int hw) {
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(hrmt_rne_hi16(v), 16));
 }
 
-/* A value already rounded to bf16 precision (hrmt_round_bf16_ps): truncate. */
+/* A value already rounded to bf16 precision: truncate. */
 HRMT_AI __m256i hrmt_pack_bf16(__m512 v) {
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
 }
