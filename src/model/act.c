@@ -6,6 +6,9 @@
 
 #include "core/bf16.h"
 #include "model/model.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/model_cuda.h"
+#endif
 
 static double now_us(void) {
     struct timespec ts;
@@ -108,6 +111,9 @@ hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *input
                          (int)o.schedule);
     hrmt_status s = check_data(m, carry, inputs, puzzle_ids);
     if (s != HRMT_OK) return s;
+#if defined(HRMT_HAVE_CUDA)
+    if (carry->cu) return hrmt_cuda_act_step(m, carry, inputs, puzzle_ids, &o, outs, timing);
+#endif
 
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);

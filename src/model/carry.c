@@ -8,6 +8,9 @@
 
 #include "core/checked.h"
 #include "model/model.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/model_cuda.h"
+#endif
 
 #define ALIGN64(x) (((x) + 63) / 64 * 64)
 
@@ -39,6 +42,9 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     if (!m || !out) return HRMT_ERR_INVALID_ARG;
     if (batch < 1 || batch > (1 << 24))
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "carry: batch %d is outside 1..2^24", batch);
+#if defined(HRMT_HAVE_CUDA)
+    if (m->ctx->backend_kind == HRMT_BACKEND_CUDA) return hrmt_cuda_carry_create(m, batch, out);
+#endif
     hrmt_carry *c = calloc(1, sizeof *c);
     if (!c) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "carry");
     c->m = m;
@@ -100,6 +106,12 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
 
 void hrmt_carry_destroy(hrmt_carry *c) {
     if (!c) return;
+#if defined(HRMT_HAVE_CUDA)
+    if (c->cu) {
+        hrmt_cuda_carry_destroy(c);
+        return;
+    }
+#endif
     hrmt_tiers_free(hrmt_context_tiers(c->m->ctx), c->tier_name);
     free(c);
 }

@@ -18,6 +18,7 @@
 /* A linear layer y = x W^T, W [n, k] packed once for the context's GEMM. */
 typedef struct hrmt_linear {
     hrmt_packed_w *pw;
+    void *dev; /* CUDA contexts: W [n, k] on the device instead of pw */
     size_t n, k;
 } hrmt_linear;
 
@@ -39,7 +40,8 @@ struct hrmt_model {
     void *H_init, *L_init;      /* [hidden] */
     float q_bias[2];            /* rounded to the forward dtype */
     hrmt_linear lm_head, q_head;
-    hrmt_block_weights *H, *L; /* H_layers / L_layers blocks */
+    hrmt_block_weights *H, *L;  /* H_layers / L_layers blocks */
+    struct hrmt_model_cuda *cu; /* CUDA contexts: device tables (src/cuda/) */
 };
 
 /* Scratch for a level run over `rows` rows (one sample tile or the batch). */
@@ -61,15 +63,17 @@ struct hrmt_carry {
     int batch;
     void *zH, *zL; /* [B*T, hidden] */
     int32_t *steps, *halted;
-    int32_t *inputs;     /* current data [B, seq] */
-    int32_t *puzzle_ids; /* [B] */
-    void *x;             /* input embeddings [B*T, hidden] */
-    void *inj;           /* injection [B*T, hidden] */
-    void *logits;        /* [B*T, vocab] */
-    float *q;            /* [B, 2] */
-    hrmt_level_ws ws;    /* sized for the whole batch */
-    void *block;         /* one DRAM-tier allocation behind all buffers above */
-    char tier_name[48];  /* its name in the context's tier manager */
+    int32_t *inputs;            /* current data [B, seq] */
+    int32_t *puzzle_ids;        /* [B] */
+    void *x;                    /* input embeddings [B*T, hidden] */
+    void *inj;                  /* injection [B*T, hidden] */
+    void *logits;               /* [B*T, vocab] */
+    float *q;                   /* [B, 2] */
+    hrmt_level_ws ws;           /* sized for the whole batch */
+    void *block;                /* one DRAM-tier allocation behind all buffers above */
+    char tier_name[48];         /* its name in the context's tier manager */
+    struct hrmt_carry_cuda *cu; /* CUDA contexts: device state (src/cuda/); only
+                                   steps and halted above are set, as host mirrors */
 };
 
 /* config.c */

@@ -8,6 +8,9 @@
 
 #include "core/bf16.h"
 #include "model/model.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/model_cuda.h"
+#endif
 
 typedef struct rng {
     uint64_t s;
@@ -107,7 +110,11 @@ hrmt_status hrmt_model_create_random(hrmt_context *ctx, const hrmt_model_config 
     hrmt_status s = hrmt_model_alloc(ctx, cfg ? cfg : &def, &m);
     if (s != HRMT_OK) return s;
     rng r = {seed};
-    if ((s = fill(m, &r)) != HRMT_OK) {
+    s = fill(m, &r);
+#if defined(HRMT_HAVE_CUDA)
+    if (s == HRMT_OK && ctx->backend_kind == HRMT_BACKEND_CUDA) s = hrmt_cuda_model_upload(m);
+#endif
+    if (s != HRMT_OK) {
         hrmt_model_destroy(m);
         return s;
     }

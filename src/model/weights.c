@@ -8,6 +8,9 @@
 #include "core/checked.h"
 #include "core/safetensors.h"
 #include "model/model.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/model_cuda.h"
+#endif
 
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n) {
     if (m->dt == HRMT_F32) {
@@ -26,6 +29,9 @@ static void *xalloc(size_t bytes) {
 
 hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size_t k,
                                    hrmt_linear *out) {
+#if defined(HRMT_HAVE_CUDA)
+    if (m->ctx->backend_kind == HRMT_BACKEND_CUDA) return hrmt_cuda_model_linear(m, w, n, k, out);
+#endif
     size_t numel;
     if (!hrmt_mul_ok(n, k, &numel))
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "linear %zux%zu", n, k);
@@ -81,10 +87,14 @@ static hrmt_status check_kernels(hrmt_context *ctx, const hrmt_model_config *cfg
     const hrmt_rowops *k = &ctx->be->rowops;
     const hrmt_gemm_kernels *g = &ctx->be->gemm;
     const int d = (int)cfg->forward_dtype;
+    /* A CUDA context runs the model's own GEMM, attention and embedding
+     * kernels (src/cuda/model_*.cu) and only the row ops checked first. */
+    const int cuda = ctx->backend_kind == HRMT_BACKEND_CUDA;
     const char *missing = !k->add[d] ? "add"
                           : !k->residual_rmsnorm_sram[d] || !k->residual_rmsnorm_dram[d]
                               ? "residual_rmsnorm"
                           : !k->swiglu[d]                                      ? "swiglu"
+                          : cuda                                               ? NULL
                           : !k->softmax[HRMT_F32]                              ? "softmax"
                           : !k->embedding[d][d]                                ? "embedding"
                           : cfg->pos_encodings == HRMT_POS_ROPE && !k->rope[d] ? "rope"
@@ -139,28 +149,36 @@ hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hr
     return HRMT_OK;
 }
 
-static void linear_free(hrmt_linear *l) {
+static void linear_free(hrmt_model *m, hrmt_linear *l) {
+#if defined(HRMT_HAVE_CUDA)
+    if (l->dev) hrmt_cuda_linear_free(m, l);
+#else
+    (void)m;
+#endif
     hrmt_packed_w_destroy(l->pw);
     l->pw = NULL;
 }
 
-static void blocks_free(hrmt_block_weights *b, int n) {
+static void blocks_free(hrmt_model *m, hrmt_block_weights *b, int n) {
     if (!b) return;
     for (int i = 0; i < n; i++) {
-        linear_free(&b[i].qkv);
-        linear_free(&b[i].o);
-        linear_free(&b[i].gate_up);
-        linear_free(&b[i].down);
+        linear_free(m, &b[i].qkv);
+        linear_free(m, &b[i].o);
+        linear_free(m, &b[i].gate_up);
+        linear_free(m, &b[i].down);
     }
     free(b);
 }
 
 void hrmt_model_destroy(hrmt_model *m) {
     if (!m) return;
-    blocks_free(m->H, m->cfg.H_layers);
-    blocks_free(m->L, m->cfg.L_layers);
-    linear_free(&m->lm_head);
-    linear_free(&m->q_head);
+#if defined(HRMT_HAVE_CUDA)
+    hrmt_cuda_model_free(m);
+#endif
+    blocks_free(m, m->H, m->cfg.H_layers);
+    blocks_free(m, m->L, m->cfg.L_layers);
+    linear_free(m, &m->lm_head);
+    linear_free(m, &m->q_head);
     free(m->embed_tokens);
     free(m->puzzle_emb);
     free(m->embed_pos);
@@ -349,6 +367,9 @@ hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_mode
     s = load_all(&ld);
     free(ld.tmp);
     hrmt_st_close(f);
+#if defined(HRMT_HAVE_CUDA)
+    if (s == HRMT_OK && ctx->backend_kind == HRMT_BACKEND_CUDA) s = hrmt_cuda_model_upload(m);
+#endif
     if (s != HRMT_OK) {
         hrmt_model_destroy(m);
         return s;

@@ -1,0 +1,73 @@
+/* Shared by src/cuda/model_*.cu: the device-side model and carry, and the
+ * model's own kernels (deterministic GEMM, attention, small step kernels). */
+#ifndef HRMT_CUDA_MODEL_INTERNAL_CUH
+#define HRMT_CUDA_MODEL_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/model_cuda.h"
+
+/* Device copies of the model's tables (forward dtype; rope F32). */
+struct hrmt_model_cuda {
+    void *embed_tokens, *puzzle_emb, *embed_pos, *H_init, *L_init;
+    float *rope_cos, *rope_sin;
+};
+
+/* Level scratch on the device, [rows, width] each. */
+typedef struct cu_level_ws {
+    void *qkv, *att, *proj, *gu, *act;
+} cu_level_ws;
+
+/* One timed stretch of device work: events [e0, e1) and what it was. */
+enum { SEG_L = 0, SEG_H, SEG_IN, SEG_OUT };
+typedef struct cu_seg {
+    int e0, e1, kind;
+    size_t bytes; /* transfers: bytes moved */
+} cu_seg;
+
+struct hrmt_carry_cuda {
+    void *block; /* one device allocation behind every device buffer below */
+    void *zH, *zL, *x, *inj, *logits;
+    float *q;
+    int32_t *steps, *halted, *inputs, *pids, *new_inputs, *new_pids;
+    cu_level_ws ws;      /* whole batch */
+    void *tz, *tinj;     /* the tiered schedule's tile state */
+    size_t tile_samples; /* tile size the tile buffers were made for */
+    void *host;          /* download staging, grown on demand */
+    size_t host_bytes;
+    cudaEvent_t *ev; /* event pool, grown on demand */
+    int nev, evcap;
+    cu_seg *seg;
+    int nseg, segcap;
+};
+
+static inline cudaStream_t cu_stream(const hrmt_model *m) {
+    return (cudaStream_t)hrmt_cuda_stream(m->ctx->cuda);
+}
+static inline struct hrmt_model_cuda *cu_model(const hrmt_model *m) {
+    return (struct hrmt_model_cuda *)m->cu;
+}
+static inline struct hrmt_carry_cuda *cu_carry(const hrmt_carry *c) {
+    return (struct hrmt_carry_cuda *)c->cu;
+}
+
+/* Maps a CUDA status into the context (message "<what>: <cuda text>"). */
+hrmt_status cu_fail(hrmt_context *ctx, cudaError_t e, const char *what);
+/* The pending launch error of `what`, if any, through hrmt_cuda_check. */
+hrmt_status cu_check(hrmt_context *ctx, const char *what);
+
+/* model_gemm.cu: C[m, n] = A[m, k] W[n, k]^T in the forward dtype `dt` (A, W),
+ * C in cdt (BF16 rounded once). Each C element is one F32 chain over k in
+ * ascending order (BF16: m16n16k16 tensor-core steps in ascending k), the same
+ * for every m, so a row's bits never depend on the other rows of the call. */
+hrmt_status cu_gemm(const hrmt_model *m, size_t rows, size_t n, size_t k, const void *a, size_t lda,
+                    const void *w, void *c, hrmt_dtype cdt, size_t ldc);
+
+/* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
+ * att [n*T, hidden], RoPE on Q and K fused (rope models). One block per
+ * (sample, head); F32 scores and softmax, O rounded once. */
+hrmt_status cu_attention(const hrmt_model *m, const void *qkv, void *att, size_t n);
+
+#endif

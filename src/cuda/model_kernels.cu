@@ -1,0 +1,152 @@
+/* The step's small kernels: reset of halted samples, input embeddings and the
+ * Q-head finish with the ACT halting rule. Arithmetic as model/forward.c and
+ * model/act.c: each product and sum rounded separately (no FMA contraction),
+ * BF16 by round-to-nearest-even of the F32 result. */
+#include "cuda/model_kernels.cuh"
+
+namespace {
+
+__device__ __forceinline__ uint16_t f32_to_bf16(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+__device__ __forceinline__ float bf16_to_f32(uint16_t h) {
+    return __uint_as_float((uint32_t)h << 16);
+}
+
+constexpr int THREADS = 256;
+
+unsigned blocks_for(size_t n) {
+    size_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b > 65535u * 8 ? 65535u * 8 : b ? b : 1);
+}
+
+/* zH, zL rows of halted samples = H_init, L_init (element type E). */
+template <typename E>
+__global__ void reset_z(size_t total, size_t T, size_t H, const int32_t *halted, E *zH, E *zL,
+                        const E *Hi, const E *Li) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t s = i / (T * H), c = i % H;
+        if (halted[s]) {
+            zH[i] = Hi[c];
+            zL[i] = Li[c];
+        }
+    }
+}
+
+__global__ void reset_ids(size_t B, size_t seq, const int32_t *halted, int32_t *steps,
+                          int32_t *inputs, const int32_t *new_inputs, int32_t *pids,
+                          const int32_t *new_pids, int has_pids) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < B * seq;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t s = i / seq;
+        if (!halted[s]) continue;
+        inputs[i] = new_inputs[i];
+        if (i % seq == 0) {
+            steps[s] = 0;
+            pids[s] = has_pids ? new_pids[s] : 0;
+        }
+    }
+}
+
+/* c * x as forward.c's scale_rows: BF16 casts the scalar to bf16 first. */
+template <bool BF>
+__device__ __forceinline__ float scale(float c, float x) {
+    if (BF) return bf16_to_f32(f32_to_bf16(__fmul_rn(bf16_to_f32(f32_to_bf16(c)), x)));
+    return __fmul_rn(c, x);
+}
+
+template <bool BF>
+__global__ void embed(size_t total, size_t T, size_t P, size_t seq, size_t H, const int32_t *inputs,
+                      const int32_t *pids, const void *tok, const void *puz, const void *pos,
+                      float sqrt_h, void *x) {
+    typedef typename std::conditional<BF, uint16_t, float>::type E;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t s = i / (T * H), t = (i / H) % T, c = i % H;
+        E e = t < P ? ((const E *)puz)[((size_t)pids[s] * P + t) * H + c]
+                    : ((const E *)tok)[(size_t)inputs[s * seq + t - P] * H + c];
+        float v = BF ? bf16_to_f32((uint16_t)e) : (float)e;
+        if (pos) {
+            /* 0.707106781 * (e + embed_pos): the add and the product each round. */
+            float p = BF ? bf16_to_f32(((const uint16_t *)pos)[t * H + c])
+                         : ((const float *)pos)[t * H + c];
+            v = __fadd_rn(v, p);
+            if (BF) v = bf16_to_f32(f32_to_bf16(v));
+            v = scale<BF>(0.707106781f, v);
+        }
+        v = scale<BF>(sqrt_h, v);
+        if (BF)
+            ((uint16_t *)x)[i] = f32_to_bf16(v);
+        else
+            ((float *)x)[i] = v;
+    }
+}
+
+__global__ void finish(int B, float *q, float b0, float b1, int bf, int32_t *steps, int32_t *halted,
+                       int max_steps, int early) {
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= B) return;
+    float v0 = __fadd_rn(q[2 * s], b0), v1 = __fadd_rn(q[2 * s + 1], b1);
+    if (bf) {
+        v0 = bf16_to_f32(f32_to_bf16(v0));
+        v1 = bf16_to_f32(f32_to_bf16(v1));
+    }
+    q[2 * s] = v0;
+    q[2 * s + 1] = v1;
+    int st = steps[s] + 1;
+    steps[s] = st;
+    int halt = st >= max_steps;
+    if (early && max_steps > 1 && v0 > v1) halt = 1;
+    halted[s] = halt;
+}
+
+} // namespace
+
+hrmt_status cu_reset(const hrmt_model *m, const hrmt_carry *c, int has_pids) {
+    const struct hrmt_carry_cuda *g = cu_carry(c);
+    const struct hrmt_model_cuda *w = cu_model(m);
+    const size_t B = (size_t)c->batch, total = B * m->T * m->hidden;
+    cudaStream_t st = cu_stream(m);
+    if (m->dt == HRMT_BF16)
+        reset_z<uint16_t><<<blocks_for(total), THREADS, 0, st>>>(
+            total, m->T, m->hidden, g->halted, (uint16_t *)g->zH, (uint16_t *)g->zL,
+            (const uint16_t *)w->H_init, (const uint16_t *)w->L_init);
+    else
+        reset_z<float><<<blocks_for(total), THREADS, 0, st>>>(
+            total, m->T, m->hidden, g->halted, (float *)g->zH, (float *)g->zL,
+            (const float *)w->H_init, (const float *)w->L_init);
+    hrmt_status s = cu_check(m->ctx, "cuda reset");
+    if (s != HRMT_OK) return s;
+    reset_ids<<<blocks_for(B * m->seq), THREADS, 0, st>>>(
+        B, m->seq, g->halted, g->steps, g->inputs, g->new_inputs, g->pids, g->new_pids, has_pids);
+    return cu_check(m->ctx, "cuda reset ids");
+}
+
+hrmt_status cu_embed(const hrmt_model *m, const hrmt_carry *c) {
+    const struct hrmt_carry_cuda *g = cu_carry(c);
+    const struct hrmt_model_cuda *w = cu_model(m);
+    const size_t total = (size_t)c->batch * m->T * m->hidden;
+    const float sh = (float)sqrt((double)m->hidden);
+    cudaStream_t st = cu_stream(m);
+    if (m->dt == HRMT_BF16)
+        embed<true><<<blocks_for(total), THREADS, 0, st>>>(total, m->T, m->P, m->seq, m->hidden,
+                                                           g->inputs, g->pids, w->embed_tokens,
+                                                           w->puzzle_emb, w->embed_pos, sh, g->x);
+    else
+        embed<false><<<blocks_for(total), THREADS, 0, st>>>(total, m->T, m->P, m->seq, m->hidden,
+                                                            g->inputs, g->pids, w->embed_tokens,
+                                                            w->puzzle_emb, w->embed_pos, sh, g->x);
+    return cu_check(m->ctx, "cuda embed");
+}
+
+hrmt_status cu_finish(const hrmt_model *m, const hrmt_carry *c, int early_halt) {
+    const struct hrmt_carry_cuda *g = cu_carry(c);
+    finish<<<(c->batch + 127) / 128, 128, 0, cu_stream(m)>>>(
+        c->batch, g->q, m->q_bias[0], m->q_bias[1], m->dt == HRMT_BF16, g->steps, g->halted,
+        m->cfg.halt_max_steps, early_halt);
+    return cu_check(m->ctx, "cuda q head");
+}

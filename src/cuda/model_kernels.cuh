@@ -1,0 +1,14 @@
+/* The step's small kernels (model_kernels.cu). */
+#ifndef HRMT_CUDA_MODEL_KERNELS_CUH
+#define HRMT_CUDA_MODEL_KERNELS_CUH
+
+#include "cuda/model_internal.cuh"
+
+/* Halted samples: z = inits, steps = 0, new inputs / puzzle ids taken. */
+hrmt_status cu_reset(const hrmt_model *m, const hrmt_carry *c, int has_pids);
+/* x = input embeddings of the carry's current inputs. */
+hrmt_status cu_embed(const hrmt_model *m, const hrmt_carry *c);
+/* q += bias (rounded to the forward dtype), steps += 1, halting rule. */
+hrmt_status cu_finish(const hrmt_model *m, const hrmt_carry *c, int early_halt);
+
+#endif

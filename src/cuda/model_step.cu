@@ -1,0 +1,351 @@
+/* One ACT step on the GPU, both schedules (see model/schedule.c for the CPU):
+ *  - baseline: op by op over the whole batch, activations in HBM (the DRAM tier);
+ *  - tiered: per H cycle, the samples are cut into tiles sized from the
+ *    device's shared memory (model_mem.cu); each tile's z_L is copied into
+ *    the tile buffers, its injection zH + x built once, all L_cycles x
+ *    L_layers run over the tile's rows (whose working set stays on chip,
+ *    shared memory and L2), and z_L is copied back. This is a tile-by-tile
+ *    schedule of the same kernels, not yet a persistent kernel holding z_L in
+ *    shared memory; RoPE is fused into attention and the injection is built
+ *    once per tile. The tier manager accounts the tile as SRAM (tensors
+ *    hrm.L_tile0.*, hits/misses), the copies as transfers (device-timed).
+ * Every kernel is row-independent with per-row deterministic bits (the
+ * model's own GEMMs, per (sample, head) attention, the row-op table), so the
+ * two schedules give the same bytes. Timings come from CUDA events. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/model_kernels.cuh"
+
+extern "C" {
+#include "core/bf16.h"
+#include "core/tiers.h"
+}
+
+#define TRY(expr)                     \
+    do {                              \
+        hrmt_status s_ = (expr);      \
+        if (s_ != HRMT_OK) return s_; \
+    } while (0)
+
+/* ---- event timeline ------------------------------------------------------------ */
+
+static hrmt_status ev_rec(const hrmt_model *m, struct hrmt_carry_cuda *g, int *idx) {
+    if (g->nev == g->evcap) {
+        int cap = g->evcap ? 2 * g->evcap : 32;
+        cudaEvent_t *ev = (cudaEvent_t *)realloc(g->ev, (size_t)cap * sizeof *ev);
+        if (!ev) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda step: event pool");
+        g->ev = ev;
+        for (; g->evcap < cap; g->evcap++) {
+            cudaError_t e = cudaEventCreate(&g->ev[g->evcap]);
+            if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaEventCreate");
+        }
+    }
+    cudaError_t e = cudaEventRecord(g->ev[g->nev], cu_stream(m));
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaEventRecord");
+    *idx = g->nev++;
+    return HRMT_OK;
+}
+
+static hrmt_status seg_add(const hrmt_model *m, struct hrmt_carry_cuda *g, int e0, int e1, int kind,
+                           size_t bytes) {
+    if (g->nseg == g->segcap) {
+        int cap = g->segcap ? 2 * g->segcap : 32;
+        cu_seg *s = (cu_seg *)realloc(g->seg, (size_t)cap * sizeof *s);
+        if (!s) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda step: timeline");
+        g->seg = s;
+        g->segcap = cap;
+    }
+    g->seg[g->nseg++] = cu_seg{e0, e1, kind, bytes};
+    return HRMT_OK;
+}
+
+static hrmt_status elapsed_us(const hrmt_model *m, struct hrmt_carry_cuda *g, int e0, int e1,
+                              double *us) {
+    float ms = 0.0f;
+    cudaError_t e = cudaEventElapsedTime(&ms, g->ev[e0], g->ev[e1]);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaEventElapsedTime");
+    *us = (double)ms * 1e3;
+    return HRMT_OK;
+}
+
+/* ---- a reasoning level ----------------------------------------------------------- */
+
+static hrmt_status row_check(const hrmt_model *m, const char *what) {
+    return cu_check(m->ctx, what);
+}
+
+static hrmt_status resnorm(const hrmt_model *m, void *h, const void *r, size_t rows, int sram) {
+    const hrmt_rowops *k = &m->ctx->be->rowops;
+    const size_t H = m->hidden;
+    const float eps = (float)m->cfg.rms_norm_eps;
+    if (sram)
+        k->residual_rmsnorm_sram[m->dt](rows, H, h, H, r, H, eps, h, H);
+    else
+        k->residual_rmsnorm_dram[m->dt](rows, H, h, H, r, H, eps, h, H, 0);
+    return row_check(m, "cuda residual_rmsnorm");
+}
+
+static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
+                         const cu_level_ws *ws, int sram) {
+    const size_t rows = n * m->T, H = m->hidden, I = m->inter;
+    const hrmt_rowops *k = &m->ctx->be->rowops;
+    TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
+    TRY(cu_attention(m, ws->qkv, ws->att, n));
+    TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
+    TRY(resnorm(m, h, ws->proj, rows, sram));
+    TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
+    k->swiglu[m->dt](rows, I, ws->gu, 2 * I, ws->act, I, 0);
+    TRY(row_check(m, "cuda swiglu"));
+    TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
+    return resnorm(m, h, ws->proj, rows, sram);
+}
+
+static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, void *out,
+                            size_t rows) {
+    const size_t H = m->hidden;
+    m->ctx->be->rowops.add[m->dt](rows, H, a, H, b, H, out, H);
+    return row_check(m, "cuda add");
+}
+
+/* ReasoningModule: z = z + injection, then each layer in order. */
+static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers,
+                         void *z, const void *inj, size_t n, const cu_level_ws *ws, int sram) {
+    TRY(add_rows(m, z, inj, z, n * m->T));
+    for (int i = 0; i < nlayers; i++) TRY(block(m, &blocks[i], z, n, ws, sram));
+    return HRMT_OK;
+}
+
+/* ---- schedules --------------------------------------------------------------------- */
+
+static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    int e0, e1;
+    TRY(ev_rec(m, g, &e0));
+    hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
+    hrmt_status s = level(m, m->H, m->cfg.H_layers, g->zH, g->zL, (size_t)c->batch, &g->ws, 0);
+    hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
+    TRY(s);
+    TRY(ev_rec(m, g, &e1));
+    tm->h_level_calls++;
+    return seg_add(m, g, e0, e1, SEG_H, 0);
+}
+
+static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    const size_t B = (size_t)c->batch;
+    for (int h = 0; h < m->cfg.H_cycles; h++) {
+        for (int l = 0; l < m->cfg.L_cycles; l++) {
+            int e0, e1;
+            TRY(ev_rec(m, g, &e0));
+            hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
+            hrmt_status s = add_rows(m, g->zH, g->x, g->inj, B * m->T);
+            if (s == HRMT_OK) s = level(m, m->L, m->cfg.L_layers, g->zL, g->inj, B, &g->ws, 0);
+            hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
+            TRY(s);
+            TRY(ev_rec(m, g, &e1));
+            TRY(seg_add(m, g, e0, e1, SEG_L, 0));
+            tm->l_level_calls++;
+        }
+        TRY(h_level(m, c, tm));
+    }
+    return HRMT_OK;
+}
+
+static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu_stream(m));
+    return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda tiered: tile copy");
+}
+
+/* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n). */
+static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n,
+                            hrmt_step_timing *tm) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    const size_t r0 = s0 * m->T, rows = n * m->T, hb = m->hidden * m->esz, bytes = rows * hb;
+    int e0, e1, e2, e3;
+    TRY(ev_rec(m, g, &e0));
+    TRY(d2d(m, g->tz, (char *)g->zL + r0 * hb, bytes));
+    TRY(add_rows(m, (char *)g->zH + r0 * hb, (char *)g->x + r0 * hb, g->tinj, rows));
+    TRY(ev_rec(m, g, &e1));
+    hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
+    hrmt_status s = HRMT_OK;
+    for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
+        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, n, &g->ws, 1);
+        tm->l_level_calls++;
+    }
+    hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
+    TRY(s);
+    TRY(ev_rec(m, g, &e2));
+    TRY(d2d(m, (char *)g->zL + r0 * hb, g->tz, bytes));
+    TRY(ev_rec(m, g, &e3));
+    tm->transfers += 2;
+    TRY(seg_add(m, g, e0, e1, SEG_IN, bytes));
+    TRY(seg_add(m, g, e1, e2, SEG_L, 0));
+    return seg_add(m, g, e2, e3, SEG_OUT, bytes);
+}
+
+/* The tile's tier-manager tensors, as the CPU schedule names them: z_L,
+ * injection, and the level scratch of the tile's rows. */
+static const char *const k_tile_what[3] = {"z_L", "injection", "scratch"};
+
+static void free_tile_tensors(hrmt_tiers *tiers, int have) {
+    char name[48];
+    for (int i = 0; i < have; i++) {
+        snprintf(name, sizeof name, "hrm.L_tile0.%s", k_tile_what[i]);
+        hrmt_tiers_free(tiers, name);
+    }
+}
+
+static hrmt_status alloc_tile_tensors(hrmt_model *m, size_t samples, int *have) {
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    const size_t rows = samples * m->T;
+    size_t zs[2] = {rows, m->hidden}, ss[1] = {(rows * hrmt_level_ws_row_bytes(m) + 3) / 4};
+    hrmt_status s = HRMT_OK;
+    *have = 0;
+    for (int i = 0; i < 3 && s == HRMT_OK; i++) {
+        char name[48];
+        hrmt_tensor t;
+        snprintf(name, sizeof name, "hrm.L_tile0.%s", k_tile_what[i]);
+        s = i < 2 ? hrmt_tiers_alloc_sram(tiers, name, 2, zs, m->dt, &t)
+                  : hrmt_tiers_alloc_sram(tiers, name, 1, ss, HRMT_F32, &t);
+        if (s == HRMT_OK) (*have)++;
+    }
+    if (s != HRMT_OK)
+        return hrmt_fail(m->ctx, s, "tiered schedule: tier manager refused the L tile (%s)",
+                         hrmt_status_str(s));
+    return HRMT_OK;
+}
+
+static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    const size_t B = (size_t)c->batch, ts = g->tile_samples;
+    int have = 0;
+    hrmt_status s = alloc_tile_tensors(m, ts, &have);
+    for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
+        for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
+            s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
+        if (s == HRMT_OK) s = h_level(m, c, tm);
+    }
+    free_tile_tensors(tiers, have);
+    return s;
+}
+
+/* ---- the step ------------------------------------------------------------------------ */
+
+/* logits = lm_head(zH) over all T rows; q = q_head(zH[:, 0]) + bias; halting. */
+static hrmt_status heads(hrmt_model *m, hrmt_carry *c, int early_halt) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    const size_t B = (size_t)c->batch, T = m->T, H = m->hidden;
+    TRY(cu_gemm(m, B * T, m->vocab, H, g->zH, H, m->lm_head.dev, g->logits, m->dt, m->vocab));
+    TRY(cu_gemm(m, B, 2, H, g->zH, T * H, m->q_head.dev, g->q, HRMT_F32, 2));
+    return cu_finish(m, c, early_halt);
+}
+
+/* Device results -> the timing struct and the tier manager's transfer stats. */
+static hrmt_status account(hrmt_model *m, struct hrmt_carry_cuda *g, int e_start, int e_end,
+                           hrmt_step_timing *tm) {
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    for (int i = 0; i < g->nseg; i++) {
+        const cu_seg *sg = &g->seg[i];
+        double us;
+        TRY(elapsed_us(m, g, sg->e0, sg->e1, &us));
+        if (us < 0.0) us = 0.0;
+        switch (sg->kind) {
+        case SEG_L: tm->l_level_us_total += us; break;
+        case SEG_H: tm->h_level_us_total += us; break;
+        case SEG_IN:
+            tm->h_to_l_transfer_us_total += us;
+            hrmt_tiers_record(tiers, HRMT_TIER_DRAM, HRMT_TIER_OP_TRANSFER, sg->bytes, us);
+            break;
+        default:
+            tm->l_to_h_transfer_us_total += us;
+            hrmt_tiers_record(tiers, HRMT_TIER_SRAM, HRMT_TIER_OP_TRANSFER, sg->bytes, us);
+            break;
+        }
+    }
+    return elapsed_us(m, g, e_start, e_end, &tm->step_us);
+}
+
+static hrmt_status download(hrmt_model *m, struct hrmt_carry_cuda *g, const void *src, size_t bytes,
+                            void **host) {
+    if (bytes > g->host_bytes) {
+        void *p = realloc(g->host, bytes);
+        if (!p) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda step: output staging");
+        g->host = p;
+        g->host_bytes = bytes;
+    }
+    *host = g->host;
+    return hrmt_cuda_memcpy(m->ctx->cuda, g->host, src, bytes, 1, m->ctx->err, sizeof m->ctx->err);
+}
+
+static void to_f32(const hrmt_model *m, const void *src, float *dst, size_t n) {
+    if (m->dt == HRMT_F32) {
+        memcpy(dst, src, n * sizeof(float));
+    } else {
+        const uint16_t *h = (const uint16_t *)src;
+        for (size_t i = 0; i < n; i++) dst[i] = hrmt_bf16_to_f32(h[i]);
+    }
+}
+
+static hrmt_status copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    const size_t B = (size_t)c->batch, T = m->T, H = m->hidden, V = m->vocab, es = m->esz;
+    void *h = NULL;
+    if (o->logits) {
+        TRY(download(m, g, g->logits, B * T * V * es, &h));
+        for (size_t s = 0; s < B; s++)
+            to_f32(m, (char *)h + (s * T + m->P) * V * es, o->logits + s * m->seq * V, m->seq * V);
+    }
+    for (size_t s = 0; s < B; s++) {
+        if (o->q_halt_logits) o->q_halt_logits[s] = c->q[2 * s];
+        if (o->q_continue_logits) o->q_continue_logits[s] = c->q[2 * s + 1];
+    }
+    if (o->z_H) {
+        TRY(download(m, g, g->zH, B * T * H * es, &h));
+        to_f32(m, h, o->z_H, B * T * H);
+    }
+    if (o->z_L) {
+        TRY(download(m, g, g->zL, B * T * H * es, &h));
+        to_f32(m, h, o->z_L, B * T * H);
+    }
+    if (o->halted) memcpy(o->halted, c->halted, B * sizeof(int32_t));
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
+                               const int32_t *puzzle_ids, const hrmt_step_options *o,
+                               hrmt_step_outputs *outs, hrmt_step_timing *timing) {
+    hrmt_context *ctx = m->ctx;
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    const size_t B = (size_t)c->batch;
+    hrmt_step_timing tm;
+    memset(&tm, 0, sizeof tm);
+    g->nev = g->nseg = 0;
+    int e_start, e_end;
+    TRY(ev_rec(m, g, &e_start));
+    /* Only halted samples take the new data, on the device (cu_reset). */
+    TRY(hrmt_cuda_memcpy(ctx->cuda, g->new_inputs, inputs, B * m->seq * 4, 0, ctx->err,
+                         sizeof ctx->err));
+    if (puzzle_ids)
+        TRY(hrmt_cuda_memcpy(ctx->cuda, g->new_pids, puzzle_ids, B * 4, 0, ctx->err,
+                             sizeof ctx->err));
+    TRY(cu_reset(m, c, puzzle_ids != NULL));
+    TRY(cu_embed(m, c));
+    TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, &tm) : tiered(m, c, &tm));
+    TRY(heads(m, c, o->early_halt));
+    TRY(ev_rec(m, g, &e_end));
+    /* Waits for the step; an asynchronous fault surfaces here. */
+    TRY(hrmt_cuda_sync(ctx->cuda, ctx->err, sizeof ctx->err));
+    TRY(hrmt_cuda_memcpy(ctx->cuda, c->q, g->q, 2 * B * 4, 1, ctx->err, sizeof ctx->err));
+    TRY(hrmt_cuda_memcpy(ctx->cuda, c->halted, g->halted, B * 4, 1, ctx->err, sizeof ctx->err));
+    TRY(hrmt_cuda_memcpy(ctx->cuda, c->steps, g->steps, B * 4, 1, ctx->err, sizeof ctx->err));
+    TRY(account(m, g, e_start, e_end, &tm));
+    if (outs) TRY(copy_out(m, c, outs));
+    if (timing) *timing = tm;
+    return HRMT_OK;
+}

@@ -1,0 +1,345 @@
+/* The HRM model on a CUDA context (src/cuda/model_*.cu):
+ *  - F32 within 1e-4 relative L2 of the golden expected-f32, every step and
+ *    recorded tensor, halted exact, both golden cases and both schedules;
+ *  - BF16 at most 1.5x as far from expected-f32 as PyTorch's BF16 run
+ *    (expected-bf16) is;
+ *  - tiered == baseline bit for bit, tiles that do and do not divide the batch;
+ *  - GPU vs CPU on a random model within the same bounds;
+ *  - errors: a carry of another model, a batch too large for the device.
+ * Without a CUDA build or device every test is skipped with the reason. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/safetensors.h"
+#include "support/test_common.h"
+
+static hrmt_context *cuda_ctx(void) {
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    hrmt_cuda_query(&ci);
+    if (!ci.built || ci.device_count == 0)
+        cr_skip_test("no CUDA device: %s",
+                     ci.built ? "none found" : "hrmt was built without the CUDA backend");
+    hrmt_context_options o = hrmt_context_default_options();
+    o.backend = HRMT_BACKEND_CUDA;
+    hrmt_context *ctx = NULL;
+    char err[256] = "";
+    hrmt_status s = hrmt_context_create(&o, &ctx, err, sizeof err);
+    cr_assert_eq(s, HRMT_OK, "CUDA context: %s: %s", hrmt_status_str(s), err);
+    return ctx;
+}
+
+static double rel_l2(const float *x, const float *ref, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)x[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* All outputs of one step for batch B, in one allocation. */
+typedef struct outs {
+    float *buf;
+    int32_t *halted;
+    size_t n[5]; /* logits, q_halt, q_continue, z_H, z_L */
+    float *f[5];
+    hrmt_step_outputs o;
+} outs;
+
+static void outs_init(outs *x, const hrmt_model_config *cfg, int P, int B) {
+    size_t z = (size_t)B * (size_t)(cfg->seq_len + P) * (size_t)cfg->hidden_size;
+    x->n[0] = (size_t)B * (size_t)cfg->seq_len * (size_t)cfg->vocab_size;
+    x->n[1] = x->n[2] = (size_t)B;
+    x->n[3] = x->n[4] = z;
+    size_t tot = 0;
+    for (int i = 0; i < 5; i++) tot += x->n[i];
+    x->buf = calloc(tot, sizeof(float));
+    x->halted = calloc((size_t)B, sizeof(int32_t));
+    cr_assert(x->buf && x->halted);
+    float *p = x->buf;
+    for (int i = 0; i < 5; i++) x->f[i] = p, p += x->n[i];
+    hrmt_step_outputs o = {x->f[0], x->f[1], x->f[2], x->f[3], x->f[4], x->halted};
+    x->o = o;
+}
+
+static void outs_free(outs *x) {
+    free(x->buf);
+    free(x->halted);
+}
+
+static const char *const k_fields[] = {"logits", "q_halt_logits", "q_continue_logits", "z_H",
+                                       "z_L"};
+
+static float *st_f32(const hrmt_st_file *f, const char *name, size_t *n) {
+    const hrmt_st_tensor *t = hrmt_st_find(f, name);
+    cr_assert_not_null(t, "missing %s", name);
+    float *v = malloc(t->numel * sizeof(float) + 4);
+    cr_assert_not_null(v);
+    hrmt_st_read_f32(t, v);
+    if (n) *n = t->numel;
+    return v;
+}
+
+static int32_t *st_i32(const hrmt_st_file *f, const char *name, size_t *n) {
+    const hrmt_st_tensor *t = hrmt_st_find(f, name);
+    cr_assert_not_null(t, "missing %s", name);
+    int32_t *v = malloc(t->nbytes + 4);
+    cr_assert_not_null(v);
+    memcpy(v, t->data, t->nbytes);
+    if (n) *n = t->numel;
+    return v;
+}
+
+/* ---- golden ---------------------------------------------------------------- */
+
+#define BF16_FACTOR 1.5
+
+static void golden(const char *name, hrmt_dtype dt, hrmt_schedule sched) {
+    hrmt_context *ctx = cuda_ctx();
+    char path[512];
+    snprintf(path, sizeof path, "golden/hrm/%s/case.json", name);
+    hrmt_model_config cfg;
+    cr_assert_eq(hrmt_model_config_load_json(ctx, hrmt_test_data(path), &cfg), HRMT_OK);
+    cfg.forward_dtype = dt;
+    snprintf(path, sizeof path, "golden/hrm/%s/model.safetensors", name);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_load(ctx, hrmt_test_data(path), &cfg, &m), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    hrmt_st_file *f32 = NULL, *f16 = NULL;
+    snprintf(path, sizeof path, "golden/hrm/%s/expected-f32.safetensors", name);
+    cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &f32), HRMT_OK);
+    snprintf(path, sizeof path, "golden/hrm/%s/expected-bf16.safetensors", name);
+    cr_assert_eq(hrmt_st_open(ctx, hrmt_test_data(path), &f16), HRMT_OK);
+    size_t nb;
+    int32_t *inputs = st_i32(f32, "inputs", NULL), *pids = st_i32(f32, "puzzle_identifiers", &nb);
+    const int B = (int)nb;
+    outs x;
+    outs_init(&x, &cfg, hrmt_model_puzzle_len(m), B);
+    hrmt_carry *c = NULL;
+    cr_assert_eq(hrmt_carry_create(m, B, &c), HRMT_OK, "%s", hrmt_last_error(ctx));
+    hrmt_step_options opt = {sched, 0};
+    int steps = 0;
+    for (;; steps++) {
+        char key[64];
+        snprintf(key, sizeof key, "step%d.logits", steps);
+        if (!hrmt_st_find(f32, key)) break;
+        hrmt_step_timing tm;
+        cr_assert_eq(hrmt_act_step(m, c, inputs, pids, &opt, &x.o, &tm), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+        cr_expect_gt(tm.step_us, 0.0);
+        cr_expect_gt(tm.l_level_calls, 0);
+        for (int f = 0; f < 5; f++) {
+            size_t n;
+            snprintf(key, sizeof key, "step%d.%s", steps, k_fields[f]);
+            float *r32 = st_f32(f32, key, &n), *r16 = st_f32(f16, key, NULL);
+            cr_assert_eq(n, x.n[f], "%s size", key);
+            double e = rel_l2(x.f[f], r32, n);
+            if (dt == HRMT_F32) {
+                cr_expect_leq(e, 1e-4, "%s %s f32 on GPU: rel L2 %.3g > 1e-4", name, key, e);
+            } else {
+                double gap = rel_l2(r16, r32, n);
+                cr_expect_leq(e, BF16_FACTOR * gap,
+                              "%s %s bf16 on GPU: %.3g from expected-f32 > %.1f x PyTorch's %.3g",
+                              name, key, e, BF16_FACTOR, gap);
+                fprintf(stderr, "%s %s: gpu/torch distance to f32 %.3f\n", name, key,
+                        gap > 0 ? e / gap : e);
+            }
+            free(r32);
+            free(r16);
+        }
+        snprintf(key, sizeof key, "step%d.halted", steps);
+        int32_t *rh = st_i32(dt == HRMT_F32 ? f32 : f16, key, NULL);
+        for (int i = 0; i < B; i++) cr_expect_eq(x.halted[i], rh[i], "%s %s[%d]", name, key, i);
+        free(rh);
+    }
+    cr_expect_gt(steps, 0);
+    hrmt_carry_destroy(c);
+    outs_free(&x);
+    free(inputs);
+    free(pids);
+    hrmt_st_close(f32);
+    hrmt_st_close(f16);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, golden_tiny_rope_f32) { golden("tiny-rope", HRMT_F32, HRMT_SCHEDULE_TIERED); }
+Test(cuda_model, golden_tiny_rope_f32_baseline) {
+    golden("tiny-rope", HRMT_F32, HRMT_SCHEDULE_BASELINE);
+}
+Test(cuda_model, golden_small_learned_f32) {
+    golden("small-learned", HRMT_F32, HRMT_SCHEDULE_TIERED);
+}
+Test(cuda_model, golden_small_learned_f32_baseline) {
+    golden("small-learned", HRMT_F32, HRMT_SCHEDULE_BASELINE);
+}
+Test(cuda_model, golden_tiny_rope_bf16) { golden("tiny-rope", HRMT_BF16, HRMT_SCHEDULE_TIERED); }
+Test(cuda_model, golden_small_learned_bf16) {
+    golden("small-learned", HRMT_BF16, HRMT_SCHEDULE_TIERED);
+}
+
+/* ---- random models: schedules, CPU vs GPU ------------------------------------ */
+
+/* A Sudoku-shaped model, smaller (hidden 128, 2 heads of 64, T = 82). */
+static hrmt_model_config small_cfg(hrmt_dtype dt) {
+    hrmt_model_config c = hrmt_model_config_default();
+    c.hidden_size = 128;
+    c.num_heads = 2;
+    c.puzzle_emb_ndim = 128;
+    c.num_puzzle_identifiers = 3;
+    c.H_layers = c.L_layers = 2;
+    c.halt_max_steps = 2;
+    c.forward_dtype = dt;
+    return c;
+}
+
+static void make_inputs(const hrmt_model_config *cfg, int B, int step, int32_t *in, int32_t *pid) {
+    hrmt_test_rng r = {0x1234u + (uint64_t)step};
+    for (size_t i = 0; i < (size_t)B * (size_t)cfg->seq_len; i++)
+        in[i] = (int32_t)((hrmt_test_uniform(&r) + 1.0f) * 0.5f * (float)cfg->vocab_size) %
+                cfg->vocab_size;
+    for (int i = 0; i < B; i++) pid[i] = i % cfg->num_puzzle_identifiers;
+}
+
+/* Runs `steps` steps of batch B on m, outputs of each step into xs[step]. */
+static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs *xs) {
+    const hrmt_model_config *cfg = hrmt_model_get_config(m);
+    int32_t *in = malloc((size_t)B * (size_t)cfg->seq_len * 4), *pid = malloc((size_t)B * 4);
+    cr_assert(in && pid);
+    hrmt_carry *c = NULL;
+    cr_assert_eq(hrmt_carry_create(m, B, &c), HRMT_OK);
+    hrmt_step_options opt = {sched, 0};
+    for (int s = 0; s < steps; s++) {
+        make_inputs(cfg, B, s, in, pid);
+        outs_init(&xs[s], cfg, hrmt_model_puzzle_len(m), B);
+        cr_assert_eq(hrmt_act_step(m, c, in, pid, &opt, &xs[s].o, NULL), HRMT_OK, "step %d", s);
+    }
+    hrmt_carry_destroy(c);
+    free(in);
+    free(pid);
+}
+
+static void schedules_equal(hrmt_dtype dt) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(dt);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    /* Tile of 3 samples: batches 1, 3 (one tile), 5, 13 (ragged), 12 (whole tiles). */
+    setenv("HRMT_CUDA_TILE_SAMPLES", "3", 1);
+    const int batches[] = {1, 3, 5, 12, 13};
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+        outs t[3], bl[3];
+        run_steps(m, batches[b], HRMT_SCHEDULE_TIERED, 3, t);
+        run_steps(m, batches[b], HRMT_SCHEDULE_BASELINE, 3, bl);
+        for (int s = 0; s < 3; s++) {
+            for (int f = 0; f < 5; f++)
+                cr_expect(!memcmp(t[s].f[f], bl[s].f[f], t[s].n[f] * sizeof(float)),
+                          "batch %d step %d %s: tiered != baseline", batches[b], s, k_fields[f]);
+            cr_expect(!memcmp(t[s].halted, bl[s].halted, (size_t)batches[b] * 4));
+            outs_free(&t[s]);
+            outs_free(&bl[s]);
+        }
+    }
+    unsetenv("HRMT_CUDA_TILE_SAMPLES");
+    /* The device-sized default tile against the baseline too. */
+    outs t[1], bl[1];
+    run_steps(m, 40, HRMT_SCHEDULE_TIERED, 1, t);
+    run_steps(m, 40, HRMT_SCHEDULE_BASELINE, 1, bl);
+    for (int f = 0; f < 5; f++)
+        cr_expect(!memcmp(t[0].f[f], bl[0].f[f], t[0].n[f] * sizeof(float)),
+                  "default tile: %s differs", k_fields[f]);
+    outs_free(&t[0]);
+    outs_free(&bl[0]);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, tiered_equals_baseline_f32) { schedules_equal(HRMT_F32); }
+Test(cuda_model, tiered_equals_baseline_bf16) { schedules_equal(HRMT_BF16); }
+
+/* GPU vs CPU: F32 within 1e-4; BF16 no more than 1.5x as far from the F32
+ * run as the CPU's BF16 run is. */
+Test(cuda_model, gpu_matches_cpu) {
+    hrmt_context *gctx = cuda_ctx(), *cctx = hrmt_test_context();
+    const int B = 5, steps = 2;
+    outs ref[2], cpu16[2], gpu32[2], gpu16[2];
+    hrmt_model *m;
+    hrmt_model_config cfg = small_cfg(HRMT_F32);
+    cr_assert_eq(hrmt_model_create_random(cctx, &cfg, 9, &m), HRMT_OK);
+    run_steps(m, B, HRMT_SCHEDULE_TIERED, steps, ref);
+    hrmt_model_destroy(m);
+    cr_assert_eq(hrmt_model_create_random(gctx, &cfg, 9, &m), HRMT_OK);
+    run_steps(m, B, HRMT_SCHEDULE_TIERED, steps, gpu32);
+    hrmt_model_destroy(m);
+    cfg = small_cfg(HRMT_BF16);
+    cr_assert_eq(hrmt_model_create_random(cctx, &cfg, 9, &m), HRMT_OK);
+    run_steps(m, B, HRMT_SCHEDULE_TIERED, steps, cpu16);
+    hrmt_model_destroy(m);
+    cr_assert_eq(hrmt_model_create_random(gctx, &cfg, 9, &m), HRMT_OK);
+    run_steps(m, B, HRMT_SCHEDULE_BASELINE, steps, gpu16);
+    hrmt_model_destroy(m);
+    for (int s = 0; s < steps; s++) {
+        for (int f = 0; f < 5; f++) {
+            size_t n = ref[s].n[f];
+            double e32 = rel_l2(gpu32[s].f[f], ref[s].f[f], n);
+            cr_expect_leq(e32, 1e-4, "step %d %s: GPU f32 %.3g from CPU f32", s, k_fields[f], e32);
+            double gap = rel_l2(cpu16[s].f[f], ref[s].f[f], n);
+            double e16 = rel_l2(gpu16[s].f[f], ref[s].f[f], n);
+            cr_expect_leq(e16, BF16_FACTOR * gap + 1e-6,
+                          "step %d %s: GPU bf16 %.3g from f32 > %.1f x CPU bf16's %.3g", s,
+                          k_fields[f], e16, BF16_FACTOR, gap);
+        }
+        outs_free(&ref[s]);
+        outs_free(&cpu16[s]);
+        outs_free(&gpu32[s]);
+        outs_free(&gpu16[s]);
+    }
+    hrmt_context_destroy(cctx);
+    hrmt_context_destroy(gctx);
+}
+
+/* ---- errors -------------------------------------------------------------------- */
+
+Test(cuda_model, carry_of_another_model) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *a = NULL, *b = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 1, &a), HRMT_OK);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 2, &b), HRMT_OK);
+    hrmt_carry *c = NULL;
+    cr_assert_eq(hrmt_carry_create(a, 2, &c), HRMT_OK);
+    int32_t in[2 * 81] = {0}, pid[2] = {0};
+    cr_expect_eq(hrmt_act_step(b, c, in, pid, NULL, NULL, NULL), HRMT_ERR_INVALID_ARG);
+    cr_expect(strstr(hrmt_last_error(ctx), "another model"), "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_act_step(a, c, in, pid, NULL, NULL, NULL), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    hrmt_carry_destroy(c);
+    hrmt_model_destroy(a);
+    hrmt_model_destroy(b);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, huge_batch_is_out_of_memory) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, NULL, 3, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    hrmt_carry *c = NULL;
+    /* 2^24 Sudoku samples: ~1.7 TB of z_H alone. */
+    cr_expect_eq(hrmt_carry_create(m, 1 << 24, &c), HRMT_ERR_OUT_OF_MEMORY, "%s",
+                 hrmt_last_error(ctx));
+    cr_expect_null(c);
+    cr_expect_neq(hrmt_last_error(ctx)[0], '\0');
+    /* The context still works after the failure. */
+    cr_assert_eq(hrmt_carry_create(m, 2, &c), HRMT_OK, "%s", hrmt_last_error(ctx));
+    int32_t in[2 * 81] = {0}, pid[2] = {0};
+    cr_expect_eq(hrmt_act_step(m, c, in, pid, NULL, NULL, NULL), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    hrmt_carry_destroy(c);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
