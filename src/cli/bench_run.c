@@ -101,7 +101,10 @@ hrmt_status cli_bench_measure_machine(hrmt_context *ctx, hrmt_dtype dtype, cli_b
     hrmt_status s = cli_probe_tier_latency(ctx, 0, &m.sram_probe_bytes, &m.sram_probe_ns);
     if (s == HRMT_OK)
         s = cli_probe_tier_latency(ctx, topo->num_levels, &m.dram_probe_bytes, &m.dram_probe_ns);
-    if (s == HRMT_OK) s = gemm_peak(ctx, dtype, &m);
+    /* The GEMM peak is a host packed-W measurement; a CUDA context has no
+     * packed W, so its peak (and gemm_peak_fraction) reads 0. */
+    if (s == HRMT_OK && hrmt_context_backend(ctx) == HRMT_BACKEND_CPU)
+        s = gemm_peak(ctx, dtype, &m);
     if (s == HRMT_OK) *out = m;
     return s;
 }

@@ -132,32 +132,31 @@ hrmt_status cu_attention(const hrmt_model *m, const void *qkv, void *att, size_t
     size_t per_block = 0, per_sm = 0, l2 = 0;
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
-    if (bytes > per_block || n > 65535u)
+    if (bytes > per_block)
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
                          "cuda attention: T %d x head_dim %d needs %zu bytes of shared memory "
-                         "(device: %zu), or %zu samples > 65535",
-                         T, d, bytes, per_block, n);
+                         "(device: %zu)",
+                         T, d, bytes, per_block);
     const struct hrmt_model_cuda *g = cu_model(m);
     const float *cs = m->cfg.pos_encodings == HRMT_POS_ROPE ? g->rope_cos : nullptr;
     const float *sn = cs ? g->rope_sin : nullptr;
     const float scale = (float)(1.0 / sqrt((double)d));
-    dim3 grid((unsigned)m->heads, (unsigned)n);
     cudaStream_t st = cu_stream(m);
-    cudaError_t e = cudaSuccess;
-    if (m->dt == HRMT_BF16) {
-        if (bytes > 48 * 1024)
-            e = cudaFuncSetAttribute(attend<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)bytes);
-        if (e == cudaSuccess)
+    cudaError_t e = cudaFuncSetAttribute(m->dt == HRMT_BF16 ? attend<true> : attend<false>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    /* Samples on grid y, at most 65535 per launch. */
+    const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
+    for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
+        const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
+        const char *q = (const char *)qkv + s0 * rows3;
+        char *o = (char *)att + s0 * rows1;
+        dim3 grid((unsigned)m->heads, (unsigned)cnt);
+        if (m->dt == HRMT_BF16)
             attend<true>
-                <<<grid, WARPS * 32, bytes, st>>>(T, d, (int)m->hidden, qkv, att, cs, sn, scale);
-    } else {
-        if (bytes > 48 * 1024)
-            e = cudaFuncSetAttribute(attend<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)bytes);
-        if (e == cudaSuccess)
+                <<<grid, WARPS * 32, bytes, st>>>(T, d, (int)m->hidden, q, o, cs, sn, scale);
+        else
             attend<false>
-                <<<grid, WARPS * 32, bytes, st>>>(T, d, (int)m->hidden, qkv, att, cs, sn, scale);
+                <<<grid, WARPS * 32, bytes, st>>>(T, d, (int)m->hidden, q, o, cs, sn, scale);
     }
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda attention: shared memory opt-in");
     return cu_check(m->ctx, "cuda attention");

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(256)
              const float *__restrict__ W, size_t ldw, void *C, size_t ldc, int out_bf16) {
     __shared__ float As[FK][BM + 4], Ws[FK][BN + 4];
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int row0 = blockIdx.x * BM, col0 = blockIdx.y * BN;
     float acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(128)
     using namespace nvcuda;
     __shared__ __align__(128) bf16_smem sm;
     const int warp = threadIdx.x / 32, wm = warp >> 1, wn = warp & 1;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int row0 = blockIdx.x * BM, col0 = blockIdx.y * BN;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
 #pragma unroll
     for (int i = 0; i < 2; i++)
@@ -167,11 +167,11 @@ __global__ void __launch_bounds__(128)
 hrmt_status cu_gemm(const hrmt_model *m, size_t rows, size_t n, size_t k, const void *a, size_t lda,
                     const void *w, void *c, hrmt_dtype cdt, size_t ldc) {
     if (rows == 0) return HRMT_OK;
-    if (rows > (size_t)INT32_MAX || n > (size_t)INT32_MAX || k > (size_t)INT32_MAX ||
-        (rows + BM - 1) / BM > 65535u)
+    /* Row blocks on grid x (up to 2^31 - 1), column blocks on y (65535). */
+    if (rows > (size_t)INT32_MAX || n > (size_t)65535 * BN || k > (size_t)INT32_MAX)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda gemm: %zux%zux%zu is too large", rows, n,
                          k);
-    dim3 grid((unsigned)((n + BN - 1) / BN), (unsigned)((rows + BM - 1) / BM));
+    dim3 grid((unsigned)((rows + BM - 1) / BM), (unsigned)((n + BN - 1) / BN));
     cudaStream_t st = cu_stream(m);
     const int obf = cdt == HRMT_BF16;
     if (m->dt == HRMT_F32) {

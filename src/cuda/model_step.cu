@@ -224,13 +224,18 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t B = (size_t)c->batch, ts = g->tile_samples;
-    int have = 0;
-    hrmt_status s = alloc_tile_tensors(m, ts, &have);
+    hrmt_status s = HRMT_OK;
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
             s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
         if (s == HRMT_OK) s = h_level(m, c, tm);
     }
+    if (s != HRMT_OK) return s;
+    /* The tier manager's tile tensors are bookkeeping only here (the tile
+     * lives in device memory): they are taken and given back while the GPU
+     * runs the work enqueued above, so their host zeroing costs no step time. */
+    int have = 0;
+    s = alloc_tile_tensors(m, ts, &have);
     free_tile_tensors(tiers, have);
     return s;
 }
@@ -252,7 +257,7 @@ static hrmt_status account(hrmt_model *m, struct hrmt_carry_cuda *g, int e_start
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     for (int i = 0; i < g->nseg; i++) {
         const cu_seg *sg = &g->seg[i];
-        double us;
+        double us = 0.0;
         TRY(elapsed_us(m, g, sg->e0, sg->e1, &us));
         if (us < 0.0) us = 0.0;
         switch (sg->kind) {

@@ -72,8 +72,8 @@ struct hrmt_carry {
     hrmt_level_ws ws;           /* sized for the whole batch */
     void *block;                /* one DRAM-tier allocation behind all buffers above */
     char tier_name[48];         /* its name in the context's tier manager */
-    struct hrmt_carry_cuda *cu; /* CUDA contexts: device state (src/cuda/); only
-                                   steps and halted above are set, as host mirrors */
+    struct hrmt_carry_cuda *cu; /* CUDA contexts: device state (src/cuda/); steps,
+                                   halted and q above are host mirrors */
 };
 
 /* config.c */
