@@ -466,6 +466,9 @@ Test(cli_probe_sizes, powers_of_two_and_midpoints) {
     for (size_t i = 0; i < n; i++) cr_expect_eq(v[i], (size_t)4096 << (2 * i));
     n = cli_probe_sizes(4096, (size_t)1 << 27, 1, v, 128);
     cr_expect_eq(v[n - 1], (size_t)1 << 27, "the maximum itself is kept");
+    n = cli_probe_sizes(4096, (size_t)675 << 20, 1, v, 128);
+    cr_expect_eq(v[n - 1], (size_t)675 << 20, "quick: a maximum between powers is the last point");
+    cr_expect_eq(v[n - 2], (size_t)256 << 20);
     cr_expect_eq(cli_probe_sizes(8192, 4096, 0, v, 128), 0);
     cr_expect_eq(cli_probe_sizes(4096, (size_t)1 << 30, 0, v, 5), 5, "capped");
 }
@@ -483,13 +486,21 @@ Test(cli_probe_sizes, tier_points) {
     cr_expect_eq(cli_probe_tier_point(&t, 0), 16 << 10, "half of L1");
     cr_expect_eq(cli_probe_tier_point(&t, 1), 48 << 10, "1.5x L1");
     cr_expect_eq(cli_probe_tier_point(&t, 2), 3 << 19, "1.5x L2");
-    cr_expect_eq(cli_probe_tier_point(&t, 3), (size_t)128 << 20, "4x L3");
+    cr_expect_eq(cli_probe_tier_point(&t, 3), (size_t)72 << 20, "2.25x L3");
     t.caches[1].size_bytes = 40 << 10;
     cr_expect_eq(cli_probe_tier_point(&t, 1), 40 << 10, "capped at the level's capacity");
     t.num_levels = 1;
     cr_expect_eq(cli_probe_tier_point(&t, 1), (size_t)64 << 20, "main memory at least 64 MiB");
     t.num_levels = 3;
     t.caches[1].size_bytes = 1 << 20;
+    /* A VM's claimed 480 MiB L3: main memory is probed beyond twice that
+     * (this host has far more than 4x 1080 MiB available, else it says capped). */
+    t.caches[2].size_bytes = (size_t)480 << 20;
+    if (!cli_probe_dram_capped(&t))
+        cr_expect_eq(cli_probe_tier_point(&t, 3), (size_t)1080 << 20, "2.25x a 480 MiB L3");
+    else
+        cr_expect(cli_probe_tier_point(&t, 3) >= (size_t)64 << 20);
+    t.caches[2].size_bytes = 32 << 20;
     cr_expect_str_eq(cli_probe_tier_of(&t, 4096), "L1");
     cr_expect_str_eq(cli_probe_tier_of(&t, 32 << 10), "L1");
     cr_expect_str_eq(cli_probe_tier_of(&t, (32 << 10) + 64), "L2");

@@ -91,6 +91,14 @@ Test(cli_info, json_matches_the_library) {
         cr_expect_float_eq(num(c, "line_bytes"), (double)w->line_bytes, 0.0);
         cr_expect_float_eq(num(c, "ways"), w->ways, 0.0);
         cr_expect_float_eq(num(c, "shared_by_cores"), w->shared_by_cores, 0.0);
+        /* Effective share: the context's (it may have calibrated), within the claim. */
+        const hrmt_cache_level *e = &hrmt_context_topology(ctx)->caches[i];
+        cr_expect_float_eq(num(c, "effective_bytes"), (double)e->effective_bytes, 0.0);
+        cr_expect(e->effective_bytes > 0 && e->effective_bytes <= w->size_bytes);
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(c, "effective_source");
+        cr_expect(cJSON_IsString(src) && e->effective_source &&
+                      !strcmp(src->valuestring, e->effective_source),
+                  "L%d effective source", w->level);
     }
 
     const hrmt_tile_plan *p = hrmt_context_tile_plan(ctx);

@@ -7,6 +7,7 @@
  *  - GPU vs CPU on a random model within the same bounds;
  *  - errors: a carry of another model, a batch too large for the device.
  * Without a CUDA build or device every test is skipped with the reason. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

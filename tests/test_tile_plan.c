@@ -13,9 +13,12 @@ static hrmt_topology topo3(size_t l1, int w1, size_t l2, int w2, int s2, size_t 
                            int s3) {
     hrmt_topology t = {0};
     t.num_levels = 3;
-    t.caches[0] = (hrmt_cache_level){1, l1, 64, w1, 1};
-    t.caches[1] = (hrmt_cache_level){2, l2, 64, w2, s2};
-    t.caches[2] = (hrmt_cache_level){3, l3, 64, w3, s3};
+    t.caches[0] = (hrmt_cache_level){
+        .level = 1, .size_bytes = l1, .line_bytes = 64, .ways = w1, .shared_by_cores = 1};
+    t.caches[1] = (hrmt_cache_level){
+        .level = 2, .size_bytes = l2, .line_bytes = 64, .ways = w2, .shared_by_cores = s2};
+    t.caches[2] = (hrmt_cache_level){
+        .level = 3, .size_bytes = l3, .line_bytes = 64, .ways = w3, .shared_by_cores = s3};
     t.num_cores = s3;
     t.source = "test";
     return t;
@@ -35,6 +38,7 @@ static hrmt_tile_plan plan_of(const hrmt_topology *t, size_t mr, size_t nr, size
  *      C_Bc = 16-1-1 = 14; NC = 14*1048576/584 = 25137 -> multiple of 32: 25120. */
 Test(tile_plan, zen4_like_f32_14x32) {
     hrmt_topology t = topo3(32768, 8, 1048576, 8, 1, 33554432, 16, 2);
+    t.caches[2].measured_bytes = 33554432; /* calibrated: the whole claim is real */
     hrmt_tile_plan p = plan_of(&t, 14, 32, 4);
     cr_expect_eq(p.gemm_kc, 146);
     cr_expect_eq(p.gemm_mc, 1344);
@@ -49,6 +53,7 @@ Test(tile_plan, zen4_like_f32_14x32) {
  * B panel 292*32*2 = 18688 -> 1 way, MC = 6*131072/584 -> 1344; NC 25120. */
 Test(tile_plan, zen4_like_bf16_doubles_kc) {
     hrmt_topology t = topo3(32768, 8, 1048576, 8, 1, 33554432, 16, 2);
+    t.caches[2].measured_bytes = 33554432; /* calibrated: the whole claim is real */
     hrmt_tile_plan p = plan_of(&t, 14, 32, 2);
     cr_expect_eq(p.gemm_kc, 292);
     cr_expect_eq(p.gemm_mc, 1344);
@@ -200,4 +205,44 @@ Test(tile_plan, context_overrides) {
     cr_expect_eq(p->gemm_mc, 200);
     cr_expect_eq(p->gemm_nc, 300);
     hrmt_context_destroy(ctx);
+}
+
+/* A VM's claim: hwloc reports the host's 480 MiB L3 as shared by the guest's
+ * 2 cores. 240 MiB per core is not plausible next to a 2 MiB L2, so the plan
+ * sizes NC from the capped share (max(8 x 2 MiB, 8 MiB) = 16 MiB), and the
+ * KC x NC panel of W stays within it; a calibrated plateau caps it further. */
+Test(tile_plan, vm_claiming_480mib_l3_stays_within_effective_share) {
+    hrmt_topology t = topo3(49152, 12, 2097152, 16, 1, (size_t)480 << 20, 15, 2);
+    const size_t s = 4;
+    hrmt_tile_plan p = plan_of(&t, 14, 32, s); /* effective not derived: the planner applies it */
+    cr_assert_eq(hrmt_topology_effective(&t, 2), HRMT_OK);
+    const hrmt_cache_level *l3 = &t.caches[2];
+    cr_expect_eq(l3->effective_bytes, (size_t)16 << 20);
+    cr_expect_str_eq(l3->effective_source, "plausibility cap");
+    cr_expect(p.gemm_kc * p.gemm_nc * s <= l3->effective_bytes, "KC %zu x NC %zu x %zu > %zu",
+              p.gemm_kc, p.gemm_nc, s, l3->effective_bytes);
+    cr_expect(p.gemm_nc * p.gemm_kc * s > l3->effective_bytes / 2, "uses most of it");
+    hrmt_tile_plan q = plan_of(&t, 14, 32, s);
+    cr_expect_eq(q.gemm_nc, p.gemm_nc, "same plan once the effective sizes are derived");
+
+    /* Calibration measured a 24 MiB plateau for the instance: 12 MiB per core. */
+    t.caches[2].measured_bytes = (size_t)24 << 20;
+    cr_assert_eq(hrmt_topology_effective(&t, 2), HRMT_OK);
+    cr_expect_eq(l3->effective_bytes, (size_t)12 << 20);
+    cr_expect_str_eq(l3->effective_source, "calibrated");
+    hrmt_tile_plan c = plan_of(&t, 14, 32, s);
+    cr_expect(c.gemm_kc * c.gemm_nc * s <= l3->effective_bytes);
+    cr_expect(c.gemm_nc < p.gemm_nc);
+    /* L1/L2 blocking does not depend on L3. */
+    cr_expect_eq(c.gemm_kc, p.gemm_kc);
+    cr_expect_eq(c.gemm_mc, p.gemm_mc);
+    cr_expect_eq(c.sram_tier_bytes, (size_t)2 << 20);
+}
+
+/* An effective share larger than the claim is refused, not used. */
+Test(tile_plan, effective_above_claim_is_invalid) {
+    hrmt_topology t = topo3(32768, 8, 1048576, 8, 1, 33554432, 16, 2);
+    hrmt_tile_plan p;
+    t.caches[2].effective_bytes = 33554432; /* the whole instance, but shared by 2 */
+    cr_expect_eq(hrmt_tile_plan_compute(&t, 14, 32, 4, &p), HRMT_ERR_INVALID_ARG);
 }

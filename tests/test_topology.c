@@ -146,7 +146,9 @@ Test(topology, sysfs_parser_reads_fake_tree) {
     cr_assert_eq(t.num_levels, 3);
     cr_expect_eq(t.num_cores, 8);
     const hrmt_cache_level want[3] = {
-        {1, 48 * 1024, 64, 12, 1}, {2, 2048 * 1024, 64, 16, 1}, {3, 96u << 20, 128, 0, 8}};
+        {.level = 1, .size_bytes = 48 * 1024, .line_bytes = 64, .ways = 12, .shared_by_cores = 1},
+        {.level = 2, .size_bytes = 2048 * 1024, .line_bytes = 64, .ways = 16, .shared_by_cores = 1},
+        {.level = 3, .size_bytes = 96u << 20, .line_bytes = 128, .ways = 0, .shared_by_cores = 8}};
     for (int i = 0; i < 3; i++) {
         cr_expect_eq(t.caches[i].level, want[i].level);
         cr_expect_eq(t.caches[i].size_bytes, want[i].size_bytes, "L%d", want[i].level);
@@ -292,8 +294,10 @@ Test(topology, override_inserts_a_middle_level_in_order) {
     hrmt_topology t;
     memset(&t, 0, sizeof t);
     t.num_levels = 2;
-    t.caches[0] = (hrmt_cache_level){1, 32768, 64, 8, 1};
-    t.caches[1] = (hrmt_cache_level){3, 8 << 20, 64, 16, 4};
+    t.caches[0] = (hrmt_cache_level){
+        .level = 1, .size_bytes = 32768, .line_bytes = 64, .ways = 8, .shared_by_cores = 1};
+    t.caches[1] = (hrmt_cache_level){
+        .level = 3, .size_bytes = 8 << 20, .line_bytes = 64, .ways = 16, .shared_by_cores = 4};
     t.num_cores = 4;
     t.source = "hwloc";
     clear_overrides();
@@ -309,4 +313,101 @@ Test(topology, override_inserts_a_middle_level_in_order) {
 
 Test(topology, null_output_is_invalid_arg) {
     cr_expect_eq(hrmt_topology_detect(NULL), HRMT_ERR_INVALID_ARG);
+}
+
+static hrmt_topology three_levels(size_t l2, int l2_shared, size_t l3, int l3_shared) {
+    hrmt_topology t;
+    memset(&t, 0, sizeof t);
+    t.num_levels = 3;
+    t.caches[0] = (hrmt_cache_level){
+        .level = 1, .size_bytes = 32768, .line_bytes = 64, .ways = 8, .shared_by_cores = 1};
+    t.caches[1] = (hrmt_cache_level){
+        .level = 2, .size_bytes = l2, .line_bytes = 64, .ways = 8, .shared_by_cores = l2_shared};
+    t.caches[2] = (hrmt_cache_level){
+        .level = 3, .size_bytes = l3, .line_bytes = 64, .ways = 16, .shared_by_cores = l3_shared};
+    t.num_cores = l3_shared;
+    t.source = "test";
+    return t;
+}
+
+/* The rule of hrmt_topology_effective, case by case, with hand-worked values. */
+Test(topology, effective_sizes_follow_the_rule) {
+    /* Zen 4 like: 32 MiB L3 shared by 8 -> 4 MiB, plausible (bound 8 MiB). */
+    hrmt_topology t = three_levels(1 << 20, 1, 32 << 20, 8);
+    cr_assert_eq(hrmt_topology_effective(&t, 8), HRMT_OK);
+    cr_expect_eq(t.caches[0].effective_bytes, 32768u);
+    cr_expect_str_eq(t.caches[0].effective_source, "private");
+    cr_expect_eq(t.caches[2].effective_bytes, 4u << 20);
+    cr_expect_str_eq(t.caches[2].effective_source, "per-core share");
+    cr_expect_eq(hrmt_topology_needs_calibration(&t), 0);
+
+    /* The 16-core GPU host: 300 MiB by 16 = 18.75 MiB > 8 x 2 MiB: capped at 16 MiB. */
+    t = three_levels(2 << 20, 1, (size_t)300 << 20, 16);
+    cr_expect_eq(hrmt_topology_needs_calibration(&t), 1);
+    cr_assert_eq(hrmt_topology_effective(&t, 16), HRMT_OK);
+    cr_expect_eq(t.caches[2].effective_bytes, (size_t)16 << 20);
+    cr_expect_str_eq(t.caches[2].effective_source, "plausibility cap");
+
+    /* Calibrated: a 40 MiB plateau, but the process may use only 4 of the 16
+     * cores: 10 MiB each. */
+    t.caches[2].measured_bytes = (size_t)40 << 20;
+    cr_assert_eq(hrmt_topology_effective(&t, 4), HRMT_OK);
+    cr_expect_eq(t.caches[2].effective_bytes, (size_t)10 << 20);
+    cr_expect_str_eq(t.caches[2].effective_source, "calibrated");
+    /* A plateau above the claimed share never raises it. */
+    t.caches[2].measured_bytes = (size_t)1 << 30;
+    cr_assert_eq(hrmt_topology_effective(&t, 16), HRMT_OK);
+    cr_expect_eq(t.caches[2].effective_bytes, ((size_t)300 << 20) / 16);
+    cr_expect_str_eq(t.caches[2].effective_source, "per-core share");
+
+    /* A shared L2 (two SMT threads' cores) is a per-core share, never capped. */
+    t = three_levels(4 << 20, 2, 8 << 20, 2);
+    cr_assert_eq(hrmt_topology_effective(&t, 2), HRMT_OK);
+    cr_expect_eq(t.caches[1].effective_bytes, 2u << 20);
+    cr_expect_str_eq(t.caches[1].effective_source, "per-core share");
+    cr_expect_eq(hrmt_topology_effective(NULL, 1), HRMT_ERR_INVALID_ARG);
+}
+
+/* An HRMT_CACHE_L3 override is the user's word: no cap, source "env". */
+Test(topology, override_is_not_capped) {
+    hrmt_topology t = three_levels(2 << 20, 1, (size_t)480 << 20, 2);
+    clear_overrides();
+    setenv("HRMT_CACHE_L3", "503316480", 1);
+    cr_assert_eq(hrmt_topology_apply_env(&t), HRMT_OK);
+    cr_assert_eq(hrmt_topology_effective(&t, 2), HRMT_OK);
+    cr_expect_eq(t.caches[2].effective_bytes, (size_t)240 << 20);
+    cr_expect_str_eq(t.caches[2].effective_source, "env");
+    cr_expect_eq(hrmt_topology_needs_calibration(&t), 0);
+    clear_overrides();
+}
+
+/* The real calibration on this host's own topology: whatever the machine, the
+ * measured plateau lies between 2x L2 and min(claimed L3, 32 MiB), and the
+ * effective share never exceeds the claimed one. */
+Test(topology, calibration_stays_within_its_bounds) {
+    clear_overrides();
+    hrmt_topology t;
+    cr_assert_eq(hrmt_topology_detect(&t), HRMT_OK);
+    const hrmt_cache_level *l2 = find_level(&t, 2);
+    hrmt_cache_level *last = &t.caches[t.num_levels - 1];
+    const size_t claimed_share =
+        last->size_bytes / (last->shared_by_cores > 1 ? (size_t)last->shared_by_cores : 1);
+    cr_assert_eq(hrmt_topology_calibrate(&t, hrmt_usable_cores()), HRMT_OK);
+    const size_t cap = last->size_bytes < ((size_t)32 << 20) ? last->size_bytes : (size_t)32 << 20;
+    if (last->level >= 3 && l2 && 2 * l2->size_bytes <= cap) {
+        cr_expect(last->measured_bytes >= 2 * l2->size_bytes && last->measured_bytes <= cap,
+                  "plateau %zu outside [%zu, %zu]", last->measured_bytes, 2 * l2->size_bytes, cap);
+    } else {
+        cr_expect_eq(last->measured_bytes, 0u, "nothing to calibrate");
+    }
+    for (int i = 0; i < t.num_levels; i++) {
+        const hrmt_cache_level *c = &t.caches[i];
+        cr_expect(c->effective_bytes > 0 && c->effective_source, "L%d derived", c->level);
+        cr_expect(c->effective_bytes <= c->size_bytes, "L%d", c->level);
+    }
+    cr_expect(last->effective_bytes <= claimed_share);
+    hrmt_tile_plan p;
+    cr_expect_eq(hrmt_tile_plan_compute(&t, 14, 32, 4, &p), HRMT_OK);
+    cr_expect_eq(hrmt_topology_calibrate(NULL, 1), HRMT_ERR_INVALID_ARG);
+    cr_expect(hrmt_usable_cores() >= 1);
 }

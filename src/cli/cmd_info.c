@@ -13,7 +13,10 @@ static void usage(FILE *f) {
             "line, associativity, sharing), the tile plan derived from them, the thread\n"
             "count and CUDA availability.\n"
             "  --json   one JSON object instead of text\n"
+            "Each cache shows its claimed size and the effective per-core share the tile\n"
+            "plan uses, with where it came from (see README, \"Cache topology\").\n"
             "Environment: HRMT_ISA=scalar|avx2|avx512|neon, HRMT_CACHE_L1D/L2/L3 (bytes),\n"
+            "HRMT_CALIBRATE=0 (skip the cache calibration), "
             "HRMT_GEMM_KC/MC/NC, OMP_NUM_THREADS.\n");
 }
 
@@ -61,6 +64,14 @@ static void print_text(hrmt_context *ctx, const hrmt_cuda_info *ci) {
         else
             printf("%s", c->ways < 0 ? "fully associative" : "ways unknown");
         printf(", shared by %d core%s\n", c->shared_by_cores, c->shared_by_cores == 1 ? "" : "s");
+        printf("       effective %zu bytes (", c->effective_bytes);
+        print_bytes(c->effective_bytes);
+        printf(") per core: %s", c->effective_source ? c->effective_source : "?");
+        if (c->measured_bytes) {
+            printf(", plateau measured to ");
+            print_bytes(c->measured_bytes);
+        }
+        printf("\n");
     }
 
     const hrmt_tile_plan *p = hrmt_context_tile_plan(ctx);
@@ -109,7 +120,11 @@ static cJSON *build_json(hrmt_context *ctx, const hrmt_cuda_info *ci) {
              cJSON_AddNumberToObject(o, "size_bytes", (double)c->size_bytes) &&
              cJSON_AddNumberToObject(o, "line_bytes", (double)c->line_bytes) &&
              cJSON_AddNumberToObject(o, "ways", c->ways) &&
-             cJSON_AddNumberToObject(o, "shared_by_cores", c->shared_by_cores);
+             cJSON_AddNumberToObject(o, "shared_by_cores", c->shared_by_cores) &&
+             cJSON_AddNumberToObject(o, "effective_bytes", (double)c->effective_bytes) &&
+             cJSON_AddStringToObject(o, "effective_source",
+                                     c->effective_source ? c->effective_source : "?") &&
+             cJSON_AddNumberToObject(o, "measured_bytes", (double)c->measured_bytes);
     }
 
     const hrmt_tile_plan *p = hrmt_context_tile_plan(ctx);

@@ -69,10 +69,11 @@ int hrmt_cmd_probe(int argc, char **argv) {
     if (!ctx) return 1;
     cli_probe_result r;
     const hrmt_topology *topo = hrmt_context_topology(ctx);
-    if (o.quick && !o.max_given) {
-        /* Quick: stop at the main-memory plateau point, the last size that matters. */
+    if (!o.max_given) {
+        /* The sweep reaches the main-memory point (beyond 2x the largest claimed
+         * cache); --quick stops there, the last size that matters. */
         size_t dram = cli_probe_tier_point(topo, topo->num_levels);
-        if (dram < o.max_bytes && dram >= o.min_bytes) o.max_bytes = dram;
+        if (dram >= o.min_bytes && (o.quick || dram > o.max_bytes)) o.max_bytes = dram;
     }
     int rc = 0;
     if (sweep(ctx, &o, &r)) {

@@ -52,7 +52,15 @@ cJSON *cli_probe_json(const cli_probe_result *r, const hrmt_topology *topo) {
             cli_json_add_num(o, "level", t->level) ||
             cli_json_add_num(o, "size_bytes", (double)t->size_bytes) ||
             cli_json_add_num(o, "probe_bytes", (double)t->probe_bytes) ||
-            cli_json_add_num(o, "ns", t->ns))
+            !cJSON_AddBoolToObject(o, "measured", t->measured) ||
+            (t->measured ? cli_json_add_num(o, "ns", t->ns) : !cJSON_AddNullToObject(o, "ns")))
+            goto oom;
+        if (t->level > 0 && cli_json_add_num(o, "effective_bytes", (double)t->effective_bytes))
+            goto oom;
+        if (t->plateau_end_bytes &&
+            cli_json_add_num(o, "plateau_end_bytes", (double)t->plateau_end_bytes))
+            goto oom;
+        if (t->level == 0 && !cJSON_AddBoolToObject(o, "beyond_2x_largest_cache", !t->capped))
             goto oom;
     }
     return root;
@@ -87,24 +95,46 @@ void cli_probe_print(const cli_probe_result *r, const hrmt_topology *topo, FILE 
     }
     cli_table_destroy(t);
 
-    static const char *const h2[] = {"device", "tier", "capacity", "measured at", "latency ns"};
-    static const cli_align al2[] = {CLI_ALIGN_LEFT, CLI_ALIGN_LEFT, CLI_ALIGN_RIGHT,
-                                    CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT};
-    t = cli_table_create(5, h2, al2);
+    static const char *const h2[] = {"device",      "tier",       "capacity",  "effective",
+                                     "measured at", "latency ns", "plateau to"};
+    static const cli_align al2[] = {CLI_ALIGN_LEFT,  CLI_ALIGN_LEFT,  CLI_ALIGN_RIGHT,
+                                    CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT, CLI_ALIGN_RIGHT,
+                                    CLI_ALIGN_RIGHT};
+    t = cli_table_create(7, h2, al2);
+    int capped = 0;
     for (size_t i = 0; t && i < r->n_tiers; i++) {
         const cli_probe_tier *tr = &r->tiers[i];
         snprintf(c[0], 32, "%s", r->device);
         snprintf(c[1], 32, "%s", tr->name);
         cli_format_bytes(tr->size_bytes, c[2], 32);
-        cli_format_bytes(tr->probe_bytes, c[3], 32);
-        snprintf(c[4], 32, "%.2f", tr->ns);
-        const char *row[5] = {c[0], c[1], c[2], c[3], c[4]};
+        if (tr->level > 0)
+            cli_format_bytes(tr->effective_bytes, c[3], 32);
+        else
+            snprintf(c[3], 32, "-");
+        cli_format_bytes(tr->probe_bytes, c[4], 32);
+        if (tr->measured)
+            snprintf(c[5], 32, "%.2f", tr->ns);
+        else
+            snprintf(c[5], 32, "not measured");
+        if (tr->plateau_end_bytes)
+            cli_format_bytes(tr->plateau_end_bytes, c[6], 32);
+        else
+            snprintf(c[6], 32, "-");
+        capped |= tr->capped;
+        const char *row[7] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6]};
         cli_table_add_row(t, row);
     }
     if (t) cli_table_print(t, f);
     cli_table_destroy(t);
-    fprintf(f, "(cache sizes from %s; tier = smallest level the working set fits)\n",
+    fprintf(f,
+            "(cache sizes from %s; effective = this core's usable share, see `hrmt info`; tier =\n"
+            " smallest level the working set fits; plateau to = last size whose latency stays\n"
+            " nearer this level's than the next's; not measured = beyond --max-bytes)\n",
             topo->source ? topo->source : "?");
+    if (capped)
+        fprintf(f,
+                "main memory was probed below 2x the largest cache: free memory does not "
+                "allow more\n");
 }
 
 void cli_probe_print_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
@@ -130,8 +160,10 @@ void cli_probe_print_compare(const cli_probe_result *cpu, const cli_probe_result
             cli_format_bytes(a->size_bytes, c[2], 32);
         else
             snprintf(c[2], 32, "-");
-        if (a)
+        if (a && a->measured)
             snprintf(c[3], 32, "%.2f", a->ns);
+        else if (a)
+            snprintf(c[3], 32, "not measured");
         else
             snprintf(c[3], 32, "-");
         if (b) {

@@ -20,6 +20,8 @@ size_t cli_probe_sizes(size_t min_bytes, size_t max_bytes, int quick, size_t *ou
         if (!quick && p >= 2 && mid >= min_bytes && mid <= max_bytes && n < cap) out[n++] = mid;
         if (p > max_bytes / 2) break;
     }
+    /* --quick ends at the maximum itself (the main-memory point) even between powers. */
+    if (quick && n > 0 && n < cap && out[n - 1] < max_bytes) out[n++] = max_bytes;
     return n;
 }
 
@@ -27,6 +29,56 @@ static size_t phys_mem_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return 0;
     return (size_t)pages * (size_t)page;
+}
+
+/* Memory this probe may take for one working set: a quarter of what the
+ * kernel says is available (MemAvailable; free pages where that is missing). */
+static size_t probe_allowance(void) {
+    size_t avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[128];
+        unsigned long long kib;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+                avail = (size_t)kib * 1024;
+                break;
+            }
+        fclose(f);
+    }
+    if (!avail) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) avail = (size_t)pages * (size_t)page;
+    }
+    return avail ? avail / 4 : 256 * MIB;
+}
+
+static size_t largest_cache(const hrmt_topology *topo) {
+    size_t largest = 0;
+    for (int i = 0; i < topo->num_levels; i++)
+        if (topo->caches[i].size_bytes > largest) largest = topo->caches[i].size_bytes;
+    return largest;
+}
+
+/* Main memory: 2.25x the largest claimed cache (beyond any cache by
+ * construction, whatever a VM claims), at least 64 MiB, at most the allowance. */
+static size_t dram_point(const hrmt_topology *topo, int *capped) {
+    const size_t largest = largest_cache(topo);
+    size_t p = 2 * largest + largest / 4;
+    if (p < 64 * MIB) p = 64 * MIB;
+    const size_t allow = probe_allowance() & ~(MIB - 1);
+    *capped = 0;
+    if (p > allow && allow >= 64 * MIB) {
+        p = allow;
+        *capped = p <= 2 * largest;
+    }
+    return (p + MIB - 1) & ~(MIB - 1);
+}
+
+int cli_probe_dram_capped(const hrmt_topology *topo) {
+    int capped;
+    (void)dram_point(topo, &capped);
+    return capped;
 }
 
 size_t cli_probe_tier_point(const hrmt_topology *topo, int tier_index) {
@@ -38,9 +90,8 @@ size_t cli_probe_tier_point(const hrmt_topology *topo, int tier_index) {
         size_t p = prev + prev / 2;
         return (p < size ? p : size) & ~(size_t)63; /* whole cache lines */
     }
-    size_t largest = n > 0 ? topo->caches[n - 1].size_bytes : 0;
-    size_t p = 4 * largest;
-    return p < 64 * MIB ? 64 * MIB : p;
+    int capped;
+    return dram_point(topo, &capped);
 }
 
 const char *cli_probe_tier_of(const hrmt_topology *topo, size_t bytes) {
@@ -71,6 +122,20 @@ hrmt_status cli_probe_tier_latency(hrmt_context *ctx, int tier_index, size_t *by
     const hrmt_topology *topo = hrmt_context_topology(ctx);
     *bytes = cli_probe_tier_point(topo, tier_index);
     return latency_min(ctx, *bytes, ns);
+}
+
+/* Where each measured plateau ends in the sweep: the largest size whose
+ * latency is below the geometric midpoint to the next measured plateau. */
+static void plateau_ends(cli_probe_result *r) {
+    for (size_t i = 0; i + 1 < r->n_tiers; i++) {
+        cli_probe_tier *t = &r->tiers[i];
+        const cli_probe_tier *next = &r->tiers[i + 1];
+        if (!t->measured || !next->measured || next->ns <= t->ns) continue;
+        const double mid = sqrt(t->ns * next->ns);
+        for (size_t k = 0; k < r->n_points; k++)
+            if (r->points[k].bytes >= t->probe_bytes && r->points[k].ns <= mid)
+                t->plateau_end_bytes = r->points[k].bytes;
+    }
 }
 
 hrmt_status cli_probe_run(hrmt_context *ctx, const size_t *sizes, size_t n_sizes, int trials,
@@ -110,24 +175,30 @@ hrmt_status cli_probe_run(hrmt_context *ctx, const size_t *sizes, size_t n_sizes
     if (n_tiers > CLI_PROBE_MAX_TIERS) n_tiers = CLI_PROBE_MAX_TIERS;
     for (int i = 0; i < n_tiers; i++) {
         size_t at = cli_probe_tier_point(topo, i);
-        if (at > max_tier_bytes || at == 0) continue;
+        if (at == 0) continue;
         cli_probe_tier *t = &r->tiers[r->n_tiers];
         if (i < topo->num_levels) {
             t->level = topo->caches[i].level;
             t->size_bytes = topo->caches[i].size_bytes;
+            t->effective_bytes = topo->caches[i].effective_bytes;
             snprintf(t->name, sizeof t->name, "L%d", t->level);
         } else {
             t->level = 0;
             t->size_bytes = phys_mem_bytes();
+            t->capped = cli_probe_dram_capped(topo);
             snprintf(t->name, sizeof t->name, "DRAM");
         }
         t->probe_bytes = at;
+        r->n_tiers++;
+        /* Beyond an explicit --max-bytes the level is listed, marked unmeasured. */
+        if (at > max_tier_bytes) continue;
         snprintf(label, sizeof label, "plateau %s", t->name);
         cli_progress_advance(progress, 0, label);
         hrmt_status s = latency_min(ctx, at, &t->ns);
         if (s != HRMT_OK) return s;
-        r->n_tiers++;
+        t->measured = 1;
         cli_progress_advance(progress, 1, label);
     }
+    plateau_ends(r);
     return HRMT_OK;
 }

@@ -21,11 +21,17 @@ typedef struct cli_probe_point {
 } cli_probe_point;
 
 typedef struct cli_probe_tier {
-    char name[8];       /* "L1", "L2", "L3", "DRAM" */
-    int level;          /* cache level; 0 for main memory */
-    size_t size_bytes;  /* capacity (main memory: physical RAM) */
-    size_t probe_bytes; /* working set at which the plateau was measured */
-    double ns;          /* plateau latency */
+    char name[8];           /* "L1", "L2", "L3", "DRAM" */
+    int level;              /* cache level; 0 for main memory */
+    size_t size_bytes;      /* capacity (main memory: physical RAM) */
+    size_t probe_bytes;     /* working set at which the plateau was measured */
+    double ns;              /* plateau latency (valid when measured) */
+    int measured;           /* 0: its point lies beyond --max-bytes, so it was not timed */
+    size_t effective_bytes; /* caches: this core's effective share (hrmt_topology_effective) */
+    /* Largest sweep size whose latency is nearer this plateau than the next
+     * one (geometric midpoint); 0 when the sweep cannot tell. */
+    size_t plateau_end_bytes;
+    int capped; /* main memory: the point was held below 2x the largest cache by free memory */
 } cli_probe_tier;
 
 typedef struct cli_probe_result {
@@ -38,7 +44,7 @@ typedef struct cli_probe_result {
 
 /* Working-set sizes in [min_bytes, max_bytes]: powers of two and their
  * midpoints (1.5 * 2^k), or in quick mode every second power of two (plus
- * max_bytes when it is a power of two that would be skipped). Returns the count. */
+ * max_bytes itself when it would be skipped). Returns the count. */
 size_t cli_probe_sizes(size_t min_bytes, size_t max_bytes, int quick, size_t *out, size_t cap);
 
 /* Working set at which a tier's plateau is measured. L1: half its capacity.
@@ -46,8 +52,12 @@ size_t cli_probe_sizes(size_t min_bytes, size_t max_bytes, int quick, size_t *ou
  * the smallest size that no longer stays in the level above. Not deeper: under
  * a VM or cache partitioning a process may get far less L3 than the topology
  * reports, and a point deep in the nominal L3 then measures main memory. Main
- * memory: 4x the largest cache, at least 64 MiB. */
+ * memory: 2.25x the largest claimed cache (beyond any cache, whatever a VM
+ * claims), at least 64 MiB, at most a quarter of the available memory. */
 size_t cli_probe_tier_point(const hrmt_topology *topo, int tier_index);
+/* 1 when the main-memory point had to stay below 2x the largest claimed cache
+ * because this machine's free memory does not allow more. */
+int cli_probe_dram_capped(const hrmt_topology *topo);
 
 /* Name of the tier a working set of `bytes` fits in ("L1".."L3", "DRAM"). */
 const char *cli_probe_tier_of(const hrmt_topology *topo, size_t bytes);

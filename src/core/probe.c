@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/context.h"
+#include "core/probe_chase.h"
 
 #define NODE_BYTES 64 /* one cache line per node */
 #define MIN_LOADS ((uint64_t)1 << 22)
@@ -59,21 +60,16 @@ static void *chase(void *p, uint64_t n) {
     return q;
 }
 
-hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, double *ns_per_load) {
-    if (!ctx || !ns_per_load)
-        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_latency: NULL argument");
-    const size_t n = working_set_bytes / NODE_BYTES;
-    if (n < 2)
-        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
-                         "hrmt_probe_latency: working set %zu bytes is below two %d-byte nodes",
-                         working_set_bytes, NODE_BYTES);
+/* Chases a random single cycle over `bytes` after one warm-up lap, for up
+ * to `min_loads` loads or `min_s` seconds, whichever comes first. */
+static hrmt_status chase_timed(size_t bytes, uint64_t min_loads, double min_s, double *ns) {
+    const size_t n = bytes / NODE_BYTES;
     char *buf = probe_alloc(n * NODE_BYTES);
     size_t *order = malloc(n * sizeof *order);
     if (!buf || !order) {
         free(buf);
         free(order);
-        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
-                         "hrmt_probe_latency: cannot allocate %zu bytes", working_set_bytes);
+        return HRMT_ERR_OUT_OF_MEMORY;
     }
     /* Sattolo's shuffle gives a single cycle through all n nodes, so the
      * chase visits the whole working set in an order the prefetchers cannot
@@ -90,7 +86,9 @@ hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, doub
         *(void **)(buf + order[i] * NODE_BYTES) = buf + order[(i + 1) % n] * NODE_BYTES;
     free(order);
 
-    void *p = chase(buf, (uint64_t)n + 8); /* warm-up: one full lap */
+    /* Warm-up: one full lap, at most 4M loads (a larger set cannot be
+     * cache-resident anyway, and a lap of it would take seconds). */
+    void *p = chase(buf, (uint64_t)n + 8 < MIN_LOADS ? (uint64_t)n + 8 : MIN_LOADS);
     uint64_t loads = 0;
     const double t0 = now_s();
     double dt;
@@ -98,12 +96,39 @@ hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, doub
         p = chase(p, BATCH_LOADS);
         loads += BATCH_LOADS;
         dt = now_s() - t0;
-    } while (loads < MIN_LOADS && dt < MIN_SECONDS);
+    } while (loads < min_loads && dt < min_s);
     /* Publish the end of the chain so the loads cannot be optimised away. */
     volatile uintptr_t sink = (uintptr_t)p;
     (void)sink;
     free(buf);
-    *ns_per_load = dt * 1e9 / (double)loads;
+    *ns = dt * 1e9 / (double)loads;
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_chase_ns(size_t bytes, double *ns) {
+    if (!ns || bytes / NODE_BYTES < 2) return HRMT_ERR_INVALID_ARG;
+    /* Calibration: fewer loads than the probe; the fastest of two trials. */
+    double best = 0.0;
+    for (int t = 0; t < 2; t++) {
+        double v;
+        hrmt_status s = chase_timed(bytes, (uint64_t)1 << 18, 0.01, &v);
+        if (s != HRMT_OK) return s;
+        if (t == 0 || v < best) best = v;
+    }
+    *ns = best;
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, double *ns_per_load) {
+    if (!ctx || !ns_per_load)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_latency: NULL argument");
+    if (working_set_bytes / NODE_BYTES < 2)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
+                         "hrmt_probe_latency: working set %zu bytes is below two %d-byte nodes",
+                         working_set_bytes, NODE_BYTES);
+    if (chase_timed(working_set_bytes, MIN_LOADS, MIN_SECONDS, ns_per_load) != HRMT_OK)
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                         "hrmt_probe_latency: cannot allocate %zu bytes", working_set_bytes);
     return HRMT_OK;
 }
 

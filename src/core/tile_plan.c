@@ -3,8 +3,9 @@
  * "Analytical Modeling Is Enough for High-Performance BLIS", TOMS 43(2), 2016).
  *
  * Notation per cache level Lx: W = ways, B = bytes per way of this core's
- * share (size / (shared_by_cores * W)), S = element bytes, mr x nr = register
- * tile. All divisions floor unless written ceil.
+ * effective share (effective_bytes / W; see hrmt_topology_effective: the
+ * per-core share, capped where a claimed shared cache is implausible), S = element bytes, mr x nr =
+ * register tile. All divisions floor unless written ceil.
  *
  *   KC (L1). The kc x nr micro-panel of W stays in L1 while mr x kc slivers of
  *   A stream through it. Keeping one way free for the streams of C, the
@@ -52,11 +53,13 @@ static hrmt_status model_of(const hrmt_cache_level *c, level_model *out) {
         c->shared_by_cores < 0)
         return HRMT_ERR_INVALID_ARG;
     size_t shared = c->shared_by_cores > 0 ? (size_t)c->shared_by_cores : 1;
+    if (c->effective_bytes > c->size_bytes / shared || c->effective_bytes > c->size_bytes)
+        return HRMT_ERR_INVALID_ARG; /* an effective share never exceeds the claim */
     size_t ways = c->ways == 0    ? ASSUMED_WAYS
                   : c->ways == -1 ? c->size_bytes / c->line_bytes
                                   : (size_t)c->ways;
     out->ways = ways;
-    out->share_bytes = c->size_bytes / shared;
+    out->share_bytes = c->effective_bytes ? c->effective_bytes : c->size_bytes / shared;
     out->way_bytes = out->share_bytes / ways;
     if (out->way_bytes == 0) return HRMT_ERR_INVALID_ARG;
     return HRMT_OK;
@@ -77,6 +80,14 @@ hrmt_status hrmt_tile_plan_compute(const hrmt_topology *topo, size_t mr, size_t 
     if (!topo || !out || mr == 0 || nr == 0 || elem_bytes == 0) return HRMT_ERR_INVALID_ARG;
     if (topo->num_levels < 1 || topo->num_levels > HRMT_MAX_CACHE_LEVELS)
         return HRMT_ERR_INVALID_ARG;
+    /* Levels without an effective size get hrmt_topology_effective's rule
+     * (no calibration: this stays a pure function). */
+    hrmt_topology eff = *topo, derived = *topo;
+    (void)hrmt_topology_effective(&derived, 0);
+    for (int i = 0; i < eff.num_levels; i++)
+        if (eff.caches[i].effective_bytes == 0)
+            eff.caches[i].effective_bytes = derived.caches[i].effective_bytes;
+    topo = &eff;
     const hrmt_cache_level *c1 = find_level(topo, 1);
     if (!c1) return HRMT_ERR_INVALID_ARG;
     const hrmt_cache_level *c2 = find_level(topo, 2);

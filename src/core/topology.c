@@ -10,9 +10,12 @@ void hrmt_topology_defaults(hrmt_topology *out) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     int cores = n > 0 && n < 1 << 20 ? (int)n : 1;
     out->num_levels = 3;
-    out->caches[0] = (hrmt_cache_level){1, 32768, 64, 0, 1};
-    out->caches[1] = (hrmt_cache_level){2, 524288, 64, 0, 1};
-    out->caches[2] = (hrmt_cache_level){3, 8388608, 64, 0, cores};
+    out->caches[0] = (hrmt_cache_level){
+        .level = 1, .size_bytes = 32768, .line_bytes = 64, .ways = 0, .shared_by_cores = 1};
+    out->caches[1] = (hrmt_cache_level){
+        .level = 2, .size_bytes = 524288, .line_bytes = 64, .ways = 0, .shared_by_cores = 1};
+    out->caches[2] = (hrmt_cache_level){
+        .level = 3, .size_bytes = 8388608, .line_bytes = 64, .ways = 0, .shared_by_cores = cores};
     out->num_cores = cores;
     out->source = "default";
 }
@@ -39,6 +42,7 @@ static void override_level(hrmt_topology *t, int level, size_t bytes) {
     while (i < t->num_levels && t->caches[i].level < level) i++;
     if (i < t->num_levels && t->caches[i].level == level) {
         t->caches[i].size_bytes = bytes;
+        t->caches[i].effective_source = "env"; /* the user's word: no cap */
         return;
     }
     if (t->num_levels >= HRMT_MAX_CACHE_LEVELS) return; /* levels 1..3 always fit */
@@ -49,8 +53,13 @@ static void override_level(hrmt_topology *t, int level, size_t bytes) {
     else if (i < t->num_levels)
         line = t->caches[i].line_bytes;
     memmove(&t->caches[i + 1], &t->caches[i], (size_t)(t->num_levels - i) * sizeof t->caches[0]);
-    t->caches[i] = (hrmt_cache_level){level, bytes, line, 0,
-                                      level >= 3 && t->num_cores > 0 ? t->num_cores : 1};
+    t->caches[i] =
+        (hrmt_cache_level){.level = level,
+                           .size_bytes = bytes,
+                           .line_bytes = line,
+                           .ways = 0,
+                           .shared_by_cores = level >= 3 && t->num_cores > 0 ? t->num_cores : 1};
+    t->caches[i].effective_source = "env";
     t->num_levels++;
 }
 
@@ -86,6 +95,8 @@ hrmt_status hrmt_topology_detect(hrmt_topology *out) {
         hrmt_topology_from_sysfs("/sys/devices/system/cpu", &t) != HRMT_OK)
         hrmt_topology_defaults(&t);
     hrmt_status s = hrmt_topology_apply_env(&t);
+    if (s != HRMT_OK) return s;
+    s = hrmt_topology_effective(&t, hrmt_usable_cores());
     if (s != HRMT_OK) return s;
     *out = t;
     return HRMT_OK;
