@@ -1,0 +1,181 @@
+/* Shared device helpers of the CUDA row-op table (src/cuda/rowops_*.cu).
+ *
+ * Bits: every launcher gives the bits of the CPU scalar table, which is
+ * compiled with -ffp-contract=off. nvcc contracts a*b+c into an FMA by
+ * default, so every F32 operation here goes through the _rn intrinsics
+ * below (never fused unless the scalar code calls fmaf), and division and
+ * sqrt are the IEEE ones. The files must not be built with -ftz=true or
+ * --use_fast_math (denormals take part in the reference's results).
+ *
+ * The helpers are __host__ __device__ so the same source can be checked
+ * against the scalar reference on a CPU: off the device they are the plain
+ * C operators (the host compiler does not contract across statements on
+ * x86-64 without -mfma). */
+#ifndef HRMT_CUDA_ROWOPS_COMMON_CUH
+#define HRMT_CUDA_ROWOPS_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/rowops.h"
+
+#define HRMT_HD __host__ __device__ __forceinline__
+/* #pragma unroll, only where the device compiler sees it (host -Wall). */
+#ifdef __CUDA_ARCH__
+#define HRMT_UNROLL _Pragma("unroll")
+#else
+#define HRMT_UNROLL
+#endif
+
+/* ---- F32 arithmetic, one rounding each ---------------------------------- */
+#ifdef __CUDA_ARCH__
+HRMT_HD float fmul(float a, float b) { return __fmul_rn(a, b); }
+HRMT_HD float fadd(float a, float b) { return __fadd_rn(a, b); }
+HRMT_HD float fsub(float a, float b) { return __fsub_rn(a, b); }
+HRMT_HD float ffma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+HRMT_HD float fdiv(float a, float b) { return __fdiv_rn(a, b); }
+HRMT_HD float fsqrt(float a) { return __fsqrt_rn(a); }
+HRMT_HD float frint(float a) { return rintf(a); }
+HRMT_HD uint32_t fbits(float f) { return __float_as_uint(f); }
+HRMT_HD float ffrom(uint32_t u) { return __uint_as_float(u); }
+HRMT_HD float size_to_f(size_t n) { return __ull2float_rn((unsigned long long)n); }
+#else
+#include <math.h>
+HRMT_HD float fmul(float a, float b) { return a * b; }
+HRMT_HD float fadd(float a, float b) { return a + b; }
+HRMT_HD float fsub(float a, float b) { return a - b; }
+HRMT_HD float ffma(float a, float b, float c) { return fmaf(a, b, c); }
+HRMT_HD float fdiv(float a, float b) { return a / b; }
+HRMT_HD float fsqrt(float a) { return sqrtf(a); }
+HRMT_HD float frint(float a) { return rintf(a); }
+HRMT_HD uint32_t fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+HRMT_HD float ffrom(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+HRMT_HD float size_to_f(size_t n) { return (float)n; }
+#endif
+
+/* ---- BF16, as core/bf16.h (integer ops: identical everywhere) ----------- */
+HRMT_HD float bf16_to_f(uint16_t h) { return ffrom((uint32_t)h << 16); }
+HRMT_HD uint16_t f_to_bf16(float f) {
+    uint32_t u = fbits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+HRMT_HD float round_bf16(float f) { return bf16_to_f(f_to_bf16(f)); }
+
+/* Element access by storage dtype (BF = 1: uint16_t bit patterns). */
+template <int BF>
+HRMT_HD float ld_el(const void *p, size_t i) {
+    if (BF) return bf16_to_f(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+template <int BF>
+HRMT_HD void st_el(void *p, size_t i, float v) {
+    if (BF)
+        ((uint16_t *)p)[i] = f_to_bf16(v);
+    else
+        ((float *)p)[i] = v;
+}
+/* Rounds v to what storing it in the dtype keeps (exact for F32). */
+template <int BF>
+HRMT_HD float to_storage(float v) {
+    return BF ? round_bf16(v) : v;
+}
+
+/* ---- exp ----------------------------------------------------------------- */
+HRMT_HD float pow2i(int32_t q) { return ffrom((uint32_t)(q + 0x7f) << 23); }
+
+/* cpu/expf_fma.h (SLEEF's FMA expf_u10): softmax and swiglu. */
+HRMT_HD float expf_fma(float x) {
+    const float d = x < -105.0f || x != x ? -105.0f : x > 101.0f ? 101.0f : x;
+    const float qf = frint(fmul(d, 1.442695040888963407359924681001892137426645954152985934f));
+    const int32_t q = (int32_t)qf;
+    float s = ffma(qf, -0.693145751953125f, d);
+    s = ffma(qf, -1.428606765330187045e-06f, s);
+    float u = 0.000198527617612853646278381f;
+    u = ffma(u, s, 0.00139304355252534151077271f);
+    u = ffma(u, s, 0.00833336077630519866943359f);
+    u = ffma(u, s, 0.0416664853692054748535156f);
+    u = ffma(u, s, 0.166666671633720397949219f);
+    u = ffma(u, s, 0.5f);
+    u = fadd(1.0f, ffma(fmul(s, s), u, s));
+    const int32_t q1 = q >= 0 ? q / 2 : -((1 - q) / 2);
+    u = fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
+    if (x < -104.0f) u = 0.0f;
+    if (x > 100.0f) u = ffrom(0x7f800000u);
+    if (x != x) u = x;
+    return u;
+}
+
+/* SLEEF's scalar Sleef_expf_u10 (sleefsp.c xexpf, no FMA): the Engram gate's
+ * exp (cpu/engram_common.h). Its rint is (int)(x +- 0.5f), ties away. */
+HRMT_HD float expf_sleef_scalar(float d) {
+    const float t = fmul(d, 1.442695040888963407359924681001892137426645954152985934f);
+    /* The float -> int conversions saturate here (x86 gives INT_MIN); both
+     * only happen outside [-104, 104], where the result is fixed below. */
+    const int32_t q = t < 0.0f ? (int32_t)fsub(t, 0.5f) : (int32_t)fadd(t, 0.5f);
+    const float qf = (float)q;
+    float s = fadd(fmul(qf, -0.693145751953125f), d);
+    s = fadd(fmul(qf, -1.428606765330187045e-06f), s);
+    float u = 0.000198527617612853646278381f;
+    u = fadd(fmul(u, s), 0.00139304355252534151077271f);
+    u = fadd(fmul(u, s), 0.00833336077630519866943359f);
+    u = fadd(fmul(u, s), 0.0416664853692054748535156f);
+    u = fadd(fmul(u, s), 0.166666671633720397949219f);
+    u = fadd(fmul(u, s), 0.5f);
+    u = fadd(fadd(fmul(fmul(s, s), u), s), 1.0f);
+    const int32_t q1 = q >> 1; /* arithmetic shift, as SLEEF's ldexp2kf */
+    u = fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
+    if (d < -104.0f) u = 0.0f;
+    if (d > 104.0f) u = ffrom(0x7f800000u);
+    return u;
+}
+
+/* ---- launch helpers ----------------------------------------------------- */
+#define HRMT_FULL_MASK 0xffffffffu
+
+HRMT_HD size_t cdiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* 1 when p and every row start p + r*ld*es are `a`-byte aligned. */
+static inline int rows_aligned(const void *p, size_t ld, size_t es, size_t a) {
+    return ((uintptr_t)p % a) == 0 && (ld * es) % a == 0;
+}
+
+/* Grid for `rows` rows handled `per_block` at a time: x carries the rows
+ * (kernels loop with a grid stride past 2^31 - 1 blocks). */
+static inline unsigned row_blocks(size_t rows, size_t per_block) {
+    const size_t b = cdiv(rows, per_block);
+    return (unsigned)(b < 0x7fffffffu ? b : 0x7fffffffu);
+}
+
+/* Shared memory a block may use without opting in. */
+#define HRMT_ROW_SMEM_MAX (48 * 1024)
+
+/* Warps per block (rows per block) for kernels that keep `row_bytes` of shared
+ * memory per warp: the most of max_warps, max_warps/2, ..., 1 that fit, or 0
+ * when even one row does not fit. */
+static inline unsigned row_warps(size_t row_bytes, unsigned max_warps) {
+    for (unsigned w = max_warps; w >= 1; w /= 2)
+        if (w * row_bytes <= HRMT_ROW_SMEM_MAX) return w;
+    return 0;
+}
+
+/* Per-file parts of the table (each rowops_*.cu fills its own entries). */
+void hrmt_rowops_fill_cuda_elem(hrmt_rowops *t);
+void hrmt_rowops_fill_cuda_norm(hrmt_rowops *t);
+void hrmt_rowops_fill_cuda_softmax(hrmt_rowops *t);
+void hrmt_rowops_fill_cuda_rope(hrmt_rowops *t);
+void hrmt_rowops_fill_cuda_engram(hrmt_rowops *t);
+void hrmt_rowops_fill_cuda_probe(hrmt_rowops *t);
+
+#endif

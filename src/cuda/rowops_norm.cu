@@ -1,0 +1,157 @@
+/* rmsnorm and residual + rmsnorm (SRAM and DRAM forms), bits of
+ * cpu/norm_scalar.c.
+ *
+ * Mapping: one warp per row, 4 rows per 128-thread block (grid-stride over
+ * rows). Order: the sum of squares is cpu/sumsq_order.h's, kept lane for lane
+ * by rowops_sumsq.cuh (warp lane l = the reference's accumulator lane l);
+ * h = f32(x) or bf16(x + r) is formed exactly as the reference; then
+ * inv = 1 / sqrt(sum / cols + eps) and out = (h * inv) [* w], each op rounded
+ * once. The scale pass is element-wise, so any thread may do any element.
+ *
+ * Forms: the SRAM form (and rmsnorm) stages the row's h in shared memory in
+ * the storage dtype (exact, as the reference parks h in `out`): one global
+ * read of x (and r) with 16-byte loads where aligned. Rows longer than
+ * HRMT_ROW_SMEM_MAX bytes (48 KiB: 12288 F32, 24576 BF16), and the DRAM form, read x and r twice
+ * from global memory instead (reduction pass, then scale pass); same bits. */
+#include "cuda/cuda_backend.h"
+#include "cuda/rowops_common.cuh"
+#include "cuda/rowops_sumsq.cuh"
+#include "cuda/rowops_vec.cuh"
+
+#define HRMT_NORM_WARPS 4 /* rows per block at most */
+
+/* h of element j: f32(x), or x + r rounded to the storage dtype. */
+template <int BF, bool RES>
+__device__ __forceinline__ float norm_h(const void *x, const void *r, size_t j) {
+    if (!RES) return ld_el<BF>(x, j);
+    return to_storage<BF>(fadd(ld_el<BF>(x, j), ld_el<BF>(r, j)));
+}
+
+/* out[j] for one element: (h * inv) * w[j] or h * inv. */
+__device__ __forceinline__ float norm_scale(float h, float inv, const float *w, size_t j) {
+    const float s = fmul(h, inv);
+    return w ? fmul(s, w[j]) : s;
+}
+
+template <int BF, bool RES, bool SMEM, bool VEC>
+__global__ void norm_kernel(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,
+                            size_t ldr, const float *w, float eps, void *out, size_t ldo, int nt) {
+    constexpr size_t es = BF ? 2 : 4;
+    constexpr int N = VecN<BF>::N;
+    extern __shared__ uint4 norm_smem[];
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const size_t nv = VEC ? cols / N : 0, tail = nv * N;
+    char *buf = (char *)(norm_smem + (size_t)warp * cdiv(cols * es, 16));
+    for (size_t row = (size_t)blockIdx.x * nw + warp; row < rows; row += (size_t)gridDim.x * nw) {
+        const char *xr = (const char *)x + row * ldx * es;
+        const char *rr = RES ? (const char *)r + row * ldr * es : nullptr;
+        char *o = (char *)out + row * ldo * es;
+        float sum;
+        if (SMEM) {
+            /* Stage h in the storage dtype: exact. */
+            for (size_t v = lane; VEC && v < nv; v += 32) {
+                float a[8], b[8];
+                ld_vec<BF>(xr, v * N, a);
+                if (RES) {
+                    ld_vec<BF>(rr, v * N, b);
+                    HRMT_UNROLL
+                    for (int k = 0; k < N; k++) a[k] = to_storage<BF>(fadd(a[k], b[k]));
+                }
+                *(uint4 *)(buf + v * 16) = pack_vec<BF>(a);
+            }
+            for (size_t j = tail + lane; j < cols; j += 32)
+                st_el<BF>(buf, j, norm_h<BF, RES>(xr, rr, j));
+            __syncwarp();
+            sum = sumsq_warp(cols, lane, [&](size_t j) {
+                const float h = ld_el<BF>(buf, j);
+                return fmul(h, h);
+            });
+        } else {
+            sum = sumsq_warp(cols, lane, [&](size_t j) {
+                const float h = norm_h<BF, RES>(xr, rr, j);
+                return fmul(h, h);
+            });
+        }
+        const float inv = fdiv(1.0f, fsqrt(fadd(fdiv(sum, size_to_f(cols)), eps)));
+        for (size_t v = lane; VEC && v < nv; v += 32) {
+            float a[8], b[8];
+            if (SMEM) {
+                ld_vec<BF>(buf, v * N, a);
+            } else {
+                ld_vec<BF>(xr, v * N, a);
+                if (RES) {
+                    ld_vec<BF>(rr, v * N, b);
+                    HRMT_UNROLL
+                    for (int k = 0; k < N; k++) a[k] = to_storage<BF>(fadd(a[k], b[k]));
+                }
+            }
+            if (w) {
+                ld_w<BF>(w, v * N, b);
+                HRMT_UNROLL
+                for (int k = 0; k < N; k++) a[k] = fmul(fmul(a[k], inv), b[k]);
+            } else {
+                HRMT_UNROLL
+                for (int k = 0; k < N; k++) a[k] = fmul(a[k], inv);
+            }
+            st_vec<BF>(o, v * N, a, nt);
+        }
+        for (size_t j = tail + lane; j < cols; j += 32) {
+            const float h = SMEM ? ld_el<BF>(buf, j) : norm_h<BF, RES>(xr, rr, j);
+            st_el<BF>(o, j, norm_scale(h, inv, w, j));
+        }
+        if (SMEM) __syncwarp(); /* the next row reuses buf */
+    }
+}
+
+/* Picks the instantiation: smem staging when asked and the rows fit, 16-byte
+ * vectors when every row start (and w) is 16-byte aligned. */
+template <int BF, bool RES>
+static void norm_launch(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,
+                        size_t ldr, const float *w, float eps, void *out, size_t ldo, int nt,
+                        bool want_smem) {
+    if (rows == 0 || cols == 0) return;
+    const size_t es = BF ? 2 : 4;
+    const unsigned nw = want_smem ? row_warps(cdiv(cols * es, 16) * 16, HRMT_NORM_WARPS) : 0;
+    const bool use_smem = nw != 0;
+    const bool vec = rows_aligned(x, ldx, es, 16) && (!RES || rows_aligned(r, ldr, es, 16)) &&
+                     rows_aligned(out, ldo, es, 16) && (!w || (uintptr_t)w % 16 == 0);
+    const unsigned w_blk = use_smem ? nw : HRMT_NORM_WARPS;
+    const dim3 grid(row_blocks(rows, w_blk)), block(w_blk * 32);
+    const cudaStream_t s = cudaStreamPerThread;
+    const size_t sm = use_smem ? w_blk * cdiv(cols * es, 16) * 16 : 0;
+#define HRMT_NORM_GO(SM, V)     \
+    norm_kernel<BF, RES, SM, V> \
+        <<<grid, block, sm, s>>>(rows, cols, x, ldx, r, ldr, w, eps, out, ldo, nt)
+    if (use_smem)
+        vec ? HRMT_NORM_GO(true, true) : HRMT_NORM_GO(true, false);
+    else
+        vec ? HRMT_NORM_GO(false, true) : HRMT_NORM_GO(false, false);
+#undef HRMT_NORM_GO
+}
+
+template <int BF>
+static void rmsnorm_cuda(size_t rows, size_t cols, const void *x, size_t ldx, const float *w,
+                         float eps, void *out, size_t ldo) {
+    norm_launch<BF, false>(rows, cols, x, ldx, nullptr, 0, w, eps, out, ldo, 0, true);
+}
+
+template <int BF>
+static void resid_sram_cuda(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,
+                            size_t ldr, float eps, void *out, size_t ldo) {
+    norm_launch<BF, true>(rows, cols, x, ldx, r, ldr, nullptr, eps, out, ldo, 0, true);
+}
+
+template <int BF>
+static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx, const void *r,
+                            size_t ldr, float eps, void *out, size_t ldo, int nt) {
+    norm_launch<BF, true>(rows, cols, x, ldx, r, ldr, nullptr, eps, out, ldo, nt, false);
+}
+
+void hrmt_rowops_fill_cuda_norm(hrmt_rowops *t) {
+    t->rmsnorm[HRMT_F32] = rmsnorm_cuda<0>;
+    t->rmsnorm[HRMT_BF16] = rmsnorm_cuda<1>;
+    t->residual_rmsnorm_sram[HRMT_F32] = resid_sram_cuda<0>;
+    t->residual_rmsnorm_sram[HRMT_BF16] = resid_sram_cuda<1>;
+    t->residual_rmsnorm_dram[HRMT_F32] = resid_dram_cuda<0>;
+    t->residual_rmsnorm_dram[HRMT_BF16] = resid_dram_cuda<1>;
+}
