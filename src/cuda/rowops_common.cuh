@@ -15,11 +15,15 @@
 #define HRMT_CUDA_ROWOPS_COMMON_CUH
 
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/rowops.h"
+
+/* The row-op files' helpers, kept apart from the other CUDA files' names. */
+namespace hrmt_rowops_cuda {
 
 #define HRMT_HD __host__ __device__ __forceinline__
 /* #pragma unroll, only where the device compiler sees it (host -Wall). */
@@ -42,7 +46,6 @@ HRMT_HD uint32_t fbits(float f) { return __float_as_uint(f); }
 HRMT_HD float ffrom(uint32_t u) { return __uint_as_float(u); }
 HRMT_HD float size_to_f(size_t n) { return __ull2float_rn((unsigned long long)n); }
 #else
-#include <math.h>
 HRMT_HD float fmul(float a, float b) { return a * b; }
 HRMT_HD float fadd(float a, float b) { return a + b; }
 HRMT_HD float fsub(float a, float b) { return a - b; }
@@ -169,6 +172,8 @@ static inline unsigned row_warps(size_t row_bytes, unsigned max_warps) {
         if (w * row_bytes <= HRMT_ROW_SMEM_MAX) return w;
     return 0;
 }
+
+} // namespace hrmt_rowops_cuda
 
 /* Per-file parts of the table (each rowops_*.cu fills its own entries). */
 void hrmt_rowops_fill_cuda_elem(hrmt_rowops *t);

@@ -11,6 +11,10 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_tile.cuh"
 
+using namespace hrmt_rowops_cuda;
+
+namespace {
+
 /* ---- copy, conversions -------------------------------------------------- */
 static void copy_cuda(void *dst, const void *src, size_t nbytes) {
     if (nbytes) cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
@@ -146,6 +150,8 @@ static void swiglu_cuda(size_t rows, size_t inter, const void *gu, size_t ldg, v
         tile_launch(SwigluOp<BF, false>{g, (char *)out, ldg, ldo, inter, nt}, rows,
                     tile_chunks(inter, false));
 }
+
+} // namespace
 
 void hrmt_rowops_fill_cuda_elem(hrmt_rowops *t) {
     t->copy = copy_cuda;

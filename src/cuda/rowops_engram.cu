@@ -17,6 +17,10 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_tile.cuh"
 
+using namespace hrmt_rowops_cuda;
+
+namespace {
+
 #define HRMT_ENGRAM_ROWS 128 /* (token, head) rows per block, one thread each */
 
 HRMT_HD float rms_inv(float sumsq, size_t n, float eps) {
@@ -261,6 +265,8 @@ static void engram_bwd_cuda(size_t tokens, size_t hc, size_t hidden, const uint1
     tile_launch(EngramGradWOp{x, kv, coefs, gw, tokens, hc, hidden}, hc, hidden);
     cudaFreeAsync(coefs, s);
 }
+
+} // namespace
 
 void hrmt_rowops_fill_cuda_engram(hrmt_rowops *t) {
     t->engram_fwd = engram_fwd_cuda;

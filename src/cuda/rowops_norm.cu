@@ -18,6 +18,10 @@
 #include "cuda/rowops_sumsq.cuh"
 #include "cuda/rowops_vec.cuh"
 
+using namespace hrmt_rowops_cuda;
+
+namespace {
+
 #define HRMT_NORM_WARPS 4 /* rows per block at most */
 
 /* h of element j: f32(x), or x + r rounded to the storage dtype. */
@@ -146,6 +150,8 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
                             size_t ldr, float eps, void *out, size_t ldo, int nt) {
     norm_launch<BF, true>(rows, cols, x, ldx, r, ldr, nullptr, eps, out, ldo, nt, false);
 }
+
+} // namespace
 
 void hrmt_rowops_fill_cuda_norm(hrmt_rowops *t) {
     t->rmsnorm[HRMT_F32] = rmsnorm_cuda<0>;

@@ -11,6 +11,10 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/rowops_common.cuh"
 
+using namespace hrmt_rowops_cuda;
+
+namespace {
+
 #define HRMT_PROBE_THREADS 256
 #define HRMT_PROBE_MAX_BLOCKS 4096
 
@@ -72,6 +76,8 @@ static uint64_t stream_read_cuda(const void *p, size_t nbytes) {
 static void stream_write_cuda(void *p, size_t nbytes, uint8_t v) {
     if (nbytes) cudaMemsetAsync(p, v, nbytes, cudaStreamPerThread);
 }
+
+} // namespace
 
 void hrmt_rowops_fill_cuda_probe(hrmt_rowops *t) {
     t->stream_read = stream_read_cuda;

@@ -10,6 +10,10 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_tile.cuh"
 
+using namespace hrmt_rowops_cuda;
+
+namespace {
+
 /* ---- RoPE ---------------------------------------------------------------- */
 template <int BF>
 struct RopeOp {
@@ -105,6 +109,8 @@ static void embedding_cuda(size_t n, size_t cols, const void *table, size_t ldt,
                     tile_chunks(cols, false));
     }
 }
+
+} // namespace
 
 void hrmt_rowops_fill_cuda_rope(hrmt_rowops *t) {
     t->rope[HRMT_F32] = rope_cuda<0>;

@@ -17,6 +17,10 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_vec.cuh"
 
+using namespace hrmt_rowops_cuda;
+
+namespace {
+
 #define HRMT_SOFTMAX_WARPS 4
 
 /* NaN-propagating max (either NaN gives NaN). */
@@ -132,6 +136,8 @@ static void softmax_cuda(size_t rows, size_t cols, const void *x, size_t ldx, fl
         vec ? HRMT_SOFTMAX_GO(false, true) : HRMT_SOFTMAX_GO(false, false);
 #undef HRMT_SOFTMAX_GO
 }
+
+} // namespace
 
 void hrmt_rowops_fill_cuda_softmax(hrmt_rowops *t) {
     t->softmax[HRMT_F32] = softmax_cuda<0>;

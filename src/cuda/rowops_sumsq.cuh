@@ -15,6 +15,8 @@
 
 #include "cuda/rowops_common.cuh"
 
+namespace hrmt_rowops_cuda {
+
 #define HRMT_SUMSQ_BATCH 8 /* groups whose loads are issued together */
 
 HRMT_HD unsigned sumsq_power(size_t groups) {
@@ -102,5 +104,7 @@ __device__ __forceinline__ float sumsq_warp(size_t cols, unsigned lane, SQ sq) {
     return __shfl_sync(HRMT_FULL_MASK, s, 0);
 }
 #endif
+
+} // namespace hrmt_rowops_cuda
 
 #endif

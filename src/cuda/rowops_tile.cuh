@@ -8,6 +8,8 @@
 
 #include "cuda/rowops_common.cuh"
 
+namespace hrmt_rowops_cuda {
+
 #define HRMT_TILE_N 8 /* elements per chunk: 16 bytes of BF16, 32 of F32 */
 #define HRMT_TILE_THREADS 256
 
@@ -87,5 +89,7 @@ static void tile_launch(const Op &op, size_t rows, size_t nchunks) {
 static inline size_t tile_chunks(size_t cols, bool vec) {
     return vec ? cdiv(cols, HRMT_TILE_N) : cols;
 }
+
+} // namespace hrmt_rowops_cuda
 
 #endif

@@ -6,6 +6,8 @@
 
 #include "cuda/rowops_common.cuh"
 
+namespace hrmt_rowops_cuda {
+
 template <int BF>
 struct VecN {
     static constexpr int N = BF ? 8 : 4;
@@ -59,5 +61,7 @@ __device__ __forceinline__ void ld_w(const float *w, size_t j, float *v) {
         v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
     }
 }
+
+} // namespace hrmt_rowops_cuda
 
 #endif
