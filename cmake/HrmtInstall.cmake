@@ -20,16 +20,12 @@ endif()
 install(TARGETS hrmt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # pkg-config: a static link (pkg-config --static) needs the private libraries too.
-# HrmtCuda.cmake runs in src/'s scope, so its variables are not visible here;
-# the CUDA object library (a global target) says whether the backend is in.
-set(HRMT_INSTALL_WITH_CUDA OFF)
-if(TARGET hrmt_cuda_obj)
-  set(HRMT_INSTALL_WITH_CUDA ON)
-  find_package(CUDAToolkit REQUIRED)
-endif()
+# With CUDA: the static runtime (cudart_static needs -ldl -lrt -lpthread), cuBLASLt
+# (static or shared, see HrmtCuda.cmake) and the C++ runtime (nvcc's host code).
+set(HRMT_INSTALL_WITH_CUDA ${HRMT_CUDA_ENABLED})
 set(HRMT_PC_LIBS_PRIVATE "-lsleef -lhwloc -lcjson ${OpenMP_C_FLAGS} -lpthread -lm")
 if(HRMT_INSTALL_WITH_CUDA)
-  string(APPEND HRMT_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lstdc++")
+  string(APPEND HRMT_PC_LIBS_PRIVATE " ${HRMT_CUDA_PC_LIBS}")
 endif()
 if(HRMT_SANITIZE_LINK_FLAGS)
   string(APPEND HRMT_PC_LIBS_PRIVATE " ${HRMT_SANITIZE_LINK_FLAGS}")

@@ -59,7 +59,7 @@ typedef enum hrmt_status {
     HRMT_ERR_OVERFLOW,      /* a size computation would overflow size_t */
     HRMT_ERR_SHAPE,         /* tensor shapes or strides do not agree with the op */
     HRMT_ERR_DTYPE,         /* dtype not accepted by this operation */
-    HRMT_ERR_UNSUPPORTED,   /* no kernel for this op/dtype, or a tensor not in host memory */
+    HRMT_ERR_UNSUPPORTED,   /* no kernel for this op/dtype, or a tensor on the wrong device */
     HRMT_ERR_ISA,           /* requested ISA unknown or not supported by this CPU/build */
     HRMT_ERR_NOT_FOUND,     /* named object (tier tensor) does not exist */
     HRMT_ERR_EXISTS,        /* named object already exists */
@@ -101,7 +101,9 @@ size_t hrmt_dtype_size(hrmt_dtype dt);
 /* "F32", "BF16", "I32" (the safetensors spelling); "?" for invalid. Static string. */
 const char *hrmt_dtype_name(hrmt_dtype dt);
 
-/* Where a tensor's memory lives. Ops accept host memory only (else UNSUPPORTED). */
+/* Where a tensor's memory lives. Ops accept tensors on their context's device
+ * only: host memory on a CPU context, CUDA device memory (hrmt_device_alloc)
+ * on a CUDA context; anything else is UNSUPPORTED. */
 typedef enum hrmt_device {
     HRMT_DEVICE_HOST = 0, /* CPU-addressable memory */
     HRMT_DEVICE_CUDA = 1  /* CUDA device memory */
@@ -233,7 +235,7 @@ typedef enum hrmt_backend_kind {
 
 /* Options of hrmt_context_create(); start from hrmt_context_default_options(). */
 typedef struct hrmt_context_options {
-    hrmt_backend_kind backend; /* CPU (default) or CUDA */
+    hrmt_backend_kind backend; /* CPU (default; HRMT_BACKEND may change it) or CUDA */
     const char *isa;           /* NULL or "": HRMT_ISA env var, else the best available */
     int num_threads;           /* 0..4096; 0: omp_get_max_threads() at creation */
     size_t sram_tier_bytes;    /* tier-manager SRAM capacity; 0: the tile plan's */
@@ -302,10 +304,80 @@ typedef struct hrmt_cuda_info {
     size_t smem_per_block;   /* shared memory per block, bytes */
     size_t l2_bytes;         /* L2 cache size, bytes */
     size_t global_mem_bytes; /* device memory, bytes */
+    int device;              /* ordinal described (HRMT_CUDA_DEVICE, else 0) */
+    int cc_major, cc_minor;  /* compute capability (9.0 for H100/H200) */
+    int sm_count;            /* streaming multiprocessors */
+    size_t smem_per_sm;      /* shared memory per SM, bytes (a CUDA context's SRAM tier) */
+    int driver_version;      /* cudaDriverGetVersion (e.g. 13000); 0 when no driver */
+    int runtime_version;     /* cudaRuntimeGetVersion of the linked runtime */
 } hrmt_cuda_info;
-/* Fills *out (all zero in a build without CUDA, still HRMT_OK).
- * Errors: INVALID_ARG (NULL out). */
+/* Fills *out: device count and, when there is one, the properties of device
+ * HRMT_CUDA_DEVICE (else 0). All zero in a build without CUDA; built = 1 and
+ * device_count 0 when the driver or the device is missing: never fails for
+ * lack of a GPU. Errors: INVALID_ARG (NULL out). */
 hrmt_status hrmt_cuda_query(hrmt_cuda_info *out);
+
+/* ------------------------------------------------------------------------- */
+/* CUDA contexts and device memory                                           */
+/* ------------------------------------------------------------------------- */
+/* A CUDA context comes from hrmt_context_create with options.backend =
+ * HRMT_BACKEND_CUDA, or with the default CPU backend (or NULL options) while
+ * the environment has HRMT_BACKEND=cuda (HRMT_BACKEND=cpu or unset: CPU; any
+ * other value: INVALID_ARG), so a program moves to the GPU without a rebuild.
+ * It opens device HRMT_CUDA_DEVICE (decimal ordinal, default 0; malformed:
+ * INVALID_ARG); without the backend built, a driver, or that device, creation
+ * fails with NO_DEVICE and a message. It still detects the CPU topology and
+ * tile plan (host-side code uses them); its tier manager's SRAM capacity is
+ * the device's shared memory per SM unless options.sram_tier_bytes is set.
+ * hrmt_context_isa() names the host-side CPU table.
+ *
+ * Ops on a CUDA context run on the device, on the calling host thread's
+ * default stream (cudaStreamPerThread), asynchronously: an op returns once its
+ * work is queued; hrmt_download and hrmt_context_synchronize wait for it. Row
+ * ops give the same bits as the CPU scalar table. GEMM runs cuBLASLt (F32
+ * without TF32; BF16 on tensor cores with F32 accumulation); the packed-W
+ * API (hrmt_gemm_pack_w, hrmt_gemm_packed) is CPU-only: UNSUPPORTED on a CUDA
+ * context, use hrmt_gemm with the device W. Embedding ids live on the device
+ * and are range-checked there before the gather (INVALID_ARG names the first
+ * bad one). hrmt_engram_fuse_weight / hrmt_engram_split_weight_grad stage
+ * through host memory (weight-sized, once per step).
+ *
+ * Tensors of a CUDA context live in device memory: allocate with
+ * hrmt_device_alloc, describe with hrmt_tensor_init_device (or set .device =
+ * HRMT_DEVICE_CUDA), move data with hrmt_upload / hrmt_download. A host tensor
+ * on a CUDA context, a device tensor on a CPU context, and a CUDA-labelled
+ * pointer that is not device memory are UNSUPPORTED. A CUDA failure found
+ * after an op (launch or execution) returns CUDA with CUDA's message in
+ * hrmt_last_error(); execution faults are sticky in CUDA, so the context
+ * (and the process's others on that device) cannot recover from them. */
+
+/* The device this context's tensors live on: HOST or CUDA. NULL: HOST. */
+hrmt_device hrmt_context_device(const hrmt_context *ctx);
+/* Allocates nbytes (0 allowed: a valid unique pointer) of device memory,
+ * 256-byte aligned, uninitialised; free with hrmt_device_free on a context of
+ * the same device. On failure *out is NULL. Errors: INVALID_ARG (NULL),
+ * UNSUPPORTED (a CPU context), OUT_OF_MEMORY (the device has not that much
+ * free), CUDA. */
+hrmt_status hrmt_device_alloc(hrmt_context *ctx, size_t nbytes, void **out);
+/* Frees memory from hrmt_device_alloc (waits for queued work first). NULL p,
+ * NULL ctx or a CPU context: no-op. */
+void hrmt_device_free(hrmt_context *ctx, void *p);
+/* Copies nbytes host -> device (into hrmt_device_alloc memory) after the
+ * queued ops, and waits. nbytes 0: OK, pointers unchecked. Errors: INVALID_ARG
+ * (NULL pointer), UNSUPPORTED (a CPU context, or dst_dev not device memory),
+ * CUDA (a fault, also one left by an earlier op). */
+hrmt_status hrmt_upload(hrmt_context *ctx, void *dst_dev, const void *src_host, size_t nbytes);
+/* Copies nbytes device -> host after the queued ops, and waits. Errors as
+ * hrmt_upload (src_dev must be device memory). */
+hrmt_status hrmt_download(hrmt_context *ctx, void *dst_host, const void *src_dev, size_t nbytes);
+/* Waits until every op this thread queued on ctx has finished; reports an
+ * asynchronous fault as CUDA. A CPU context returns OK at once (its ops are
+ * synchronous). Errors: INVALID_ARG (NULL), CUDA. */
+hrmt_status hrmt_context_synchronize(hrmt_context *ctx);
+/* hrmt_tensor_init for device memory: the same contiguous row-major
+ * descriptor with device = HRMT_DEVICE_CUDA. Errors: as hrmt_tensor_init. */
+hrmt_status hrmt_tensor_init_device(hrmt_tensor *t, void *data, hrmt_dtype dtype, int ndim,
+                                    const size_t *shape);
 
 /* ------------------------------------------------------------------------- */
 /* Tier manager (one per context; hrmt_context_tiers)                        */

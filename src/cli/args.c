@@ -1,4 +1,5 @@
 /* Strict value parsers for the CLI (see args.h). */
+#define _POSIX_C_SOURCE 200809L /* setenv (cli_backend_pin) */
 #include "cli/args.h"
 
 #include <errno.h>
@@ -136,6 +137,28 @@ int cli_parse_bytes(const char *flag, const char *text, size_t lo, size_t hi, si
         return cli_arg_error(err, errlen, flag, "%s is above the maximum of %zu bytes", text, hi);
     *out = bytes;
     return 0;
+}
+
+int cli_parse_backend(const char *flag, const char *text, hrmt_backend_kind *out, char *err,
+                      size_t errlen) {
+    static const char *const names[] = {"cpu", "cuda"};
+    int v = 0;
+    if (cli_parse_choice(flag, text, names, 2, &v, err, errlen)) return -1;
+    *out = v ? HRMT_BACKEND_CUDA : HRMT_BACKEND_CPU;
+    return 0;
+}
+
+int cli_backend_default(hrmt_backend_kind *out, char *err, size_t errlen) {
+    const char *v = getenv("HRMT_BACKEND");
+    *out = HRMT_BACKEND_CPU;
+    if (!v || !*v) return 0;
+    return cli_parse_backend("HRMT_BACKEND", v, out, err, errlen);
+}
+
+void cli_backend_pin(hrmt_backend_kind kind) {
+    /* Failure (no memory) leaves the old value: at worst what HRMT_BACKEND
+     * already said. */
+    (void)setenv("HRMT_BACKEND", kind == HRMT_BACKEND_CUDA ? "cuda" : "cpu", 1);
 }
 
 int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int *out, size_t cap,

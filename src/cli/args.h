@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "hrmt.h"
+
 /* Decimal integer in [lo, hi]: optional '-', then digits only (no spaces,
  * signs '+', hex, trailing characters). */
 int cli_parse_int(const char *flag, const char *text, long lo, long hi, int *out, char *err,
@@ -29,6 +31,18 @@ int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int
 /* One of `names` (exact match); *out is its index. The message lists them. */
 int cli_parse_choice(const char *flag, const char *text, const char *const *names, size_t n,
                      int *out, char *err, size_t errlen);
+
+/* --backend: "cpu" or "cuda" (exact); the message lists both. */
+int cli_parse_backend(const char *flag, const char *text, hrmt_backend_kind *out, char *err,
+                      size_t errlen);
+/* A command's default backend: HRMT_BACKEND when set (parsed as above, the
+ * flag named "HRMT_BACKEND" in messages), else CPU. */
+int cli_backend_default(hrmt_backend_kind *out, char *err, size_t errlen);
+/* Makes the library agree with the backend a command settled on: the
+ * library reads HRMT_BACKEND whenever a context asks for the default CPU
+ * backend, so an explicit `--backend cpu` must overwrite it. Call before
+ * hrmt_context_create. */
+void cli_backend_pin(hrmt_backend_kind kind);
 
 /* Formats "<flag>: <reason>" into err (printf-style reason); returns -1. */
 int cli_arg_error(char *err, size_t errlen, const char *flag, const char *fmt, ...)

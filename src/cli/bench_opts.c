@@ -18,7 +18,6 @@
 
 static const char *const g_mode_names[] = {"tiered", "baseline", "compare"};
 static const char *const g_dtype_names[] = {"f32", "bf16"};
-static const char *const g_backend_names[] = {"cpu", "cuda"};
 
 const char *cli_bench_mode_name(cli_bench_mode m) {
     return (unsigned)m < 3 ? g_mode_names[m] : "?";
@@ -57,7 +56,7 @@ void cli_bench_usage(FILE *f) {
             "  --warmup N                       untimed steps first; 0 allowed (2)\n"
             "  --iterations N                   timed steps (10)\n"
             "  --threads N                      OpenMP threads (default: all)\n"
-            "  --backend cpu|cuda               compute backend (cpu)\n"
+            "  --backend cpu|cuda               compute backend (HRMT_BACKEND, else cpu)\n"
             "  --model FILE                     safetensors model instead of the built-in one\n"
             "  --config FILE                    architecture JSON (arch of case.json/all_config)\n"
             "  --output FILE                    write results as a JSON array\n"
@@ -109,6 +108,7 @@ static const struct option g_long_opts[] = {{"mode", required_argument, NULL, OP
 
 int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, size_t errlen) {
     cli_bench_opts_default(o);
+    if (cli_backend_default(&o->backend, err, errlen)) return -1;
     optind = 0; /* glibc: full re-initialisation, so repeated parses work */
     opterr = 0; /* we report errors ourselves, naming the flag */
     char fb[64];
@@ -161,10 +161,7 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
             r = cli_parse_int(fl, optarg, 1, MAX_ITER, &o->iterations, err, errlen);
             break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
-        case OPT_BACKEND:
-            r = cli_parse_choice(fl, optarg, g_backend_names, 2, &v, err, errlen);
-            o->backend = v ? HRMT_BACKEND_CUDA : HRMT_BACKEND_CPU;
-            break;
+        case OPT_BACKEND: r = cli_parse_backend(fl, optarg, &o->backend, err, errlen); break;
         case OPT_MODEL:
         case OPT_CONFIG:
         case 'o':

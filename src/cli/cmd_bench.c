@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/bench_opts.h"
 #include "cli/bench_run.h"
 #include "cli/commands.h"
@@ -213,6 +214,7 @@ int hrmt_cmd_bench(int argc, char **argv) {
     }
     hrmt_context_options co = hrmt_context_default_options();
     co.backend = b.o.backend;
+    cli_backend_pin(b.o.backend);
     co.num_threads = b.o.threads;
     hrmt_status s = hrmt_context_create(&co, &b.ctx, err, sizeof err);
     if (s != HRMT_OK) {

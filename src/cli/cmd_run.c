@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json_out.h"
 #include "cli/run_input.h"
@@ -303,6 +304,8 @@ int hrmt_cmd_run(int argc, char **argv) {
     }
     hrmt_context_options co = hrmt_context_default_options();
     co.num_threads = r.o.threads;
+    co.backend = r.o.backend;
+    cli_backend_pin(r.o.backend);
     if (hrmt_context_create(&co, &r.ctx, err, sizeof err) != HRMT_OK) {
         fprintf(stderr, "hrmt run: %s\n", err);
         return 1;

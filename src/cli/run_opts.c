@@ -21,6 +21,7 @@ enum {
     OPT_JSON,
     OPT_DUMP,
     OPT_EARLY_HALT,
+    OPT_BACKEND,
 };
 
 static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MODEL},
@@ -35,6 +36,7 @@ static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MO
                                        {"json", no_argument, NULL, OPT_JSON},
                                        {"dump", required_argument, NULL, OPT_DUMP},
                                        {"early-halt", no_argument, NULL, OPT_EARLY_HALT},
+                                       {"backend", required_argument, NULL, OPT_BACKEND},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
 
@@ -55,6 +57,7 @@ void cli_run_usage(FILE *f) {
             "  --dtype bf16|f32    forward dtype (default: the config's)\n"
             "  --schedule tiered|baseline   (default tiered; both give identical outputs)\n"
             "  --threads N         OpenMP threads (default: all)\n"
+            "  --backend cpu|cuda  compute backend (default: HRMT_BACKEND, else cpu)\n"
             "  --early-halt        opt-in training-time rule: also halt when q_halt > q_continue\n"
             "                      (the reference's eval mode runs every sample halt_max_steps)\n"
             "  --json              machine-readable output\n"
@@ -67,6 +70,7 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
     memset(o, 0, sizeof *o);
     o->dtype = -1;
     o->schedule = HRMT_SCHEDULE_TIERED;
+    if (cli_backend_default(&o->backend, err, errlen)) return -1;
     optind = 0; /* glibc: full re-initialisation, so repeated parses work */
     opterr = 0;
     static const char *const dtypes[] = {"bf16", "f32"};
@@ -95,6 +99,7 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
             break;
         case OPT_STEPS: r = cli_parse_int(fl, optarg, 1, 1000000, &o->steps, err, errlen); break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
+        case OPT_BACKEND: r = cli_parse_backend(fl, optarg, &o->backend, err, errlen); break;
         case OPT_DTYPE:
             r = cli_parse_choice(fl, optarg, dtypes, 2, &v, err, errlen);
             o->dtype = v == 0 ? HRMT_BF16 : HRMT_F32;

@@ -17,7 +17,8 @@ typedef struct cli_run_opts {
     int steps;     /* 0: halt_max_steps */
     int dtype;     /* -1: the config's; else a hrmt_dtype */
     hrmt_schedule schedule;
-    int threads; /* 0: OpenMP default */
+    int threads;               /* 0: OpenMP default */
+    hrmt_backend_kind backend; /* --backend (default HRMT_BACKEND, else CPU) */
     int early_halt;
     int json, help;
 } cli_run_opts;

@@ -19,9 +19,13 @@ typedef struct hrmt_backend {
 
 /* The CPU table for `isa`, or NULL when this build or this CPU lacks it. */
 const hrmt_backend *hrmt_backend_cpu(hrmt_isa isa);
+/* The CUDA table (rowops from hrmt_rowops_fill_cuda, no CPU GEMM micro-kernels:
+ * GEMM goes to hrmt_cuda_gemm), or NULL in a build without CUDA. */
+const hrmt_backend *hrmt_backend_cuda(void);
 /* Best ISA this CPU runs and this build has. */
 hrmt_isa hrmt_backend_best_isa(void);
-/* ggml's supports_op: 1 when the table has a kernel for (op, dtype). */
+/* ggml's supports_op: 1 when the table has a kernel for (op, dtype). For a
+ * CUDA table GEMM is answered by the CUDA path (cuBLASLt: F32, BF16). */
 int hrmt_backend_supports(const hrmt_backend *be, hrmt_op op, hrmt_dtype dtype);
 
 /* Per-ISA fill functions (each defined in a file compiled with that ISA's flags). */

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
+
 hrmt_status hrmt_fail(hrmt_context *ctx, hrmt_status s, const char *fmt, ...) {
     if (ctx) {
         va_list ap;
@@ -50,6 +54,70 @@ static hrmt_status env_size(const char *name, size_t *out, char *errbuf, size_t 
     return HRMT_OK;
 }
 
+/* Backend: opts->backend, except that the default (CPU, or NULL opts) yields
+ * to HRMT_BACKEND=cpu|cuda; CUDA also reads HRMT_CUDA_DEVICE. Checks that a
+ * CUDA request can be served before anything is allocated. */
+static hrmt_status choose_backend(const hrmt_context_options *opts, hrmt_backend_kind *kind,
+                                  int *device, char *errbuf, size_t errlen) {
+    if (*kind == HRMT_BACKEND_CPU || !opts) {
+        const char *v = getenv("HRMT_BACKEND");
+        if (v && *v) {
+            if (!strcmp(v, "cuda")) {
+                *kind = HRMT_BACKEND_CUDA;
+            } else if (strcmp(v, "cpu") != 0) {
+                set_errbuf(errbuf, errlen, "HRMT_BACKEND='%s' is not a backend (cpu, cuda)", v);
+                return HRMT_ERR_INVALID_ARG;
+            }
+        }
+    }
+    if (*kind == HRMT_BACKEND_CPU) return HRMT_OK;
+    if (*kind != HRMT_BACKEND_CUDA) {
+        set_errbuf(errbuf, errlen, "unknown backend %d", (int)*kind);
+        return HRMT_ERR_INVALID_ARG;
+    }
+    const char *d = getenv("HRMT_CUDA_DEVICE");
+    *device = 0;
+    if (d && *d) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(d, &end, 10);
+        if (errno || *end || v < 0 || v > 1024) {
+            set_errbuf(errbuf, errlen, "HRMT_CUDA_DEVICE='%s' is not a device ordinal", d);
+            return HRMT_ERR_INVALID_ARG;
+        }
+        *device = (int)v;
+    }
+    hrmt_cuda_info ci;
+    if (hrmt_cuda_query(&ci) != HRMT_OK || !ci.built || ci.device_count == 0) {
+        set_errbuf(errbuf, errlen, "CUDA backend requested but %s",
+                   ci.built ? "no CUDA device is present (no driver or no GPU)"
+                            : "hrmt was built without CUDA");
+        return HRMT_ERR_NO_DEVICE;
+    }
+    return HRMT_OK;
+}
+
+/* Opens the device, switches ctx to the CUDA table; *sram = shared memory
+ * per SM, the device's closest analogue of a core's private cache. */
+static hrmt_status open_cuda(hrmt_context *ctx, int device, size_t *sram, char *errbuf,
+                             size_t errlen) {
+#if defined(HRMT_HAVE_CUDA)
+    hrmt_status s = hrmt_cuda_create(device, &ctx->cuda, errbuf, errlen);
+    if (s != HRMT_OK) return s;
+    size_t per_sm = 0;
+    hrmt_cuda_limits(ctx->cuda, NULL, &per_sm, NULL, NULL);
+    if (per_sm) *sram = per_sm;
+    ctx->be = hrmt_backend_cuda();
+    return HRMT_OK;
+#else
+    (void)ctx;
+    (void)device;
+    (void)sram;
+    set_errbuf(errbuf, errlen, "CUDA backend requested but hrmt was built without CUDA");
+    return HRMT_ERR_NO_DEVICE;
+#endif
+}
+
 static hrmt_status choose_isa(const char *want, hrmt_isa *out, char *errbuf, size_t errlen) {
     if (!want || !*want) want = getenv("HRMT_ISA");
     if (!want || !*want) {
@@ -78,17 +146,9 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
         set_errbuf(errbuf, errbuf_len, "num_threads %d out of range 0..4096", o.num_threads);
         return HRMT_ERR_INVALID_ARG;
     }
-    if (o.backend == HRMT_BACKEND_CUDA) {
-        hrmt_cuda_info ci;
-        if (hrmt_cuda_query(&ci) != HRMT_OK || !ci.built || ci.device_count == 0) {
-            set_errbuf(errbuf, errbuf_len, "CUDA backend requested but %s",
-                       ci.built ? "no CUDA device is present" : "hrmt was built without CUDA");
-            return HRMT_ERR_NO_DEVICE;
-        }
-    } else if (o.backend != HRMT_BACKEND_CPU) {
-        set_errbuf(errbuf, errbuf_len, "unknown backend %d", (int)o.backend);
-        return HRMT_ERR_INVALID_ARG;
-    }
+    int cuda_device = 0;
+    hrmt_status sb = choose_backend(opts, &o.backend, &cuda_device, errbuf, errbuf_len);
+    if (sb != HRMT_OK) return sb;
 
     hrmt_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
@@ -122,7 +182,14 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
     if (mc) ctx->plan.gemm_mc = mc;
     if (nc) ctx->plan.gemm_nc = nc;
 
-    size_t sram = o.sram_tier_bytes ? o.sram_tier_bytes : ctx->plan.sram_tier_bytes;
+    /* CUDA: the CPU table above served the topology and tile plan (host-side
+     * code uses them); the ops run on the device table from here on. */
+    size_t sram_default = ctx->plan.sram_tier_bytes;
+    if (o.backend == HRMT_BACKEND_CUDA) {
+        s = open_cuda(ctx, cuda_device, &sram_default, errbuf, errbuf_len);
+        if (s != HRMT_OK) goto fail;
+    }
+    size_t sram = o.sram_tier_bytes ? o.sram_tier_bytes : sram_default;
     s = hrmt_tiers_create(sram, o.event_log_cap, &ctx->tiers);
     if (s != HRMT_OK) {
         set_errbuf(errbuf, errbuf_len, "tier manager: %s", hrmt_status_str(s));
@@ -139,6 +206,9 @@ fail:
 void hrmt_context_destroy(hrmt_context *ctx) {
     if (!ctx) return;
     hrmt_tiers_destroy(ctx->tiers);
+#if defined(HRMT_HAVE_CUDA)
+    hrmt_cuda_destroy(ctx->cuda);
+#endif
     free(ctx);
 }
 

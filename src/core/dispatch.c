@@ -4,6 +4,9 @@
 
 #include "core/backend.h"
 #include "core/cpu_features.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 static hrmt_backend g_tables[HRMT_ISA_COUNT]; /* filled once, read-only afterwards */
 static int g_table_ok[HRMT_ISA_COUNT];
@@ -62,6 +65,26 @@ const hrmt_backend *hrmt_backend_cpu(hrmt_isa isa) {
     return g_table_ok[isa] ? &g_tables[isa] : NULL;
 }
 
+#if defined(HRMT_HAVE_CUDA)
+static hrmt_backend g_cuda_table; /* filled once, read-only afterwards */
+static pthread_once_t g_cuda_once = PTHREAD_ONCE_INIT;
+
+static void build_cuda_table(void) {
+    g_cuda_table.name = "cuda";
+    g_cuda_table.kind = HRMT_BACKEND_CUDA;
+    g_cuda_table.isa = HRMT_ISA_SCALAR; /* no CPU ISA; the context keeps its own */
+    hrmt_rowops_fill_cuda(&g_cuda_table.rowops);
+    /* gemm stays zeroed: CUDA GEMM is hrmt_cuda_gemm (cuBLASLt), not micro-kernels */
+}
+
+const hrmt_backend *hrmt_backend_cuda(void) {
+    pthread_once(&g_cuda_once, build_cuda_table);
+    return &g_cuda_table;
+}
+#else
+const hrmt_backend *hrmt_backend_cuda(void) { return NULL; }
+#endif
+
 unsigned hrmt_isas_available(void) {
     unsigned mask = 0;
     for (int i = 0; i < HRMT_ISA_COUNT; i++)
@@ -78,7 +101,11 @@ hrmt_isa hrmt_backend_best_isa(void) {
 
 int hrmt_backend_supports(const hrmt_backend *be, hrmt_op op, hrmt_dtype dtype) {
     if (!be || (unsigned)op >= HRMT_OP_COUNT || (unsigned)dtype >= HRMT_DTYPE_COUNT) return 0;
-    if (op == HRMT_OP_GEMM) return hrmt_gemm_supports(&be->gemm, op, dtype);
+    if (op == HRMT_OP_GEMM) {
+        /* CUDA: cuBLASLt serves F32 and BF16 (explicit, not via micro-kernels) */
+        if (be->kind == HRMT_BACKEND_CUDA) return dtype == HRMT_F32 || dtype == HRMT_BF16;
+        return hrmt_gemm_supports(&be->gemm, op, dtype);
+    }
     return hrmt_rowops_supports(&be->rowops, op, dtype);
 }
 

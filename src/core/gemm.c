@@ -33,6 +33,10 @@
 #include "core/bf16.h"
 #include "core/checked.h"
 #include "core/context.h"
+#include "core/ops_util.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 typedef struct gemm_plan {
     size_t M, N, K;
@@ -269,6 +273,13 @@ static void run_units(const gemm_plan *g, char *scratch) {
     }
 }
 
+/* Packed W is a CPU micro-kernel layout: a CUDA context has no use for it. */
+static hrmt_status packed_on_device(hrmt_context *ctx) {
+    return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED,
+                     "gemm: packed W is a CPU layout; on a CUDA context call hrmt_gemm with W "
+                     "in device memory (cuBLASLt)");
+}
+
 static hrmt_status check_raw(hrmt_context *ctx, int threads, size_t M, size_t N, size_t K,
                              const void *A, hrmt_dtype a_dt, size_t lda, const hrmt_packed_w *W,
                              const void *C, hrmt_dtype c_dt, size_t ldc) {
@@ -324,8 +335,9 @@ static void fill_plan(gemm_plan *g, size_t M, size_t N, size_t K, const void *A,
 size_t hrmt_gemm_scratch_bytes(const hrmt_context *ctx, int threads, size_t M, size_t N, size_t K,
                                hrmt_dtype a_dt, const hrmt_packed_w *W, hrmt_dtype c_dt,
                                int accumulate) {
-    if (!ctx || !W || threads < 1 || M == 0 || N == 0 || K == 0 || W->n != N || W->k != K ||
-        (a_dt != HRMT_F32 && a_dt != HRMT_BF16) || (c_dt != HRMT_F32 && c_dt != HRMT_BF16))
+    if (!ctx || ctx->backend_kind != HRMT_BACKEND_CPU || !W || threads < 1 || M == 0 || N == 0 ||
+        K == 0 || W->n != N || W->k != K || (a_dt != HRMT_F32 && a_dt != HRMT_BF16) ||
+        (c_dt != HRMT_F32 && c_dt != HRMT_BF16))
         return 0;
     gemm_plan g;
     fill_plan(&g, M, N, K, NULL, a_dt, K, W, NULL, c_dt, N, accumulate);
@@ -341,6 +353,7 @@ hrmt_status hrmt_gemm_raw_ex(hrmt_context *ctx, int threads, size_t M, size_t N,
                              void *C, hrmt_dtype c_dt, size_t ldc, int accumulate, void *scratch,
                              size_t scratch_bytes) {
     if (!ctx) return HRMT_ERR_INVALID_ARG;
+    if (ctx->backend_kind != HRMT_BACKEND_CPU) return packed_on_device(ctx);
     hrmt_status s = check_raw(ctx, threads, M, N, K, A, a_dt, lda, W, C, c_dt, ldc);
     if (s != HRMT_OK) return s;
     gemm_plan g;
@@ -375,12 +388,15 @@ hrmt_status hrmt_gemm_raw(hrmt_context *ctx, size_t M, size_t N, size_t K, const
                             NULL, 0);
 }
 
-/* Checks one 2-D host operand; `what` names it in messages. */
+/* Checks one 2-D operand on the context's device; `what` names it in messages. */
 static hrmt_status check_tensor(hrmt_context *ctx, const hrmt_tensor *x, const char *what) {
     if (!x) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s is NULL", what);
     if (!x->data) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "gemm: %s has no data", what);
-    if (x->device != HRMT_DEVICE_HOST)
-        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "gemm: %s is not in host memory", what);
+    if (x->device != hrmt_ctx_device(ctx))
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED,
+                         "gemm: %s is in %s memory but the context runs on %s", what,
+                         x->device == HRMT_DEVICE_HOST ? "host" : "CUDA device",
+                         ctx->backend_kind == HRMT_BACKEND_CUDA ? "CUDA" : "the CPU");
     if (x->ndim != 2)
         return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: %s must be 2-D, has %d dims", what, x->ndim);
     if (x->shape[0] == 0 || x->shape[1] == 0)
@@ -393,12 +409,15 @@ static hrmt_status check_tensor(hrmt_context *ctx, const hrmt_tensor *x, const c
     if (x->stride[0] < x->shape[1])
         return hrmt_fail(ctx, HRMT_ERR_SHAPE, "gemm: %s row stride %zu < row length %zu", what,
                          x->stride[0], x->shape[1]);
+    if (ctx->backend_kind == HRMT_BACKEND_CUDA)
+        return hrmt_ops_basic(ctx, "gemm", what, x); /* also: is it device memory? */
     return HRMT_OK;
 }
 
 hrmt_status hrmt_gemm_packed(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_packed_w *w,
                              hrmt_tensor *c, int accumulate) {
     if (!ctx) return HRMT_ERR_INVALID_ARG;
+    if (ctx->backend_kind != HRMT_BACKEND_CPU) return packed_on_device(ctx);
     hrmt_status s;
     if ((s = check_tensor(ctx, a, "a")) != HRMT_OK || (s = check_tensor(ctx, c, "c")) != HRMT_OK)
         return s;
@@ -409,6 +428,34 @@ hrmt_status hrmt_gemm_packed(hrmt_context *ctx, const hrmt_tensor *a, const hrmt
                          a->shape[0], a->shape[1], w->n, w->k, c->shape[0], c->shape[1]);
     return hrmt_gemm_raw(ctx, a->shape[0], w->n, w->k, a->data, a->dtype, a->stride[0], w, c->data,
                          c->dtype, c->stride[0], accumulate);
+}
+
+/* CUDA: C, A, W in device memory (checked by check_tensor), cuBLASLt. C must
+ * not overlap A or W (as on the CPU); the call is asynchronous. */
+static hrmt_status gemm_cuda(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor *w,
+                             hrmt_tensor *c, int accumulate) {
+    const char *op = "hrmt_gemm";
+    hrmt_status s = hrmt_ops_check_ctx(ctx, op);
+    if (s != HRMT_OK) return s;
+#if defined(HRMT_HAVE_CUDA)
+    size_t t;
+    if (!hrmt_mul_ok(a->shape[0], a->stride[0], &t) || !hrmt_mul_ok(t, 4, &t) ||
+        !hrmt_mul_ok(w->shape[0], w->stride[0], &t) || !hrmt_mul_ok(t, 4, &t) ||
+        !hrmt_mul_ok(c->shape[0], c->stride[0], &t) || !hrmt_mul_ok(t, 4, &t))
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm: A, W or C extent overflows");
+    char msg[HRMT_ERRMSG_LEN - 64];
+    s = hrmt_cuda_gemm(ctx->cuda, a->shape[0], w->shape[0], a->shape[1], a->data, a->dtype,
+                       a->stride[0], w->data, w->dtype, w->stride[0], c->data, c->dtype,
+                       c->stride[0], accumulate, msg, sizeof msg);
+    if (s != HRMT_OK) return hrmt_fail(ctx, s, "gemm: %s", msg);
+    return hrmt_ops_finish(ctx, op);
+#else
+    (void)a;
+    (void)w;
+    (void)c;
+    (void)accumulate;
+    return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "gemm: built without CUDA");
+#endif
 }
 
 hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor *w, hrmt_tensor *c,
@@ -422,6 +469,7 @@ hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor
         return hrmt_fail(
             ctx, HRMT_ERR_SHAPE, "gemm: a [%zu, %zu] * w^T [%zu, %zu]^T does not give c [%zu, %zu]",
             a->shape[0], a->shape[1], w->shape[0], w->shape[1], c->shape[0], c->shape[1]);
+    if (ctx->backend_kind == HRMT_BACKEND_CUDA) return gemm_cuda(ctx, a, w, c, accumulate);
     hrmt_packed_w *pw = NULL;
     s = hrmt_gemm_pack_w(ctx, w, &pw);
     if (s != HRMT_OK) return s;

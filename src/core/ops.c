@@ -5,6 +5,9 @@
 
 #include "core/checked.h"
 #include "core/ops_util.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 #define CHECK(expr)                   \
     do {                              \
@@ -30,7 +33,8 @@ static hrmt_status no_kernel(hrmt_context *ctx, const char *op, hrmt_dtype dt) {
 typedef struct {
     const hrmt_rowops *k;
     hrmt_rowview x, o;
-    size_t flat_n; /* > 0: both contiguous, flat_n elements in FLAT_CHUNK pieces */
+    size_t flat_n; /* > 0: both contiguous, flat_n elements in `chunk` pieces */
+    size_t chunk;
 } xfer_args;
 
 static void xfer_piece(const xfer_args *a, const char *src, char *dst, size_t n) {
@@ -46,8 +50,8 @@ static void xfer_body(const void *arg, size_t r0, size_t r1) {
     const xfer_args *a = arg;
     for (size_t r = r0; r < r1; r++) {
         if (a->flat_n) {
-            const size_t i0 = r * FLAT_CHUNK;
-            const size_t n = a->flat_n - i0 < FLAT_CHUNK ? a->flat_n - i0 : FLAT_CHUNK;
+            const size_t i0 = r * a->chunk;
+            const size_t n = a->flat_n - i0 < a->chunk ? a->flat_n - i0 : a->chunk;
             xfer_piece(a, a->x.data + i0 * a->x.es, a->o.data + i0 * a->o.es, n);
         } else {
             xfer_piece(a, hrmt_rv_row(&a->x, r), hrmt_rv_row(&a->o, r), a->x.cols);
@@ -57,7 +61,7 @@ static void xfer_body(const void *arg, size_t r0, size_t r1) {
 
 static hrmt_status xfer(hrmt_context *ctx, const char *op, const hrmt_tensor *x, hrmt_tensor *out) {
     CHECK(hrmt_ops_check_ctx(ctx, op));
-    xfer_args a = {&ctx->be->rowops, {0}, {0}, 0};
+    xfer_args a = {&ctx->be->rowops, {0}, {0}, 0, FLAT_CHUNK};
     CHECK(hrmt_ops_view(ctx, op, "x", x, &a.x));
     CHECK(hrmt_ops_view(ctx, op, "out", out, &a.o));
     CHECK(hrmt_ops_same_rows(ctx, op, "x", &a.x, "out", &a.o));
@@ -69,14 +73,27 @@ static hrmt_status xfer(hrmt_context *ctx, const char *op, const hrmt_tensor *x,
     } else if (!a.k->copy) {
         return no_kernel(ctx, op, a.o.dtype);
     }
+#if defined(HRMT_HAVE_CUDA)
+    /* A same-dtype copy on the device is one 2-D copy, strided rows or not. */
+    if (ctx->cuda && a.x.dtype == a.o.dtype) {
+        const size_t es = a.x.es;
+        char msg[HRMT_ERRMSG_LEN - 64];
+        hrmt_status s = hrmt_cuda_memcpy2d(ctx->cuda, a.o.data, a.o.ld * es, a.x.data, a.x.ld * es,
+                                           a.x.cols * es, a.x.rows, msg, sizeof msg);
+        if (s != HRMT_OK) return hrmt_fail(ctx, s, "%s: %s", op, msg);
+        return hrmt_ops_finish(ctx, op);
+    }
+#endif
     size_t rows = a.x.rows, per_row = a.x.cols * (a.x.es + a.o.es);
     if ((a.x.rows == 1 || a.x.ld == a.x.cols) && (a.o.rows == 1 || a.o.ld == a.o.cols)) {
         a.flat_n = a.x.rows * a.x.cols; /* fits: hrmt_ops_view checked the span */
-        rows = (a.flat_n + FLAT_CHUNK - 1) / FLAT_CHUNK;
-        per_row = FLAT_CHUNK * (a.x.es + a.o.es);
+        /* device launchers take it all at once; CPU threads take pieces */
+        if (hrmt_ops_on_device(ctx)) a.chunk = a.flat_n;
+        rows = (a.flat_n + a.chunk - 1) / a.chunk;
+        per_row = a.chunk * (a.x.es + a.o.es);
     }
     hrmt_ops_run_rows(ctx, rows, per_row, xfer_body, &a);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 hrmt_status hrmt_copy(hrmt_context *ctx, const hrmt_tensor *x, hrmt_tensor *out) {
@@ -121,7 +138,7 @@ hrmt_status hrmt_add(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor 
     p.fn = ctx->be->rowops.add[p.a.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.a.dtype);
     hrmt_ops_run_rows(ctx, p.a.rows, 3 * p.a.cols * p.a.es, add_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 /* ---- rmsnorm and residual + rmsnorm --------------------------------------- */
@@ -174,7 +191,7 @@ hrmt_status hrmt_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x, const hrmt_ten
     if (!p.fn) return no_kernel(ctx, op, p.x.dtype);
     p.eps = eps;
     hrmt_ops_run_rows(ctx, p.x.rows, 2 * p.x.cols * p.x.es, rmsnorm_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 hrmt_status hrmt_residual_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x,
@@ -207,7 +224,7 @@ hrmt_status hrmt_residual_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x,
     }
     p.eps = eps;
     hrmt_ops_run_rows(ctx, p.x.rows, 3 * p.x.cols * p.x.es, resid_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 /* ---- swiglu ----------------------------------------------------------------- */
@@ -240,7 +257,7 @@ hrmt_status hrmt_swiglu(hrmt_context *ctx, const hrmt_tensor *gate_up, hrmt_tens
     if (!p.fn) return no_kernel(ctx, op, p.g.dtype);
     p.nt = hrmt_ops_stream(ctx, p.o.rows * p.o.cols * p.o.es);
     hrmt_ops_run_rows(ctx, p.o.rows, 3 * p.o.cols * p.o.es, swiglu_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 /* ---- softmax ---------------------------------------------------------------- */
@@ -273,7 +290,7 @@ hrmt_status hrmt_softmax(hrmt_context *ctx, const hrmt_tensor *x, float scale, h
     p.scale = scale;
     /* exp dominates: weigh rows as heavier than their bytes */
     hrmt_ops_run_rows(ctx, p.x.rows, 16 * p.x.cols * p.x.es, softmax_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 /* ---- rope ------------------------------------------------------------------- */
@@ -355,10 +372,37 @@ hrmt_status hrmt_rope(hrmt_context *ctx, hrmt_tensor *x, const hrmt_tensor *cos_
     p.fn = ctx->be->rowops.rope[x->dtype];
     if (!p.fn) return no_kernel(ctx, op, x->dtype);
     hrmt_ops_run_rows(ctx, batch * p.tokens, 2 * p.heads * p.hd * p.es + 8 * p.hd, rope_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 /* ---- embedding -------------------------------------------------------------- */
+
+/* Every id must index a table row before any gather runs. On a CUDA context
+ * the ids are device memory: a check kernel finds the first bad one there
+ * (12 bytes come back) instead of copying all ids to the host. */
+static hrmt_status check_ids(hrmt_context *ctx, const char *op, const int32_t *ids, size_t n,
+                             size_t vocab) {
+    size_t bad = n;
+    int32_t v = 0;
+#if defined(HRMT_HAVE_CUDA)
+    if (ctx->cuda) {
+        char msg[HRMT_ERRMSG_LEN - 64];
+        hrmt_status s = hrmt_cuda_check_ids(ctx->cuda, ids, n, vocab, &bad, &v, msg, sizeof msg);
+        if (s != HRMT_OK) return hrmt_fail(ctx, s, "%s: checking ids: %s", op, msg);
+    } else
+#endif
+    {
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (ids[i] < 0 || (size_t)ids[i] >= vocab) {
+                bad = i;
+                v = ids[i];
+            }
+    }
+    if (bad < n)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: ids[%zu] = %d is outside [0, %zu)", op,
+                         bad, v, vocab);
+    return HRMT_OK;
+}
 
 typedef struct {
     hrmt_embedding_fn fn;
@@ -393,12 +437,9 @@ hrmt_status hrmt_embedding(hrmt_context *ctx, const hrmt_tensor *table, const hr
                          p.o.rows, n);
     CHECK(hrmt_ops_same_cols(ctx, op, "table", &p.t, "out", &p.o));
     p.ids = (const int32_t *)iv.data;
-    for (size_t i = 0; i < n; i++)
-        if (p.ids[i] < 0 || (size_t)p.ids[i] >= p.t.rows)
-            return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: ids[%zu] = %d is outside [0, %zu)", op,
-                             i, p.ids[i], p.t.rows);
+    CHECK(check_ids(ctx, op, p.ids, n, p.t.rows));
     p.fn = ctx->be->rowops.embedding[p.t.dtype][p.o.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.o.dtype);
     hrmt_ops_run_rows(ctx, n, p.o.cols * (p.t.es + p.o.es), emb_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }

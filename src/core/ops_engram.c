@@ -7,6 +7,9 @@
 #include "core/bf16.h"
 #include "core/checked.h"
 #include "core/ops_util.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 #define CHECK(expr)                   \
     do {                              \
@@ -23,7 +26,8 @@ static float ld_any(const hrmt_tensor *t, size_t i) {
                                  : ((const float *)t->data)[i];
 }
 
-static void st_any(hrmt_tensor *t, size_t i, float v) {
+/* Writes through t->data; the descriptor itself is not changed. */
+static void st_any(const hrmt_tensor *t, size_t i, float v) {
     if (t->dtype == HRMT_BF16)
         ((uint16_t *)t->data)[i] = hrmt_f32_to_bf16(v);
     else
@@ -43,6 +47,79 @@ static hrmt_status check_ctx(hrmt_context *ctx, const char *op) {
     return hrmt_ops_check_ctx(ctx, op);
 }
 
+/* ---- host staging of the weight-sized ops on a CUDA context ---------------
+ * Fusing and splitting are one multiply per weight element, once per step:
+ * they run on the host (the same loop, so the same bits as on the CPU) over
+ * copies of the device tensors. Up to 5 [hc, H] tensors take part. */
+#define STAGE_MAX 5
+
+typedef struct {
+    hrmt_tensor host[STAGE_MAX];
+    const hrmt_tensor *dev[STAGE_MAX];
+    int out[STAGE_MAX];
+    size_t bytes[STAGE_MAX];
+    int n;
+} stage_set;
+
+static void stage_free(stage_set *st) {
+    for (int i = 0; i < st->n; i++) free(st->host[i].data);
+    st->n = 0;
+}
+
+/* Adds tensor t (already checked: contiguous [hc, H]); inputs are downloaded.
+ * *view is what the host loop should use (t itself on a CPU context). */
+static hrmt_status stage_add(hrmt_context *ctx, const char *op, stage_set *st, const hrmt_tensor *t,
+                             int is_out, const hrmt_tensor **view) {
+    *view = t;
+    if (!hrmt_ops_on_device(ctx)) return HRMT_OK;
+#if defined(HRMT_HAVE_CUDA)
+    size_t bytes;
+    if (hrmt_tensor_nbytes(t, &bytes) != HRMT_OK)
+        return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "%s: size overflows", op);
+    hrmt_tensor h = *t;
+    h.device = HRMT_DEVICE_HOST;
+    h.data = malloc(bytes ? bytes : 1);
+    if (!h.data)
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "%s: no memory for %zu staging bytes", op,
+                         bytes);
+    const int i = st->n++;
+    st->host[i] = h;
+    st->dev[i] = t;
+    st->out[i] = is_out;
+    st->bytes[i] = bytes;
+    if (!is_out) {
+        char msg[HRMT_ERRMSG_LEN - 64];
+        hrmt_status s = hrmt_cuda_memcpy(ctx->cuda, h.data, t->data, bytes, 1, msg, sizeof msg);
+        if (s != HRMT_OK) return hrmt_fail(ctx, s, "%s: %s", op, msg);
+    }
+    *view = &st->host[i];
+    return HRMT_OK;
+#else
+    (void)op;
+    (void)st;
+    (void)is_out;
+    return HRMT_OK;
+#endif
+}
+
+/* Uploads the staged outputs. */
+static hrmt_status stage_finish(hrmt_context *ctx, const char *op, stage_set *st) {
+#if defined(HRMT_HAVE_CUDA)
+    for (int i = 0; i < st->n; i++) {
+        if (!st->out[i]) continue;
+        char msg[HRMT_ERRMSG_LEN - 64];
+        hrmt_status s = hrmt_cuda_memcpy(ctx->cuda, st->dev[i]->data, st->host[i].data,
+                                         st->bytes[i], 0, msg, sizeof msg);
+        if (s != HRMT_OK) return hrmt_fail(ctx, s, "%s: %s", op, msg);
+    }
+#else
+    (void)ctx;
+    (void)op;
+    (void)st;
+#endif
+    return HRMT_OK;
+}
+
 hrmt_status hrmt_engram_fuse_weight(hrmt_context *ctx, const hrmt_tensor *w_hidden,
                                     const hrmt_tensor *w_embed, hrmt_tensor *weight_fused) {
     const char *op = "hrmt_engram_fuse_weight";
@@ -54,9 +131,18 @@ hrmt_status hrmt_engram_fuse_weight(hrmt_context *ctx, const hrmt_tensor *w_hidd
     CHECK(weight_like(ctx, op, "w_hidden", w_hidden, hc, hidden, -1));
     CHECK(weight_like(ctx, op, "w_embed", w_embed, hc, hidden, -1));
     CHECK(weight_like(ctx, op, "weight_fused", weight_fused, hc, hidden, HRMT_F32));
-    for (size_t i = 0; i < hc * hidden; i++)
-        ((float *)weight_fused->data)[i] = ld_any(w_hidden, i) * ld_any(w_embed, i);
-    return HRMT_OK;
+    stage_set st = {.n = 0};
+    const hrmt_tensor *wh = NULL, *we = NULL, *wf = NULL;
+    hrmt_status s;
+    if ((s = stage_add(ctx, op, &st, w_hidden, 0, &wh)) == HRMT_OK &&
+        (s = stage_add(ctx, op, &st, w_embed, 0, &we)) == HRMT_OK &&
+        (s = stage_add(ctx, op, &st, weight_fused, 1, &wf)) == HRMT_OK) {
+        for (size_t i = 0; i < hc * hidden; i++)
+            ((float *)wf->data)[i] = ld_any(wh, i) * ld_any(we, i);
+        s = stage_finish(ctx, op, &st);
+    }
+    stage_free(&st);
+    return s;
 }
 
 hrmt_status hrmt_engram_split_weight_grad(hrmt_context *ctx, const hrmt_tensor *grad_weight_fused,
@@ -73,13 +159,24 @@ hrmt_status hrmt_engram_split_weight_grad(hrmt_context *ctx, const hrmt_tensor *
     CHECK(weight_like(ctx, op, "w_embed", w_embed, hc, hidden, -1));
     CHECK(weight_like(ctx, op, "grad_w_hidden", grad_w_hidden, hc, hidden, -1));
     CHECK(weight_like(ctx, op, "grad_w_embed", grad_w_embed, hc, hidden, -1));
-    const float *g = grad_weight_fused->data;
-    for (size_t i = 0; i < hc * hidden; i++) {
-        const float wh = ld_any(w_hidden, i), we = ld_any(w_embed, i);
-        st_any(grad_w_hidden, i, g[i] * we);
-        st_any(grad_w_embed, i, g[i] * wh);
+    stage_set st = {.n = 0};
+    const hrmt_tensor *gv = NULL, *whv = NULL, *wev = NULL, *gh = NULL, *ge = NULL;
+    hrmt_status s;
+    if ((s = stage_add(ctx, op, &st, grad_weight_fused, 0, &gv)) == HRMT_OK &&
+        (s = stage_add(ctx, op, &st, w_hidden, 0, &whv)) == HRMT_OK &&
+        (s = stage_add(ctx, op, &st, w_embed, 0, &wev)) == HRMT_OK &&
+        (s = stage_add(ctx, op, &st, grad_w_hidden, 1, &gh)) == HRMT_OK &&
+        (s = stage_add(ctx, op, &st, grad_w_embed, 1, &ge)) == HRMT_OK) {
+        const float *g = gv->data;
+        for (size_t i = 0; i < hc * hidden; i++) {
+            const float wh = ld_any(whv, i), we = ld_any(wev, i);
+            st_any(gh, i, g[i] * we);
+            st_any(ge, i, g[i] * wh);
+        }
+        s = stage_finish(ctx, op, &st);
     }
-    return HRMT_OK;
+    stage_free(&st);
+    return s;
 }
 
 /* x [T,hc,H] BF16 -> T, hc, H; kv and weight checked against them. */
@@ -173,7 +270,7 @@ hrmt_status hrmt_engram_gate_fwd(hrmt_context *ctx, const hrmt_tensor *x, const 
         return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: backend %s has no kernel", op,
                          ctx->be->name);
     hrmt_ops_run_rows(ctx, T, (3 * hc + 1) * hidden * 2, fwd_body, &p);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }
 
 typedef struct {
@@ -216,6 +313,36 @@ static void reduce_body(const void *arg, size_t r0, size_t r1) {
         p->out[i] = acc;
     }
 }
+
+#if defined(HRMT_HAVE_CUDA)
+/* The CPU's chunked reduction on the device, for the same bits: each chunk's
+ * launch adds its tokens into its own zeroed partial row, then one kernel
+ * sums the rows in chunk order. */
+static hrmt_status bwd_cuda(hrmt_context *ctx, const char *op, bwd_args *p, size_t nchunks,
+                            size_t width, size_t bytes, float *gw_out) {
+    char msg[HRMT_ERRMSG_LEN - 64];
+    void *partial = NULL;
+    hrmt_status s = hrmt_cuda_malloc(ctx->cuda, bytes, &partial, msg, sizeof msg);
+    if (s != HRMT_OK) return hrmt_fail(ctx, s, "%s: partial sums: %s", op, msg);
+    p->partial = partial;
+    s = hrmt_cuda_memset(ctx->cuda, partial, 0, bytes, msg, sizeof msg);
+    for (size_t c = 0; s == HRMT_OK && c < nchunks; c++) {
+        const size_t t0 = c * p->chunk;
+        const size_t n = p->T - t0 < p->chunk ? p->T - t0 : p->chunk;
+        const size_t th = t0 * p->hc, tkv = t0 * (p->hc + 1) * p->hidden;
+        p->fn(n, p->hc, p->hidden, p->go + th * p->hidden, p->x + th * p->hidden, p->kv + tkv,
+              p->wf, p->dot + th, p->gate + th, p->rx + th, p->rk + th, p->clamp,
+              p->gx + th * p->hidden, p->gkv + tkv, p->partial + c * width);
+        s = hrmt_cuda_check(op, msg, sizeof msg);
+    }
+    if (s == HRMT_OK)
+        s = hrmt_cuda_sum_chunks_f32(ctx->cuda, p->partial, nchunks, width, gw_out, msg,
+                                     sizeof msg);
+    hrmt_cuda_free(ctx->cuda, partial); /* cudaFree waits for the kernels using it */
+    if (s != HRMT_OK) return hrmt_fail(ctx, s, "%s: %s", op, msg);
+    return hrmt_ops_finish(ctx, op);
+}
+#endif
 
 hrmt_status hrmt_engram_gate_bwd(hrmt_context *ctx, const hrmt_tensor *grad_out,
                                  const hrmt_tensor *x, const hrmt_tensor *kv,
@@ -264,6 +391,9 @@ hrmt_status hrmt_engram_gate_bwd(hrmt_context *ctx, const hrmt_tensor *grad_out,
     size_t bytes;
     if (!hrmt_mul_ok(nchunks, width, &bytes) || !hrmt_mul_ok(bytes, sizeof(float), &bytes))
         return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "%s: scratch size overflows", op);
+#if defined(HRMT_HAVE_CUDA)
+    if (ctx->cuda) return bwd_cuda(ctx, op, &p, nchunks, width, bytes, grad_weight_fused->data);
+#endif
     p.partial = malloc(bytes);
     if (!p.partial)
         return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "%s: no memory for %zu bytes of partial sums",
@@ -272,5 +402,5 @@ hrmt_status hrmt_engram_gate_bwd(hrmt_context *ctx, const hrmt_tensor *grad_out,
     reduce_args r = {p.partial, grad_weight_fused->data, nchunks, width};
     hrmt_ops_run_rows(ctx, width, nchunks * sizeof(float), reduce_body, &r);
     free(p.partial);
-    return HRMT_OK;
+    return hrmt_ops_finish(ctx, op);
 }

@@ -5,6 +5,9 @@
 #include <stdio.h>
 
 #include "core/checked.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 /* Below this much traffic a parallel region costs more than it saves. */
 #define HRMT_OPS_PAR_MIN_BYTES ((size_t)64 * 1024)
@@ -17,10 +20,36 @@
 #define HRMT_OPS_CHUNKS_PER_THREAD 8
 
 hrmt_status hrmt_ops_check_ctx(hrmt_context *ctx, const char *op) {
-    (void)op;
     if (!ctx || !ctx->be) return HRMT_ERR_INVALID_ARG;
+#if defined(HRMT_HAVE_CUDA)
+    /* The device must be current on this thread: launchers use the current
+     * device's per-thread stream. */
+    if (ctx->cuda) {
+        char msg[HRMT_ERRMSG_LEN - 64];
+        if (hrmt_cuda_activate(ctx->cuda, msg, sizeof msg) != HRMT_OK)
+            return hrmt_fail(ctx, HRMT_ERR_CUDA, "%s: %s", op, msg);
+    }
+#else
+    (void)op;
+#endif
     return HRMT_OK;
 }
+
+hrmt_status hrmt_ops_finish(hrmt_context *ctx, const char *op) {
+#if defined(HRMT_HAVE_CUDA)
+    if (ctx->cuda) {
+        char msg[HRMT_ERRMSG_LEN - 64];
+        if (hrmt_cuda_check(op, msg, sizeof msg) != HRMT_OK)
+            return hrmt_fail(ctx, HRMT_ERR_CUDA, "%s", msg);
+    }
+#else
+    (void)ctx;
+    (void)op;
+#endif
+    return HRMT_OK;
+}
+
+int hrmt_ops_on_device(const hrmt_context *ctx) { return ctx->backend_kind == HRMT_BACKEND_CUDA; }
 
 hrmt_status hrmt_ops_basic(hrmt_context *ctx, const char *op, const char *name,
                            const hrmt_tensor *t) {
@@ -29,8 +58,21 @@ hrmt_status hrmt_ops_basic(hrmt_context *ctx, const char *op, const char *name,
     if (t->ndim < 1 || t->ndim > HRMT_MAX_DIMS)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: %s has ndim %d (1..%d)", op, name, t->ndim,
                          HRMT_MAX_DIMS);
-    if (t->device != HRMT_DEVICE_HOST)
-        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED, "%s: %s is not in host memory", op, name);
+    if (t->device != hrmt_ctx_device(ctx))
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED,
+                         t->device == HRMT_DEVICE_HOST
+                             ? "%s: %s is in host memory but the context runs on CUDA (copy it "
+                               "to hrmt_device_alloc memory with hrmt_upload)"
+                             : "%s: %s is not in host memory (this is a CPU context)",
+                         op, name);
+#if defined(HRMT_HAVE_CUDA)
+    /* A host pointer labelled CUDA would fault in the kernel, and CUDA keeps
+     * such faults sticky for the whole process: refuse it here. */
+    if (ctx->cuda && hrmt_cuda_is_device_ptr(t->data) != 1)
+        return hrmt_fail(ctx, HRMT_ERR_UNSUPPORTED,
+                         "%s: %s is labelled HRMT_DEVICE_CUDA but %p is not device memory", op,
+                         name, t->data);
+#endif
     if (hrmt_dtype_size(t->dtype) == 0)
         return hrmt_fail(ctx, HRMT_ERR_DTYPE, "%s: %s has an invalid dtype", op, name);
     for (int d = 0; d < t->ndim; d++)
@@ -144,6 +186,7 @@ hrmt_status hrmt_ops_exact(hrmt_context *ctx, const char *op, const char *name,
 }
 
 int hrmt_ops_stream(const hrmt_context *ctx, size_t out_bytes) {
+    if (ctx->backend_kind != HRMT_BACKEND_CPU) return 0; /* a CPU-cache hint */
     size_t llc = 0;
     for (int i = 0; i < ctx->topo.num_levels && i < HRMT_MAX_CACHE_LEVELS; i++)
         if (ctx->topo.caches[i].size_bytes > llc) llc = ctx->topo.caches[i].size_bytes;
@@ -159,6 +202,11 @@ void hrmt_ops_run_rows(const hrmt_context *ctx, size_t rows, size_t bytes_per_ro
                        hrmt_row_body body, const void *arg) {
     size_t total;
     if (!hrmt_mul_ok(rows, bytes_per_row, &total)) total = (size_t)-1;
+    /* Device launchers cover the whole range in one call (cuda_backend.h). */
+    if (ctx->backend_kind == HRMT_BACKEND_CUDA) {
+        if (rows > 0) body(arg, 0, rows);
+        return;
+    }
     if (ctx->threads <= 1 || rows < 2 || total < HRMT_OPS_PAR_MIN_BYTES || omp_in_parallel()) {
         body(arg, 0, rows);
         return;

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The one script to run on the GPU machine (see ../shared/device/README.md and
+# docs/CUDA.md). From the project root, with .devdeps carried along:
+#
+#   source .devdeps/env.sh; bash bench/gpu.sh
+#
+# Builds Release with CUDA ON under /tmp, runs the whole ctest suite (CUDA
+# tests must run, not skip: HRMT_TEST_REQUIRE_CUDA=1), compute-sanitizer
+# memcheck and racecheck on the CUDA test binaries, installs and links a tiny
+# program against the installed static libhrmt.a with nothing but
+# `pkg-config --static --cflags --libs hrmt`, then prints a summary table.
+# Logs go to $OUT (at most 8 files come back: keep it that way) or bench/gpu-out.
+# Exit status: 0 when every step passed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 2
+out=${OUT:-$root/bench/gpu-out}
+mkdir -p "$out"
+build=${HRMT_GPU_BUILD:-/tmp/hrmt-gpu-build}
+prefix=${HRMT_GPU_PREFIX:-/tmp/hrmt-gpu-prefix}
+jobs=$(nproc 2>/dev/null || echo 8)
+[ -f .devdeps/env.sh ] && [ -z "${HRMT_DEVDEPS_SOURCED:-}" ] && {
+  # shellcheck disable=SC1091
+  source .devdeps/env.sh
+  export HRMT_DEVDEPS_SOURCED=1
+}
+export PATH="$PATH:/usr/local/cuda/bin"
+t0=$(date +%s)
+declare -a NAMES=() RESULTS=() NOTES=()
+record() { NAMES+=("$1"); RESULTS+=("$2"); NOTES+=("$3"); }
+stamp() { echo "=== [$(($(date +%s) - t0))s] $*"; }
+summary_log="$out/summary.txt"
+
+# ---- 1. build (Release, CUDA ON) -------------------------------------------
+stamp "configure + build ($build)"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  nvcc --version | tail -n 2 || true
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHRMT_CUDA=ON \
+    -DCMAKE_INSTALL_PREFIX="$prefix" &&
+    cmake --build "$build" -j"$jobs"
+} >"$out/build.log" 2>&1
+build_rc=$?
+if [ $build_rc -eq 0 ]; then
+  record build PASS "Release, HRMT_CUDA=ON"
+else
+  record build FAIL "see build.log"
+  tail -n 40 "$out/build.log"
+fi
+
+# ---- 2. the whole ctest suite --------------------------------------------------
+if [ $build_rc -eq 0 ]; then
+  stamp "ctest -j$jobs"
+  (cd "$build" && HRMT_TEST_REQUIRE_CUDA=1 ctest --output-on-failure -j"$jobs") \
+    >"$out/ctest.log" 2>&1
+  rc=$?
+  line=$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)
+  record ctest "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "${line:-no summary}"
+  [ $rc -eq 0 ] || grep -E '\*\*\*|Failed|FAIL' "$out/ctest.log" | head -n 20
+  # The CUDA tests must have run their CUDA cases (no SKIP with a device present).
+  for t in "$build"/tests/test_cuda_*; do
+    [ -x "$t" ] || continue
+    n=$(basename "$t")
+    "$t" --verbose >"$out/tmp-$n.log" 2>&1
+    skips=$(grep -c '^\[SKIP\]' "$out/tmp-$n.log")
+    passes=$(grep -c '^\[PASS\]' "$out/tmp-$n.log")
+    record "$n ran" "$([ "$skips" -eq 0 ] && [ "$passes" -gt 0 ] && echo PASS || echo FAIL)" \
+      "$passes passed, $skips skipped"
+    rm -f "$out/tmp-$n.log"
+  done
+fi
+
+# ---- 3. compute-sanitizer on the CUDA test binaries -------------------------
+# Criterion forks a child per test; the sanitizer follows it (--target-processes
+# all). --jobs 1 keeps one child at a time.
+if [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    stamp "compute-sanitizer --tool $tool"
+    : >"$out/$tool.log"
+    rc_all=0
+    for t in "$build"/tests/test_cuda_*; do
+      [ -x "$t" ] || continue
+      extra=""
+      [ "$tool" = memcheck ] && extra="--leak-check full"
+      echo "### $(basename "$t")" >>"$out/$tool.log"
+      # shellcheck disable=SC2086
+      HRMT_TEST_REQUIRE_CUDA=1 compute-sanitizer --tool "$tool" $extra --target-processes all \
+        --error-exitcode 86 "$t" --jobs 1 >>"$out/$tool.log" 2>&1
+      rc=$?
+      [ $rc -eq 0 ] || rc_all=$rc
+    done
+    errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | grep -v ' 0 ' | head -n 3 |
+      tr '\n' ' ')
+    record "$tool" "$([ $rc_all -eq 0 ] && echo PASS || echo FAIL)" "${errs:-0 errors}"
+  done
+else
+  record sanitizers SKIP "no build or no compute-sanitizer"
+fi
+
+# ---- 4. an outside program against the INSTALLED static libhrmt.a -------------
+# Only `pkg-config --static --cflags --libs hrmt`: proves hrmt.pc carries every
+# library a static link needs (cudart_static's -ldl -lrt -lpthread, cuBLASLt,
+# -lstdc++) and that the program needs only the driver at run time.
+if [ $build_rc -eq 0 ]; then
+  stamp "install + link an outside program"
+  {
+    rm -rf "$prefix" && cmake --install "$build" --prefix "$prefix" || exit 1
+    pcdir=$(dirname "$(find "$prefix" -name hrmt.pc | head -n 1)")
+    export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    if command -v pkg-config >/dev/null; then
+      flags=$(pkg-config --static --cflags --libs hrmt) || exit 1
+    else # no pkg-config on the machine: read the same fields from hrmt.pc
+      pcf="$pcdir/hrmt.pc"
+      pfx=$(cd "$pcdir/$(sed -n 's/^prefix=\${pcfiledir}\///p' "$pcf")" 2>/dev/null && pwd)
+      [ -n "$pfx" ] || pfx=$(sed -n 's/^prefix=//p' "$pcf")
+      sub() { sed -e "s|\${prefix}|$pfx|g; s|\${exec_prefix}|$pfx|g" \
+        -e "s|\${libdir}|$pfx/lib|g; s|\${includedir}|$pfx/include|g"; }
+      libdir=$(sed -n 's/^libdir=//p' "$pcf" | sub)
+      inc=$(sed -n 's/^includedir=//p' "$pcf" | sub)
+      flags="-I$inc -L$libdir -lhrmt $(sed -n 's/^Libs.private: //p' "$pcf" | sub)"
+    fi
+    echo "flags: $flags"
+    app=/tmp/hrmt-gpu-app
+    mkdir -p "$app"
+    # shellcheck disable=SC2086
+    cc -std=c11 -O2 -o "$app/app" bench/gpu_app.c $flags || exit 1
+    echo "ldd:"
+    ldd "$app/app" | grep -E 'cuda|cublas|stdc|hrmt' || true
+    "$app/app"
+  } >"$out/install.log" 2>&1
+  rc=$?
+  record "installed static link" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
+    "$(grep -E '^(op|model)' "$out/install.log" | tr '\n' ';' | cut -c1-90)"
+  [ $rc -eq 0 ] || tail -n 20 "$out/install.log"
+fi
+
+# ---- 5. HOOK: model benchmark (model engineer) --------------------------------
+# Fill in: e.g. "$build/hrmt" bench --backend cuda --json ... >"$out/bench_model.json"
+# and record "model bench" PASS "<tokens/s>". Keep the number of $OUT files <= 8.
+if [ -n "${HRMT_GPU_MODEL_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
+  stamp "model hook"
+  (eval "$HRMT_GPU_MODEL_HOOK") >"$out/model.log" 2>&1
+  record "model hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "model.log"
+fi
+
+# ---- 6. HOOK: probes (lead) ---------------------------------------------------
+# Fill in: e.g. "$build/hrmt" probe --backend cuda --json >"$out/probe.json"
+if [ -n "${HRMT_GPU_PROBE_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
+  stamp "probe hook"
+  (eval "$HRMT_GPU_PROBE_HOOK") >"$out/probe.log" 2>&1
+  record "probe hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "probe.log"
+fi
+
+# ---- summary (last) ---------------------------------------------------------
+fail=0
+{
+  echo
+  echo "hrmt GPU run: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)," \
+    "$(($(date +%s) - t0)) s"
+  printf '%-24s %-6s %s\n' step result notes
+  printf '%-24s %-6s %s\n' ------------------------ ------ -----
+  for i in "${!NAMES[@]}"; do
+    printf '%-24s %-6s %s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${NOTES[$i]}"
+    [ "${RESULTS[$i]}" = FAIL ] && fail=1
+  done
+} | tee "$summary_log"
+for i in "${!RESULTS[@]}"; do [ "${RESULTS[$i]}" = FAIL ] && fail=1; done
+exit $fail
