@@ -112,7 +112,7 @@ static hrmt_status open_cuda(hrmt_context *ctx, int device, size_t *sram, char *
 #else
     (void)ctx;
     (void)device;
-    (void)sram;
+    *sram = 0; /* unused: creation fails */
     set_errbuf(errbuf, errlen, "CUDA backend requested but hrmt was built without CUDA");
     return HRMT_ERR_NO_DEVICE;
 #endif
