@@ -622,7 +622,8 @@ hrmt_status hrmt_engram_split_weight_grad(hrmt_context *ctx, const hrmt_tensor *
 typedef struct hrmt_packed_w hrmt_packed_w;
 
 /* Packs W [N,K] (F32 or BF16, host, leading dim = W's stride[0]) for ctx's ISA.
- * Caller destroys with hrmt_packed_w_destroy(); on failure *out is NULL. Errors:
+ * Caller destroys with hrmt_packed_w_destroy(); on failure *out is NULL. CPU
+ * contexts only (UNSUPPORTED on CUDA). Errors:
  * INVALID_ARG (NULL, zero dim), UNSUPPORTED (not host, no GEMM kernel), SHAPE (not
  * 2-D, last dim strided, stride[0] < K), DTYPE, OVERFLOW, OUT_OF_MEMORY. */
 hrmt_status hrmt_gemm_pack_w(hrmt_context *ctx, const hrmt_tensor *w, hrmt_packed_w **out);
@@ -632,13 +633,16 @@ void hrmt_packed_w_destroy(hrmt_packed_w *pw);
 /* C = A * W^T (accumulate != 0: C += A * W^T). A [M,K] F32/BF16, C [M,N]
  * F32/BF16 (rounded to nearest even), leading dims from stride[0]; C must not
  * overlap A or W. Packs W on every call (use hrmt_gemm_packed to reuse it). Same
- * bits for any thread count. Errors: INVALID_ARG (NULL, zero dim), UNSUPPORTED
- * (not host, no GEMM kernel), SHAPE (not 2-D, last dim strided, stride[0] < row
+ * bits for any thread count. On a CUDA context: device tensors, cuBLASLt (F32
+ * without TF32, BF16 with F32 accumulation), queued asynchronously; extra
+ * errors CUDA, and UNSUPPORTED when cuBLASLt has no algorithm for the layout.
+ * Errors: INVALID_ARG (NULL, zero dim), UNSUPPORTED (a tensor not on the
+ * context's device, no GEMM kernel), SHAPE (not 2-D, last dim strided, stride[0] < row
  * length, shapes disagree), DTYPE, OVERFLOW, OUT_OF_MEMORY. */
 hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor *w, hrmt_tensor *c,
                       int accumulate);
-/* As hrmt_gemm with a packed W [N,K]. Extra errors: INVALID_ARG (w packed for
- * another ISA). */
+/* As hrmt_gemm with a packed W [N,K] (CPU contexts only: UNSUPPORTED on CUDA).
+ * Extra errors: INVALID_ARG (w packed for another ISA). */
 hrmt_status hrmt_gemm_packed(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_packed_w *w,
                              hrmt_tensor *c, int accumulate);
 
