@@ -37,20 +37,67 @@ static hrmt_context *open_context(hrmt_backend_kind backend, int threads) {
     return ctx;
 }
 
-/* Runs the sweep with a progress bar; 0 ok. */
-static int sweep(hrmt_context *ctx, const cli_probe_opts *o, cli_probe_result *r) {
+/* Runs the sweep with a progress bar; 0 ok. The sweep ends at the device's
+ * main-memory point unless --max-bytes was given (--quick stops there, the
+ * last size that matters). */
+static int sweep(hrmt_context *ctx, const cli_probe_opts *opts, cli_probe_result *r) {
+    cli_probe_opts o = *opts;
+    if (!o.max_given) {
+        size_t main_point = cli_probe_main_point(ctx);
+        if (main_point >= o.min_bytes && (o.quick || main_point > o.max_bytes))
+            o.max_bytes = main_point;
+    }
     size_t sizes[CLI_PROBE_MAX_POINTS];
-    size_t n = cli_probe_sizes(o->min_bytes, o->max_bytes, o->quick, sizes, CLI_PROBE_MAX_POINTS);
+    size_t n = cli_probe_sizes(o.min_bytes, o.max_bytes, o.quick, sizes, CLI_PROBE_MAX_POINTS);
     cli_progress bar;
-    cli_progress_init(&bar, cli_progress_wanted(o->quiet) ? stderr : NULL,
-                      n + HRMT_MAX_CACHE_LEVELS + 1);
+    cli_progress_init(&bar, cli_progress_wanted(o.quiet) ? stderr : NULL,
+                      n + 2 * CLI_PROBE_MAX_TIERS);
     /* Two trials per size smooth the full sweep; --quick takes one. */
-    hrmt_status s = cli_probe_run(ctx, sizes, n, o->quick ? 1 : 2, o->max_bytes, &bar, r);
+    hrmt_status s = cli_probe_run(ctx, sizes, n, o.quick ? 1 : 2, o.max_bytes, &bar, r);
     cli_progress_finish(&bar);
     if (s != HRMT_OK) {
-        fprintf(stderr, "hrmt probe: %s: %s\n", hrmt_status_str(s), hrmt_last_error(ctx));
+        fprintf(stderr, "hrmt probe: %s%s: %s\n",
+                hrmt_context_backend(ctx) == HRMT_BACKEND_CUDA ? "CUDA probe: " : "",
+                hrmt_status_str(s), hrmt_last_error(ctx));
         return -1;
     }
+    return 0;
+}
+
+static int write_json(cJSON *j) {
+    char err[512];
+    int rc = 0;
+    if (!j || cli_json_write(j, stdout, err, sizeof err)) {
+        fprintf(stderr, "hrmt probe: JSON output: %s\n", j ? err : "out of memory");
+        rc = 1;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* --compare: the CPU sweep, then the GPU's when there is one; the GPU side
+ * failing leaves its column empty with the reason (exit 0: the CPU half is
+ * the command's guaranteed output). */
+static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_result *cpu) {
+    const char *why = gpu_unavailable_reason();
+    static cli_probe_result gpu; /* large; one per process */
+    int have_gpu = 0;
+    if (!why) {
+        hrmt_context *gctx = open_context(HRMT_BACKEND_CUDA, o->threads);
+        have_gpu = gctx && sweep(gctx, o, &gpu) == 0;
+        if (!have_gpu) why = "the CUDA probe failed (see the message above)";
+        hrmt_context_destroy(gctx);
+    }
+    const cli_probe_result *g = have_gpu ? &gpu : NULL;
+    if (o->json) return write_json(cli_probe_compare_json(cpu, hrmt_context_topology(ctx), g, why));
+    cli_probe_print_compare(cpu, g, why, stdout);
+    if (!o->plot_path) return 0;
+    char err[512];
+    if (cli_probe_plot_compare(cpu, g, why, o->plot_path, o->plot_format, err, sizeof err)) {
+        fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+        return 1;
+    }
+    fprintf(stdout, "plot written to %s\n", o->plot_path);
     return 0;
 }
 
@@ -65,51 +112,30 @@ int hrmt_cmd_probe(int argc, char **argv) {
         cli_probe_usage(stdout);
         return 0;
     }
-    hrmt_context *ctx = open_context(o.backend, o.threads);
+    /* --compare always puts the CPU first and the GPU beside it. */
+    hrmt_context *ctx = open_context(o.compare ? HRMT_BACKEND_CPU : o.backend, o.threads);
     if (!ctx) return 1;
-    cli_probe_result r;
+    static cli_probe_result r; /* large; one per process */
     const hrmt_topology *topo = hrmt_context_topology(ctx);
-    if (!o.max_given) {
-        /* The sweep reaches the main-memory point (beyond 2x the largest claimed
-         * cache); --quick stops there, the last size that matters. */
-        size_t dram = cli_probe_tier_point(topo, topo->num_levels);
-        if (dram >= o.min_bytes && (o.quick || dram > o.max_bytes)) o.max_bytes = dram;
-    }
     int rc = 0;
     if (sweep(ctx, &o, &r)) {
         rc = 1;
-        goto done;
-    }
-    if (o.json) {
-        cJSON *j = cli_probe_json(&r, topo);
-        if (!j || cli_json_write(j, stdout, err, sizeof err)) {
-            fprintf(stderr, "hrmt probe: JSON output: %s\n", j ? err : "out of memory");
-            rc = 1;
-        }
-        cJSON_Delete(j);
     } else if (o.compare) {
-        const char *why = gpu_unavailable_reason();
-        cli_probe_result gpu;
-        int have_gpu = 0;
-        if (!why) {
-            hrmt_context *gctx = open_context(HRMT_BACKEND_CUDA, o.threads);
-            have_gpu = gctx && sweep(gctx, &o, &gpu) == 0;
-            if (!have_gpu) why = "the CUDA probe failed (see the message above)";
-            hrmt_context_destroy(gctx);
-        }
-        cli_probe_print_compare(&r, have_gpu ? &gpu : NULL, why, stdout);
+        rc = run_compare(&o, ctx, &r);
     } else {
-        cli_probe_print(&r, topo, stdout);
-    }
-    if (rc == 0 && o.plot_path) {
-        if (cli_probe_plot(&r, topo, o.plot_path, o.plot_format, err, sizeof err)) {
-            fprintf(stderr, "hrmt probe: --plot: %s\n", err);
-            rc = 1;
-        } else if (!o.json) {
-            fprintf(stdout, "plot written to %s\n", o.plot_path);
+        if (o.json)
+            rc = write_json(cli_probe_json(&r, topo));
+        else
+            cli_probe_print(&r, topo, stdout);
+        if (rc == 0 && o.plot_path) {
+            if (cli_probe_plot(&r, topo, o.plot_path, o.plot_format, err, sizeof err)) {
+                fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+                rc = 1;
+            } else if (!o.json) {
+                fprintf(stdout, "plot written to %s\n", o.plot_path);
+            }
         }
     }
-done:
     hrmt_context_destroy(ctx);
     return rc;
 }

@@ -55,34 +55,85 @@ static void set_xtics(FILE *g, size_t lo, size_t hi) {
     fputs(")\n", g);
 }
 
-static void mark_levels(FILE *g, const hrmt_topology *topo, const cli_probe_result *r) {
-    if (r->n_points == 0) return;
-    size_t lo = r->points[0].bytes, hi = r->points[r->n_points - 1].bytes;
-    for (int i = 0; i < topo->num_levels; i++) {
-        size_t sz = topo->caches[i].size_bytes;
-        if (sz < lo || sz > hi) continue;
+/* Writes `s` as a gnuplot single-quoted label: quotes doubled, control
+ * characters (a device name is the driver's text) turned into spaces. */
+static void put_label(FILE *g, const char *s) {
+    fputc('\'', g);
+    for (; *s; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch == '\'') fputc('\'', g);
+        fputc(ch < 0x20 || ch == 0x7f ? ' ' : ch, g);
+    }
+    fputc('\'', g);
+}
+
+/* Dashed lines at the capacities of a result's caches inside [lo, hi]; labels
+ * start with `prefix` ("" or "GPU "), at height `y` (graph fraction). */
+static void mark_levels(FILE *g, const cli_probe_result *r, size_t lo, size_t hi,
+                        const char *prefix, const char *color, double y) {
+    for (size_t i = 0; i < r->n_tiers; i++) {
+        const cli_probe_tier *t = &r->tiers[i];
+        const size_t sz = t->size_bytes;
+        if (t->level == 0 || t->shared || sz < lo || sz > hi) continue;
         char b[32];
         cli_format_bytes(sz, b, sizeof b);
         fprintf(g,
-                "set arrow from %zu, graph 0 to %zu, graph 1 nohead dashtype 2 lc rgb 'gray50'\n"
-                "set label 'L%d %s' at %zu, graph 0.95 right offset -0.5,0 font ',10' "
-                "textcolor rgb 'gray30'\n",
-                sz, sz, topo->caches[i].level, b, sz);
+                "set arrow from %zu, graph 0 to %zu, graph 1 nohead dashtype 2 lc rgb '%s'\n"
+                "set label '%s%s %s' at %zu, graph %.2f right offset -0.5,0 font ',10' "
+                "textcolor rgb '%s'\n",
+                sz, sz, color, prefix, t->name, b, sz, y, color);
     }
 }
 
-int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const char *path,
-                   cli_plot_format fmt, char *err, size_t errlen) {
+static void put_data(FILE *g, const char *name, const cli_probe_result *r) {
+    fprintf(g, "$%s << EOD\n", name);
+    for (size_t i = 0; i < r->n_points; i++) {
+        const cli_probe_point *p = &r->points[i];
+        fprintf(g, "%zu %.6g %.6g %.6g %.6g\n", p->bytes, p->ns, p->bw.read_gbps, p->bw.write_gbps,
+                p->bw.copy_gbps);
+    }
+    fputs("EOD\n", g);
+}
+
+/* The GPU's shared-memory tier as one point at one block's shared memory
+ * (it is outside the global-memory sweep); NULL when not measured. */
+static const cli_probe_tier *smem_tier(const cli_probe_result *r) {
+    for (size_t i = 0; r && i < r->n_tiers; i++)
+        if (r->tiers[i].shared && r->tiers[i].measured) return &r->tiers[i];
+    return NULL;
+}
+
+static int check_path(const char *path, char *err, size_t errlen) {
+    for (const char *p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            snprintf(err, errlen, "the path has a control character; choose another name");
+            return -1;
+        }
+    return 0;
+}
+
+/* One chart for one result (cpu NULL) or for both devices side by side. */
+static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
+                const cli_probe_result *gpu, const char *note, const char *path,
+                cli_plot_format fmt, char *err, size_t errlen) {
     if (!on_path("gnuplot")) {
         snprintf(err, errlen,
                  "gnuplot is not installed (not found on PATH); install it (Debian/Ubuntu: "
                  "apt-get install gnuplot-nox) or use --json and plot the data yourself");
         return -1;
     }
-    if (r->n_points == 0) {
+    const cli_probe_result *first = one ? one : cpu;
+    if (first->n_points == 0 || (gpu && gpu->n_points == 0)) {
         snprintf(err, errlen, "nothing to plot: the sweep has no points");
         return -1;
     }
+    if (check_path(path, err, errlen)) return -1;
+    size_t lo = first->points[0].bytes, hi = first->points[first->n_points - 1].bytes;
+    if (gpu) {
+        if (gpu->points[0].bytes < lo) lo = gpu->points[0].bytes;
+        if (gpu->points[gpu->n_points - 1].bytes > hi) hi = gpu->points[gpu->n_points - 1].bytes;
+    }
+    const cli_probe_tier *sm = smem_tier(one ? one : gpu);
     unlink(path); /* so the existence check below sees gnuplot's file, not an old one */
     /* A fixed command line; the user's path travels inside the script, quoted. */
     FILE *g = popen("gnuplot", "w"); /* NOLINT(cert-env33-c) */
@@ -90,39 +141,77 @@ int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const c
         snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
         return -1;
     }
-    fputs("$data << EOD\n", g);
-    for (size_t i = 0; i < r->n_points; i++) {
-        const cli_probe_point *p = &r->points[i];
-        fprintf(g, "%zu %.6g %.6g %.6g %.6g\n", p->bytes, p->ns, p->bw.read_gbps, p->bw.write_gbps,
-                p->bw.copy_gbps);
-    }
-    fputs("EOD\n", g);
+    put_data(g, "data", first);
+    if (gpu) put_data(g, "gpu", gpu);
+    if (sm)
+        fprintf(g, "$smem << EOD\n%zu %.6g %.6g %.6g %.6g\nEOD\n", sm->probe_bytes, sm->ns,
+                sm->bw.read_gbps, sm->bw.write_gbps, sm->bw.copy_gbps);
     if (fmt == CLI_PLOT_PNG)
         fputs("set terminal pngcairo size 1000,900 font 'sans,11'\n", g);
     else
         fputs("set terminal svg size 1000,900 dynamic background rgb 'white' font 'sans,12'\n", g);
     fputs("set output ", g);
     put_quoted(g, path);
-    fprintf(g,
-            "\nset multiplot layout 2,1 title 'hrmt probe: memory tiers (%s)'\n"
-            "set logscale x 2\nset grid\nset key bottom right opaque box\n"
-            "set xlabel 'working set (bytes)'\n",
-            r->device);
+    char title[320];
+    if (gpu)
+        snprintf(title, sizeof title, "hrmt probe: CPU vs GPU memory tiers (%s)",
+                 gpu->device_name[0] ? gpu->device_name : "cuda");
+    else if (one->device_name[0])
+        snprintf(title, sizeof title, "hrmt probe: memory tiers (%s: %s)", one->device,
+                 one->device_name);
+    else if (note)
+        snprintf(title, sizeof title, "hrmt probe: memory tiers (%s; GPU unavailable: %s)",
+                 first->device, note);
+    else
+        snprintf(title, sizeof title, "hrmt probe: memory tiers (%s)", first->device);
+    fputs("\nset multiplot layout 2,1 title ", g);
+    put_label(g, title);
+    fputs(
+        "\nset logscale x 2\nset grid\nset key bottom right opaque box\n"
+        "set xlabel 'working set (bytes)'\n",
+        g);
     /* A margin on both sides keeps the end points and their tick labels inside. */
-    size_t lo = r->points[0].bytes, hi = r->points[r->n_points - 1].bytes;
     fprintf(g, "set xrange [%.17g:%.17g]\n", (double)lo / 1.2, (double)hi * 1.2);
     set_xtics(g, lo, hi);
-    mark_levels(g, topo, r);
-    fputs(
-        "set logscale y\nset ylabel 'latency (ns per dependent load)'\n"
-        "plot $data using 1:2 with linespoints pt 7 ps 0.6 lw 2 title 'latency'\n"
-        "unset logscale y\nset yrange [0:*]\nset ylabel 'bandwidth (GB/s)'\n"
-        "set key top right opaque box\n"
-        "plot $data using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'read', \\\n"
-        "     $data using 1:4 with linespoints pt 5 ps 0.6 lw 2 title 'write', \\\n"
-        "     $data using 1:5 with linespoints pt 9 ps 0.6 lw 2 title 'copy'\n"
-        "unset multiplot\nset output\n",
-        g);
+    if (gpu) {
+        mark_levels(g, first, lo, hi, "CPU ", "gray40", 0.95);
+        mark_levels(g, gpu, lo, hi, "GPU ", "web-green", 0.86);
+    } else {
+        mark_levels(g, first, lo, hi, "", "gray50", 0.95);
+    }
+    const char *pt = "with linespoints pt 7 ps 0.6 lw 2";
+    fputs("set logscale y\nset ylabel 'latency (ns per dependent load)'\n", g);
+    if (gpu) {
+        fprintf(g,
+                "set key top left opaque box\nplot $data using 1:2 %s title 'CPU latency', "
+                "$gpu using 1:2 %s title 'GPU latency'",
+                pt, pt);
+    } else {
+        fprintf(g, "plot $data using 1:2 %s title 'latency'", pt);
+    }
+    if (sm) fputs(", $smem using 1:2 with points pt 13 ps 1.6 title 'GPU shared memory'", g);
+    fputs("\n", g);
+    if (gpu) {
+        /* Both devices on one axis: the GPU's rates are an order of magnitude
+         * above the CPU's, so the bandwidth axis is logarithmic here. */
+        fprintf(g,
+                "set ylabel 'bandwidth (GB/s)'\nset key bottom left opaque box\n"
+                "plot $data using 1:3 %s title 'CPU read', \\\n"
+                "     $data using 1:5 with linespoints pt 9 ps 0.6 lw 2 dt 2 title 'CPU copy', \\\n"
+                "     $gpu using 1:3 %s title 'GPU read', \\\n"
+                "     $gpu using 1:5 with linespoints pt 9 ps 0.6 lw 2 dt 2 title 'GPU copy'",
+                pt, pt);
+    } else {
+        fputs(
+            "unset logscale y\nset yrange [0:*]\nset ylabel 'bandwidth (GB/s)'\n"
+            "set key top right opaque box\n"
+            "plot $data using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'read', \\\n"
+            "     $data using 1:4 with linespoints pt 5 ps 0.6 lw 2 title 'write', \\\n"
+            "     $data using 1:5 with linespoints pt 9 ps 0.6 lw 2 title 'copy'",
+            g);
+    }
+    if (sm) fputs(", $smem using 1:3 with points pt 13 ps 1.6 title 'GPU shared memory read'", g);
+    fputs("\nunset multiplot\nset output\n", g);
     int st = pclose(g);
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         snprintf(err, errlen, "gnuplot failed (exit status %d) writing '%s'",
@@ -137,4 +226,16 @@ int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const c
         return -1;
     }
     return 0;
+}
+
+int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const char *path,
+                   cli_plot_format fmt, char *err, size_t errlen) {
+    (void)topo; /* the result carries its own tiers (either device) */
+    return plot(r, NULL, NULL, NULL, path, fmt, err, errlen);
+}
+
+int cli_probe_plot_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
+                           const char *gpu_note, const char *path, cli_plot_format fmt, char *err,
+                           size_t errlen) {
+    return plot(gpu ? NULL : cpu, gpu ? cpu : NULL, gpu, gpu_note, path, fmt, err, errlen);
 }

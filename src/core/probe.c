@@ -10,6 +10,10 @@
 
 #include "core/context.h"
 #include "core/probe_chase.h"
+#include "core/probe_gpu.h"
+#if defined(HRMT_HAVE_CUDA)
+#include "cuda/probe_cuda.h"
+#endif
 
 #define NODE_BYTES 64 /* one cache line per node */
 #define MIN_LOADS ((uint64_t)1 << 22)
@@ -119,6 +123,83 @@ hrmt_status hrmt_chase_ns(size_t bytes, double *ns) {
     return HRMT_OK;
 }
 
+/* ---- CUDA contexts: the device probes of src/cuda/probe_*.cu ---------------- */
+
+static int on_cuda(const hrmt_context *ctx) {
+    return ctx->backend_kind == HRMT_BACKEND_CUDA && ctx->cuda;
+}
+
+#if defined(HRMT_HAVE_CUDA)
+#define GPU_MSG (HRMT_ERRMSG_LEN - 64) /* room for the function name in front */
+
+/* A device probe's status, its message prefixed with the public name. */
+static hrmt_status gpu_result(hrmt_context *ctx, hrmt_status s, const char *fn, const char *msg) {
+    if (s == HRMT_OK) return HRMT_OK;
+    return hrmt_fail(ctx, s, "%s: %s", fn, msg[0] ? msg : hrmt_status_str(s));
+}
+#endif
+
+/* Context checks shared by the GPU-only probes: UNSUPPORTED off CUDA. */
+static hrmt_status need_gpu(hrmt_context *ctx, const void *out, const char *fn) {
+    if (!ctx || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: NULL argument", fn);
+    if (!on_cuda(ctx))
+        return hrmt_fail(
+            ctx, HRMT_ERR_UNSUPPORTED, "%s: needs a CUDA context (this one is %s)", fn,
+            ctx->backend_kind == HRMT_BACKEND_CUDA ? "CUDA without a device" : "a CPU context");
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_probe_gpu_caps(hrmt_context *ctx, hrmt_gpu_caps *out) {
+    hrmt_status s = need_gpu(ctx, out, "hrmt_probe_gpu_caps");
+    if (s != HRMT_OK) return s;
+#if defined(HRMT_HAVE_CUDA)
+    {
+        char msg[GPU_MSG] = "";
+        return gpu_result(ctx, hrmt_cuda_probe_caps(ctx->cuda, out, msg, sizeof msg),
+                          "hrmt_probe_gpu_caps", msg);
+    }
+#else
+    return HRMT_ERR_UNSUPPORTED;
+#endif
+}
+
+hrmt_status hrmt_probe_smem_latency(hrmt_context *ctx, size_t bytes, double *ns_per_load) {
+    hrmt_status s = need_gpu(ctx, ns_per_load, "hrmt_probe_smem_latency");
+    if (s != HRMT_OK) return s;
+#if defined(HRMT_HAVE_CUDA)
+    {
+        char msg[GPU_MSG] = "";
+        return gpu_result(
+            ctx, hrmt_cuda_probe_smem_latency(ctx->cuda, bytes, ns_per_load, msg, sizeof msg),
+            "hrmt_probe_smem_latency", msg);
+    }
+#else
+    (void)bytes;
+    return HRMT_ERR_UNSUPPORTED;
+#endif
+}
+
+hrmt_status hrmt_probe_smem_bandwidth(hrmt_context *ctx, size_t bytes_per_block,
+                                      hrmt_bandwidth *out, size_t *total_bytes) {
+    hrmt_status s = need_gpu(ctx, out, "hrmt_probe_smem_bandwidth");
+    if (s != HRMT_OK) return s;
+#if defined(HRMT_HAVE_CUDA)
+    {
+        char msg[GPU_MSG] = "";
+        return gpu_result(ctx,
+                          hrmt_cuda_probe_smem_bandwidth(ctx->cuda, bytes_per_block, out,
+                                                         total_bytes, msg, sizeof msg),
+                          "hrmt_probe_smem_bandwidth", msg);
+    }
+#else
+    (void)bytes_per_block;
+    (void)total_bytes;
+    return HRMT_ERR_UNSUPPORTED;
+#endif
+}
+
+/* ---- public probes --------------------------------------------------------- */
+
 hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, double *ns_per_load) {
     if (!ctx || !ns_per_load)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_latency: NULL argument");
@@ -126,6 +207,15 @@ hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, doub
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
                          "hrmt_probe_latency: working set %zu bytes is below two %d-byte nodes",
                          working_set_bytes, NODE_BYTES);
+#if defined(HRMT_HAVE_CUDA)
+    if (on_cuda(ctx)) {
+        char msg[GPU_MSG] = "";
+        return gpu_result(
+            ctx,
+            hrmt_cuda_probe_latency(ctx->cuda, working_set_bytes, ns_per_load, msg, sizeof msg),
+            "hrmt_probe_latency", msg);
+    }
+#endif
     if (chase_timed(working_set_bytes, MIN_LOADS, MIN_SECONDS, ns_per_load) != HRMT_OK)
         return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
                          "hrmt_probe_latency: cannot allocate %zu bytes", working_set_bytes);
@@ -171,6 +261,18 @@ static double bw_trial(const hrmt_context *ctx, bw_kind kind, char *buf, size_t 
 hrmt_status hrmt_probe_bandwidth(hrmt_context *ctx, size_t working_set_bytes, hrmt_bandwidth *out) {
     if (!ctx || !out)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "hrmt_probe_bandwidth: NULL argument");
+#if defined(HRMT_HAVE_CUDA)
+    if (on_cuda(ctx)) {
+        if (working_set_bytes < 128)
+            return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
+                             "hrmt_probe_bandwidth: working set %zu bytes is below 128 bytes",
+                             working_set_bytes);
+        char msg[GPU_MSG] = "";
+        return gpu_result(
+            ctx, hrmt_cuda_probe_bandwidth(ctx->cuda, working_set_bytes, out, msg, sizeof msg),
+            "hrmt_probe_bandwidth", msg);
+    }
+#endif
     if (working_set_bytes < (size_t)128 * (size_t)ctx->threads)
         return hrmt_fail(
             ctx, HRMT_ERR_INVALID_ARG,
