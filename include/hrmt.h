@@ -653,7 +653,15 @@ hrmt_status hrmt_gemm_packed(hrmt_context *ctx, const hrmt_tensor *a, const hrmt
 /* Mean ns per dependent load, pointer-chasing a random cyclic permutation of
  * cache-line-sized nodes over `working_set_bytes` (rounded down to 64 bytes) on
  * the calling thread, timed for up to 50 ms or 4M loads after one warm-up lap.
- * Errors: INVALID_ARG (NULL, working set below 128 bytes), OUT_OF_MEMORY. */
+ * On a CUDA context the chase runs on the device instead: one thread (lane 0
+ * of one warp) over a random cycle in device memory, ld.global.ca loads (L1
+ * cached; the kernel asks for the largest L1 carve-out), so the set's size
+ * picks L1, L2 or HBM; timed by the device's ns timer inside the kernel for
+ * about 30 ms (64K to 4M loads) after a warm-up lap (sets above 1 MiB: 4096
+ * loads, their L2 part already warm from building the cycle); synchronous.
+ * Errors: INVALID_ARG (NULL, working set below 128 bytes), OUT_OF_MEMORY
+ * (CUDA: more than the device can allocate, the message names cudaMalloc),
+ * CUDA. */
 hrmt_status hrmt_probe_latency(hrmt_context *ctx, size_t working_set_bytes, double *ns_per_load);
 
 /* Result of hrmt_probe_bandwidth, in GB/s (1e9 bytes per second). */
@@ -664,7 +672,12 @@ typedef struct hrmt_bandwidth {
 } hrmt_bandwidth;
 /* Best of 5 timed trials of streaming read, write and copy (half the set to the
  * other half) over `working_set_bytes`, split across the context's threads.
- * Errors: INVALID_ARG (NULL, below 128 bytes per thread), OUT_OF_MEMORY. */
+ * On a CUDA context: device memory split into one slice per block (4 blocks of
+ * 512 threads per SM, fewer for small sets), each block streaming its slice
+ * with 16-byte accesses (reads L1-cached), trials of about 1 ms timed with
+ * cudaEvents; synchronous. Copy counts bytes read + written on both.
+ * Errors: INVALID_ARG (NULL, below 128 bytes per thread; CUDA: below 128
+ * bytes), OUT_OF_MEMORY, CUDA. */
 hrmt_status hrmt_probe_bandwidth(hrmt_context *ctx, size_t working_set_bytes, hrmt_bandwidth *out);
 
 /* ------------------------------------------------------------------------- */
