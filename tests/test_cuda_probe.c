@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/probe_gpu.h"
 #include "support/test_common.h"
@@ -266,6 +267,23 @@ Test(cuda_probe_cli, compare_json_has_both_sides, .timeout = 600) {
         cr_expect(str(j, "gpu_unavailable")[0]);
     }
     cJSON_Delete(j);
+    /* --input prints a saved run as measured (a GPU run charted elsewhere). */
+    char path[] = "/tmp/hrmt_test_cuda_probe_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    cr_assert_not_null(f);
+    fputs(out, f);
+    fclose(f);
+    free(out);
+    char args[256];
+    snprintf(args, sizeof args, "probe --input %s", path);
+    rc = run_hrmt(args, &out);
+    unlink(path);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(
+        strstr(out, "CPU read GB/s") && strstr(out, gpu ? "GPU ns" : "GPU column unavailable"),
+        "%s", out);
     free(out);
     rc = run_hrmt("probe --compare --quick --quiet --max-bytes 256K", &out);
     cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);

@@ -1,6 +1,8 @@
 /* `hrmt probe`: the memory-tier map (latency and bandwidth against working-set
  * size, with the detected cache levels), as a table, JSON or a chart. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
@@ -101,6 +103,84 @@ static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_res
     return 0;
 }
 
+/* Reads a whole file; NULL with a message in err. */
+static char *slurp(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, k;
+    char *buf = malloc(cap);
+    while (buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *nb = cap < ((size_t)64 << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, "'%s' is too large or memory ran out", path);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* --input: a saved --json output (plain or --compare), printed or plotted
+ * without measuring; so a GPU machine's run can be charted elsewhere. */
+static int run_input(const cli_probe_opts *o) {
+    char err[512];
+    static cli_probe_result a, b; /* large; one per process */
+    char *text = slurp(o->input, err, sizeof err);
+    if (!text) {
+        fprintf(stderr, "hrmt probe: --input: %s\n", err);
+        return 1;
+    }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) {
+        fprintf(stderr, "hrmt probe: --input: '%s' is not JSON\n", o->input);
+        return 1;
+    }
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(j, "cpu");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(j, "gpu_unavailable");
+    const int compare = cJSON_IsObject(cpu);
+    int rc = 0, have_gpu = compare && cJSON_IsObject(gpu);
+    if (cli_probe_from_json(compare ? cpu : j, &a, err, sizeof err) ||
+        (have_gpu && cli_probe_from_json(gpu, &b, err, sizeof err))) {
+        fprintf(stderr, "hrmt probe: --input '%s': %s\n", o->input, err);
+        cJSON_Delete(j);
+        return 1;
+    }
+    const char *note = cJSON_IsString(why) ? why->valuestring : "not in the saved run";
+    if (compare)
+        cli_probe_print_compare(&a, have_gpu ? &b : NULL, note, stdout);
+    else
+        cli_probe_print(&a, NULL, stdout);
+    if (o->plot_path) {
+        int bad = compare ? cli_probe_plot_compare(&a, have_gpu ? &b : NULL, note, o->plot_path,
+                                                   o->plot_format, err, sizeof err)
+                          : cli_probe_plot(&a, NULL, o->plot_path, o->plot_format, err, sizeof err);
+        if (bad) {
+            fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+            rc = 1;
+        } else {
+            fprintf(stdout, "plot written to %s\n", o->plot_path);
+        }
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 int hrmt_cmd_probe(int argc, char **argv) {
     cli_probe_opts o;
     char err[512];
@@ -112,6 +192,7 @@ int hrmt_cmd_probe(int argc, char **argv) {
         cli_probe_usage(stdout);
         return 0;
     }
+    if (o.input) return run_input(&o);
     /* --compare always puts the CPU first and the GPU beside it. */
     hrmt_context *ctx = open_context(o.compare ? HRMT_BACKEND_CPU : o.backend, o.threads);
     if (!ctx) return 1;

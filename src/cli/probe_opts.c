@@ -36,6 +36,8 @@ void cli_probe_usage(FILE *f) {
             "  --backend cpu|cuda      device to probe (default cpu); cuda: tiers SMEM, L1, L2,\n"
             "                          HBM, the sweep up to HBM's point (16x L2, >= 256M)\n"
             "  --threads N             OpenMP threads for the bandwidth probe\n"
+            "  --input FILE.json       print / --plot a saved --json output (plain or --compare)\n"
+            "                          instead of measuring (e.g. a GPU machine's run)\n"
             "  --quiet                 no progress bar\n"
             "  --help                  this text\n");
 }
@@ -48,7 +50,8 @@ enum {
     OPT_PLOT,
     OPT_COMPARE,
     OPT_BACKEND,
-    OPT_THREADS
+    OPT_THREADS,
+    OPT_INPUT
 };
 
 static const struct option g_long_opts[] = {{"min-bytes", required_argument, NULL, OPT_MIN},
@@ -59,6 +62,7 @@ static const struct option g_long_opts[] = {{"min-bytes", required_argument, NUL
                                             {"compare", no_argument, NULL, OPT_COMPARE},
                                             {"backend", required_argument, NULL, OPT_BACKEND},
                                             {"threads", required_argument, NULL, OPT_THREADS},
+                                            {"input", required_argument, NULL, OPT_INPUT},
                                             {"quiet", no_argument, NULL, 'q'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
@@ -106,6 +110,7 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
             o->backend = v ? HRMT_BACKEND_CUDA : HRMT_BACKEND_CPU;
             break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
+        case OPT_INPUT: o->input = optarg; break;
         case 'q': o->quiet = 1; break;
         case 'h': o->help = 1; break;
         default: return cli_getopt_error(c, argc, argv, g_long_opts, err, errlen);

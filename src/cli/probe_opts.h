@@ -18,6 +18,7 @@ typedef struct cli_probe_opts {
     int threads;
     hrmt_backend_kind backend;
     const char *plot_path;
+    const char *input; /* --input: a saved --json output instead of measuring */
     cli_plot_format plot_format;
     int quiet, help;
 } cli_probe_opts;

@@ -269,3 +269,110 @@ cJSON *cli_probe_compare_json(const cli_probe_result *cpu, const hrmt_topology *
     }
     return root;
 }
+
+/* ---- reading a saved --json back (--input) --------------------------------- */
+
+static int get_num(const cJSON *o, const char *key, double *v) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(x)) return -1;
+    *v = x->valuedouble;
+    return 0;
+}
+
+static size_t get_size(const cJSON *o, const char *key) {
+    double v = 0;
+    return get_num(o, key, &v) == 0 && v > 0 && v < 1.8e19 ? (size_t)v : 0;
+}
+
+static int get_flag(const cJSON *o, const char *key) {
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+/* The result's bound names are static strings (results may be copied). */
+static const char *static_name(const char *name) {
+    static const char *const names[] = {"L1", "L2", "L3", "L4"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i])) return names[i];
+    return "cache";
+}
+
+static int json_tier(const cJSON *e, cli_probe_tier *t) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+    double level = 0;
+    if (!cJSON_IsString(name) || get_num(e, "level", &level)) return -1;
+    snprintf(t->name, sizeof t->name, "%s", name->valuestring);
+    t->level = (int)level;
+    t->shared = cJSON_IsString(kind) && !strcmp(kind->valuestring, "shared");
+    t->size_bytes = get_size(e, "size_bytes");
+    t->probe_bytes = get_size(e, "probe_bytes");
+    t->effective_bytes = get_size(e, "effective_bytes");
+    t->plateau_end_bytes = get_size(e, "plateau_end_bytes");
+    t->measured = get_flag(e, "measured") && get_num(e, "ns", &t->ns) == 0;
+    t->bw_probe_bytes = get_size(e, "bandwidth_probe_bytes");
+    t->bw_measured = get_flag(e, "bandwidth_measured") &&
+                     get_num(e, "read_gbps", &t->bw.read_gbps) == 0 &&
+                     get_num(e, "write_gbps", &t->bw.write_gbps) == 0 &&
+                     get_num(e, "copy_gbps", &t->bw.copy_gbps) == 0;
+    const cJSON *b2 = cJSON_GetObjectItemCaseSensitive(e, "beyond_2x_largest_cache");
+    const cJSON *b4 = cJSON_GetObjectItemCaseSensitive(e, "beyond_4x_l2");
+    t->capped = cJSON_IsFalse(b2) || cJSON_IsFalse(b4);
+    return 0;
+}
+
+int cli_probe_from_json(const cJSON *j, cli_probe_result *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(j, "device");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "device_name");
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(j, "latency");
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(j, "bandwidth");
+    const cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
+    if (!cJSON_IsString(dev) ||
+        (strcmp(dev->valuestring, "cpu") && strcmp(dev->valuestring, "cuda"))) {
+        snprintf(err, errlen, "\"device\" is missing or neither \"cpu\" nor \"cuda\"");
+        return -1;
+    }
+    if (!cJSON_IsArray(lat) || !cJSON_IsArray(bw) || !cJSON_IsArray(lv) ||
+        cJSON_GetArraySize(lat) != cJSON_GetArraySize(bw)) {
+        snprintf(
+            err, errlen,
+            "\"latency\", \"bandwidth\" and \"levels\" must be arrays, the first two of one length");
+        return -1;
+    }
+    const int gpu = !strcmp(dev->valuestring, "cuda");
+    r->device = gpu ? "cuda" : "cpu";
+    if (cJSON_IsString(name))
+        snprintf(r->device_name, sizeof r->device_name, "%s", name->valuestring);
+    r->source = "a saved --json output";
+    const cJSON *e;
+    size_t i = 0;
+    cJSON_ArrayForEach(e, lat) {
+        if (i == CLI_PROBE_MAX_POINTS) break;
+        const cJSON *b = cJSON_GetArrayItem(bw, (int)i);
+        cli_probe_point *p = &r->points[i];
+        p->bytes = get_size(e, "bytes");
+        if (!p->bytes || get_num(e, "ns", &p->ns) || get_num(b, "read_gbps", &p->bw.read_gbps) ||
+            get_num(b, "write_gbps", &p->bw.write_gbps) ||
+            get_num(b, "copy_gbps", &p->bw.copy_gbps)) {
+            snprintf(err, errlen, "sweep point %zu lacks bytes, ns or a bandwidth", i);
+            return -1;
+        }
+        r->n_points = ++i;
+    }
+    cJSON_ArrayForEach(e, lv) {
+        if (r->n_tiers == CLI_PROBE_MAX_TIERS) break;
+        cli_probe_tier *t = &r->tiers[r->n_tiers];
+        if (json_tier(e, t)) {
+            snprintf(err, errlen, "level %zu lacks \"name\" or \"level\"", r->n_tiers);
+            return -1;
+        }
+        r->n_tiers++;
+        /* Sweep points are named by the caches (not SMEM) in order, then main memory. */
+        if (t->level > 0 && !t->shared && r->n_bounds < CLI_PROBE_MAX_TIERS) {
+            r->bounds[r->n_bounds] = t->size_bytes;
+            r->bound_names[r->n_bounds++] = static_name(t->name);
+        }
+    }
+    r->main_name = gpu ? "HBM" : "DRAM";
+    return 0;
+}

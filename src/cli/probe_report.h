@@ -15,6 +15,9 @@
  *             "bandwidth_measured","read_gbps","write_gbps","copy_gbps",...}...]}
  * (unmeasured values are null). topo is unused (the result has its tiers). */
 cJSON *cli_probe_json(const cli_probe_result *r, const hrmt_topology *topo);
+/* Reads cli_probe_json's output back into r (for --input); -1 with a message
+ * naming the missing or malformed field. */
+int cli_probe_from_json(const cJSON *j, cli_probe_result *r, char *err, size_t errlen);
 /* --compare --json: {"cpu": {...}, "gpu": {...} or null, "gpu_unavailable": why}. */
 cJSON *cli_probe_compare_json(const cli_probe_result *cpu, const hrmt_topology *topo,
                               const cli_probe_result *gpu, const char *gpu_note);
