@@ -182,6 +182,15 @@ typedef struct hrmt_cache_level {
     size_t line_bytes;   /* cache line size */
     int ways;            /* associativity; 0 when unknown, -1 fully associative */
     int shared_by_cores; /* how many cores share one instance */
+    /* This core's usable share, what the tile plan sizes from; 0 = not derived
+     * yet (hrmt_tile_plan_compute then applies hrmt_topology_effective's rule). */
+    size_t effective_bytes;
+    /* Where effective_bytes came from: "private", "per-core share", "calibrated",
+     * "plausibility cap" or "env"; a static string, NULL when not derived. */
+    const char *effective_source;
+    /* End of the latency plateau a short pointer-chase calibration measured for
+     * one instance (hrmt_topology_calibrate); 0 = not measured. */
+    size_t measured_bytes;
 } hrmt_cache_level;
 
 /* The machine's cache hierarchy, as hrmt_topology_detect() found it. */
@@ -200,6 +209,30 @@ typedef struct hrmt_topology {
  * (NULL out, a malformed override). */
 hrmt_status hrmt_topology_detect(hrmt_topology *out);
 
+/* Fills every level's effective_bytes / effective_source (the rule, also in
+ * README "Cache topology"): a private level gives its size ("private"); a shared
+ * one this core's share, size / shared_by_cores ("per-core share"). A level set
+ * by an HRMT_CACHE_* override keeps that ("env"). For a shared level of L3 or
+ * beyond: if it was calibrated (measured_bytes > 0), the share is capped at
+ * measured_bytes / min(shared_by_cores, usable_cores) ("calibrated"); if not, a
+ * share above max(8 x this core's L2, 8 MiB) is not plausible for one core (a
+ * VM sees its host's whole L3, shared with other guests) and is capped there
+ * ("plausibility cap"). usable_cores: CPUs this process may run on (0: unknown).
+ * Errors: INVALID_ARG (NULL). */
+hrmt_status hrmt_topology_effective(hrmt_topology *t, int usable_cores);
+/* 1 when some shared level's claimed per-core share exceeds the plausibility
+ * bound above, so that a calibration is worth its time; 0 otherwise or for NULL. */
+int hrmt_topology_needs_calibration(const hrmt_topology *t);
+/* Short calibration (~0.1-0.2 s on an idle core, one thread): pointer-chase latency at doubling
+ * working sets from 2x the L2 size up to min(claimed L3, 32 MiB); the plateau
+ * ends where latency passes 2x that at 2x L2. Sets measured_bytes of the last
+ * level, then re-derives the effective sizes. A level smaller than 2x L2, or a
+ * topology without L3, is left unmeasured. Errors: INVALID_ARG (NULL),
+ * OUT_OF_MEMORY. */
+hrmt_status hrmt_topology_calibrate(hrmt_topology *t, int usable_cores);
+/* CPUs this process may run on (its affinity mask), >= 1. */
+int hrmt_usable_cores(void);
+
 /* Blocking derived from a topology; a pure function (see hrmt_tile_plan_compute). */
 typedef struct hrmt_tile_plan {
     size_t sram_tier_bytes; /* SRAM tier capacity: this core's share of L2 */
@@ -208,7 +241,7 @@ typedef struct hrmt_tile_plan {
         gemm_nr;            /* register tile columns */
     size_t gemm_kc;         /* K block: an MR x KC and KC x NR sliver fit L1 */
     size_t gemm_mc;         /* M block: MC x KC panel of A fills part of L2 */
-    size_t gemm_nc;         /* N block: KC x NC panel of W fills part of L3 */
+    size_t gemm_nc;         /* N block: KC x NC panel of W fills part of L3's effective share */
 } hrmt_tile_plan;
 
 /* Analytical (Low et al., TOMS 2016) blocking for a register tile mr x nr and
@@ -247,7 +280,10 @@ typedef struct hrmt_context_options {
 hrmt_context_options hrmt_context_default_options(void);
 
 /* Creates a context; the caller destroys it with hrmt_context_destroy(). opts may
- * be NULL (defaults). Reads HRMT_ISA, HRMT_CACHE_* and HRMT_GEMM_KC/MC/NC. On
+ * be NULL (defaults). Reads HRMT_ISA, HRMT_CACHE_* and HRMT_GEMM_KC/MC/NC. When a
+ * claimed shared cache is implausible (hrmt_topology_needs_calibration), runs
+ * hrmt_topology_calibrate once for this context unless HRMT_CALIBRATE=0 (then the
+ * plausibility cap applies); the tile plan sizes from the effective sizes. On
  * failure *out is NULL and, where possible, `errbuf` (may be NULL) receives a
  * message. Errors: INVALID_ARG (NULL out, num_threads or backend out of range, a
  * malformed environment override), ISA, NO_DEVICE, OUT_OF_MEMORY, OVERFLOW. */

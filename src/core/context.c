@@ -137,6 +137,12 @@ static hrmt_status choose_isa(const char *want, hrmt_isa *out, char *errbuf, siz
     return HRMT_OK;
 }
 
+/* 1 when the variable is set to "0" (an opt-out switch). */
+static int env_is_zero(const char *name) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, "0");
+}
+
 hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context **out, char *errbuf,
                                 size_t errbuf_len) {
     if (!out) return HRMT_ERR_INVALID_ARG;
@@ -166,6 +172,14 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
         set_errbuf(errbuf, errbuf_len, "cache topology: %s (check HRMT_CACHE_L1D/L2/L3)",
                    hrmt_status_str(s));
         goto fail;
+    }
+    if (hrmt_topology_needs_calibration(&ctx->topo) && !env_is_zero("HRMT_CALIBRATE")) {
+        s = hrmt_topology_calibrate(&ctx->topo, hrmt_usable_cores());
+        if (s != HRMT_OK) {
+            set_errbuf(errbuf, errbuf_len, "cache calibration: %s (HRMT_CALIBRATE=0 skips it)",
+                       hrmt_status_str(s));
+            goto fail;
+        }
     }
     s = hrmt_tile_plan_compute(&ctx->topo, ctx->be->gemm.mr, ctx->be->gemm.nr, 4, &ctx->plan);
     if (s != HRMT_OK) {
