@@ -267,7 +267,9 @@ Test(cuda_model, tiered_equals_baseline_bf16) { schedules_equal(HRMT_BF16); }
  * run as the CPU's BF16 run is. */
 Test(cuda_model, gpu_matches_cpu) {
     hrmt_context *gctx = cuda_ctx(), *cctx = hrmt_test_context();
-    const int B = 5, steps = 2;
+    /* 32 samples: the q heads give one value per sample, and a distance over
+     * five values is too noisy to hold to a 1.5x bound. */
+    const int B = 32, steps = 2;
     outs ref[2], cpu16[2], gpu32[2], gpu16[2];
     hrmt_model *m;
     hrmt_model_config cfg = small_cfg(HRMT_F32);

@@ -83,9 +83,12 @@ static void print_text(hrmt_context *ctx, const hrmt_cuda_info *ci) {
 
     printf("cuda:         %s", cuda_status(ci));
     if (ci->built && ci->device_count > 0)
-        printf(" (%d device%s): %s, SMEM per block %zu bytes, L2 %zu bytes, memory %zu bytes",
-               ci->device_count, ci->device_count == 1 ? "" : "s", ci->name, ci->smem_per_block,
-               ci->l2_bytes, ci->global_mem_bytes);
+        printf(
+            " (%d device%s): device %d %s, sm_%d%d, %d SMs, SMEM %zu bytes per SM (%zu per "
+            "block), L2 %zu bytes, memory %zu bytes, driver %d, runtime %d",
+            ci->device_count, ci->device_count == 1 ? "" : "s", ci->device, ci->name, ci->cc_major,
+            ci->cc_minor, ci->sm_count, ci->smem_per_sm, ci->smem_per_block, ci->l2_bytes,
+            ci->global_mem_bytes, ci->driver_version, ci->runtime_version);
     printf("\n");
 }
 
@@ -145,7 +148,13 @@ static cJSON *build_json(hrmt_context *ctx, const hrmt_cuda_info *ci) {
         ok = cJSON_AddStringToObject(cu, "name", ci->name) &&
              cJSON_AddNumberToObject(cu, "smem_per_block", (double)ci->smem_per_block) &&
              cJSON_AddNumberToObject(cu, "l2_bytes", (double)ci->l2_bytes) &&
-             cJSON_AddNumberToObject(cu, "global_mem_bytes", (double)ci->global_mem_bytes);
+             cJSON_AddNumberToObject(cu, "global_mem_bytes", (double)ci->global_mem_bytes) &&
+             cJSON_AddNumberToObject(cu, "device", ci->device) &&
+             cJSON_AddNumberToObject(cu, "compute_capability", ci->cc_major * 10 + ci->cc_minor) &&
+             cJSON_AddNumberToObject(cu, "sm_count", ci->sm_count) &&
+             cJSON_AddNumberToObject(cu, "smem_per_sm", (double)ci->smem_per_sm) &&
+             cJSON_AddNumberToObject(cu, "driver_version", ci->driver_version) &&
+             cJSON_AddNumberToObject(cu, "runtime_version", ci->runtime_version);
     if (!ok) {
         cJSON_Delete(root);
         return NULL;

@@ -93,8 +93,7 @@ __device__ static inline uint16_t f32_to_bf16_rne(float f) {
 
 /* dst[r*cols + j] = f32(src[r*ld + j]) for BF16 src (exact). */
 __global__ void hrmt_gemm_widen_kernel(const uint16_t *src, unsigned long long rows,
-                                       unsigned long long cols, unsigned long long ld,
-                                       float *dst) {
+                                       unsigned long long cols, unsigned long long ld, float *dst) {
     const unsigned long long total = rows * cols;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -171,12 +170,12 @@ static hrmt_status try_plan(hrmt_cuda *c, const hrmt_gemm_key *k, cublasComputeT
     cublasLtMatmulHeuristicResult_t res;
     int nres = 0;
     cublasStatus_t st;
-    if ((s = lt_map(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT,
-                                                   sizeof opT),
-                    "cublasLtMatmulDescSetAttribute(TRANSA)", err, errlen)) != HRMT_OK ||
-        (s = lt_map(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN,
-                                                   sizeof opN),
-                    "cublasLtMatmulDescSetAttribute(TRANSB)", err, errlen)) != HRMT_OK ||
+    if ((s = lt_map(
+             cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT),
+             "cublasLtMatmulDescSetAttribute(TRANSA)", err, errlen)) != HRMT_OK ||
+        (s = lt_map(
+             cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN),
+             "cublasLtMatmulDescSetAttribute(TRANSB)", err, errlen)) != HRMT_OK ||
         (s = lt_map(cublasLtMatrixLayoutCreate(&p->la, cuda_type(k->adt), k->k, k->n, k->ldw),
                     "cublasLtMatrixLayoutCreate(W)", err, errlen)) != HRMT_OK ||
         (s = lt_map(cublasLtMatrixLayoutCreate(&p->lb, cuda_type(k->adt), k->k, k->m, k->lda),
@@ -188,6 +187,9 @@ static hrmt_status try_plan(hrmt_cuda *c, const hrmt_gemm_key *k, cublasComputeT
         goto out;
     {
         const uint32_t aw = k->align_w, aa = k->align_a, ac = k->align_c;
+        /* Split-K partials only in F32: the in-place and output-type schemes add
+         * them up in C's dtype (BF16), a second rounding the CPU never does. */
+        const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
         const size_t ws = c->ws_bytes;
         if ((s = lt_map(cublasLtMatmulPreferenceSetAttribute(
                             pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
@@ -195,19 +197,19 @@ static hrmt_status try_plan(hrmt_cuda *c, const hrmt_gemm_key *k, cublasComputeT
                 HRMT_OK ||
             (s = lt_map(cublasLtMatmulPreferenceSetAttribute(
                             pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw),
-                        "cublasLtMatmulPreferenceSetAttribute(align A)", err, errlen)) !=
-                HRMT_OK ||
+                        "cublasLtMatmulPreferenceSetAttribute(align A)", err, errlen)) != HRMT_OK ||
             (s = lt_map(cublasLtMatmulPreferenceSetAttribute(
                             pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa),
-                        "cublasLtMatmulPreferenceSetAttribute(align B)", err, errlen)) !=
-                HRMT_OK ||
+                        "cublasLtMatmulPreferenceSetAttribute(align B)", err, errlen)) != HRMT_OK ||
             (s = lt_map(cublasLtMatmulPreferenceSetAttribute(
                             pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac),
-                        "cublasLtMatmulPreferenceSetAttribute(align C)", err, errlen)) !=
-                HRMT_OK ||
+                        "cublasLtMatmulPreferenceSetAttribute(align C)", err, errlen)) != HRMT_OK ||
             (s = lt_map(cublasLtMatmulPreferenceSetAttribute(
                             pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac),
-                        "cublasLtMatmulPreferenceSetAttribute(align D)", err, errlen)) != HRMT_OK)
+                        "cublasLtMatmulPreferenceSetAttribute(align D)", err, errlen)) != HRMT_OK ||
+            (s = lt_map(cublasLtMatmulPreferenceSetAttribute(
+                            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red),
+                        "cublasLtMatmulPreferenceSetAttribute(reduction)", err, errlen)) != HRMT_OK)
             goto out;
     }
     st = cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res,
@@ -240,7 +242,8 @@ static hrmt_status get_plan(hrmt_cuda *c, const hrmt_gemm_key *k, const hrmt_gem
     hrmt_status s;
     if (k->adt == HRMT_F32) {
         s = try_plan(c, k, CUBLAS_COMPUTE_32F_PEDANTIC, slot, &found, err, errlen);
-        if (s == HRMT_OK && !found) s = try_plan(c, k, CUBLAS_COMPUTE_32F, slot, &found, err, errlen);
+        if (s == HRMT_OK && !found)
+            s = try_plan(c, k, CUBLAS_COMPUTE_32F, slot, &found, err, errlen);
     } else {
         s = try_plan(c, k, CUBLAS_COMPUTE_32F, slot, &found, err, errlen);
     }
@@ -273,8 +276,8 @@ hrmt_status hrmt_cuda_gemm(hrmt_cuda *c, size_t m, size_t n, size_t k, const voi
         put_err(err, errlen, "hrmt_cuda_gemm: zero dimension (m %zu, n %zu, k %zu)", m, n, k);
         return HRMT_ERR_INVALID_ARG;
     }
-    const int okdt = (adt == HRMT_F32 || adt == HRMT_BF16) && (wdt == HRMT_F32 || wdt == HRMT_BF16) &&
-                     (cdt == HRMT_F32 || cdt == HRMT_BF16);
+    const int okdt = (adt == HRMT_F32 || adt == HRMT_BF16) &&
+                     (wdt == HRMT_F32 || wdt == HRMT_BF16) && (cdt == HRMT_F32 || cdt == HRMT_BF16);
     if (!okdt) {
         put_err(err, errlen, "hrmt_cuda_gemm: dtypes %s x %s -> %s (want F32 or BF16)",
                 hrmt_dtype_name(adt), hrmt_dtype_name(wdt), hrmt_dtype_name(cdt));
@@ -356,8 +359,8 @@ hrmt_status hrmt_cuda_gemm(hrmt_cuda *c, size_t m, size_t n, size_t k, const voi
     const hrmt_gemm_plan *p = NULL;
     if ((s = get_plan(c, &key, &p, err, errlen)) != HRMT_OK) return s;
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    s = lt_map(cublasLtMatmul(c->lt, p->desc, &alpha, W, p->la, A, p->lb, &beta, D, p->lc, D,
-                              p->lc, &p->algo, c->workspace, c->ws_bytes, st),
+    s = lt_map(cublasLtMatmul(c->lt, p->desc, &alpha, W, p->la, A, p->lb, &beta, D, p->lc, D, p->lc,
+                              &p->algo, c->workspace, c->ws_bytes, st),
                "cublasLtMatmul", err, errlen);
     if (s != HRMT_OK) return s;
     if (stage_c) {
