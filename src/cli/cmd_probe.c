@@ -53,7 +53,7 @@ static int sweep(hrmt_context *ctx, const cli_probe_opts *opts, cli_probe_result
     size_t n = cli_probe_sizes(o.min_bytes, o.max_bytes, o.quick, sizes, CLI_PROBE_MAX_POINTS);
     cli_progress bar;
     cli_progress_init(&bar, cli_progress_wanted(o.quiet) ? stderr : NULL,
-                      n + 2 * CLI_PROBE_MAX_TIERS);
+                      n + 2 * (size_t)CLI_PROBE_MAX_TIERS);
     /* Two trials per size smooth the full sweep; --quick takes one. */
     hrmt_status s = cli_probe_run(ctx, sizes, n, o.quick ? 1 : 2, o.max_bytes, &bar, r);
     cli_progress_finish(&bar);

@@ -123,6 +123,10 @@ static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
         return -1;
     }
     const cli_probe_result *first = one ? one : cpu;
+    if (!first) {
+        snprintf(err, errlen, "nothing to plot: no result");
+        return -1;
+    }
     if (first->n_points == 0 || (gpu && gpu->n_points == 0)) {
         snprintf(err, errlen, "nothing to plot: the sweep has no points");
         return -1;

@@ -88,7 +88,7 @@ cJSON *cli_probe_json(const cli_probe_result *r, const hrmt_topology *topo) {
         if (main_mem && !strcmp(r->device, "cpu") &&
             !cJSON_AddBoolToObject(o, "beyond_2x_largest_cache", !t->capped))
             goto oom;
-        if (main_mem && strcmp(r->device, "cpu") &&
+        if (main_mem && strcmp(r->device, "cpu") != 0 &&
             !cJSON_AddBoolToObject(o, "beyond_4x_l2", !t->capped))
             goto oom;
     }
@@ -328,7 +328,7 @@ int cli_probe_from_json(const cJSON *j, cli_probe_result *r, char *err, size_t e
     const cJSON *bw = cJSON_GetObjectItemCaseSensitive(j, "bandwidth");
     const cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
     if (!cJSON_IsString(dev) ||
-        (strcmp(dev->valuestring, "cpu") && strcmp(dev->valuestring, "cuda"))) {
+        (strcmp(dev->valuestring, "cpu") != 0 && strcmp(dev->valuestring, "cuda") != 0)) {
         snprintf(err, errlen, "\"device\" is missing or neither \"cpu\" nor \"cuda\"");
         return -1;
     }

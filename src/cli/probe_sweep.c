@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,10 +42,12 @@ static size_t probe_allowance(void) {
     FILE *f = fopen("/proc/meminfo", "r");
     if (f) {
         char line[128];
-        unsigned long long kib;
+        static const char key[] = "MemAvailable:";
         while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
-                avail = (size_t)kib * 1024;
+            if (!strncmp(line, key, sizeof key - 1)) {
+                char *end = NULL;
+                unsigned long long kib = strtoull(line + sizeof key - 1, &end, 10);
+                if (end && end != line + sizeof key - 1) avail = (size_t)kib * 1024;
                 break;
             }
         fclose(f);

@@ -193,7 +193,7 @@ hrmt_status hrmt_probe_smem_bandwidth(hrmt_context *ctx, size_t bytes_per_block,
     }
 #else
     (void)bytes_per_block;
-    (void)total_bytes;
+    if (total_bytes) *total_bytes = 0;
     return HRMT_ERR_UNSUPPORTED;
 #endif
 }
