@@ -82,7 +82,70 @@ if [ $build_rc -eq 0 ]; then
   done
 fi
 
-# ---- 3. compute-sanitizer on the CUDA test binaries -------------------------
+# ---- 3. the issue's table: ACT steps, fused-op bandwidth, memory tiers ----------
+# One ACT step (bf16, default model) at batch 1, 8, 64, 256, both schedules
+# (plus f32 at 1 and 64); every fused op at >= 512 MB next to a device copy
+# of the same size measured in the same run; CPU vs GPU memory tiers.
+if [ $build_rc -eq 0 ]; then
+  stamp "model step benchmark"
+  {
+    "$build/hrmt" info
+    "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 --iterations 10 --quiet
+    "$build/hrmt" bench --backend cuda --dtype f32 --batch-sizes 1,64 --iterations 5 --quiet
+  } >"$out/model.log" 2>&1
+  rc=$?
+  record "model step bench" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
+    "$(grep -c '^tiered\|^baseline' "$out/model.log") rows; model.log"
+  stamp "fused-op bandwidth"
+  "$build/hrmt-bench-cuda-ops" --mb 512 --reps 20 >"$out/cuda_ops.log" 2>&1
+  rc=$?
+  record "fused-op bandwidth" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
+    "$(grep -E '^(bar|copy median)' "$out/cuda_ops.log" | tr '\n' ' ' | cut -c1-90)"
+  stamp "probe --compare"
+  "$build/hrmt" probe --compare --json --quiet >"$out/probe_compare.json" 2>"$out/probe.log" &&
+    "$build/hrmt" probe --input "$out/probe_compare.json" >>"$out/probe.log" 2>&1
+  rc=$?
+  record "probe --compare" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "probe.log"
+fi
+
+# ---- 4. an outside program against the INSTALLED static libhrmt.a -------------
+# Only `pkg-config --static --cflags --libs hrmt`: proves hrmt.pc carries every
+# library a static link needs (cudart_static's -ldl -lrt -lpthread, cuBLASLt,
+# -lstdc++) and that the program needs only the driver at run time.
+if [ $build_rc -eq 0 ]; then
+  stamp "install + link an outside program"
+  {
+    rm -rf "$prefix" && cmake --install "$build" --prefix "$prefix" || exit 1
+    pcdir=$(dirname "$(find "$prefix" -name hrmt.pc | head -n 1)")
+    export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    if command -v pkg-config >/dev/null; then
+      flags=$(pkg-config --static --cflags --libs hrmt) || exit 1
+    else # no pkg-config on the machine: read the same fields from hrmt.pc
+      pcf="$pcdir/hrmt.pc"
+      pfx=$(cd "$pcdir/$(sed -n 's/^prefix=\${pcfiledir}\///p' "$pcf")" 2>/dev/null && pwd)
+      [ -n "$pfx" ] || pfx=$(sed -n 's/^prefix=//p' "$pcf")
+      sub() { sed -e "s|\${prefix}|$pfx|g; s|\${exec_prefix}|$pfx|g" \
+        -e "s|\${libdir}|$pfx/lib|g; s|\${includedir}|$pfx/include|g"; }
+      libdir=$(sed -n 's/^libdir=//p' "$pcf" | sub)
+      inc=$(sed -n 's/^includedir=//p' "$pcf" | sub)
+      flags="-I$inc -L$libdir -lhrmt $(sed -n 's/^Libs.private: //p' "$pcf" | sub)"
+    fi
+    echo "flags: $flags"
+    app=/tmp/hrmt-gpu-app
+    mkdir -p "$app"
+    # shellcheck disable=SC2086
+    cc -std=c11 -O2 -o "$app/app" bench/gpu_app.c $flags || exit 1
+    echo "ldd:"
+    ldd "$app/app" | grep -E 'cuda|cublas|stdc|hrmt' || true
+    "$app/app"
+  } >"$out/install.log" 2>&1
+  rc=$?
+  record "installed static link" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
+    "$(grep -E '^(op|model)' "$out/install.log" | tr '\n' ';' | cut -c1-90)"
+  [ $rc -eq 0 ] || tail -n 20 "$out/install.log"
+fi
+
+# ---- 5. compute-sanitizer on the CUDA test binaries -------------------------
 # Criterion forks a child per test; the sanitizer follows it (--target-processes
 # all). --jobs 1 keeps one child at a time.
 if [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
@@ -130,58 +193,13 @@ else
   record sanitizers SKIP "no build or no compute-sanitizer"
 fi
 
-# ---- 4. an outside program against the INSTALLED static libhrmt.a -------------
-# Only `pkg-config --static --cflags --libs hrmt`: proves hrmt.pc carries every
-# library a static link needs (cudart_static's -ldl -lrt -lpthread, cuBLASLt,
-# -lstdc++) and that the program needs only the driver at run time.
-if [ $build_rc -eq 0 ]; then
-  stamp "install + link an outside program"
-  {
-    rm -rf "$prefix" && cmake --install "$build" --prefix "$prefix" || exit 1
-    pcdir=$(dirname "$(find "$prefix" -name hrmt.pc | head -n 1)")
-    export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    if command -v pkg-config >/dev/null; then
-      flags=$(pkg-config --static --cflags --libs hrmt) || exit 1
-    else # no pkg-config on the machine: read the same fields from hrmt.pc
-      pcf="$pcdir/hrmt.pc"
-      pfx=$(cd "$pcdir/$(sed -n 's/^prefix=\${pcfiledir}\///p' "$pcf")" 2>/dev/null && pwd)
-      [ -n "$pfx" ] || pfx=$(sed -n 's/^prefix=//p' "$pcf")
-      sub() { sed -e "s|\${prefix}|$pfx|g; s|\${exec_prefix}|$pfx|g" \
-        -e "s|\${libdir}|$pfx/lib|g; s|\${includedir}|$pfx/include|g"; }
-      libdir=$(sed -n 's/^libdir=//p' "$pcf" | sub)
-      inc=$(sed -n 's/^includedir=//p' "$pcf" | sub)
-      flags="-I$inc -L$libdir -lhrmt $(sed -n 's/^Libs.private: //p' "$pcf" | sub)"
-    fi
-    echo "flags: $flags"
-    app=/tmp/hrmt-gpu-app
-    mkdir -p "$app"
-    # shellcheck disable=SC2086
-    cc -std=c11 -O2 -o "$app/app" bench/gpu_app.c $flags || exit 1
-    echo "ldd:"
-    ldd "$app/app" | grep -E 'cuda|cublas|stdc|hrmt' || true
-    "$app/app"
-  } >"$out/install.log" 2>&1
-  rc=$?
-  record "installed static link" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
-    "$(grep -E '^(op|model)' "$out/install.log" | tr '\n' ';' | cut -c1-90)"
-  [ $rc -eq 0 ] || tail -n 20 "$out/install.log"
-fi
-
-# ---- 5. HOOK: model benchmark (model engineer) --------------------------------
-# Fill in: e.g. "$build/hrmt" bench --backend cuda --json ... >"$out/bench_model.json"
-# and record "model bench" PASS "<tokens/s>". Keep the number of $OUT files <= 8.
-if [ -n "${HRMT_GPU_MODEL_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
-  stamp "model hook"
-  (eval "$HRMT_GPU_MODEL_HOOK") >"$out/model.log" 2>&1
-  record "model hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "model.log"
-fi
-
-# ---- 6. HOOK: probes (lead) ---------------------------------------------------
-# Fill in: e.g. "$build/hrmt" probe --backend cuda --json >"$out/probe.json"
-if [ -n "${HRMT_GPU_PROBE_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
-  stamp "probe hook"
-  (eval "$HRMT_GPU_PROBE_HOOK") >"$out/probe.log" 2>&1
-  record "probe hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "probe.log"
+# ---- 6. HOOK: extra commands ------------------------------------------------
+# HRMT_GPU_HOOK: shell commands run here (with $build and $out set), output in
+# hook.log: one-off experiments without editing this script.
+if [ -n "${HRMT_GPU_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
+  stamp "hook"
+  (eval "$HRMT_GPU_HOOK") >"$out/hook.log" 2>&1
+  record "hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "hook.log"
 fi
 
 # ---- 7. the CPU suite on this host -------------------------------------------
