@@ -9,9 +9,10 @@
  * 32F as a fallback when no pedantic algorithm exists, also TF32-free since
  * only *_FAST_TF32 enables it in cuBLASLt); BF16 inputs use tensor cores with
  * F32 accumulation (CUBLAS_COMPUTE_32F). Mixed A/W dtypes widen the BF16 one
- * to F32 first (exact). cuBLASLt has no F32-input, BF16-output kernel, so
- * that case computes into an F32 staging C (holding the old C when
- * accumulating) and rounds once to BF16 (RNE, NaN kept quiet, as core/bf16.h).
+ * to F32 first (exact). cuBLASLt has no F32-input, BF16-output kernel, and
+ * its BF16-C epilogue rounds twice when accumulating, so those cases compute
+ * into an F32 staging C (holding the old C when accumulating) and round once
+ * to BF16 (RNE, NaN kept quiet, as core/bf16.h).
  *
  * One handle and a 32 MiB workspace per context; the matmul descriptor,
  * layouts and the heuristic's algorithm are cached per problem key (shape,
@@ -298,7 +299,11 @@ hrmt_status hrmt_cuda_gemm(hrmt_cuda *c, size_t m, size_t n, size_t k, const voi
     /* Staging: [widened operand][F32 C] in one grow-only buffer. */
     const int widen_a = adt != wdt && adt == HRMT_BF16, widen_w = adt != wdt && wdt == HRMT_BF16;
     const hrmt_dtype in_dt = adt == wdt ? adt : HRMT_F32;
-    const int stage_c = in_dt == HRMT_F32 && cdt == HRMT_BF16;
+    /* F32 staging C: for F32 inputs (no F32-in, BF16-out kernel) and for any
+     * BF16 C that accumulates (measured on an H200: cuBLASLt's BF16-C epilogue
+     * with beta = 1 rounds twice, up to ~5 ulps off; the CPU rounds f32(C) +
+     * sums once). */
+    const int stage_c = cdt == HRMT_BF16 && (in_dt == HRMT_F32 || accumulate);
     size_t wide_bytes = 0, c_bytes = 0, total;
     if ((widen_a && (!mul_ok(m, k, &wide_bytes) || !mul_ok(wide_bytes, 4, &wide_bytes))) ||
         (widen_w && (!mul_ok(n, k, &wide_bytes) || !mul_ok(wide_bytes, 4, &wide_bytes))) ||
