@@ -224,9 +224,9 @@ hrmt_status hrmt_topology_effective(hrmt_topology *t, int usable_cores);
  * bound above, so that a calibration is worth its time; 0 otherwise or for NULL. */
 int hrmt_topology_needs_calibration(const hrmt_topology *t);
 /* Short calibration (~0.1-0.2 s on an idle core, one thread): pointer-chase latency at doubling
- * working sets from 2x the L2 size up to min(claimed L3, 32 MiB); the plateau
- * ends where latency passes 2x that at 2x L2. Sets measured_bytes of the last
- * level, then re-derives the effective sizes. A level smaller than 2x L2, or a
+ * working sets from 3x the L2 size up to min(claimed L3, 32 MiB); the plateau
+ * ends where latency passes 2x that at 3x L2. Sets measured_bytes of the last
+ * level, then re-derives the effective sizes. A level smaller than 3x L2, or a
  * topology without L3, is left unmeasured. Errors: INVALID_ARG (NULL),
  * OUT_OF_MEMORY. */
 hrmt_status hrmt_topology_calibrate(hrmt_topology *t, int usable_cores);

@@ -90,7 +90,9 @@ hrmt_status hrmt_topology_calibrate(hrmt_topology *t, int usable_cores) {
     hrmt_cache_level *outer = &t->caches[t->num_levels - 1];
     const hrmt_cache_level *l2 = level_of(t, 2);
     if (outer->level < 3 || !l2) return hrmt_topology_effective(t, usable_cores);
-    size_t start = 2 * l2->size_bytes;
+    /* 3x L2: clear of L2 (a point at 2x is still a third L2 hits), so the
+     * reference is L3's own latency. */
+    size_t start = 3 * l2->size_bytes;
     size_t limit = outer->size_bytes < CALIBRATE_MAX ? outer->size_bytes : CALIBRATE_MAX;
     if (start > limit) return hrmt_topology_effective(t, usable_cores);
     double ref;
