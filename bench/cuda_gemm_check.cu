@@ -27,7 +27,7 @@
 
 /* ---- reference: the first kernel of model_gemm.cu, verbatim ------------------ */
 namespace ref {
-using ::f32_to_bf16;
+
 using ::store_c;
 constexpr int BM = 64, BN = 64;
 constexpr int BK = 32, LDS = BK + 8; /* +8: rows 16 B apart mod 128 B, fewer conflicts */

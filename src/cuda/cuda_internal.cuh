@@ -13,7 +13,7 @@
 
 typedef struct hrmt_gemm_key {
     size_t m, n, k, lda, ldw, ldc;
-    int adt, cdt;               /* storage dtypes after any widening */
+    int adt, cdt;                       /* storage dtypes after any widening */
     unsigned align_a, align_w, align_c; /* pointer alignments the algo may assume */
 } hrmt_gemm_key;
 
@@ -41,6 +41,9 @@ struct hrmt_cuda {
 
 /* cudaError_t -> hrmt_status, message "<what>: <text> (<name>)". */
 hrmt_status hrmt_cuda_map(cudaError_t e, const char *what, char *err, size_t errlen);
+/* printf-style message into err (NULL or errlen 0: nothing). */
+void hrmt_cuda_put_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* cuBLASLt handle and workspace of a new context / their release. */
 hrmt_status hrmt_cuda_gemm_init(hrmt_cuda *c, char *err, size_t errlen);
 void hrmt_cuda_gemm_fini(hrmt_cuda *c);

@@ -24,24 +24,17 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "cuda/bf16.cuh"
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_internal.cuh"
 
 #define HRMT_CUDA_WORKSPACE ((size_t)32 << 20)
 
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static hrmt_status lt_map(cublasStatus_t st, const char *what, char *err, size_t errlen) {
     if (st == CUBLAS_STATUS_SUCCESS) return HRMT_OK;
-    put_err(err, errlen, "%s: %s (%s)", what, cublasLtGetStatusString(st),
-            cublasLtGetStatusName(st));
+    hrmt_cuda_put_err(err, errlen, "%s: %s (%s)", what, cublasLtGetStatusString(st),
+                      cublasLtGetStatusName(st));
     if (st == CUBLAS_STATUS_ALLOC_FAILED) return HRMT_ERR_OUT_OF_MEMORY;
     if (st == CUBLAS_STATUS_NOT_SUPPORTED) return HRMT_ERR_UNSUPPORTED;
     return HRMT_ERR_CUDA;
@@ -85,13 +78,6 @@ void hrmt_cuda_gemm_fini(hrmt_cuda *c) {
 
 /* ---- conversion kernels (staging) ------------------------------------------ */
 
-__device__ static inline uint16_t f32_to_bf16_rne(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* dst[r*cols + j] = f32(src[r*ld + j]) for BF16 src (exact). */
 __global__ void hrmt_gemm_widen_kernel(const uint16_t *src, unsigned long long rows,
                                        unsigned long long cols, unsigned long long ld, float *dst) {
@@ -114,7 +100,7 @@ __global__ void hrmt_gemm_c_kernel(int to_bf16, float *f, unsigned long long ldf
          i < total; i += stride) {
         const unsigned long long r = i / cols, j = i % cols;
         if (to_bf16)
-            h[r * ldh + j] = f32_to_bf16_rne(f[r * ldf + j]);
+            h[r * ldh + j] = hrmt_cu_f32_to_bf16(f[r * ldf + j]);
         else
             f[r * ldf + j] = __uint_as_float((uint32_t)h[r * ldh + j] << 16);
     }
@@ -250,11 +236,12 @@ static hrmt_status get_plan(hrmt_cuda *c, const hrmt_gemm_key *k, const hrmt_gem
     }
     if (s != HRMT_OK) return s;
     if (!found) {
-        put_err(err, errlen,
-                "cublasLtMatmulAlgoGetHeuristic: no algorithm for %s x %s -> %s, m %zu n %zu k "
-                "%zu, lda %zu ldw %zu ldc %zu",
-                hrmt_dtype_name((hrmt_dtype)k->adt), hrmt_dtype_name((hrmt_dtype)k->adt),
-                hrmt_dtype_name((hrmt_dtype)k->cdt), k->m, k->n, k->k, k->lda, k->ldw, k->ldc);
+        hrmt_cuda_put_err(
+            err, errlen,
+            "cublasLtMatmulAlgoGetHeuristic: no algorithm for %s x %s -> %s, m %zu n %zu k "
+            "%zu, lda %zu ldw %zu ldc %zu",
+            hrmt_dtype_name((hrmt_dtype)k->adt), hrmt_dtype_name((hrmt_dtype)k->adt),
+            hrmt_dtype_name((hrmt_dtype)k->cdt), k->m, k->n, k->k, k->lda, k->ldw, k->ldc);
         return HRMT_ERR_UNSUPPORTED;
     }
     *out = slot;
@@ -270,29 +257,31 @@ hrmt_status hrmt_cuda_gemm(hrmt_cuda *c, size_t m, size_t n, size_t k, const voi
                            void *cc, hrmt_dtype cdt, size_t ldc, int accumulate, char *err,
                            size_t errlen) {
     if (!c || !a || !w || !cc) {
-        put_err(err, errlen, "hrmt_cuda_gemm: NULL argument");
+        hrmt_cuda_put_err(err, errlen, "hrmt_cuda_gemm: NULL argument");
         return HRMT_ERR_INVALID_ARG;
     }
     if (m == 0 || n == 0 || k == 0) {
-        put_err(err, errlen, "hrmt_cuda_gemm: zero dimension (m %zu, n %zu, k %zu)", m, n, k);
+        hrmt_cuda_put_err(err, errlen, "hrmt_cuda_gemm: zero dimension (m %zu, n %zu, k %zu)", m, n,
+                          k);
         return HRMT_ERR_INVALID_ARG;
     }
     const int okdt = (adt == HRMT_F32 || adt == HRMT_BF16) &&
                      (wdt == HRMT_F32 || wdt == HRMT_BF16) && (cdt == HRMT_F32 || cdt == HRMT_BF16);
     if (!okdt) {
-        put_err(err, errlen, "hrmt_cuda_gemm: dtypes %s x %s -> %s (want F32 or BF16)",
-                hrmt_dtype_name(adt), hrmt_dtype_name(wdt), hrmt_dtype_name(cdt));
+        hrmt_cuda_put_err(err, errlen, "hrmt_cuda_gemm: dtypes %s x %s -> %s (want F32 or BF16)",
+                          hrmt_dtype_name(adt), hrmt_dtype_name(wdt), hrmt_dtype_name(cdt));
         return HRMT_ERR_DTYPE;
     }
     if (lda < k || ldw < k || ldc < n) {
-        put_err(err, errlen, "hrmt_cuda_gemm: lda %zu / ldw %zu < k %zu or ldc %zu < n %zu", lda,
-                ldw, k, ldc, n);
+        hrmt_cuda_put_err(err, errlen,
+                          "hrmt_cuda_gemm: lda %zu / ldw %zu < k %zu or ldc %zu < n %zu", lda, ldw,
+                          k, ldc, n);
         return HRMT_ERR_SHAPE;
     }
     /* cuBLASLt takes 64-bit sizes but int64 leading dims: stay well inside. */
     const size_t lim = (size_t)1 << 62;
     if (m > lim || n > lim || k > lim || lda > lim || ldw > lim || ldc > lim) {
-        put_err(err, errlen, "hrmt_cuda_gemm: sizes too large");
+        hrmt_cuda_put_err(err, errlen, "hrmt_cuda_gemm: sizes too large");
         return HRMT_ERR_OVERFLOW;
     }
 
@@ -309,7 +298,7 @@ hrmt_status hrmt_cuda_gemm(hrmt_cuda *c, size_t m, size_t n, size_t k, const voi
         (widen_w && (!mul_ok(n, k, &wide_bytes) || !mul_ok(wide_bytes, 4, &wide_bytes))) ||
         (stage_c && (!mul_ok(m, n, &c_bytes) || !mul_ok(c_bytes, 4, &c_bytes))) ||
         __builtin_add_overflow((wide_bytes + 255) & ~(size_t)255, c_bytes, &total)) {
-        put_err(err, errlen, "hrmt_cuda_gemm: staging size overflows");
+        hrmt_cuda_put_err(err, errlen, "hrmt_cuda_gemm: staging size overflows");
         return HRMT_ERR_OVERFLOW;
     }
     hrmt_status s;

@@ -8,18 +8,12 @@
  * (each product and the sum rounded separately, then the storage rounding;
  * cpu/rope_scalar.c), so qkv is never rewritten. Everything is fixed per
  * (sample, head): the same bits however the samples are tiled. */
+#include "cuda/bf16.cuh"
 #include "cuda/model_internal.cuh"
 
 namespace {
 
 constexpr int WARPS = 8;
-
-__device__ __forceinline__ uint16_t f32_to_bf16(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 template <bool BF>
 __device__ __forceinline__ float ld(const void *p, size_t i) {
@@ -30,7 +24,7 @@ __device__ __forceinline__ float ld(const void *p, size_t i) {
 /* Storage rounding of an F32 result (identity for F32). */
 template <bool BF>
 __device__ __forceinline__ float round_st(float v) {
-    return BF ? __uint_as_float((uint32_t)f32_to_bf16(v) << 16) : v;
+    return BF ? __uint_as_float((uint32_t)hrmt_cu_f32_to_bf16(v) << 16) : v;
 }
 
 /* Element c of a head vector at `v` after RoPE at position t. */
@@ -115,7 +109,7 @@ __global__ void __launch_bounds__(WARPS * 32)
             float o = 0.0f;
             for (int j = 0; j < T; j++) o = __fmaf_rn(pw[j], Vs[j * d + c], o);
             if (BF)
-                ((uint16_t *)orow)[c] = f32_to_bf16(o);
+                ((uint16_t *)orow)[c] = hrmt_cu_f32_to_bf16(o);
             else
                 ((float *)orow)[c] = o;
         }

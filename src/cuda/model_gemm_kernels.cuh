@@ -25,21 +25,15 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 #include <stdint.h>
+#include "cuda/bf16.cuh"
 
 #include <atomic>
 
 namespace {
 
-__device__ __forceinline__ uint16_t f32_to_bf16(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 __device__ __forceinline__ void store_c(void *c, size_t ldc, int r, int col, float v, int bf) {
     if (bf)
-        ((uint16_t *)c)[(size_t)r * ldc + col] = f32_to_bf16(v);
+        ((uint16_t *)c)[(size_t)r * ldc + col] = hrmt_cu_f32_to_bf16(v);
     else
         ((float *)c)[(size_t)r * ldc + col] = v;
 }
@@ -236,8 +230,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
         if (cvec && gc + 4 <= N) {
             if (out_bf16) {
                 uint2 p;
-                p.x = (uint32_t)f32_to_bf16(v[0]) | (uint32_t)f32_to_bf16(v[1]) << 16;
-                p.y = (uint32_t)f32_to_bf16(v[2]) | (uint32_t)f32_to_bf16(v[3]) << 16;
+                p.x = (uint32_t)hrmt_cu_f32_to_bf16(v[0]) | (uint32_t)hrmt_cu_f32_to_bf16(v[1])
+                                                                << 16;
+                p.y = (uint32_t)hrmt_cu_f32_to_bf16(v[2]) | (uint32_t)hrmt_cu_f32_to_bf16(v[3])
+                                                                << 16;
                 *(uint2 *)((uint16_t *)C + (size_t)gr * ldc + gc) = p;
             } else {
                 *(float4 *)((float *)C + (size_t)gr * ldc + gc) =

@@ -2,16 +2,11 @@
  * Q-head finish with the ACT halting rule. Arithmetic as model/forward.c and
  * model/act.c: each product and sum rounded separately (no FMA contraction),
  * BF16 by round-to-nearest-even of the F32 result. */
+#include "cuda/bf16.cuh"
 #include "cuda/model_kernels.cuh"
 
 namespace {
 
-__device__ __forceinline__ uint16_t f32_to_bf16(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 __device__ __forceinline__ float bf16_to_f32(uint16_t h) {
     return __uint_as_float((uint32_t)h << 16);
 }
@@ -55,7 +50,8 @@ __global__ void reset_ids(size_t B, size_t seq, const int32_t *halted, int32_t *
 /* c * x as forward.c's scale_rows: BF16 casts the scalar to bf16 first. */
 template <bool BF>
 __device__ __forceinline__ float scale(float c, float x) {
-    if (BF) return bf16_to_f32(f32_to_bf16(__fmul_rn(bf16_to_f32(f32_to_bf16(c)), x)));
+    if (BF)
+        return bf16_to_f32(hrmt_cu_f32_to_bf16(__fmul_rn(bf16_to_f32(hrmt_cu_f32_to_bf16(c)), x)));
     return __fmul_rn(c, x);
 }
 
@@ -75,12 +71,12 @@ __global__ void embed(size_t total, size_t T, size_t P, size_t seq, size_t H, co
             float p = BF ? bf16_to_f32(((const uint16_t *)pos)[t * H + c])
                          : ((const float *)pos)[t * H + c];
             v = __fadd_rn(v, p);
-            if (BF) v = bf16_to_f32(f32_to_bf16(v));
+            if (BF) v = bf16_to_f32(hrmt_cu_f32_to_bf16(v));
             v = scale<BF>(0.707106781f, v);
         }
         v = scale<BF>(sqrt_h, v);
         if (BF)
-            ((uint16_t *)x)[i] = f32_to_bf16(v);
+            ((uint16_t *)x)[i] = hrmt_cu_f32_to_bf16(v);
         else
             ((float *)x)[i] = v;
     }
@@ -92,8 +88,8 @@ __global__ void finish(int B, float *q, float b0, float b1, int bf, int32_t *ste
     if (s >= B) return;
     float v0 = __fadd_rn(q[2 * s], b0), v1 = __fadd_rn(q[2 * s + 1], b1);
     if (bf) {
-        v0 = bf16_to_f32(f32_to_bf16(v0));
-        v1 = bf16_to_f32(f32_to_bf16(v1));
+        v0 = bf16_to_f32(hrmt_cu_f32_to_bf16(v0));
+        v1 = bf16_to_f32(hrmt_cu_f32_to_bf16(v1));
     }
     q[2 * s] = v0;
     q[2 * s + 1] = v1;

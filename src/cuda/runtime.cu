@@ -11,7 +11,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_internal.cuh"
 
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
+void hrmt_cuda_put_err(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
@@ -21,7 +21,7 @@ static void put_err(char *err, size_t errlen, const char *fmt, ...) {
 
 hrmt_status hrmt_cuda_map(cudaError_t e, const char *what, char *err, size_t errlen) {
     if (e == cudaSuccess) return HRMT_OK;
-    put_err(err, errlen, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    hrmt_cuda_put_err(err, errlen, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
     switch (e) {
     case cudaErrorMemoryAllocation: return HRMT_ERR_OUT_OF_MEMORY;
     case cudaErrorNoDevice:
@@ -38,26 +38,26 @@ hrmt_status hrmt_cuda_create(int device, hrmt_cuda **out, char *err, size_t errl
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         (void)cudaGetLastError(); /* not sticky: clear it for later callers */
-        put_err(err, errlen, "no CUDA device is present (cudaGetDeviceCount: %s)",
-                e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+        hrmt_cuda_put_err(err, errlen, "no CUDA device is present (cudaGetDeviceCount: %s)",
+                          e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
         return HRMT_ERR_NO_DEVICE;
     }
     if (device < 0 || device >= n) {
-        put_err(err, errlen, "CUDA device %d does not exist (%d device%s present)", device, n,
-                n == 1 ? "" : "s");
+        hrmt_cuda_put_err(err, errlen, "CUDA device %d does not exist (%d device%s present)",
+                          device, n, n == 1 ? "" : "s");
         return HRMT_ERR_NO_DEVICE;
     }
     hrmt_cuda *c = (hrmt_cuda *)calloc(1, sizeof *c);
     if (!c) {
-        put_err(err, errlen, "out of memory allocating the CUDA state");
+        hrmt_cuda_put_err(err, errlen, "out of memory allocating the CUDA state");
         return HRMT_ERR_OUT_OF_MEMORY;
     }
     c->device = device;
     hrmt_status s = hrmt_cuda_map(cudaSetDevice(device), "cudaSetDevice", err, errlen);
     if (s == HRMT_OK) s = hrmt_cuda_map(cudaFree(0), "cudaFree(0) (context init)", err, errlen);
     if (s == HRMT_OK)
-        s = hrmt_cuda_map(cudaGetDeviceProperties(&c->prop, device), "cudaGetDeviceProperties",
-                          err, errlen);
+        s = hrmt_cuda_map(cudaGetDeviceProperties(&c->prop, device), "cudaGetDeviceProperties", err,
+                          errlen);
     if (s == HRMT_OK) s = hrmt_cuda_gemm_init(c, err, errlen);
     if (s != HRMT_OK) {
         hrmt_cuda_destroy(c);
@@ -142,13 +142,13 @@ hrmt_status hrmt_cuda_memcpy(hrmt_cuda *c, void *dst, const void *src, size_t nb
                                          "cudaMemcpyAsync(device to host)",
                                          "cudaMemcpyAsync(device to device)"};
     if (kind < 0 || kind > 2) {
-        put_err(err, errlen, "hrmt_cuda_memcpy: unknown kind %d", kind);
+        hrmt_cuda_put_err(err, errlen, "hrmt_cuda_memcpy: unknown kind %d", kind);
         return HRMT_ERR_INVALID_ARG;
     }
     if (nbytes == 0) return HRMT_OK;
-    hrmt_status s = hrmt_cuda_map(
-        cudaMemcpyAsync(dst, src, nbytes, kinds[kind], cudaStreamPerThread), names[kind], err,
-        errlen);
+    hrmt_status s =
+        hrmt_cuda_map(cudaMemcpyAsync(dst, src, nbytes, kinds[kind], cudaStreamPerThread),
+                      names[kind], err, errlen);
     if (s != HRMT_OK) return s;
     return hrmt_cuda_map(cudaStreamSynchronize(cudaStreamPerThread),
                          "cudaStreamSynchronize (after a copy)", err, errlen);
@@ -158,8 +158,8 @@ hrmt_status hrmt_cuda_memset(hrmt_cuda *c, void *p, int value, size_t nbytes, ch
                              size_t errlen) {
     (void)c;
     if (nbytes == 0) return HRMT_OK;
-    return hrmt_cuda_map(cudaMemsetAsync(p, value, nbytes, cudaStreamPerThread),
-                         "cudaMemsetAsync", err, errlen);
+    return hrmt_cuda_map(cudaMemsetAsync(p, value, nbytes, cudaStreamPerThread), "cudaMemsetAsync",
+                         err, errlen);
 }
 
 hrmt_status hrmt_cuda_memcpy2d(hrmt_cuda *c, void *dst, size_t dpitch, const void *src,
@@ -206,9 +206,9 @@ hrmt_status hrmt_cuda_check_ids(hrmt_cuda *c, const int32_t *ids, size_t n, size
     }
     unsigned long long *dbad = (unsigned long long *)c->ids_scratch;
     const unsigned long long init = n;
-    s = hrmt_cuda_map(cudaMemcpyAsync(dbad, &init, sizeof init, cudaMemcpyHostToDevice,
-                                      cudaStreamPerThread),
-                      "cudaMemcpyAsync(id check init)", err, errlen);
+    s = hrmt_cuda_map(
+        cudaMemcpyAsync(dbad, &init, sizeof init, cudaMemcpyHostToDevice, cudaStreamPerThread),
+        "cudaMemcpyAsync(id check init)", err, errlen);
     if (s != HRMT_OK) return s;
     const unsigned threads = 256;
     size_t blocks = (n + threads - 1) / threads;
@@ -238,7 +238,8 @@ __global__ void hrmt_sum_chunks_kernel(const float *partial, unsigned long long 
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          i < width; i += stride) {
         float acc = 0.0f;
-        for (unsigned long long c = 0; c < nchunks; c++) acc = __fadd_rn(acc, partial[c * width + i]);
+        for (unsigned long long c = 0; c < nchunks; c++)
+            acc = __fadd_rn(acc, partial[c * width + i]);
         out[i] = acc;
     }
 }
