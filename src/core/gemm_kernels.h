@@ -16,7 +16,7 @@
  * A micro-kernel continues the chain of the previous K block by loading its
  * exact F32 partial sums, so where the K block boundaries fall never changes
  * a bit. Per k the F32 kernels do one fused multiply-add (the scalar
- * reference one multiply then one add); the BF16 kernel consumes k in pairs
+ * reference an exact portable fmaf, hrmt_fmaf); the BF16 kernel consumes k in pairs
  * (vdpbf16ps), pairs starting at even k. */
 #ifndef HRMT_CORE_GEMM_KERNELS_H
 #define HRMT_CORE_GEMM_KERNELS_H

@@ -12,7 +12,9 @@
  *    read again soon (beyond-cache working sets). Results are the same bits.
  *  - A NULL entry means "not supported" (hrmt_rowops_supports).
  * The scalar table (src/cpu/..._scalar.c, -ffp-contract=off) is the reference;
- * exp is SLEEF's Sleef_expf_u10 there (SIMD tables use SLEEF's vector expf). */
+ * exp is hrmt_expf_fma there (SLEEF's FMA expf bits, portable: softmax, SiLU)
+ * and SLEEF's Sleef_expf_u10 for the Engram gate; SIMD and CUDA tables match
+ * those bits. */
 #ifndef HRMT_CORE_ROWOPS_H
 #define HRMT_CORE_ROWOPS_H
 
