@@ -270,7 +270,7 @@ typedef enum hrmt_backend_kind {
 typedef struct hrmt_context_options {
     hrmt_backend_kind backend; /* CPU (default; HRMT_BACKEND may change it) or CUDA */
     const char *isa;           /* NULL or "": HRMT_ISA env var, else the best available */
-    int num_threads;           /* 0..4096; 0: omp_get_max_threads() at creation */
+    int num_threads;           /* 0..4096; 0: omp_get_max_threads(), capped at 4096 */
     size_t sram_tier_bytes;    /* tier-manager SRAM capacity; 0: the tile plan's */
     size_t event_log_cap;      /* 0: default (4096 events); the log is a ring */
     int event_log_enabled;     /* nonzero to record events */

@@ -2,13 +2,14 @@
  * consistency, tiered == baseline, flag errors) and `hrmt probe` (JSON shape,
  * tier latencies in order, plot, GPU slots). The binary runs through popen;
  * HRMT_ISA in the environment reaches it, so each ISA's run tests that ISA. */
-#define _POSIX_C_SOURCE 200809L /* popen, mkstemp */
+#define _POSIX_C_SOURCE 200809L /* popen, mkstemp, mkfifo, symlink */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,11 +17,11 @@
 
 #define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
 
-/* Runs `hrmt <args>` (stderr merged into the captured output) and returns its
- * exit status; *out (caller frees) receives the output. */
-static int run_hrmt(const char *args, char **out) {
+/* Runs `<pre> hrmt <args> <redir>` in the shell and returns its exit status;
+ * *out (caller frees) receives what reached the pipe. run_hrmt merges stderr. */
+static int run_hrmt_sh(const char *pre, const char *args, const char *redir, char **out) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", HRMT_BIN, args);
+    snprintf(cmd, sizeof cmd, "%s %s %s %s", pre, HRMT_BIN, args, redir);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p, "popen %s", cmd);
     size_t cap = 1 << 16, n = 0;
@@ -40,6 +41,8 @@ static int run_hrmt(const char *args, char **out) {
     *out = buf;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
+
+static int run_hrmt(const char *args, char **out) { return run_hrmt_sh("", args, "2>&1", out); }
 
 static char *read_file(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -390,4 +393,91 @@ Test(cli_probe, table_marks_tiers) {
     cr_expect_eq(rc, 2);
     cr_expect(strstr(out, "--max-bytes"), "%s", out);
     free(out);
+}
+
+/* ---- hostile files and streams ------------------------------------------- */
+
+#define FAST_BENCH                                                                                  \
+    "bench --mode tiered --batch-sizes 1 --seq-lens 16 --iterations 1 --warmup 0 --hidden-size 64 " \
+    "--num-heads 4 --H-layers 1 --L-layers 1 --quiet"
+
+/* A full disk on stdout is a failure, not a silent success. */
+Test(cli_bench, full_stdout_is_an_error) {
+    if (access("/dev/full", W_OK) != 0) cr_skip_test("no /dev/full");
+    char *out;
+    int rc = run_hrmt_sh("", FAST_BENCH, "2>&1 >/dev/full", &out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "hrmt bench: writing standard output: "), "%s", out);
+    free(out);
+}
+
+Test(cli_probe, full_stdout_is_an_error) {
+    if (access("/dev/full", W_OK) != 0) cr_skip_test("no /dev/full");
+    const char *const args[] = {"probe --quick --quiet --max-bytes 256K",
+                                "probe --json --quick --quiet --max-bytes 256K"};
+    for (size_t i = 0; i < 2; i++) {
+        char *out;
+        int rc = run_hrmt_sh("", args[i], "2>&1 >/dev/full", &out);
+        cr_expect_eq(rc, 1, "%s: exit %d:\n%s", args[i], rc, out);
+        cr_expect(strstr(out, "hrmt probe: "), "%s", out);
+        if (i == 0) cr_expect(strstr(out, "hrmt probe: writing standard output: "), "%s", out);
+        free(out);
+    }
+}
+
+/* FIFOs (and other non-regular files) as --model, --config or --input are
+ * refused without blocking (timeout turns a hang into a failure); the exit
+ * codes are the commands' usual ones for a bad file of that flag. */
+Test(cli_bench, non_regular_inputs_are_refused) {
+    char fifo[256], args[1024];
+    temp_path(fifo, sizeof fifo, ".fifo");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const struct {
+        const char *fmt;
+        int rc;
+    } cases[] = {
+        {"bench --model %s --quiet", 1}, {"bench --config %s --quiet", 2}, {"probe --input %s", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, cases[i].fmt, fifo);
+        char *out;
+        int rc = run_hrmt_sh("timeout 60", args, "2>&1", &out);
+        cr_expect_eq(rc, cases[i].rc, "%s: exit %d:\n%s", args, rc, out);
+        cr_expect(strstr(out, "not a regular file") && strstr(out, fifo), "%s: %s", args, out);
+        free(out);
+    }
+    unlink(fifo);
+    char *out;
+    int rc = run_hrmt_sh("timeout 60", "bench --config /tmp --quiet", "2>&1", &out);
+    cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "not a regular file") && strstr(out, "/tmp"), "%s", out);
+    free(out);
+}
+
+/* --output naming --config (the same path, or a link to it) is refused
+ * before anything is written. */
+Test(cli_bench, output_must_not_overwrite_an_input) {
+    char cfg[256], link[256], args[1024];
+    temp_path(cfg, sizeof cfg, ".json");
+    temp_path(link, sizeof link, ".link.json");
+    char *text = read_file(HRMT_TEST_DATA_DIR "/golden/hrm/tiny-rope/case.json");
+    FILE *f = fopen(cfg, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    cr_assert_eq(symlink(cfg, link), 0);
+    const char *const outs[] = {cfg, link};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, FAST_BENCH " --config %s --output %s", cfg, outs[i]);
+        char *out;
+        int rc = run_hrmt(args, &out);
+        cr_expect_eq(rc, 2, "--output %s: exit %d:\n%s", outs[i], rc, out);
+        cr_expect(strstr(out, "--output") && strstr(out, "--config"), "%s", out);
+        free(out);
+        char *now = read_file(cfg);
+        cr_expect_str_eq(now, text, "--config was overwritten");
+        free(now);
+    }
+    free(text);
+    unlink(link);
+    unlink(cfg);
 }

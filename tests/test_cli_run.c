@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,9 +36,11 @@ static void teardown(void) {
 
 TestSuite(run, .init = setup, .fini = teardown);
 
-static int run_hrmt(const char *args, char **out) {
+/* Runs `<pre> hrmt run <args> <redir>` in the shell; the captured output is
+ * whatever reaches the pipe (redir defaults to merging stderr). */
+static int run_hrmt_sh(const char *pre, const char *args, const char *redir, char **out) {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s run %s 2>&1", HRMT_BIN, args);
+    snprintf(cmd, sizeof cmd, "%s %s run %s %s", pre, HRMT_BIN, args, redir);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
     size_t cap = 1 << 16, n = 0, k;
@@ -51,6 +54,8 @@ static int run_hrmt(const char *args, char **out) {
     *out = buf;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
+
+static int run_hrmt(const char *args, char **out) { return run_hrmt_sh("", args, "2>&1", out); }
 
 static const char *golden(const char *f) {
     static char p[2][512];
@@ -303,4 +308,97 @@ Test(run, early_halt_is_opt_in) {
     hrmt_st_close(d);
     hrmt_st_close(exp);
     hrmt_context_destroy(ctx);
+}
+
+/* A FIFO, a directory or a device as an input file is refused at once (no
+ * blocking open on the FIFO), with the path named; `timeout` turns a hang
+ * into a failure. Bad input files are usage errors in `hrmt run` (exit 2). */
+Test(run, non_regular_inputs_are_refused) {
+    hrmt_context *ctx = hrmt_test_context();
+    hrmt_st_file *exp = NULL;
+    cr_assert_eq(hrmt_st_open(ctx, golden("expected-f32.safetensors"), &exp), HRMT_OK);
+    char puz[512], tok[512], fifo[512], args[3072];
+    write_inputs(exp, puz, tok);
+    hrmt_st_close(exp);
+    hrmt_context_destroy(ctx);
+    snprintf(fifo, sizeof fifo, "%s/fifo", g_dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const char *model = golden("model.safetensors"), *cfg = golden("case.json");
+    const char *cases[][4] = {
+        {"--model", fifo, cfg, puz},      {"--config", model, fifo, puz},
+        {"--puzzles", model, cfg, fifo},  {"--tokens", model, cfg, fifo},
+        {"--puzzles", model, cfg, g_dir}, {"--config", model, "/dev/null", puz}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *in = !strcmp(cases[i][0], "--tokens") ? "--tokens" : "--puzzles";
+        const char *bad = !strcmp(cases[i][0], "--model")    ? cases[i][1]
+                          : !strcmp(cases[i][0], "--config") ? cases[i][2]
+                                                             : cases[i][3];
+        snprintf(args, sizeof args, "--model '%s' --config '%s' %s '%s' --steps 1", cases[i][1],
+                 cases[i][2], in, cases[i][3]);
+        char *out = NULL;
+        int rc = run_hrmt_sh("timeout 60", args, "2>&1", &out);
+        cr_expect_eq(rc, 2, "%s %s: exit %d: %s", cases[i][0], bad, rc, out);
+        cr_expect(strstr(out, "not a regular file") && strstr(out, bad) && strstr(out, cases[i][0]),
+                  "%s %s: %s", cases[i][0], bad, out);
+        free(out);
+    }
+}
+
+/* A full disk on stdout is a failure, not a silent success. */
+Test(run, full_stdout_is_an_error) {
+    if (access("/dev/full", W_OK) != 0) cr_skip_test("no /dev/full");
+    hrmt_context *ctx = hrmt_test_context();
+    hrmt_st_file *exp = NULL;
+    cr_assert_eq(hrmt_st_open(ctx, golden("expected-f32.safetensors"), &exp), HRMT_OK);
+    char puz[512], tok[512], args[3072];
+    write_inputs(exp, puz, tok);
+    hrmt_st_close(exp);
+    hrmt_context_destroy(ctx);
+    for (int json = 0; json < 2; json++) {
+        snprintf(args, sizeof args, "--model '%s' --config '%s' --puzzles '%s' --steps 1%s",
+                 golden("model.safetensors"), golden("case.json"), puz, json ? " --json" : "");
+        char *out = NULL;
+        int rc = run_hrmt_sh("", args, "2>&1 >/dev/full", &out);
+        cr_expect_eq(rc, 1, "exit %d: %s", rc, out);
+        cr_expect(strstr(out, "hrmt run: writing standard output: ") != NULL, "%s", out);
+        free(out);
+    }
+}
+
+static int same_bytes(const char *a, const char *b) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+/* --dump naming an input (by path, or by another path to the same inode) is
+ * refused before anything is written. */
+Test(run, dump_must_not_overwrite_an_input) {
+    hrmt_context *ctx = hrmt_test_context();
+    hrmt_st_file *exp = NULL;
+    cr_assert_eq(hrmt_st_open(ctx, golden("expected-f32.safetensors"), &exp), HRMT_OK);
+    char puz[512], tok[512], model[512], link[512], keep[512], args[4096], cmd[2600];
+    write_inputs(exp, puz, tok);
+    hrmt_st_close(exp);
+    hrmt_context_destroy(ctx);
+    snprintf(model, sizeof model, "%s/model.safetensors", g_dir);
+    snprintf(link, sizeof link, "%s/link.safetensors", g_dir);
+    snprintf(keep, sizeof keep, "%s/puzzles.keep", g_dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s'", golden("model.safetensors"), model,
+             puz, keep);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(symlink(model, link), 0);
+    const char *cases[][2] = {{model, "--model"}, {link, "--model"}, {puz, "--puzzles"}};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(args, sizeof args,
+                 "--model '%s' --config '%s' --puzzles '%s' --steps 1 --dump '%s'", model,
+                 golden("case.json"), puz, cases[i][0]);
+        char *out = NULL;
+        int rc = run_hrmt(args, &out);
+        cr_expect_eq(rc, 2, "--dump %s: exit %d: %s", cases[i][0], rc, out);
+        cr_expect(strstr(out, "--dump") && strstr(out, cases[i][1]), "%s", out);
+        free(out);
+        cr_assert(same_bytes(model, golden("model.safetensors")), "--model was overwritten");
+        cr_assert(same_bytes(puz, keep), "--puzzles was overwritten");
+    }
 }

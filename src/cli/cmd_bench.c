@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/json_out.h"
 #include "cli/progress.h"
+#include "cli/user_files.h"
 #include "hrmt.h"
 
 #define BENCH_SEED 20250101u /* weights of the built-in model */
@@ -211,6 +212,16 @@ int hrmt_cmd_bench(int argc, char **argv) {
     if (b.o.help) {
         cli_bench_usage(stdout);
         return 0;
+    }
+    /* Before anything is written: --output must not clobber an input. */
+    const char *const inputs[][2] = {{"--model", b.o.model_path}, {"--config", b.o.config_path}};
+    for (size_t i = 0; b.o.output_path && i < sizeof inputs / sizeof inputs[0]; i++) {
+        if (cli_same_file(b.o.output_path, inputs[i][1])) {
+            fprintf(stderr,
+                    "hrmt bench: --output %s is the same file as %s %s; refusing to overwrite it\n",
+                    b.o.output_path, inputs[i][0], inputs[i][1]);
+            return 2;
+        }
     }
     hrmt_context_options co = hrmt_context_default_options();
     co.backend = b.o.backend;

@@ -1,6 +1,5 @@
 /* `hrmt probe`: the memory-tier map (latency and bandwidth against working-set
  * size, with the detected cache levels), as a table, JSON or a chart. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "cli/probe_report.h"
 #include "cli/probe_sweep.h"
 #include "cli/progress.h"
+#include "cli/user_files.h"
 #include "hrmt.h"
 
 /* Why the GPU column of --compare is empty. */
@@ -105,11 +105,8 @@ static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_res
 
 /* Reads a whole file; NULL with a message in err. */
 static char *slurp(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = cli_fopen_regular(path, err, errlen);
+    if (!f) return NULL;
     size_t cap = 1 << 16, n = 0, k;
     char *buf = malloc(cap);
     while (buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {

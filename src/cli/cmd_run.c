@@ -12,6 +12,7 @@
 #include "cli/json_out.h"
 #include "cli/run_input.h"
 #include "cli/run_opts.h"
+#include "cli/user_files.h"
 #include "core/safetensors.h"
 #include "hrmt.h"
 
@@ -301,6 +302,19 @@ int hrmt_cmd_run(int argc, char **argv) {
     if (r.o.help) {
         cli_run_usage(stdout);
         return 0;
+    }
+    /* Before anything is written: --dump must not clobber an input. */
+    const char *const inputs[][2] = {{"--model", r.o.model_path},
+                                     {"--config", r.o.config_path},
+                                     {"--puzzles", r.o.puzzles_path},
+                                     {"--tokens", r.o.tokens_path}};
+    for (size_t i = 0; r.o.dump_path && i < sizeof inputs / sizeof inputs[0]; i++) {
+        if (cli_same_file(r.o.dump_path, inputs[i][1])) {
+            fprintf(stderr,
+                    "hrmt run: --dump %s is the same file as %s %s; refusing to overwrite it\n",
+                    r.o.dump_path, inputs[i][0], inputs[i][1]);
+            return 2;
+        }
     }
     hrmt_context_options co = hrmt_context_default_options();
     co.num_threads = r.o.threads;

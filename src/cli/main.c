@@ -1,4 +1,5 @@
 /* hrmt — command-line entry point: dispatches to subcommands. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,25 @@ static void usage(FILE *f) {
             "  bench   tiered-vs-baseline benchmark of the HRM model\n"
             "  probe   memory latency/bandwidth sweep (cache tiers)\n"
             "Run 'hrmt <command> --help' for its options.\n");
+}
+
+/* A full disk or closed pipe on stdout must not look like success: the
+ * buffered tail is only written here, and an earlier failed write leaves
+ * the error flag set. Returns the command's status, or 1. */
+static int finish(const char *cmd, int rc) {
+    int prior = errno; /* an earlier failed flush's reason, if that is all there is */
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    bad |= ferror(stdout) != 0;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad) return rc;
+    if (!e) e = prior ? prior : EIO;
+    fprintf(stderr, "hrmt %s: writing standard output: %s\n", cmd, strerror(e));
+    return rc ? rc : 1;
 }
 
 int main(int argc, char **argv) {
@@ -33,7 +53,7 @@ int main(int argc, char **argv) {
                  {"bench", hrmt_cmd_bench},
                  {"probe", hrmt_cmd_probe}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (!strcmp(cmd, table[i].name)) return table[i].fn(argc - 1, argv + 1);
+        if (!strcmp(cmd, table[i].name)) return finish(cmd, table[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "hrmt: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/user_files.h"
+
 void cli_run_batch_free(cli_run_batch *b) {
     if (!b) return;
     free(b->tokens);
@@ -50,11 +52,8 @@ static int read_lines(const char *path, int seq_len, int vocab, line_fn fn, cli_
                       char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     out->seq_len = seq_len;
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    FILE *fp = cli_fopen_regular(path, err, errlen);
+    if (!fp) return -1;
     char *line = NULL;
     size_t cap = 0;
     int lineno = 0, rc = 0;

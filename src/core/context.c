@@ -12,6 +12,8 @@
 #include "cuda/cuda_backend.h"
 #endif
 
+#define HRMT_MAX_THREADS 4096 /* num_threads and the OpenMP default alike */
+
 hrmt_status hrmt_fail(hrmt_context *ctx, hrmt_status s, const char *fmt, ...) {
     if (ctx) {
         va_list ap;
@@ -148,8 +150,9 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
     if (!out) return HRMT_ERR_INVALID_ARG;
     *out = NULL;
     hrmt_context_options o = opts ? *opts : hrmt_context_default_options();
-    if (o.num_threads < 0 || o.num_threads > 4096) {
-        set_errbuf(errbuf, errbuf_len, "num_threads %d out of range 0..4096", o.num_threads);
+    if (o.num_threads < 0 || o.num_threads > HRMT_MAX_THREADS) {
+        set_errbuf(errbuf, errbuf_len, "num_threads %d out of range 0..%d", o.num_threads,
+                   HRMT_MAX_THREADS);
         return HRMT_ERR_INVALID_ARG;
     }
     int cuda_device = 0;
@@ -165,7 +168,14 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
     hrmt_status s = choose_isa(o.isa, &ctx->isa, errbuf, errbuf_len);
     if (s != HRMT_OK) goto fail;
     ctx->be = hrmt_backend_cpu(ctx->isa);
-    ctx->threads = o.num_threads > 0 ? o.num_threads : omp_get_max_threads();
+    ctx->threads = o.num_threads;
+    if (ctx->threads == 0) {
+        /* OMP_NUM_THREADS reaches us unchecked: cap it like num_threads, so
+         * OMP_NUM_THREADS=20000 cannot size scratch for 20000 threads. */
+        ctx->threads = omp_get_max_threads();
+        if (ctx->threads > HRMT_MAX_THREADS) ctx->threads = HRMT_MAX_THREADS;
+        if (ctx->threads < 1) ctx->threads = 1;
+    }
 
     s = hrmt_topology_detect(&ctx->topo);
     if (s != HRMT_OK) {

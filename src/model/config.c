@@ -1,11 +1,15 @@
 /* HRM architecture config: the official Sudoku default, validation, and the
  * JSON `arch` loader (case.json / arch.json / safetensors __metadata__). */
+#define _POSIX_C_SOURCE 200809L /* fdopen, fcntl */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/checked.h"
 #include "core/context.h"
@@ -242,9 +246,31 @@ out:
 hrmt_status hrmt_model_config_load_json(hrmt_context *ctx, const char *path,
                                         hrmt_model_config *out) {
     if (!path || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model config: NULL argument");
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
+    /* O_NONBLOCK so a FIFO cannot hang the open; fstat on the opened fd (no
+     * race) refuses anything but a regular file, then reads block again. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open config '%s': %s", path, strerror(errno));
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0) {
+        why = strerror(errno);
+    } else if (!S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+    } else {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) why = strerror(errno);
+    }
+    if (why) {
+        close(fd);
+        return hrmt_fail(ctx, HRMT_ERR_IO, "config '%s': %s", path, why);
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        int e = errno;
+        close(fd);
+        return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open config '%s': %s", path, strerror(e));
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     hrmt_status s = HRMT_OK;
