@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/safetensors.h"
 
+#include "core/open_regular.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -332,19 +334,13 @@ hrmt_status hrmt_st_open_memory(hrmt_context *ctx, const void *buf, size_t len,
 
 hrmt_status hrmt_st_open(hrmt_context *ctx, const char *path, hrmt_st_file **out) {
     if (!path || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "safetensors: NULL argument");
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below
-     * (on the opened fd, so no race) refuses it. mmap ignores the flag. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return hrmt_fail(ctx, HRMT_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return hrmt_fail(ctx, HRMT_ERR_IO, "'%s' is not a regular file", path);
+    const char *why;
+    int opened;
+    int fd = hrmt_open_regular(path, &st, &why, &opened);
+    if (fd < 0) {
+        if (opened) return hrmt_fail(ctx, HRMT_ERR_IO, "'%s': %s", path, why);
+        return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open '%s': %s", path, why);
     }
     size_t len = (size_t)st.st_size;
     if (len < 8) {

@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "core/context.h"
+#include "core/open_regular.h"
 #include "model/model.h"
 
 hrmt_model_config hrmt_model_config_default(void) {
@@ -246,25 +247,12 @@ out:
 hrmt_status hrmt_model_config_load_json(hrmt_context *ctx, const char *path,
                                         hrmt_model_config *out) {
     if (!path || !out) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model config: NULL argument");
-    /* O_NONBLOCK so a FIFO cannot hang the open; fstat on the opened fd (no
-     * race) refuses anything but a regular file, then reads block again. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    const char *why;
+    int opened;
+    int fd = hrmt_open_regular(path, NULL, &why, &opened);
     if (fd < 0)
-        return hrmt_fail(ctx, HRMT_ERR_IO, "cannot open config '%s': %s", path, strerror(errno));
-    struct stat st;
-    const char *why = NULL;
-    if (fstat(fd, &st) != 0) {
-        why = strerror(errno);
-    } else if (!S_ISREG(st.st_mode)) {
-        why = "not a regular file";
-    } else {
-        int flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) why = strerror(errno);
-    }
-    if (why) {
-        close(fd);
-        return hrmt_fail(ctx, HRMT_ERR_IO, "config '%s': %s", path, why);
-    }
+        return hrmt_fail(ctx, HRMT_ERR_IO,
+                         opened ? "config '%s': %s" : "cannot open config '%s': %s", path, why);
     FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         int e = errno;
