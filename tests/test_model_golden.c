@@ -9,7 +9,7 @@
  *    and at least g / 4 from expected-f32 (we really round where bf16
  *    rounds). HRM's recurrence amplifies any 1-ulp difference to about g
  *    within a step, so this needs the rounding of the PyTorch build that made
- *    the goldens (Debian's 1.13, tools/investigate/), which every table
+ *    the goldens (Debian's 1.13), which every table
  *    follows: linear layers as one F32 chain per output in vdpbf16ps pair
  *    order (core/gemm_kernels.h), bf16 silu rounding exp(-g) and 1 + e
  *    (src/cpu/act_*.c), SLEEF's FMA expf bits (cpu/expf_fma.h), softmax and

@@ -15,6 +15,10 @@ import json
 import struct
 import sys
 
+if __name__ == "__main__" and (len(sys.argv) > 2 or sys.argv[1:2] in (["-h"], ["--help"])):
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) == 2 else 2)
+
 import torch
 
 COLS = [1, 3, 7, 8, 9, 15, 17, 31, 32, 33, 64, 100, 128, 511, 512, 513, 544, 1000, 1024,

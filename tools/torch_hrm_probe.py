@@ -7,7 +7,8 @@ OUT/<case>-block0.safetensors (BF16, the files in tests/data/torch-ops/).
 
     python3 tools/torch_hrm_probe.py tests/data/golden/hrm OUT
 
-Needs torch and safetensors. Variants: attn a = softmax((q k^T) * s) v,
+Needs torch, and safetensors or the stdlib stand-in in tools/pyshim/ (Debian 12's
+python3-torch has none). Variants: attn a = softmax((q k^T) * s) v,
 b = scaled_dot_product_attention, c = softmax((q s) k^T) v; scal b = python
 scalars multiplied as bf16 (torch 1.13 behaviour), f = as f32 (torch 2.x);
 mkldnn on/off for the bf16 GEMMs. The block-0 dump uses the closest variant."""
@@ -17,12 +18,16 @@ import os
 import sys
 import time
 
+if __name__ == "__main__" and (len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help")):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
+
 import torch
 import torch.nn.functional as F
 try:
     from safetensors.torch import load_file, save_file
 except ImportError:  # Debian's python3-torch (1.13) has no safetensors: the stdlib shim
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "investigate"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyshim"))
     from safetensors.torch import load_file, save_file
 
 GOLD = sys.argv[1]

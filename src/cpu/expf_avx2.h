@@ -2,7 +2,7 @@
  * the AVX2 table and of the reference PyTorch, == hrmt_expf_fma in
  * cpu/expf_fma.h): SLEEF 3.5's operations in SLEEF's order, inlined so the
  * element-wise kernels need no call and can overlap neighbouring vectors.
- * tools/investigate/expf_simd_exhaustive.c checks all 2^32 inputs against
+ * hrmt-expf-check (tools/expf_check.c) checks all 2^32 inputs against
  * SLEEF. Only *_avx2.c (and *_avx512.c) files may include this. */
 #ifndef HRMT_CPU_EXPF_AVX2_H
 #define HRMT_CPU_EXPF_AVX2_H

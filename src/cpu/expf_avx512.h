@@ -8,7 +8,7 @@
  *    overridden below);
  *  - u * 2^q by one vscalefps instead of SLEEF's u * 2^(q>>1) * 2^(q-(q>>1)):
  *    the first product is exact, so both round once, the same way.
- * tools/investigate/expf_simd_exhaustive.c checks all 2^32 inputs against
+ * hrmt-expf-check (tools/expf_check.c) checks all 2^32 inputs against
  * SLEEF. Only *_avx512.c files may include this. */
 #ifndef HRMT_CPU_EXPF_AVX512_H
 #define HRMT_CPU_EXPF_AVX512_H

@@ -2,7 +2,8 @@
  * accumulators (element j into lane j % 8, in increasing j), which PyTorch
  * 1.13's vec::reduce_all (AVX2 Vectorized<float>) then folds by halves,
  * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)); a row shorter than one
- * vector it sums left to right (tools/investigate/softmax_order.py). */
+ * vector it sums left to right (tests/test_torch_rowops.c checks the bits
+ * against PyTorch's own softmax). */
 #ifndef HRMT_CPU_SOFTMAX_ORDER_H
 #define HRMT_CPU_SOFTMAX_ORDER_H
 

@@ -1,6 +1,6 @@
 /* Scalar reference softmax, in the order of the reference PyTorch's (1.13)
  * AVX2 CPU kernel, which HRM's recurrence needs bit for bit
- * (tools/investigate/softmax_order.py):
+ * (tests/test_torch_rowops.c compares with PyTorch's own outputs):
  *   v = scale * x;  m = max v;  e = exp(v - m) (SLEEF's FMA expf bits);
  *   the sum in 8 lane accumulators, element j into lane j % 8 in increasing
  *   j, folded ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));

@@ -1,6 +1,7 @@
 /* The order of rmsnorm's sum of squares, shared by every table: that of the
  * reference PyTorch (1.13), whose h.square().mean(-1) sums each row with
- * SumKernel.cpp's row_sum over 8-lane vectors (tools/investigate/rms_order.py):
+ * SumKernel.cpp's row_sum over 8-lane vectors (tests/test_torch_rowops.c
+ * checks the bits against PyTorch's own rms_norm at 25 row lengths):
  *  - the row is cut into groups of 4 vectors (32 elements); vector k of each
  *    group adds into accumulator k (8 lanes each);
  *  - multi_row_sum's cascade: after every `step` groups (step = 2^power,
@@ -12,7 +13,7 @@
  *  - the sum is 0 + each leftover element (at most 7) + lane 0 .. lane 7;
  *  - a row shorter than one vector takes PyTorch's scalar path instead:
  *    elements 4i + k into scalar accumulator k, the rest into the first,
- *    then ((a0 + a1) + a2) + a3 (tools/investigate/rms_order.py).
+ *    then ((a0 + a1) + a2) + a3.
  * The squares themselves are rounded to F32 before any add (no FMA).
  * Each table computes the squares with its own vectors, 32 at a time, and
  * feeds them here; the adds below are lane-wise loops the compiler turns
