@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one script to run on the GPU machine (see ../shared/device/README.md and
-# docs/CUDA.md). From the project root, with .devdeps carried along:
+# The one script to run on the GPU machine (docs/CUDA.md says how to set it
+# up). From the project root, with .devdeps carried along:
 #
 #   source .devdeps/env.sh; bash bench/gpu.sh
 #

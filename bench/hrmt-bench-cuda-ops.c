@@ -32,14 +32,15 @@
 
 #define PROG "hrmt-bench-cuda-ops"
 #define EXIT_NO_DEVICE 77
-#define HIDDEN 512
-#define HEADS 8
-#define HD 64
-#define INTER 1536
-#define SEQ 82         /* 81 Sudoku tokens + 1 puzzle-embedding position */
-#define COPY_COLS 4096 /* copy tensors: F32 rows of 16 KiB */
-#define BAR 0.70       /* the bar: op GB/s >= 70% of copy GB/s */
-#define MAX_T 4        /* tensors per case */
+/* Shapes are size_t, so that byte counts are computed in size_t. */
+#define HIDDEN ((size_t)512)
+#define HEADS ((size_t)8)
+#define HD ((size_t)64)
+#define INTER ((size_t)1536)
+#define SEQ ((size_t)82)         /* 81 Sudoku tokens + 1 puzzle-embedding position */
+#define COPY_COLS ((size_t)4096) /* copy tensors: F32 rows of 16 KiB */
+#define BAR 0.70                 /* the bar: op GB/s >= 70% of copy GB/s */
+#define MAX_T 4                  /* tensors per case */
 #define MAX_ROUNDS 1000
 
 typedef enum {

@@ -10,8 +10,9 @@
  * reported.
  *
  * Usage: hrmt-bench-ops [--isa NAME] [--threads N] [--reps R] [--min-ms T]
- *                       [--large-mib M] [--op NAME]... [--set L2|DRAM] [--json] */
+ *                       [--large-mib M] [--op NAME]... [--set L2|DRAM] [--json] [--help] */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,10 +47,11 @@ static const char *const k_names[OP_N] = {
     "convert", "add",  "rmsnorm",   "residual_rmsnorm_sram", "residual_rmsnorm_dram", "swiglu",
     "softmax", "rope", "embedding", "engram_gate_fwd",       "engram_gate_bwd"};
 
-#define COLS 4096 /* hidden size of the row ops */
-#define HEADS 8   /* rope: 8 heads of 64 */
-#define HD 64
-#define HC 4 /* engram: hc_mult 4, hidden 4096 */
+/* size_t, so that byte counts are computed in size_t. */
+#define COLS ((size_t)4096) /* hidden size of the row ops */
+#define HEADS ((size_t)8)   /* rope: 8 heads of 64 */
+#define HD ((size_t)64)
+#define HC ((size_t)4) /* engram: hc_mult 4, hidden 4096 */
 
 /* One benchmark case: its tensors and the bytes one call moves. */
 typedef struct bcase {
@@ -283,12 +285,31 @@ static result measure(hrmt_context *ctx, op_kind op, hrmt_dtype dt, size_t ws, c
     return r;
 }
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: hrmt-bench-ops [--isa scalar|avx2|avx512] [--threads N] [--reps R]\n"
+static void usage(int rc) {
+    fprintf(rc ? stderr : stdout,
+            "usage: hrmt-bench-ops [--isa NAME] [--threads N] [--reps R]\n"
             "                      [--min-ms T] [--large-mib M] [--op NAME]... [--set L2|DRAM]\n"
-            "                      [--json]\n");
-    exit(2);
+            "                      [--json]\n"
+            "Bandwidth of each row op next to hrmt_copy of the same bytes, in one run.\n");
+    exit(rc);
+}
+
+/* A whole decimal number in [lo, hi]; anything else is a usage error. */
+static long arg_long(const char *s, long lo, long hi) {
+    char *end = NULL;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) usage(2);
+    return v;
+}
+
+/* A finite decimal number in [lo, hi]; anything else is a usage error. */
+static double arg_double(const char *s, double lo, double hi) {
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) usage(2);
+    return v;
 }
 
 int main(int argc, char **argv) {
@@ -300,30 +321,31 @@ int main(int argc, char **argv) {
     const char *only_set = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--json"))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            usage(0);
+        else if (!strcmp(a, "--json"))
             json = 1;
         else if (!strcmp(a, "--isa") && i + 1 < argc)
             o.isa = argv[++i];
         else if (!strcmp(a, "--threads") && i + 1 < argc)
-            o.num_threads = atoi(argv[++i]);
+            o.num_threads = (int)arg_long(argv[++i], 0, 4096);
         else if (!strcmp(a, "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
+            reps = (int)arg_long(argv[++i], 1, 1000);
         else if (!strcmp(a, "--min-ms") && i + 1 < argc)
-            min_ms = atof(argv[++i]);
+            min_ms = arg_double(argv[++i], 0.0, 1e6);
         else if (!strcmp(a, "--large-mib") && i + 1 < argc)
-            large_mib = (size_t)atol(argv[++i]);
+            large_mib = (size_t)arg_long(argv[++i], 1, 1L << 20);
         else if (!strcmp(a, "--set") && i + 1 < argc)
             only_set = argv[++i];
         else if (!strcmp(a, "--op") && i + 1 < argc) {
             const char *name = argv[++i];
             int k = 0;
             while (k < OP_N && strcmp(name, k_names[k]) != 0) k++;
-            if (k == OP_N) usage();
+            if (k == OP_N) usage(2);
             want_op[k] = any_op = 1;
         } else
-            usage();
+            usage(2);
     }
-    if (reps < 1 || min_ms < 0 || large_mib < 1 || o.num_threads < 0) usage();
     hrmt_context *ctx = NULL;
     char err[256] = "";
     if (hrmt_context_create(&o, &ctx, err, sizeof err) != HRMT_OK) {
