@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json_out.h"
+#include "cli/mpi_hooks.h"
 #include "cli/run_input.h"
 #include "cli/run_opts.h"
 #include "cli/user_files.h"
@@ -30,7 +31,16 @@ typedef struct run {
     int32_t *halted;
     double step_ms_total;
     hrmt_st_writer *dump;
+    /* With ranks (hrmt-mpi): this process runs samples [b0, b0 + nb) of B;
+     * rank 0's output arrays hold all B rows, the others' only their nb. */
+    const cli_ranks *ranks;
+    int b0, nb, rows;
 } run;
+
+static int is_root(const run *r) { return !r->ranks || r->ranks->rank == 0; }
+
+/* Every rank's status -> the worst, on every rank (see mpi_hooks.h). */
+static int agree(const run *r, int rc) { return r->ranks ? r->ranks->agree(r->ranks->u, rc) : rc; }
 
 static int usage_error(const char *flag, const char *file, const char *msg) {
     if (file)
@@ -99,7 +109,8 @@ static int read_input(run *r) {
 }
 
 static int alloc_io(run *r) {
-    size_t B = (size_t)r->B, S = (size_t)r->S, zn = B * (size_t)r->T * (size_t)r->cfg.hidden_size;
+    size_t B = (size_t)r->rows, S = (size_t)r->S,
+           zn = B * (size_t)r->T * (size_t)r->cfg.hidden_size;
     r->pids = calloc(B, sizeof *r->pids);
     r->logits = calloc(B * S * (size_t)r->cfg.vocab_size, sizeof(float));
     r->qh = calloc(B, sizeof(float));
@@ -141,44 +152,78 @@ static hrmt_status dump_step(run *r, int k) {
     return dump_add(r, nm, HRMT_I32, 1, B, 0, 0, r->halted);
 }
 
-/* Runs the ACT calls. 0 or an exit code. */
+/* With ranks: the other ranks' rows of this step's outputs into rank 0's
+ * arrays (z_H, z_L only for --dump). Every rank makes every call. 0 or -1. */
+static int gather_outputs(const run *r) {
+    const cli_ranks *k = r->ranks;
+    if (!k) return 0;
+    size_t z_row = (size_t)r->T * (size_t)r->cfg.hidden_size * sizeof(float);
+    int bad = k->gather_rows(k->u, r->logits,
+                             (size_t)r->S * (size_t)r->cfg.vocab_size * sizeof(float), r->B);
+    bad |= k->gather_rows(k->u, r->qh, sizeof(float), r->B);
+    bad |= k->gather_rows(k->u, r->qc, sizeof(float), r->B);
+    bad |= k->gather_rows(k->u, r->halted, sizeof(int32_t), r->B);
+    if (r->o.dump_path) {
+        bad |= k->gather_rows(k->u, r->zh, z_row, r->B);
+        bad |= k->gather_rows(k->u, r->zl, z_row, r->B);
+    }
+    return bad ? -1 : 0;
+}
+
+/* Runs the ACT calls on this process's samples. 0 or an exit code, agreed. */
 static int run_steps(run *r) {
     hrmt_carry *carry = NULL;
-    if (hrmt_carry_create(r->m, r->B, &carry) != HRMT_OK) {
+    int rc = 0;
+    if (r->nb > 0 && hrmt_carry_create(r->m, r->nb, &carry) != HRMT_OK) {
         fprintf(stderr, "hrmt run: %s\n", hrmt_last_error(r->ctx));
-        return 1;
+        rc = 1;
     }
-    if (r->o.dump_path) {
+    if (rc == 0 && r->o.dump_path && is_root(r)) {
         if (hrmt_st_writer_create(&r->dump) != HRMT_OK ||
             dump_add(r, "inputs", HRMT_I32, 2, (size_t)r->B, (size_t)r->S, 0, r->in.tokens) ||
             dump_add(r, "puzzle_identifiers", HRMT_I32, 1, (size_t)r->B, 0, 0, r->pids)) {
             fprintf(stderr, "hrmt run: out of memory preparing --dump\n");
-            hrmt_carry_destroy(carry);
-            return 1;
+            rc = 1;
         }
     }
+    rc = agree(r, rc);
     hrmt_step_options so = {r->o.schedule, r->o.early_halt};
     hrmt_step_outputs out = {r->logits, r->qh, r->qc, r->zh, r->zl, r->halted};
-    int rc = 0;
+    const int32_t *tokens = r->in.tokens + (size_t)r->b0 * (size_t)r->S;
     for (int k = 0; k < r->steps && rc == 0; k++) {
         hrmt_step_timing t;
-        if (hrmt_act_step(r->m, carry, r->in.tokens, r->pids, &so, &out, &t) != HRMT_OK) {
+        if (carry && hrmt_act_step(r->m, carry, tokens, r->pids, &so, &out, &t) != HRMT_OK) {
             fprintf(stderr, "hrmt run: step %d: %s\n", k, hrmt_last_error(r->ctx));
             rc = 1;
-            break;
+        } else if (carry) {
+            r->step_ms_total += t.step_us / 1000.0;
         }
-        r->step_ms_total += t.step_us / 1000.0;
-        if (r->dump && dump_step(r, k) != HRMT_OK) {
+        rc = agree(r, rc);
+        if (rc || !r->o.dump_path) continue;
+        if (gather_outputs(r) != 0) {
+            fprintf(stderr, "hrmt run: gathering step %d from the ranks failed\n", k);
+            rc = 1;
+        } else if (r->dump && dump_step(r, k) != HRMT_OK) {
             fprintf(stderr, "hrmt run: out of memory collecting --dump tensors\n");
             rc = 1;
         }
+        rc = agree(r, rc);
     }
     hrmt_carry_destroy(carry);
+    if (rc == 0 && r->ranks) {
+        /* The batch's step takes as long as its slowest shard. */
+        r->step_ms_total = r->ranks->max(r->ranks->u, r->step_ms_total);
+        if (!r->o.dump_path && gather_outputs(r) != 0) {
+            fprintf(stderr, "hrmt run: gathering the outputs from the ranks failed\n");
+            rc = 1;
+        }
+        rc = agree(r, rc);
+    }
     if (rc == 0 && r->dump && hrmt_st_writer_save(r->ctx, r->dump, r->o.dump_path) != HRMT_OK) {
         fprintf(stderr, "hrmt run: --dump %s: %s\n", r->o.dump_path, hrmt_last_error(r->ctx));
         rc = 1;
     }
-    return rc;
+    return agree(r, rc);
 }
 
 /* argmax over the vocabulary of sample b, position i (first maximum wins). */
@@ -291,30 +336,80 @@ static void cleanup(run *r) {
     hrmt_context_destroy(r->ctx);
 }
 
-int hrmt_cmd_run(int argc, char **argv) {
-    run r;
-    memset(&r, 0, sizeof r);
-    char err[512];
-    if (cli_run_opts_parse(argc, argv, &r.o, err, sizeof err) != 0) {
-        fprintf(stderr, "hrmt run: %s\n", err);
-        return 2;
-    }
-    if (r.o.help) {
-        cli_run_usage(stdout);
-        return 0;
-    }
-    /* Before anything is written: --dump must not clobber an input. */
-    const char *const inputs[][2] = {{"--model", r.o.model_path},
-                                     {"--config", r.o.config_path},
-                                     {"--puzzles", r.o.puzzles_path},
-                                     {"--tokens", r.o.tokens_path}};
-    for (size_t i = 0; r.o.dump_path && i < sizeof inputs / sizeof inputs[0]; i++) {
-        if (cli_same_file(r.o.dump_path, inputs[i][1])) {
+/* Before anything is written: --dump must not clobber an input. 0 or 2. */
+static int check_dump_target(const cli_run_opts *o) {
+    const char *const inputs[][2] = {{"--model", o->model_path},
+                                     {"--config", o->config_path},
+                                     {"--puzzles", o->puzzles_path},
+                                     {"--tokens", o->tokens_path}};
+    for (size_t i = 0; o->dump_path && i < sizeof inputs / sizeof inputs[0]; i++) {
+        if (cli_same_file(o->dump_path, inputs[i][1])) {
             fprintf(stderr,
                     "hrmt run: --dump %s is the same file as %s %s; refusing to overwrite it\n",
-                    r.o.dump_path, inputs[i][0], inputs[i][1]);
+                    o->dump_path, inputs[i][0], inputs[i][1]);
             return 2;
         }
+    }
+    return 0;
+}
+
+/* With ranks: the sample count from rank 0, and room for its samples. */
+static int receive_count(run *r) {
+    const cli_ranks *k = r->ranks;
+    int n = r->in.n;
+    if (k->bcast(k->u, &n, sizeof n) != 0) return 1;
+    if (k->rank == 0) return 0;
+    r->in.n = n;
+    r->in.seq_len = r->cfg.seq_len;
+    r->in.tokens = calloc((size_t)n * (size_t)r->cfg.seq_len, sizeof *r->in.tokens);
+    if (!r->in.tokens) {
+        fprintf(stderr, "hrmt run: out of memory for %d samples\n", n);
+        return 1;
+    }
+    return 0;
+}
+
+/* Sizes, this process's shard and the output arrays. 0 or an exit code. */
+static int size_run(run *r) {
+    r->B = r->in.n;
+    r->S = r->cfg.seq_len;
+    r->T = r->S + hrmt_model_puzzle_len(r->m);
+    r->steps = r->o.steps ? r->o.steps : r->cfg.halt_max_steps;
+    r->b0 = 0;
+    r->nb = r->rows = r->B;
+    if (r->ranks) {
+        int end = 0;
+        cli_ranks_shard(r->B, r->ranks->rank, r->ranks->size, &r->b0, &end);
+        r->nb = end - r->b0;
+        if (r->ranks->rank != 0) r->rows = r->nb;
+    }
+    if (alloc_io(r) != 0) {
+        fprintf(stderr, "hrmt run: out of memory for %d samples\n", r->rows);
+        return 1;
+    }
+    return 0;
+}
+
+int hrmt_cmd_run(int argc, char **argv) { return hrmt_cmd_run_ranks(argc, argv, NULL); }
+
+/* With ranks every phase ends in agree(), so a failure on one rank stops all
+ * at the same point; rank 0 alone reads the input and prints. */
+int hrmt_cmd_run_ranks(int argc, char **argv, const cli_ranks *ranks) {
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ranks = ranks;
+    char err[512];
+    int rc = 0;
+    if (cli_run_opts_parse(argc, argv, &r.o, err, sizeof err) != 0) {
+        fprintf(stderr, "hrmt run: %s\n", err);
+        rc = 2;
+    } else if (!r.o.help) {
+        rc = check_dump_target(&r.o);
+    }
+    if ((rc = agree(&r, rc)) != 0) return rc;
+    if (r.o.help) {
+        if (is_root(&r)) cli_run_usage(stdout);
+        return 0;
     }
     hrmt_context_options co = hrmt_context_default_options();
     co.num_threads = r.o.threads;
@@ -322,22 +417,20 @@ int hrmt_cmd_run(int argc, char **argv) {
     cli_backend_pin(r.o.backend);
     if (hrmt_context_create(&co, &r.ctx, err, sizeof err) != HRMT_OK) {
         fprintf(stderr, "hrmt run: %s\n", err);
-        return 1;
+        rc = 1;
     }
-    int rc = load_model(&r);
-    if (rc == 0) rc = read_input(&r);
-    if (rc == 0) {
-        r.B = r.in.n;
-        r.S = r.cfg.seq_len;
-        r.T = r.S + hrmt_model_puzzle_len(r.m);
-        r.steps = r.o.steps ? r.o.steps : r.cfg.halt_max_steps;
-        if (alloc_io(&r) != 0) {
-            fprintf(stderr, "hrmt run: out of memory for %d samples\n", r.B);
-            rc = 1;
-        }
+    rc = agree(&r, rc);
+    if (rc == 0) rc = agree(&r, load_model(&r));
+    if (rc == 0) rc = agree(&r, is_root(&r) ? read_input(&r) : 0);
+    if (rc == 0 && ranks) rc = agree(&r, receive_count(&r));
+    if (rc == 0 && ranks) {
+        size_t bytes = (size_t)r.in.n * (size_t)r.cfg.seq_len * sizeof *r.in.tokens;
+        rc = agree(&r, ranks->bcast(ranks->u, r.in.tokens, bytes) != 0);
     }
+    if (rc == 0) rc = agree(&r, size_run(&r));
     if (rc == 0) rc = run_steps(&r);
-    if (rc == 0) rc = r.o.json ? print_json(&r) : print_text(&r);
+    if (rc == 0 && is_root(&r)) rc = r.o.json ? print_json(&r) : print_text(&r);
+    rc = agree(&r, rc);
     cleanup(&r);
     return rc;
 }
