@@ -2,7 +2,10 @@
 # Lint gate: formatting, cppcheck and clang-tidy. Exits non-zero when any step has a finding.
 #
 #   .ci/lint.sh [BUILD_DIR]        BUILD_DIR (default build-lint) receives a CMake configure whose
-#                                  compile_commands.json drives clang-tidy.
+#                                  compile_commands.json drives clang-tidy (benches and tools on).
+#
+# Covers every C file of the project: format over include/ src/ tests/ bench/ tools/, cppcheck and
+# clang-tidy over src/ bench/ tools/ (tests/ are checked by their own ASan/UBSan runs).
 #   HRMT_LINT_STEPS="format cppcheck tidy"   the steps to run (default: all three)
 #   HRMT_LINT_JOBS=N                         parallel analyser processes (default: nproc)
 #   HRMT_LINT_ONLY=REGEX                     only files whose repo-relative path matches (grep -E),
@@ -58,8 +61,8 @@ step_format() {
   need_tool "$CLANG_FORMAT" clang-format || return 1
   [ -f .clang-format ] || { say "lint: .clang-format is missing"; return 1; }
   local -a files
-  mapfile -t files < <(source_files include src tests bench)
-  say "  ${#files[@]} files under include/ src/ tests/ bench/"
+  mapfile -t files < <(source_files include src tests bench tools)
+  say "  ${#files[@]} files under include/ src/ tests/ bench/ tools/"
   [ ${#files[@]} -gt 0 ] || return 0
   say "+ $CLANG_FORMAT --style=file --dry-run --Werror <files>"
   "$CLANG_FORMAT" --style=file --dry-run --Werror "${files[@]}" >"$TMP/format.log" 2>&1
@@ -86,11 +89,11 @@ step_format() {
 
 # ---------------------------------------------------------------------------------------------
 step_cppcheck() {
-  say "== cppcheck over src/"
+  say "== cppcheck over src/ bench/ tools/"
   need_tool "$CPPCHECK" cppcheck || return 1
   local -a files
-  mapfile -t files < <(source_files src | grep -E '\.c$')
-  say "  ${#files[@]} .c files under src/"
+  mapfile -t files < <(source_files src bench tools | grep -E '\.c$')
+  say "  ${#files[@]} .c files under src/ bench/ tools/"
   [ ${#files[@]} -gt 0 ] || return 0
   # One configuration: the ISAs this architecture builds (cppcheck does not run the compiler,
   # so the macros -m flags would define are given here; HRMT_HAVE_CUDA stays undefined).
@@ -122,13 +125,14 @@ step_cppcheck() {
 
 # ---------------------------------------------------------------------------------------------
 step_tidy() {
-  say "== clang-tidy over src/ (compile database from $BUILD_DIR)"
+  say "== clang-tidy over src/ bench/ tools/ (compile database from $BUILD_DIR)"
   need_tool "$CLANG_TIDY" clang-tidy || return 1
   command -v python3 >/dev/null || { say "lint: python3 is needed to read compile_commands.json"; return 1; }
-  local cmake_args=(-S "$ROOT" -B "$BUILD_DIR" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
-  # A fresh lint build needs no tests, benches or CUDA (only src/ is analysed, CUDA by nvcc).
-  [ -f "$BUILD_DIR/CMakeCache.txt" ] ||
-    cmake_args+=(-DHRMT_CUDA=OFF -DHRMT_BUILD_TESTS=OFF -DHRMT_BUILD_BENCH=OFF)
+  # Benches and tools must be in the database; a fresh lint build needs no tests or CUDA
+  # (CUDA sources are nvcc's; a C file built only with CUDA is analysed with fallback flags).
+  local cmake_args=(-S "$ROOT" -B "$BUILD_DIR" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+    -DHRMT_BUILD_BENCH=ON -DHRMT_BUILD_TOOLS=ON)
+  [ -f "$BUILD_DIR/CMakeCache.txt" ] || cmake_args+=(-DHRMT_CUDA=OFF -DHRMT_BUILD_TESTS=OFF)
   say "+ cmake ${cmake_args[*]}"
   if ! cmake "${cmake_args[@]}" >"$TMP/cmake.log" 2>&1; then
     tail -n 30 "$TMP/cmake.log"
@@ -139,33 +143,49 @@ step_tidy() {
   local db="$BUILD_DIR/compile_commands.json"
   [ -f "$db" ] || { say "clang-tidy: $db was not written"; return 1; }
   local -a files
-  mapfile -t files < <(python3 - "$db" "$ROOT/src/" "$ROOT/" "${ONLY:-.}" <<'EOF'
+  mapfile -t files < <(python3 - "$db" "$ROOT/" "${ONLY:-.}" <<'EOF'
 import json, os, re, sys
-db, prefix, root, only = sys.argv[1], sys.argv[2], sys.argv[3], re.compile(sys.argv[4])
+db, root, only = sys.argv[1], sys.argv[2], re.compile(sys.argv[3])
 seen = set()
 for e in json.load(open(db)):
   f = os.path.normpath(os.path.join(e.get("directory", ""), e["file"]))
-  if f.startswith(prefix) and f.endswith(".c") and f not in seen and only.search(f[len(root):]):
+  rel = f[len(root):]
+  if (f.startswith(root) and rel.split("/")[0] in ("src", "bench", "tools") and f.endswith(".c")
+      and f not in seen and only.search(rel)):
     seen.add(f)
     print(f)
 EOF
   )
-  say "  ${#files[@]} .c files under src/ in the compile database"
+  say "  ${#files[@]} .c files under src/ bench/ tools/ in the compile database"
+  # Not in the database: src/ files of another ISA are skipped (their flags would not apply);
+  # bench/ and tools/ files that this build does not compile (the CUDA bench; bench/gpu_app.c,
+  # which bench/gpu.sh builds against the installed library) get the project's C flags.
+  local -a fallback=()
   local f
   while IFS= read -r f; do
-    printf '%s\n' "${files[@]}" | grep -qxF "$ROOT/$f" ||
-      say "  not in this build's compile database (another ISA/CUDA?), skipped: $f"
-  done < <(source_files src | grep -E '\.c$')
-  [ ${#files[@]} -gt 0 ] || return 0
+    printf '%s\n' "${files[@]}" | grep -qxF "$ROOT/$f" && continue
+    case $f in
+    src/*) say "  not in this build's compile database (another ISA/CUDA?), skipped: $f" ;;
+    *) fallback+=("$ROOT/$f") ;;
+    esac
+  done < <(source_files src bench tools | grep -E '\.c$')
+  [ ${#fallback[@]} -eq 0 ] || say "  ${#fallback[@]} more with the project's flags: ${fallback[*]#"$ROOT/"}"
+  [ $((${#files[@]} + ${#fallback[@]})) -gt 0 ] || return 0
   # gcc-only warning options in the database must not stop clang.
   local tidy=("$CLANG_TIDY" -p "$BUILD_DIR" --quiet --extra-arg=-Wno-unknown-warning-option
     --extra-arg=-Wno-unused-command-line-argument)
   say "+ ${tidy[*]} <file>   (x${#files[@]}, $JOBS in parallel)"
   mkdir -p "$TMP/tidy"
   export TIDY_OUT="$TMP/tidy"
-  printf '%s\0' "${files[@]}" | xargs -0 -P "$JOBS" -I{} sh -c '
+  [ ${#files[@]} -eq 0 ] || printf '%s\0' "${files[@]}" | xargs -0 -P "$JOBS" -I{} sh -c '
     log="$TIDY_OUT/$(printf "%s" "$1" | tr "/" "_").log"
     shift; "$@" > "$log" 2>&1; echo $? > "$log.rc"' _ {} "${tidy[@]}" {}
+  # The flags of cmake/HrmtWarnings.cmake, C11, the project's include paths.
+  local flags=(-std=c11 -I "$ROOT/include" -I "$ROOT/src" -Wall -Wextra -Wpedantic -Wshadow
+    -Wconversion -Wno-sign-conversion)
+  [ ${#fallback[@]} -eq 0 ] || printf '%s\0' "${fallback[@]}" | xargs -0 -P "$JOBS" -I{} sh -c '
+    log="$TIDY_OUT/$(printf "%s" "$1" | tr "/" "_").log"
+    shift; "$@" > "$log" 2>&1; echo $? > "$log.rc"' _ {} "$CLANG_TIDY" --quiet {} -- "${flags[@]}"
   local rc=0 log
   for log in "$TMP"/tidy/*.log; do
     [ "$(cat "$log.rc")" = 0 ] || rc=1

@@ -449,7 +449,7 @@ static result measure(op_kind op, hrmt_dtype dt, size_t target, int reps, int ro
     run_copy(&cp); /* warm-up: first launches, page mappings; errors show here */
     run_op(&c);
     check(hrmt_context_synchronize(g_ctx), "hrmt_context_synchronize");
-    double og[MAX_ROUNDS], cg[MAX_ROUNDS];
+    double og[MAX_ROUNDS] = {0}, cg[MAX_ROUNDS] = {0};
     for (int i = 0; i < rounds; i++) {
         const int copy_first = i % 2 == 0;
         const double t_first = time_calls(copy_first ? &cp : &c, copy_first, reps);
