@@ -477,7 +477,3 @@ hrmt_status hrmt_gemm(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor
     hrmt_packed_w_destroy(pw);
     return s;
 }
-
-int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype) {
-    return t && op == HRMT_OP_GEMM && t->f32.run && (dtype == HRMT_F32 || dtype == HRMT_BF16);
-}
