@@ -10,6 +10,7 @@
 #include "cli/bench_run.h"
 #include "cli/commands.h"
 #include "cli/json_out.h"
+#include "cli/mpi_hooks.h"
 #include "cli/progress.h"
 #include "cli/user_files.h"
 #include "hrmt.h"
@@ -45,7 +46,16 @@ typedef struct bench {
     cli_bench_machine mach;
     cli_progress bar;
     int outputs_differ;
+    const cli_ranks *ranks; /* NULL: one process (see mpi_hooks.h) */
 } bench;
+
+static int is_root(const bench *b) { return !b->ranks || b->ranks->rank == 0; }
+
+/* Every rank's status -> the worst, on every rank. After each measured row
+ * this also lines the ranks up, so every row is timed on all of them at once. */
+static int agree(const bench *b, int rc) {
+    return b->ranks ? b->ranks->agree(b->ranks->u, rc) : rc;
+}
 
 /* Resolves the config and the sequence lengths. Returns 0, or the exit code. */
 static int prepare(bench *b) {
@@ -117,7 +127,7 @@ static int run_model(bench *b, hrmt_model *m) {
         if (checked) {
             char detail[256];
             s = cli_bench_check_identical(m, batch, &identical, detail, sizeof detail);
-            if (s != HRMT_OK) return fail_status(b, "tiered/baseline check", s);
+            if (agree(b, s != HRMT_OK ? fail_status(b, "tiered/baseline check", s) : 0)) return 1;
             cli_progress_advance(&b->bar, 1, "check tiered == baseline");
             if (!identical) {
                 cli_progress_finish(&b->bar);
@@ -136,7 +146,7 @@ static int run_model(bench *b, hrmt_model *m) {
             cli_bench_row *r = &b->rows[b->n_rows];
             s = cli_bench_time(b->ctx, m, sched, batch, o->warmup, o->iterations, &b->mach, &b->bar,
                                r);
-            if (s != HRMT_OK) return fail_status(b, "timing", s);
+            if (agree(b, s != HRMT_OK ? fail_status(b, "timing", s) : 0)) return 1;
             r->outputs_checked = checked;
             r->outputs_identical = identical;
             b->n_rows++;
@@ -155,14 +165,14 @@ static int run_all(bench *b) {
     size_t modes = o->mode == CLI_MODE_COMPARE ? 2 : 1;
     size_t groups = b->n_seq * o->n_batch;
     b->rows = calloc(groups * modes, sizeof *b->rows);
-    if (!b->rows) return fail_status(b, "results", HRMT_ERR_OUT_OF_MEMORY);
+    if (agree(b, !b->rows ? fail_status(b, "results", HRMT_ERR_OUT_OF_MEMORY) : 0)) return 1;
     size_t units = 1 + groups * modes * (size_t)(o->warmup + o->iterations) +
                    (o->mode == CLI_MODE_COMPARE ? groups : 0);
     cli_progress_init(&b->bar, cli_progress_wanted(o->quiet) ? stderr : NULL, units);
     cli_progress_advance(&b->bar, 0, "probing memory and GEMM peak");
     hrmt_dtype dt = b->cfg.forward_dtype;
     hrmt_status s = cli_bench_measure_machine(b->ctx, dt, &b->mach);
-    if (s != HRMT_OK) return fail_status(b, "machine probes", s);
+    if (agree(b, s != HRMT_OK ? fail_status(b, "machine probes", s) : 0)) return 1;
     cli_progress_advance(&b->bar, 1, "probing memory and GEMM peak");
     for (size_t i = 0; i < b->n_seq; i++) {
         if (b->file_model) {
@@ -172,8 +182,8 @@ static int run_all(bench *b) {
         hrmt_model_config c = b->cfg;
         c.seq_len = b->seqs[i];
         hrmt_model *m = NULL;
-        if ((s = hrmt_model_create_random(b->ctx, &c, BENCH_SEED, &m)) != HRMT_OK)
-            return fail_status(b, "built-in model", s);
+        s = hrmt_model_create_random(b->ctx, &c, BENCH_SEED, &m);
+        if (agree(b, s != HRMT_OK ? fail_status(b, "built-in model", s) : 0)) return 1;
         int rc = run_model(b, m);
         hrmt_model_destroy(m);
         if (rc) return rc;
@@ -201,27 +211,40 @@ static int report(bench *b) {
     return 0;
 }
 
-int hrmt_cmd_bench(int argc, char **argv) {
-    bench b;
-    memset(&b, 0, sizeof b);
-    char err[512];
-    if (cli_bench_opts_parse(argc, argv, &b.o, err, sizeof err)) {
-        fprintf(stderr, "hrmt bench: %s\n", err);
-        return 2;
-    }
-    if (b.o.help) {
-        cli_bench_usage(stdout);
-        return 0;
-    }
-    /* Before anything is written: --output must not clobber an input. */
-    const char *const inputs[][2] = {{"--model", b.o.model_path}, {"--config", b.o.config_path}};
-    for (size_t i = 0; b.o.output_path && i < sizeof inputs / sizeof inputs[0]; i++) {
-        if (cli_same_file(b.o.output_path, inputs[i][1])) {
+/* Before anything is written: --output must not clobber an input. 0 or 2. */
+static int check_output_target(const cli_bench_opts *o) {
+    const char *const inputs[][2] = {{"--model", o->model_path}, {"--config", o->config_path}};
+    for (size_t i = 0; o->output_path && i < sizeof inputs / sizeof inputs[0]; i++) {
+        if (cli_same_file(o->output_path, inputs[i][1])) {
             fprintf(stderr,
                     "hrmt bench: --output %s is the same file as %s %s; refusing to overwrite it\n",
-                    b.o.output_path, inputs[i][0], inputs[i][1]);
+                    o->output_path, inputs[i][0], inputs[i][1]);
             return 2;
         }
+    }
+    return 0;
+}
+
+int hrmt_cmd_bench(int argc, char **argv) { return hrmt_cmd_bench_ranks(argc, argv, NULL); }
+
+/* With ranks every rank measures the same rows at the same time; rank 0
+ * prints its own tables, then (bench_report) every rank's figures. */
+int hrmt_cmd_bench_ranks(int argc, char **argv, const cli_ranks *ranks) {
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.ranks = ranks;
+    char err[512];
+    int rc = 0;
+    if (cli_bench_opts_parse(argc, argv, &b.o, err, sizeof err)) {
+        fprintf(stderr, "hrmt bench: %s\n", err);
+        rc = 2;
+    } else if (!b.o.help) {
+        rc = check_output_target(&b.o);
+    }
+    if ((rc = agree(&b, rc)) != 0) return rc;
+    if (b.o.help) {
+        if (is_root(&b)) cli_bench_usage(stdout);
+        return 0;
     }
     hrmt_context_options co = hrmt_context_default_options();
     co.backend = b.o.backend;
@@ -231,17 +254,21 @@ int hrmt_cmd_bench(int argc, char **argv) {
     if (s != HRMT_OK) {
         fprintf(stderr, "hrmt bench: --backend %s: %s (%s)\n",
                 b.o.backend == HRMT_BACKEND_CUDA ? "cuda" : "cpu", err, hrmt_status_str(s));
-        return 1;
+        rc = 1;
     }
-    int rc = prepare(&b);
+    rc = agree(&b, rc);
+    if (rc == 0) rc = agree(&b, prepare(&b));
     if (rc == 0) rc = run_all(&b);
-    if (rc == 0) rc = report(&b);
+    if (rc == 0 && is_root(&b)) rc = report(&b);
+    rc = agree(&b, rc);
+    if (rc == 0 && ranks) rc = ranks->bench_report(ranks->u, b.rows, b.n_rows, &b.cfg, b.ctx);
     if (rc == 0 && b.outputs_differ) {
         fprintf(stderr,
                 "hrmt bench: FAILED: tiered and baseline schedules gave different "
                 "outputs (see above)\n");
         rc = 1;
     }
+    rc = agree(&b, rc);
     free(b.rows);
     hrmt_model_destroy(b.file_model);
     hrmt_context_destroy(b.ctx);
