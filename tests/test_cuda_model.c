@@ -81,7 +81,7 @@ static float *st_f32(const hrmt_st_file *f, const char *name, size_t *n) {
     cr_assert_not_null(t, "missing %s", name);
     float *v = malloc(t->numel * sizeof(float) + 4);
     cr_assert_not_null(v);
-    hrmt_st_read_f32(t, v);
+    cr_assert_eq(hrmt_st_read_f32(NULL, f, t, v), HRMT_OK, "reading %s", name);
     if (n) *n = t->numel;
     return v;
 }

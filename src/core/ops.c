@@ -371,6 +371,11 @@ hrmt_status hrmt_rope(hrmt_context *ctx, hrmt_tensor *x, const hrmt_tensor *cos_
     p.x = x->data;
     p.fn = ctx->be->rowops.rope[x->dtype];
     if (!p.fn) return no_kernel(ctx, op, x->dtype);
+    const hrmt_rope_batched_fn fb = ctx->be->rowops.rope_batched[x->dtype];
+    if (fb && hrmt_ops_on_device(ctx)) { /* one launch, not one per batch entry */
+        fb(batch, p.tokens, p.heads, p.hd, p.x, p.ld_b, p.ld_tok, p.ld_head, p.c, p.s, p.ld_cs);
+        return hrmt_ops_finish(ctx, op);
+    }
     hrmt_ops_run_rows(ctx, batch * p.tokens, 2 * p.heads * p.hd * p.es + 8 * p.hd, rope_body, &p);
     return hrmt_ops_finish(ctx, op);
 }

@@ -67,6 +67,13 @@ typedef void (*hrmt_softmax_fn)(size_t rows, size_t cols, const void *x, size_t 
 typedef void (*hrmt_rope_fn)(size_t tokens, size_t heads, size_t head_dim, void *x, size_t ld_tok,
                              size_t ld_head, const float *cos_t, const float *sin_t, size_t ld_cs);
 
+/* The same over `batch` groups of `tokens` rows, group b at x + b*ld_b, all
+ * using cos/sin rows 0..tokens-1: device tables only (one launch for a 4-D x;
+ * NULL in the CPU tables, whose threads cut the rows at group boundaries). */
+typedef void (*hrmt_rope_batched_fn)(size_t batch, size_t tokens, size_t heads, size_t head_dim,
+                                     void *x, size_t ld_b, size_t ld_tok, size_t ld_head,
+                                     const float *cos_t, const float *sin_t, size_t ld_cs);
+
 /* out[i] = convert(table[ids[i]]) for i < n; ids are already range-checked. */
 typedef void (*hrmt_embedding_fn)(size_t n, size_t cols, const void *table, size_t ldt,
                                   const int32_t *ids, void *out, size_t ldo);
@@ -103,6 +110,7 @@ typedef struct hrmt_rowops {
     hrmt_swiglu_fn swiglu[HRMT_ROWOPS_NDT];
     hrmt_softmax_fn softmax[HRMT_ROWOPS_NDT];
     hrmt_rope_fn rope[HRMT_ROWOPS_NDT];
+    hrmt_rope_batched_fn rope_batched[HRMT_ROWOPS_NDT];            /* device tables; may be NULL */
     hrmt_embedding_fn embedding[HRMT_ROWOPS_NDT][HRMT_ROWOPS_NDT]; /* [table dt][out dt] */
     hrmt_engram_fwd_fn engram_fwd;                                 /* BF16 storage only */
     hrmt_engram_bwd_fn engram_bwd;

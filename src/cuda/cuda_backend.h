@@ -74,8 +74,12 @@ const char *hrmt_cuda_name(const hrmt_cuda *c);
 /* 1 when p is memory the device can address (cudaMalloc'ed or managed),
  * 0 when it is not (plain host memory), -1 when the query failed. */
 int hrmt_cuda_is_device_ptr(const void *p);
+/* Device-to-device copy of nbytes on the stream (asynchronous): a vectorised
+ * kernel when both ends and the size are 16-byte multiples, else cudaMemcpyAsync. */
+hrmt_status hrmt_cuda_copy_bytes(void *dst, const void *src, size_t nbytes, char *err,
+                                 size_t errlen);
 /* Device-to-device 2-D copy on the stream (asynchronous): rows of width
- * bytes, pitches in bytes. */
+ * bytes, pitches in bytes (one contiguous copy when the rows touch). */
 hrmt_status hrmt_cuda_memcpy2d(hrmt_cuda *c, void *dst, size_t dpitch, const void *src,
                                size_t spitch, size_t width, size_t rows, char *err, size_t errlen);
 /* Sets nbytes at p to `value` on the stream (asynchronous). */

@@ -67,7 +67,8 @@ hrmt_status cu_gemm(const hrmt_model *m, size_t rows, size_t n, size_t k, const 
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models). One block per
- * (sample, head); F32 scores and softmax, O rounded once. */
+ * (sample, head) (BF16: per (sample, head, 64 query rows), tensor cores for
+ * Q K^T and P V); F32 scores and softmax, O rounded once. */
 hrmt_status cu_attention(const hrmt_model *m, const void *qkv, void *att, size_t n);
 
 #endif

@@ -6,7 +6,7 @@
  *  - add: out = a + b, rounded once to the storage dtype;
  *  - swiglu F32: g / (1 + exp(-g)) * u; BF16: e = bf16(exp(-g)),
  *    s = bf16(g / bf16(1 + e)), out = bf16(s * u); exp is expf_fma;
- *  - copy is cudaMemcpyAsync (device to device). */
+ *  - copy is hrmt_cuda_copy_bytes (runtime.cu). */
 #include "cuda/cuda_backend.h"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_tile.cuh"
@@ -17,7 +17,9 @@ namespace {
 
 /* ---- copy, conversions -------------------------------------------------- */
 static void copy_cuda(void *dst, const void *src, size_t nbytes) {
-    if (nbytes) cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
+    /* A failure stays pending for the caller's launch check. */
+    char err[8];
+    (void)hrmt_cuda_copy_bytes(dst, src, nbytes, err, sizeof err);
 }
 
 /* dst (OBF) = src (IBF) converted, n contiguous elements (one row). */

@@ -162,10 +162,50 @@ hrmt_status hrmt_cuda_memset(hrmt_cuda *c, void *p, int value, size_t nbytes, ch
                          err, errlen);
 }
 
+/* Contiguous 16-byte-aligned device copy: each thread moves 4 x 16 bytes per
+ * round with all four loads issued before the stores, enough bytes in flight
+ * to run at HBM speed (cudaMemcpy2DAsync measured ~1.6 TB/s on an H200). */
+__global__ void copy16_kernel(uint4 *__restrict__ dst, const uint4 *__restrict__ src, size_t n) {
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride],
+                    d = src[i + 3 * stride];
+        dst[i] = a;
+        dst[i + stride] = b;
+        dst[i + 2 * stride] = c;
+        dst[i + 3 * stride] = d;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+
+hrmt_status hrmt_cuda_copy_bytes(void *dst, const void *src, size_t nbytes, char *err,
+                                 size_t errlen) {
+    if (nbytes == 0) return HRMT_OK;
+    if (((uintptr_t)dst | (uintptr_t)src | nbytes) % 16 != 0)
+        return hrmt_cuda_map(
+            cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread),
+            "cudaMemcpyAsync(device to device)", err, errlen);
+    const size_t n = nbytes / 16;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return hrmt_cuda_map(e, "device copy: device query", err, errlen);
+    /* 8 blocks of 256 per SM (full occupancy), fewer for small copies. */
+    size_t blocks = (n + 255) / 256;
+    const size_t cap = (size_t)(sms > 0 ? sms : 1) * 8;
+    if (blocks > cap) blocks = cap;
+    copy16_kernel<<<(unsigned)blocks, 256, 0, cudaStreamPerThread>>>((uint4 *)dst,
+                                                                     (const uint4 *)src, n);
+    return hrmt_cuda_map(cudaGetLastError(), "device copy kernel", err, errlen);
+}
+
 hrmt_status hrmt_cuda_memcpy2d(hrmt_cuda *c, void *dst, size_t dpitch, const void *src,
                                size_t spitch, size_t width, size_t rows, char *err, size_t errlen) {
     (void)c;
     if (width == 0 || rows == 0) return HRMT_OK;
+    if ((dpitch == width && spitch == width) || rows == 1)
+        return hrmt_cuda_copy_bytes(dst, src, width * rows, err, errlen);
     return hrmt_cuda_map(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows,
                                            cudaMemcpyDeviceToDevice, cudaStreamPerThread),
                          "cudaMemcpy2DAsync(device to device)", err, errlen);
