@@ -147,7 +147,7 @@ static size_t same_bits(const tmat *got, const tmat *want, const char *what) {
 }
 
 /* Shapes: odd and even columns, a padded leading dim for odd k, 1 to many rows. */
-static const size_t COLS[] = {1, 3, 17, 64, 511, 513, 4096};
+static const size_t COLS[] = {1, 3, 17, 64, 82, 128, 511, 513, 4096};
 static const size_t ROWS[] = {1, 5, 300};
 #define NCOLS (sizeof COLS / sizeof COLS[0])
 #define NROWS (sizeof ROWS / sizeof ROWS[0])

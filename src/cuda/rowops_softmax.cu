@@ -1,6 +1,7 @@
 /* Softmax, bits of cpu/softmax_scalar.c.
  *
- * Mapping: one warp per row, 1, 2 or 4 rows per block (grid-stride).
+ * Mapping: one warp per row, 1, 2 or 4 rows per block (grid-stride); rows
+ * of 8..128 elements: eight lanes per row (softmax_short_kernel).
  * Order:
  *  - m = max(scale * x): order-free (a NaN anywhere gives NaN; which of +0
  *    and -0 wins cannot change exp(v - m)), lane maxima then shuffles;
@@ -117,10 +118,70 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
     }
 }
 
+/* Short rows (8 <= cols <= 8 * SHORT_PER): eight lanes per row, four rows per
+ * warp, everything in registers. Lane k of a row's group is the reference's
+ * chain k (j = k, k + 8, ... in increasing j), so the bits are the same as
+ * above; the point is four rows in flight per warp instead of one (HRM's
+ * attention rows are 82 wide). */
+#define HRMT_SOFTMAX_SHORT_PER 16
+
+template <int BF>
+__global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
+    softmax_short_kernel(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
+                         void *out, size_t ldo) {
+    constexpr size_t es = BF ? 2 : 4;
+    constexpr int PER = HRMT_SOFTMAX_SHORT_PER;
+    const unsigned lane = threadIdx.x & 31, k = lane & 7, grp = lane >> 3;
+    const size_t per_block = (size_t)(blockDim.x >> 5) * 4;
+    for (size_t r0 = (size_t)blockIdx.x * per_block; r0 < rows;
+         r0 += (size_t)gridDim.x * per_block) {
+        const size_t row = r0 + (threadIdx.x >> 5) * 4 + grp;
+        const bool live = row < rows;
+        const char *xr = (const char *)x + (live ? row : 0) * ldx * es;
+        float v[PER];
+        float m = -INFINITY;
+        HRMT_UNROLL
+        for (int i = 0; i < PER; i++) {
+            const size_t j = k + 8 * (size_t)i;
+            v[i] = live && j < cols ? fmul(scale, ld_el<BF>(xr, j)) : 0.0f;
+            if (live && j < cols) m = nan_max(m, v[i]);
+        }
+        HRMT_UNROLL
+        for (int d = 4; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
+        float l = 0.0f;
+        HRMT_UNROLL
+        for (int i = 0; i < PER; i++) {
+            const size_t j = k + 8 * (size_t)i;
+            if (live && j < cols) {
+                v[i] = expf_fma(fsub(v[i], m));
+                l = fadd(l, v[i]);
+            }
+        }
+        float ls[8];
+        HRMT_UNROLL
+        for (int q = 0; q < 8; q++) ls[q] = __shfl_sync(HRMT_FULL_MASK, l, (int)(grp * 8 + q));
+        const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
+        const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
+        const float inv = fdiv(1.0f, fadd(fadd(h0, h2), fadd(h1, h3)));
+        char *o = (char *)out + (live ? row : 0) * ldo * es;
+        HRMT_UNROLL
+        for (int i = 0; i < PER; i++) {
+            const size_t j = k + 8 * (size_t)i;
+            if (live && j < cols) st_el<BF>(o, j, fmul(v[i], inv));
+        }
+    }
+}
+
 template <int BF>
 static void softmax_cuda(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
                          void *out, size_t ldo) {
     if (rows == 0 || cols == 0) return;
+    if (cols >= 8 && cols <= 8 * HRMT_SOFTMAX_SHORT_PER) {
+        const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS * 4);
+        softmax_short_kernel<BF><<<blocks, HRMT_SOFTMAX_WARPS * 32, 0, cudaStreamPerThread>>>(
+            rows, cols, x, ldx, scale, out, ldo);
+        return;
+    }
     const size_t es = BF ? 2 : 4, row_bytes = cdiv(cols, 4) * 16;
     const unsigned nw = row_warps(row_bytes, HRMT_SOFTMAX_WARPS);
     const bool vec = rows_aligned(x, ldx, es, 16) && rows_aligned(out, ldo, es, 16);
