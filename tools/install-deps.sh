@@ -27,3 +27,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Open MPI for hrmt-mpi (docs/MPI.md; cmake's HRMT_MPI=AUTO builds it when
+# found). Optional: without it the build has no hrmt-mpi and its tests, so a
+# failure here warns instead of failing the setup. HRMT_MPI=0 (or OFF) skips it.
+if [[ ! "${HRMT_MPI:-1}" =~ ^(0|OFF|off)$ ]]; then
+  mpi_missing=()
+  for p in libopenmpi-dev openmpi-bin; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || mpi_missing+=("$p")
+  done
+  if [ ${#mpi_missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+      echo "install-deps: not root, skipping optional ${mpi_missing[*]} (no hrmt-mpi)" >&2
+    elif ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+             apt-get install -y -qq --no-install-recommends "${mpi_missing[@]}" >/dev/null; }; then
+      echo "install-deps: could not install optional ${mpi_missing[*]} (no hrmt-mpi)" >&2
+    fi
+  fi
+fi
