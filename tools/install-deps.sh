@@ -2,6 +2,13 @@
 # Installs the Debian 12 packages hrmt needs to build, test and benchmark.
 # Idempotent: skips apt-get when everything is already installed. Run as root.
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  echo "usage: tools/install-deps.sh   (root; apt-get only when something is missing)"
+  echo "Installs the Debian 12 packages to build, test and benchmark hrmt; HRMT_LINT=1 adds"
+  echo "clang-format, clang-tidy and cppcheck, HRMT_PLOT=1 gnuplot; Open MPI (for hrmt-mpi) is"
+  echo "optional and tried unless HRMT_MPI=0."
+  exit 0
+fi
 
 pkgs=(build-essential cmake pkg-config git python3
       libsleef-dev libhwloc-dev libcriterion-dev libcjson-dev libomp-dev

@@ -2,6 +2,12 @@
 # Installs what is needed, builds hrmt (Release) in build/ and runs the whole
 # test suite (every test once per ISA this CPU has). Extra args go to ctest.
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  echo "usage: tools/test.sh [ctest options]   (root on a fresh Debian 12: installs packages)"
+  echo "Builds build/ (Release; HRMT_BUILD_DIR overrides, HRMT_CMAKE_ARGS adds cmake arguments)"
+  echo "and runs every test once per ISA this CPU has, passing these options to ctest."
+  exit 0
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tools/install-deps.sh"
 build=${HRMT_BUILD_DIR:-$root/build}
