@@ -11,6 +11,7 @@
  * (forwarded by cli/mpi_ranks.c) and the same exit status. A rank that stops
  * anywhere else ends the job with MPI_Abort rather than leave the others
  * waiting in a collective. */
+#define _POSIX_C_SOURCE 200809L /* stpcpy */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,38 @@ static int cmd_ranks(mpi_ranks *m, const mpi_node *node) {
     return 0;
 }
 
+/* The contract of mpi_hooks.h needs the same options everywhere (the same
+ * phases, steps and rows); relative paths may still name different files on
+ * different hosts. 0, or 2 (agreed) with the differing ranks named. */
+static int same_args(mpi_ranks *m, int argc, char **argv) {
+    size_t len = 0;
+    for (int i = 1; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *mine = malloc(len + 1), *root = NULL;
+    unsigned long long root_len = len;
+    if (mine) {
+        char *p = mine;
+        for (int i = 1; i < argc; i++) p = stpcpy(p, argv[i]) + 1;
+    }
+    MPI_Bcast(&root_len, 1, MPI_UNSIGNED_LONG_LONG, 0, m->comm);
+    root = m->rank == 0 ? mine : malloc((size_t)root_len + 1);
+    int bad = !mine || !root;
+    if (bad) fprintf(stderr, "hrmt-mpi: out of memory at start\n");
+    if (mpi_ranks_agree(m, bad)) {
+        free(mine);
+        if (root != mine) free(root);
+        return 1;
+    }
+    m->hooks.bcast(m, root, (size_t)root_len);
+    int differ = root_len != len || memcmp(root, mine, len) != 0;
+    if (differ)
+        fprintf(stderr,
+                "hrmt-mpi: the command line differs from rank 0's; every rank needs the same "
+                "command and options\n");
+    free(mine);
+    if (root != mine) free(root);
+    return mpi_ranks_agree(m, differ ? 2 : 0);
+}
+
 /* Rank 0's stdout: a full disk or a closed pipe must not look like success
  * (as in main.c). Returns rc, or 1. */
 static int flush_stdout(int rc) {
@@ -84,8 +117,10 @@ int main(int argc, char **argv) {
     m.hooks.bench_report = mpi_bench_report;
 
     const char *cmd = argc >= 2 ? argv[1] : "";
-    int rc = 0, from_command = 0;
-    if (!strcmp(cmd, "run")) {
+    int rc = same_args(&m, argc, argv), from_command = 0;
+    if (rc != 0) {
+        /* said above */
+    } else if (!strcmp(cmd, "run")) {
         rc = hrmt_cmd_run_ranks(argc - 1, argv + 1, &m.hooks);
         from_command = 1;
     } else if (!strcmp(cmd, "bench")) {

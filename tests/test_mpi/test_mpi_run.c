@@ -4,12 +4,14 @@
  * which differ between any two runs, and are cut from both sides); a
  * malformed line in the last rank's shard, and a model missing on one rank
  * only, each stop the whole job with a non-zero exit and one message that
- * names the line (or the rank), without a hang. */
+ * names the line (or the rank), without a hang; ranks given different
+ * options are refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,20 +181,41 @@ Test(mpi, malformed_line_in_a_shard_stops_every_rank) {
 }
 
 Test(mpi, failure_on_one_rank_stops_every_rank) {
-    char puz[512], cmd[4096];
+    char puz[512], with[512], without[512], link[600], cmd[8192], args[2048];
     snprintf(puz, sizeof puz, "%s/puzzles.txt", g_dir);
     write_puzzles(puz, 0);
+    /* The same command line everywhere; the relative --model exists in the
+     * working directory of ranks 0 and 1 only, as on a host that lacks it. */
+    snprintf(with, sizeof with, "%s/with", g_dir);
+    snprintf(without, sizeof without, "%s/without", g_dir);
+    cr_assert_eq(mkdir(with, 0700), 0);
+    cr_assert_eq(mkdir(without, 0700), 0);
+    snprintf(link, sizeof link, "%s/model.safetensors", with);
+    cr_assert_eq(symlink(GOLDEN "model.safetensors", link), 0);
+    snprintf(args, sizeof args,
+             "run --model model.safetensors --config '" GOLDEN "case.json' --puzzles '%s'", puz);
     char *out = NULL;
-    /* Ranks 0 and 1 have the model; rank 2 (a host without it) does not. */
-    snprintf(cmd, sizeof cmd,
-             "%s -np 2 %s run %s --puzzles '%s' : -np 1 %s run --model '%s/absent.safetensors' "
-             "--config '" GOLDEN "case.json' --puzzles '%s' 2>&1",
-             MPIRUN, HRMT_MPI_BIN, model_args(), puz, HRMT_MPI_BIN, g_dir, puz);
+    snprintf(cmd, sizeof cmd, "%s -np 2 -wdir '%s' %s %s : -np 1 -wdir '%s' %s %s 2>&1", MPIRUN,
+             with, HRMT_MPI_BIN, args, without, HRMT_MPI_BIN, args);
     int rc = sh(cmd, &out);
     cr_expect(rc != 0 && rc != 124 && rc != 137, "exit %d: %s", rc, out);
     cr_expect_eq(count(out, "hrmt run: --model"), 1, "%s", out);
     cr_expect(strstr(out, "rank 2 (") != NULL, "the failing rank is not named: %s", out);
-    cr_expect(strstr(out, "absent.safetensors") != NULL, "%s", out);
     cr_expect(strstr(out, "puzzle 1 ") == NULL, "output despite the error: %s", out);
+    free(out);
+}
+
+Test(mpi, different_options_on_one_rank_are_refused) {
+    char cmd[4096];
+    char *out = NULL;
+    /* --steps differs: the ranks would run different numbers of steps. */
+    snprintf(
+        cmd, sizeof cmd,
+        "%s -np 2 %s run %s --puzzles x --steps 2 : -np 1 %s run %s --puzzles x --steps 3 2>&1",
+        MPIRUN, HRMT_MPI_BIN, model_args(), HRMT_MPI_BIN, model_args());
+    int rc = sh(cmd, &out);
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, out);
+    cr_expect(strstr(out, "rank 2 (") != NULL && strstr(out, "differs from rank 0") != NULL, "%s",
+              out);
     free(out);
 }
