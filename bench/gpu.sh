@@ -31,6 +31,9 @@ t0=$(date +%s)
 budget=${HRMT_GPU_BUDGET_S:-560}
 san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
 left() { echo $((budget - ($(date +%s) - t0))); }
+# HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
+# ctest bench install sanitizers cpu.
+skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
 # Contexts skip the cache calibration (0.1-0.3 s each), as under ctest.
 export HRMT_CALIBRATE=0
 declare -a NAMES=() RESULTS=() NOTES=()
@@ -56,7 +59,9 @@ else
 fi
 
 # ---- 2. the whole ctest suite --------------------------------------------------
-if [ $build_rc -eq 0 ]; then
+if [ $build_rc -eq 0 ] && skip ctest; then
+  record "ctest -R cuda" SKIP "HRMT_GPU_SKIP"
+elif [ $build_rc -eq 0 ]; then
   stamp "ctest -j$jobs"
   # CUDA tests first, alone on the machine; the CPU suite last (step 7) with
   # whatever time is left.
@@ -86,7 +91,9 @@ fi
 # One ACT step (bf16, default model) at batch 1, 8, 64, 256, both schedules
 # (plus f32 at 1 and 64); every fused op at >= 512 MB next to a device copy
 # of the same size measured in the same run; CPU vs GPU memory tiers.
-if [ $build_rc -eq 0 ]; then
+if [ $build_rc -eq 0 ] && skip bench; then
+  record "benchmarks" SKIP "HRMT_GPU_SKIP"
+elif [ $build_rc -eq 0 ]; then
   stamp "model step benchmark"
   {
     "$build/hrmt" info
@@ -112,7 +119,9 @@ fi
 # Only `pkg-config --static --cflags --libs hrmt`: proves hrmt.pc carries every
 # library a static link needs (cudart_static's -ldl -lrt -lpthread, cuBLASLt,
 # -lstdc++) and that the program needs only the driver at run time.
-if [ $build_rc -eq 0 ]; then
+if [ $build_rc -eq 0 ] && skip install; then
+  record "installed static link" SKIP "HRMT_GPU_SKIP"
+elif [ $build_rc -eq 0 ]; then
   stamp "install + link an outside program"
   {
     rm -rf "$prefix" && cmake --install "$build" --prefix "$prefix" || exit 1
@@ -148,7 +157,9 @@ fi
 # ---- 5. compute-sanitizer on the CUDA test binaries -------------------------
 # Criterion forks a child per test; the sanitizer follows it (--target-processes
 # all). --jobs 1 keeps one child at a time.
-if [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
+if skip sanitizers; then
+  record sanitizers SKIP "HRMT_GPU_SKIP"
+elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     stamp "compute-sanitizer --tool $tool"
     : >"$out/$tool.log"
@@ -203,7 +214,9 @@ if [ -n "${HRMT_GPU_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
 fi
 
 # ---- 7. the CPU suite on this host -------------------------------------------
-if [ $build_rc -eq 0 ]; then
+if [ $build_rc -eq 0 ] && skip cpu; then
+  record "ctest -E cuda" SKIP "HRMT_GPU_SKIP"
+elif [ $build_rc -eq 0 ]; then
   if [ "$(left)" -gt 200 ]; then
     stamp "ctest -E cuda -j$jobs (the CPU suite on the GPU machine's host)"
     (cd "$build" && timeout $(($(left) - 20)) ctest --output-on-failure -j"$jobs" -E cuda) \
