@@ -3,7 +3,7 @@
 # Nothing else in the library is built with ISA flags (no -march=native).
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(HRMT_ARCH_X86 ON)
-  set(HRMT_ISAS scalar avx2 avx512)
+  set(HRMT_ISAS scalar avx2 avx512 amx)
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
   set(HRMT_ARCH_ARM64 ON)
   set(HRMT_ISAS scalar neon)
@@ -15,6 +15,8 @@ endif()
 set(HRMT_ISA_FLAGS_scalar -ffp-contract=off)
 set(HRMT_ISA_FLAGS_avx2 -mavx2 -mfma -mf16c)
 set(HRMT_ISA_FLAGS_avx512 -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512bf16 -mfma -mf16c -mavx2)
+# amx: the avx512 flags plus the tile instructions (only src/cpu/*_amx.c).
+set(HRMT_ISA_FLAGS_amx ${HRMT_ISA_FLAGS_avx512} -mamx-tile -mamx-bf16)
 set(HRMT_ISA_FLAGS_neon "")
 
 # Applies per-file flags to every src/cpu/*_<isa>.c in `files`; returns the
@@ -24,7 +26,7 @@ function(hrmt_isa_sources out_var)
   foreach(f IN LISTS ARGN)
     get_filename_component(stem ${f} NAME_WE)
     set(isa_of_file "")
-    foreach(isa scalar avx2 avx512 neon)
+    foreach(isa scalar avx2 avx512 amx neon)
       if(stem MATCHES "_${isa}$")
         set(isa_of_file ${isa})
       endif()

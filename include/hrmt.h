@@ -120,10 +120,12 @@ typedef enum hrmt_isa {
     HRMT_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
     HRMT_ISA_AVX512 = 2, /* AVX-512 F/BW/DQ/VL (+BF16 when the CPU has it) */
     HRMT_ISA_NEON = 3,   /* AArch64 Advanced SIMD */
+    HRMT_ISA_AMX = 4,    /* the avx512 table (with AVX512-BF16) + AMX-BF16 tiles for BF16 x BF16
+                          * GEMM; needs the OS to grant the tile state (see hrmt_gemm) */
     HRMT_ISA_COUNT       /* number of ISAs; not an ISA */
 } hrmt_isa;
 
-/* "scalar", "avx2", "avx512", "neon"; "?" for invalid. Static string. */
+/* "scalar", "avx2", "avx512", "neon", "amx"; "?" for invalid. Static string. */
 const char *hrmt_isa_name(hrmt_isa isa);
 /* Parses one of the names above (exact, lower case); does not check that this CPU
  * runs it. Errors: INVALID_ARG (NULL), ISA (any other name). */

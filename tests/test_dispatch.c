@@ -9,9 +9,10 @@
 #include "core/backend.h"
 #include "support/test_common.h"
 
-/* Preference order when nothing is requested: the widest vector ISA. */
+/* Preference order when nothing is requested: AMX tiles, then the widest
+ * vector ISA. */
 static hrmt_isa expected_best(unsigned mask) {
-    static const hrmt_isa order[] = {HRMT_ISA_AVX512, HRMT_ISA_AVX2, HRMT_ISA_NEON};
+    static const hrmt_isa order[] = {HRMT_ISA_AMX, HRMT_ISA_AVX512, HRMT_ISA_AVX2, HRMT_ISA_NEON};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         if (mask & (1u << order[i])) return order[i];
     return HRMT_ISA_SCALAR;

@@ -15,7 +15,7 @@ static void usage(FILE *f) {
             "  --json   one JSON object instead of text\n"
             "Each cache shows its claimed size and the effective per-core share the tile\n"
             "plan uses, with where it came from (see README, \"Cache topology\").\n"
-            "Environment: HRMT_ISA=scalar|avx2|avx512|neon, HRMT_CACHE_L1D/L2/L3 (bytes),\n"
+            "Environment: HRMT_ISA=scalar|avx2|avx512|neon|amx, HRMT_CACHE_L1D/L2/L3 (bytes),\n"
             "HRMT_CALIBRATE=0 (skip the cache calibration), "
             "HRMT_GEMM_KC/MC/NC, OMP_NUM_THREADS.\n");
 }

@@ -39,6 +39,10 @@ void hrmt_gemm_fill_avx2(hrmt_gemm_kernels *t);
 void hrmt_rowops_fill_avx512(hrmt_rowops *t);
 void hrmt_gemm_fill_avx512(hrmt_gemm_kernels *t);
 #endif
+#if defined(HRMT_HAVE_AMX)
+/* Adds the AMX tile kernel (bf16_tile) to a filled avx512 GEMM table. */
+void hrmt_gemm_fill_amx(hrmt_gemm_kernels *t);
+#endif
 #if defined(HRMT_HAVE_NEON)
 void hrmt_rowops_fill_neon(hrmt_rowops *t);
 void hrmt_gemm_fill_neon(hrmt_gemm_kernels *t);

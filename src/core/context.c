@@ -128,11 +128,15 @@ static hrmt_status choose_isa(const char *want, hrmt_isa *out, char *errbuf, siz
     }
     hrmt_isa isa;
     if (hrmt_isa_parse(want, &isa) != HRMT_OK) {
-        set_errbuf(errbuf, errlen, "unknown ISA '%s' (valid: scalar, avx2, avx512, neon)", want);
+        set_errbuf(errbuf, errlen, "unknown ISA '%s' (valid: scalar, avx2, avx512, neon, amx)",
+                   want);
         return HRMT_ERR_ISA;
     }
     if (!hrmt_backend_cpu(isa)) {
-        set_errbuf(errbuf, errlen, "ISA '%s' is not supported by this CPU or this build", want);
+        set_errbuf(errbuf, errlen, "ISA '%s' is not supported by this CPU or this build%s", want,
+                   isa == HRMT_ISA_AMX ? " (amx needs AMX-BF16 and AVX512-BF16, the tile state "
+                                         "enabled in XCR0 and the OS's permission for it)"
+                                       : "");
         return HRMT_ERR_ISA;
     }
     *out = isa;

@@ -1,9 +1,55 @@
+#if defined(__linux__)
+#define _GNU_SOURCE /* syscall() */
+#endif
 #include "core/cpu_features.h"
 
 #include <pthread.h>
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static hrmt_cpu_features g_features; /* written once under pthread_once, then read-only */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__)
+static void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+    __asm__ volatile("cpuid"
+                     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+                     : "a"(leaf), "c"(sub));
+}
+
+/* XCR0 through xgetbv in asm: the intrinsic needs -mxsave, and this file is
+ * built without ISA flags. Only called when CPUID.1:ECX.OSXSAVE is set. */
+static unsigned long long xcr0(void) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+/* AMX needs, besides cpuid, the OS: XCR0 bits 17 (XTILECFG) and 18
+ * (XTILEDATA), and Linux >= 5.16 hands the 8 KiB tile state to a process only
+ * on request (otherwise the first tile instruction is SIGILL). */
+static int amx_bf16_usable(void) {
+    unsigned r[4];
+    cpuid(0, 0, r);
+    if (r[0] < 7) return 0;
+    cpuid(1, 0, r);
+    if (!(r[2] & (1u << 27))) return 0; /* OSXSAVE */
+    cpuid(7, 0, r);
+    const int tile = (r[3] >> 24) & 1, bf16 = (r[3] >> 22) & 1;
+    if (!tile || !bf16) return 0;
+    const unsigned long long tile_state = (1ull << 17) | (1ull << 18);
+    if ((xcr0() & tile_state) != tile_state) return 0;
+#if defined(__linux__)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return 0;
+    return 1;
+#else
+    return 0; /* no known way to ask this OS for the tile state */
+#endif
+}
+#endif
 
 static void detect(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -13,6 +59,9 @@ static void detect(void) {
     g_features.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     g_features.avx512_bf16 = g_features.avx512 && __builtin_cpu_supports("avx512bf16");
+#endif
+#if defined(__x86_64__)
+    g_features.amx_bf16 = g_features.avx512_bf16 && amx_bf16_usable();
 #elif defined(__aarch64__)
     g_features.neon = 1; /* Advanced SIMD is mandatory on AArch64 */
 #endif

@@ -45,6 +45,20 @@ static void build_tables(void) {
         g_table_ok[HRMT_ISA_AVX512] = 1;
     }
 #endif
+#if defined(HRMT_HAVE_AMX)
+    /* amx: the avx512 table (its vdpbf16ps kernel stays for the model's
+     * attention) plus the AMX tile kernel for BF16 x BF16 GEMM. */
+    if (f->amx_bf16 && f->avx512_bf16 && f->avx512 && f->avx2_fma) {
+        b = &g_tables[HRMT_ISA_AMX];
+        b->name = "cpu-amx";
+        b->kind = HRMT_BACKEND_CPU;
+        b->isa = HRMT_ISA_AMX;
+        hrmt_rowops_fill_avx512(&b->rowops);
+        hrmt_gemm_fill_avx512(&b->gemm);
+        hrmt_gemm_fill_amx(&b->gemm);
+        g_table_ok[HRMT_ISA_AMX] = 1;
+    }
+#endif
 #if defined(HRMT_HAVE_NEON)
     if (f->neon) {
         b = &g_tables[HRMT_ISA_NEON];
@@ -93,7 +107,7 @@ unsigned hrmt_isas_available(void) {
 }
 
 hrmt_isa hrmt_backend_best_isa(void) {
-    static const hrmt_isa order[] = {HRMT_ISA_AVX512, HRMT_ISA_AVX2, HRMT_ISA_NEON};
+    static const hrmt_isa order[] = {HRMT_ISA_AMX, HRMT_ISA_AVX512, HRMT_ISA_AVX2, HRMT_ISA_NEON};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         if (hrmt_backend_cpu(order[i])) return order[i];
     return HRMT_ISA_SCALAR;
@@ -109,7 +123,7 @@ int hrmt_backend_supports(const hrmt_backend *be, hrmt_op op, hrmt_dtype dtype) 
     return hrmt_rowops_supports(&be->rowops, op, dtype);
 }
 
-static const char *const g_isa_names[HRMT_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
+static const char *const g_isa_names[HRMT_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon", "amx"};
 
 const char *hrmt_isa_name(hrmt_isa isa) {
     return (unsigned)isa < HRMT_ISA_COUNT ? g_isa_names[isa] : "?";

@@ -75,7 +75,7 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     g->kernels = t;
     g->widen_w = 0;
     if (W->fmt == HRMT_GEMM_PACK_BF16X2 && g->a_dt == HRMT_BF16) {
-        g->uk = &t->bf16;
+        g->uk = t->bf16_tile.run ? &t->bf16_tile : &t->bf16;
         g->a_esz = 2;
     } else {
         g->uk = &t->f32;

@@ -12,7 +12,13 @@
  * zero pad, then K-1). That is vdpbf16ps's order, and the order of the
  * PyTorch build (oneDNN, AVX512_BF16) that made the model's bf16 golden
  * vectors; the F32 kernels follow it on pair-swapped panels and slivers
- * (core/gemm_pack.c), so BF16 A x BF16 W gives the same bits on every table.
+ * (core/gemm_pack.c), so BF16 A x BF16 W gives the same bits on every table
+ * but amx. The amx table runs BF16 A x BF16 W on AMX tiles (bf16_tile below),
+ * whose order is fixed per 32-wide K block instead: for each block, the 16
+ * even-k and the 16 odd-k products each summed from +0 by fused multiply-adds,
+ * the two sums added, that added to the running sum (denormals flushed);
+ * tests/support/ref_amx.c is its scalar reference. Its other GEMMs (F32 A or
+ * F32 W) are the avx512 table's.
  * A micro-kernel continues the chain of the previous K block by loading its
  * exact F32 partial sums, so where the K block boundaries fall never changes
  * a bit. Per k the F32 kernels do one fused multiply-add (the scalar
@@ -78,6 +84,11 @@ typedef struct hrmt_gemm_kernels {
      * F32 kernels' increasing order (see src/cpu/gemm_bf16_avx512.c). The
      * driver does not use it. NULL otherwise. */
     hrmt_gemm_pack_a_fn bf16_pack_a_ordered;
+    /* amx table: the tile kernel the driver runs for BF16 A x BF16 W instead
+     * of `bf16` (run == NULL elsewhere). Same nr as f32; k_unit 32, its
+     * chains go by 32-wide K blocks (src/cpu/gemm_amx.c); packed W pads K to
+     * a multiple of 32. */
+    hrmt_gemm_ukernel bf16_tile;
 } hrmt_gemm_kernels;
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype);

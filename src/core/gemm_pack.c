@@ -112,13 +112,21 @@ hrmt_status hrmt_gemm_pack_w_raw(hrmt_context *ctx, size_t n, size_t k, const vo
     /* BF16 W stays BF16 when a pair kernel exists (BF16 A then uses it; F32 A
      * widens each panel on the fly); otherwise it is widened once, here. */
     pw->fmt = (w_dt == HRMT_BF16 && t->bf16.run) ? HRMT_GEMM_PACK_BF16X2 : HRMT_GEMM_PACK_F32;
-    pw->k_unit = w_dt == HRMT_BF16 ? 2 : 1; /* pairs never straddle K blocks */
+    /* Pairs never straddle K blocks; the tile kernel's 32-wide blocks neither. */
+    pw->k_unit = w_dt != HRMT_BF16                                      ? 1
+                 : pw->fmt == HRMT_GEMM_PACK_BF16X2 && t->bf16_tile.run ? t->bf16_tile.k_unit
+                                                                        : 2;
     pw->esz = pw->fmt == HRMT_GEMM_PACK_BF16X2 ? 2 : 4;
     pw->n_pad = round_up(n, pw->nr);
     pw->k_pad = round_up(k, pw->k_unit);
 
     size_t kc_target, l2_a;
-    if (pw->fmt == HRMT_GEMM_PACK_BF16X2) {
+    if (pw->fmt == HRMT_GEMM_PACK_BF16X2 && t->bf16_tile.run) {
+        /* Tile kernel: the panel block takes the bytes of the plan's F32 L1
+         * micro-panel (KC x NR x 4), so it stays in L1 while A slivers
+         * stream through the tiles from L2. */
+        kc_target = ctx->plan.gemm_kc * 4 / pw->esz;
+    } else if (pw->fmt == HRMT_GEMM_PACK_BF16X2) {
         if (!hrmt_mul_ok(ctx->plan.gemm_kc, ctx->plan.gemm_mc, &l2_a) ||
             !hrmt_mul_ok(l2_a, 4, &l2_a))
             l2_a = SIZE_MAX;

@@ -1,0 +1,175 @@
+/* GEMM micro-kernel for BF16 A and W on AMX-BF16 tiles: a 32 x 32 F32 tile
+ * of C in four tile registers (2 x 2 of 16 x 16), K in blocks of 32.
+ *
+ * Per 32-wide K block, TDPBF16PS computes for each output two F32 chains
+ * from +0, one over the block's 16 even-k products and one over the 16 odd-k
+ * products (each step a fused multiply-add rounded to nearest even, with
+ * denormal inputs and results flushed to zero), adds the two chains (one
+ * rounding) and adds that to C (one rounding): Intel's SDM pseudocode,
+ * measured so on Sapphire/Emerald Rapids. The order is fixed by where the
+ * 32-blocks fall, k = 0, 32, 64, ..., so a K block of the driver (a multiple
+ * of 32) that continues the previous block's partial sums gives the same bits
+ * as one block, and no M or N tiling changes a bit (core/gemm_kernels.h;
+ * tests/support/ref_amx.c computes the same order in scalar code).
+ *
+ * Operands:
+ *   A sliver (pack_a): per K block of 32, rows 0..31 of 32 bf16 each (64
+ *     bytes), i.e. tile A0 (rows 0..15) then tile A1 (rows 16..31), 2 KiB;
+ *   W panel: the driver's BF16X2 panel of NR = 32 columns (core/gemm_pack.c),
+ *     per k pair 32 columns x 2 bf16 = 128 bytes, which is AMX's pair-
+ *     interleaved B layout: tile B0 (columns 0..15) is 16 pair rows of 64
+ *     bytes at stride 128, tile B1 the same 64 bytes further.
+ *
+ * The tile configuration is a static const (ldtilecfg reads 64 bytes; gcc
+ * 12's _tile_loadconfig tells the compiler it reads 8, so a configuration
+ * built on the stack lost its stores at -O2), and the tile loads and stores
+ * below are asm with a memory clobber (gcc's tileloadd has none). */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "cpu/gemm_avx512_common.h"
+
+#define MR 32
+#define NR 32
+#define KB 32 /* k per TDPBF16PS */
+
+/* Tiles: 0..3 = C (C00, C01, C10, C11: row block, column block), 4, 5 = A0,
+ * A1, 6, 7 = B0, B1. Palette 1, every tile 16 rows x 64 bytes. */
+typedef struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+static const tile_config k_config __attribute__((aligned(64))) = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+#define TILE_LOAD(t, base, stride)                                                \
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void *)(base)), \
+                     "r"((long)(stride))                                          \
+                     : "memory")
+#define TILE_STORE(t, base, stride)                                             \
+    __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"((void *)(base)), \
+                     "r"((long)(stride))                                        \
+                     : "memory")
+#define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
+#define TILE_DP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+static inline void load_config(void) {
+    __asm__ volatile("ldtilecfg %0" ::"m"(k_config) : "memory");
+}
+
+/* Loads (or zeroes) the C tiles of `rows2` (1: both row blocks) from a
+ * partial tile of row stride ld floats. */
+static inline void start_c(const hrmt_gemm_ukr_out *o, int rows2) {
+    if (o->load) {
+        const float *p = o->partial;
+        const size_t ld = o->ld_partial * sizeof(float);
+        TILE_LOAD(0, p, ld);
+        TILE_LOAD(1, p + 16, ld);
+        if (rows2) {
+            TILE_LOAD(2, p + 16 * o->ld_partial, ld);
+            TILE_LOAD(3, p + 16 * o->ld_partial + 16, ld);
+        }
+    } else {
+        TILE_ZERO(0);
+        TILE_ZERO(1);
+        if (rows2) {
+            TILE_ZERO(2);
+            TILE_ZERO(3);
+        }
+    }
+}
+
+static inline void store_c(float *p, size_t ld_floats, int rows2) {
+    const size_t ld = ld_floats * sizeof(float);
+    TILE_STORE(0, p, ld);
+    TILE_STORE(1, p + 16, ld);
+    if (rows2) {
+        TILE_STORE(2, p + 16 * ld_floats, ld);
+        TILE_STORE(3, p + 16 * ld_floats + 16, ld);
+    }
+}
+
+/* `lines` lines of the driver's next W panel (see hrmt_gemm_ukr_out). */
+static inline const char *prefetch_next(const char *pf, const char *end, size_t lines) {
+    for (size_t l = 0; l < lines && pf < end; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
+    return pf;
+}
+
+static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a_, const void *b_,
+                                     const hrmt_gemm_ukr_out *o) {
+    const char *a = a_, *b = b_;
+    const int rows2 = o->m > 16;
+    const size_t nblk = kc / KB;
+    const char *pf = o->pf, *pf_end = pf ? pf + o->pf_bytes : pf;
+    const size_t pf_lines = nblk ? (o->pf_bytes / 64 + nblk) / nblk : 0; /* per K block */
+    load_config();
+    start_c(o, rows2);
+    if (rows2) {
+        for (size_t kb = 0; kb < nblk; kb++, a += 2 * 16 * 64, b += 16 * 128) {
+            TILE_LOAD(4, a, 64);
+            TILE_LOAD(6, b, 128);
+            TILE_LOAD(7, b + 64, 128);
+            TILE_DP(0, 4, 6);
+            TILE_LOAD(5, a + 16 * 64, 64);
+            TILE_DP(1, 4, 7);
+            TILE_DP(2, 5, 6);
+            TILE_DP(3, 5, 7);
+            pf = prefetch_next(pf, pf_end, pf_lines);
+        }
+    } else {
+        for (size_t kb = 0; kb < nblk; kb++, a += 2 * 16 * 64, b += 16 * 128) {
+            TILE_LOAD(4, a, 64);
+            TILE_LOAD(6, b, 128);
+            TILE_LOAD(7, b + 64, 128);
+            TILE_DP(0, 4, 6);
+            TILE_DP(1, 4, 7);
+            pf = prefetch_next(pf, pf_end, pf_lines);
+        }
+    }
+    if (!o->final) {
+        store_c(o->partial, o->ld_partial, rows2);
+        return;
+    }
+    float tile[MR * NR] __attribute__((aligned(64)));
+    store_c(tile, NR, rows2);
+    if (o->n == NR) {
+        const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
+        for (size_t i = 0; i < o->m; i++)
+            hrmt_gemm_store_row32__avx512(_mm512_load_ps(tile + i * NR),
+                                          _mm512_load_ps(tile + i * NR + 16),
+                                          (char *)o->c + i * o->ldc * esz, o->c_dt, o->accumulate);
+    } else {
+        hrmt_gemm_store_tile32__avx512(tile, o);
+    }
+}
+
+/* BF16 rows [0, m) x k [0, kc) of A -> the sliver layout above; rows m..31
+ * and k from kc to the next multiple of 32 are zero. */
+static void bf16_gemm_pack_a__amx_32(size_t m, size_t kc, const void *a, hrmt_dtype a_dt,
+                                     size_t lda, void *dst) {
+    (void)a_dt; /* always BF16 for this kernel */
+    const uint16_t *ah = a;
+    uint16_t *d = dst;
+    const size_t nblk = (kc + KB - 1) / KB;
+    for (size_t kb = 0; kb < nblk; kb++) {
+        const size_t k0 = kb * KB, nk = kc - k0 < KB ? kc - k0 : KB;
+        const __mmask32 mask = nk == KB ? 0xffffffffu : (1u << nk) - 1u;
+        uint16_t *blk = d + kb * MR * KB;
+        for (size_t i = 0; i < MR; i++) {
+            const __m512i r =
+                i < m ? _mm512_maskz_loadu_epi16(mask, ah + i * lda + k0) : _mm512_setzero_si512();
+            _mm512_storeu_si512(blk + i * KB, r);
+        }
+    }
+}
+
+void hrmt_gemm_fill_amx(hrmt_gemm_kernels *t) {
+    t->bf16_tile = (hrmt_gemm_ukernel){
+        "bf16_gemm__amx_32x32", MR, NR, KB, bf16_gemm_ukr__amx_32x32, bf16_gemm_pack_a__amx_32};
+}
