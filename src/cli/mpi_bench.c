@@ -114,18 +114,19 @@ int mpi_bench_report(void *u, const struct cli_bench_row *rows, size_t n,
                     lo, hi);
         return mpi_ranks_agree(m, 2);
     }
+    const int root = m->rank == 0; /* a local: the analyzer cannot see MPI leave m alone */
     double *v = pack(rows, n, ctx);
-    double *all = m->rank == 0 ? malloc((size_t)m->size * (n + 1) * sizeof *all) : NULL;
-    int bad = !v || (m->rank == 0 && !all);
+    double *all = root ? malloc((size_t)m->size * (n + 1) * sizeof *all) : NULL;
+    int bad = !v || (root && !all);
     if (bad) fprintf(stderr, "hrmt-mpi bench: out of memory gathering the figures\n");
-    if (mpi_ranks_agree(m, bad)) {
+    if (mpi_ranks_agree(m, bad) || bad) { /* agreed >= bad: `|| bad` only informs the analyzer */
         free(v);
         free(all);
         return 1;
     }
     MPI_Gather(v, (int)(n + 1), MPI_DOUBLE, all, (int)(n + 1), MPI_DOUBLE, 0, m->comm);
     int rc = 0;
-    if (m->rank == 0) {
+    if (root && all) {
         int steps = cfg->halt_max_steps > 0 ? cfg->halt_max_steps : 1;
         printf(
             "\nAcross %d ranks (the tables above are rank 0's): every row was timed on all "

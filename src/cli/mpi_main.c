@@ -40,18 +40,19 @@ static void usage(FILE *f) {
 /* `hrmt-mpi ranks`: one line per rank, printed by rank 0. */
 static int cmd_ranks(mpi_ranks *m, const mpi_node *node) {
     int mine[5] = {node->local_rank, node->local_size, node->cpus, node->sharing, node->threads};
-    int *all = m->rank == 0 ? malloc((size_t)m->size * sizeof mine) : NULL;
-    int bad = m->rank == 0 && !all;
+    const int root = m->rank == 0; /* a local: the analyzer cannot see MPI leave m alone */
+    int *all = root ? malloc((size_t)m->size * sizeof mine) : NULL;
+    int bad = root && !all;
     if (bad) fprintf(stderr, "hrmt-mpi: out of memory\n");
-    if (mpi_ranks_agree(m, bad)) {
+    if (mpi_ranks_agree(m, bad) || bad) { /* agreed >= bad: `|| bad` only informs the analyzer */
         free(all);
         return 1;
     }
     MPI_Gather(mine, 5, MPI_INT, all, 5, MPI_INT, 0, m->comm);
-    if (m->rank == 0) {
+    if (root && all) {
         printf("%d ranks\nrank  host                  local  CPUs  sharing  threads\n", m->size);
         for (int k = 0; k < m->size; k++) {
-            const int *v = all + 5 * k;
+            const int *v = all + (size_t)5 * (size_t)k;
             printf("%4d  %-20s  %2d/%-2d  %4d  %7d  %7d\n", k, mpi_ranks_host(m, k), v[0], v[1],
                    v[2], v[3], v[4]);
         }
@@ -76,7 +77,7 @@ static int same_args(mpi_ranks *m, int argc, char **argv) {
     root = m->rank == 0 ? mine : malloc((size_t)root_len + 1);
     int bad = !mine || !root;
     if (bad) fprintf(stderr, "hrmt-mpi: out of memory at start\n");
-    if (mpi_ranks_agree(m, bad)) {
+    if (mpi_ranks_agree(m, bad) || bad) { /* agreed >= bad: `|| bad` only informs the analyzer */
         free(mine);
         if (root != mine) free(root);
         return 1;

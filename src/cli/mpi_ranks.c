@@ -22,7 +22,7 @@ static long pending(const mpi_ranks *m) {
 /* Moves up to TEXT_MAX new captured bytes into m->text; returns the count. */
 static int take_text(mpi_ranks *m) {
     long n = pending(m);
-    if (n <= 0) return 0;
+    if (n <= 0 || !m->text) return 0;
     size_t want = n > TEXT_MAX ? TEXT_MAX : (size_t)n;
     ssize_t got = pread(fileno(m->cap), m->text, want, (off_t)m->cap_done);
     m->cap_done += n; /* beyond TEXT_MAX is dropped, said below */
@@ -35,6 +35,7 @@ static int take_text(mpi_ranks *m) {
 }
 
 const char *mpi_ranks_host(const mpi_ranks *m, int rank) {
+    if (!m->hosts) return "?";
     if (m->rank != 0) rank = 0;
     return m->hosts + (size_t)rank * MPI_RANKS_HOST_LEN;
 }
@@ -69,6 +70,7 @@ static void forward(mpi_ranks *m) {
             fprintf(m->err, "hrmt-mpi: out of memory collecting the ranks' messages\n");
             fflush(m->err);
             MPI_Abort(m->comm, 1);
+            return;
         }
     }
     MPI_Gatherv(m->text, len, MPI_CHAR, all, m->counts, m->displs, MPI_CHAR, 0, m->comm);
@@ -172,17 +174,18 @@ int mpi_ranks_init(mpi_ranks *m, MPI_Comm comm) {
     m->text = malloc(TEXT_MAX);
     int bad = !m->hosts || !m->counts || !m->displs || !m->text, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
-    if (any) {
+    if (any || bad) { /* any >= bad: `|| bad` only informs the analyzer */
         if (bad) fprintf(stderr, "hrmt-mpi: rank %d: out of memory at start\n", m->rank);
         mpi_ranks_finish(m);
         return -1;
     }
-    if (m->rank == 0)
+    const int root = m->rank == 0; /* a local: the analyzer cannot see MPI leave m alone */
+    if (root)
         MPI_Gather(host, MPI_RANKS_HOST_LEN, MPI_CHAR, m->hosts, MPI_RANKS_HOST_LEN, MPI_CHAR, 0,
                    comm);
     else
         MPI_Gather(host, MPI_RANKS_HOST_LEN, MPI_CHAR, NULL, 0, MPI_CHAR, 0, comm);
-    if (m->rank != 0) memcpy(m->hosts, host, sizeof host);
+    if (!root && m->hosts) memcpy(m->hosts, host, sizeof host);
     capture_stderr(m);
     return 0;
 }
