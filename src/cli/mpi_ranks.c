@@ -166,7 +166,7 @@ int mpi_ranks_init(mpi_ranks *m, MPI_Comm comm) {
     int len = 0;
     MPI_Get_processor_name(name, &len);
     char host[MPI_RANKS_HOST_LEN] = "";
-    snprintf(host, sizeof host, "%s", name);
+    memcpy(host, name, strnlen(name, sizeof host - 1)); /* cut, NUL-terminated */
     size_t hosts = m->rank == 0 ? (size_t)m->size : 1;
     m->hosts = calloc(hosts, MPI_RANKS_HOST_LEN);
     m->counts = calloc((size_t)m->size, sizeof *m->counts);
