@@ -12,6 +12,10 @@
 # The corpus each run grows is kept in BUILD/corpus/<target> (read back next
 # time); crash inputs go to BUILD/crashes/<target>/.
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then # the comment above is the usage
+  sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+  exit 0
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${HRMT_FUZZ_BUILD_DIR:-$root/build-fuzz}
 secs=${1:-10}

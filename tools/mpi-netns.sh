@@ -14,6 +14,10 @@
 #        (unshare), Open MPI. Removes the namespaces on exit. Maintainer
 #        script, not part of CI.
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then # the comment above is the usage
+  sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+  exit 0
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 np=${2:-3}
