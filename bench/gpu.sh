@@ -32,7 +32,7 @@ budget=${HRMT_GPU_BUDGET_S:-560}
 san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
 left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
-# ctest bench install sanitizers cpu.
+# ctest bench probe install sanitizers cpu (the hook runs before the sanitizers).
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
 # Contexts skip the cache calibration (0.1-0.3 s each), as under ctest.
 export HRMT_CALIBRATE=0
@@ -108,11 +108,15 @@ elif [ $build_rc -eq 0 ]; then
   rc=$?
   record "fused-op bandwidth" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
     "$(grep -E '^(bar|copy median)' "$out/cuda_ops.log" | tr '\n' ' ' | cut -c1-90)"
-  stamp "probe --compare"
-  "$build/hrmt" probe --compare --json --quiet >"$out/probe_compare.json" 2>"$out/probe.log" &&
-    "$build/hrmt" probe --input "$out/probe_compare.json" >>"$out/probe.log" 2>&1
-  rc=$?
-  record "probe --compare" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "probe.log"
+  if skip probe; then
+    record "probe --compare" SKIP "HRMT_GPU_SKIP"
+  else
+    stamp "probe --compare"
+    "$build/hrmt" probe --compare --json --quiet >"$out/probe_compare.json" 2>"$out/probe.log" &&
+      "$build/hrmt" probe --input "$out/probe_compare.json" >>"$out/probe.log" 2>&1
+    rc=$?
+    record "probe --compare" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "probe.log"
+  fi
 fi
 
 # ---- 4. an outside program against the INSTALLED static libhrmt.a -------------
@@ -154,7 +158,16 @@ elif [ $build_rc -eq 0 ]; then
   [ $rc -eq 0 ] || tail -n 20 "$out/install.log"
 fi
 
-# ---- 5. compute-sanitizer on the CUDA test binaries -------------------------
+# ---- 5. HOOK: extra commands ------------------------------------------------
+# HRMT_GPU_HOOK: shell commands run here (with $build and $out set), output in
+# hook.log: one-off experiments without editing this script.
+if [ -n "${HRMT_GPU_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
+  stamp "hook"
+  (eval "$HRMT_GPU_HOOK") >"$out/hook.log" 2>&1
+  record "hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "hook.log"
+fi
+
+# ---- 6. compute-sanitizer on the CUDA test binaries -------------------------
 # Criterion forks a child per test; the sanitizer follows it (--target-processes
 # all). --jobs 1 keeps one child at a time.
 if skip sanitizers; then
@@ -202,15 +215,6 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
   done
 else
   record sanitizers SKIP "no build or no compute-sanitizer"
-fi
-
-# ---- 6. HOOK: extra commands ------------------------------------------------
-# HRMT_GPU_HOOK: shell commands run here (with $build and $out set), output in
-# hook.log: one-off experiments without editing this script.
-if [ -n "${HRMT_GPU_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
-  stamp "hook"
-  (eval "$HRMT_GPU_HOOK") >"$out/hook.log" 2>&1
-  record "hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "hook.log"
 fi
 
 # ---- 7. the CPU suite on this host -------------------------------------------

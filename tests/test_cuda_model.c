@@ -332,7 +332,12 @@ Test(cuda_model, huge_batch_is_out_of_memory) {
     hrmt_model *m = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, NULL, 3, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     hrmt_carry *c = NULL;
-    /* 2^24 Sudoku samples: ~1.7 TB of z_H alone. */
+    /* 2^24 Sudoku samples: ~1.7 TB of z_H alone. The default batch limit
+     * refuses it first; raised, the device allocation must fail cleanly. */
+    cr_expect_eq(hrmt_carry_create(m, 1 << 24, &c), HRMT_ERR_LIMIT, "%s", hrmt_last_error(ctx));
+    hrmt_limits lim = *hrmt_context_limits(ctx);
+    lim.batch_tokens = (int64_t)1 << 40;
+    cr_assert_eq(hrmt_context_set_limits(ctx, &lim), HRMT_OK, "%s", hrmt_last_error(ctx));
     cr_expect_eq(hrmt_carry_create(m, 1 << 24, &c), HRMT_ERR_OUT_OF_MEMORY, "%s",
                  hrmt_last_error(ctx));
     cr_expect_null(c);

@@ -121,147 +121,228 @@ __global__ void __launch_bounds__(WARPS * 32)
 }
 
 /* ---- BF16: tensor cores ----------------------------------------------------
- * One block per (sample, head, chunk of TC_ROWS query rows); K, V (RoPE'd,
- * exact BF16 values) and the chunk's Q in shared memory, keys padded to Tp,
- * a multiple of 16, with zero rows. Each warp takes 16 query rows:
- *     S = Q K^T (wmma m16n16k16, bf16 in, F32 accumulate),
- *     P = softmax(S * scale) in F32 over the T real keys (as above),
- *     O = P_hi V + P_lo V (F32 accumulate), P_hi = bf16(P), P_lo = bf16(P - P_hi):
- * P keeps ~16 significant bits, so O is as close to the F32 kernel's as the
- * BF16 storage rounding allows. The arithmetic of a row depends only on its
- * (sample, head) data, never on the chunking or the batch, so tiered ==
- * baseline stays bitwise. F32 models use the kernel above (no TF32). */
-constexpr int TC_WARPS = 4, TC_ROWS = 16 * TC_WARPS;
+ * One block per (sample, head), NW = min(8, Tp / 16) warps; keys padded to
+ * Tp (a multiple of 16) with zero rows. K (RoPE'd, exact BF16 values) and V
+ * sit in shared memory; each warp takes 16-row query tiles in turn, in its
+ * own region of shared memory:
+ *     S = Q K^T: one wmma m16n16k16 per 16-wide k step (bf16 in, F32 out),
+ *         the steps' partial tiles added in F32 in ascending k;
+ *     P = softmax(S * scale) in F32 over the T real keys (as the F32 kernel);
+ *     O = P_hi V + P_lo V, P_hi = bf16(P), P_lo = bf16(P - P_hi) (P keeps
+ *         ~16 significant bits), partial tiles added in F32, rounded once.
+ * Loads are 16-byte vectors: a thread takes elements c..c+8 and
+ * c+half..c+half+8 of one row, so RoPE needs no other thread's data.
+ * The arithmetic of a row depends only on its (sample, head) data, never on
+ * the batch or the tile of samples, so tiered == baseline stays bitwise.
+ * F32 models use the kernel above (no TF32). */
+constexpr int TC_MAX_WARPS = 8, TC_MAX_TP = 256;
 
 struct tc_layout {
-    int Tp, ldk, lds, ldp;
-    size_t k_off, v_off, q_off, warp_off, warp_bytes, bytes;
+    int Tp, nw, ldk, lds; /* ldk: bf16 K/V rows; lds: F32 words per warp-region row */
+    size_t v_off, warp_off, warp_bytes, bytes;
 };
 
 __host__ __device__ inline tc_layout tc_plan(int T, int d) {
     tc_layout L;
     L.Tp = (T + 15) / 16 * 16;
-    L.ldk = d + 8;                     /* bf16 rows, 16-byte multiple */
-    L.lds = (L.Tp > d ? L.Tp : d) + 4; /* F32 S (and O staging) rows */
-    L.ldp = L.Tp + 8;                  /* bf16 P rows */
-    L.k_off = 0;
-    L.v_off = L.k_off + (size_t)L.Tp * L.ldk * 2;
-    L.q_off = L.v_off + (size_t)L.Tp * L.ldk * 2;
-    L.warp_off = L.q_off + (size_t)TC_ROWS * L.ldk * 2;
-    L.warp_bytes = (size_t)16 * L.lds * 4 + 2 * (size_t)16 * L.ldp * 2;
-    L.bytes = L.warp_off + TC_WARPS * L.warp_bytes;
+    L.nw = L.Tp / 16 < TC_MAX_WARPS ? L.Tp / 16 : TC_MAX_WARPS;
+    L.ldk = d + 8; /* 16-byte rows, staggered banks */
+    const int w = (L.Tp > d ? L.Tp : d) + 8;
+    L.lds = (w + 7) / 8 * 8; /* S [16][lds] F32; P_hi | P_lo [16][2*lds] bf16; O [16][lds] */
+    L.v_off = (size_t)L.Tp * L.ldk * 2;
+    L.warp_off = 2 * L.v_off;
+    L.warp_bytes = (size_t)16 * L.lds * 4;
+    L.bytes = L.warp_off + (size_t)L.nw * L.warp_bytes;
     return L;
 }
 
-__global__ void __launch_bounds__(TC_WARPS * 32)
-    attend_tc(int T, int d, int hidden, const void *__restrict__ qkv, void *__restrict__ att,
+/* Elements c..c+8 and c+half..c+half+8 of the head vector at `v` (16-byte
+ * aligned), RoPE'd at position t when cs is set, as exact BF16 values. */
+__device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, int d, int t,
+                                          const float *cs, const float *sn, uint4 *lo, uint4 *hi) {
+    const uint4 a = *(const uint4 *)(v + c), b = *(const uint4 *)(v + c + half);
+    if (!cs) {
+        *lo = a;
+        *hi = b;
+        return;
+    }
+    const uint16_t *x1 = (const uint16_t *)&a, *x2 = (const uint16_t *)&b;
+    const float *c1 = cs + (size_t)t * d + c, *c2 = c1 + half;
+    const float *s1 = sn + (size_t)t * d + c, *s2 = s1 + half;
+    uint16_t y1[8], y2[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float f1 = __uint_as_float((uint32_t)x1[k] << 16);
+        const float f2 = __uint_as_float((uint32_t)x2[k] << 16);
+        y1[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f1, c1[k]), __fmul_rn(-f2, s1[k])));
+        y2[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f2, c2[k]), __fmul_rn(f1, s2[k])));
+    }
+    *lo = *(const uint4 *)y1;
+    *hi = *(const uint4 *)y2;
+}
+
+template <int D>
+__global__ void __launch_bounds__(TC_MAX_WARPS * 32)
+    attend_tc(int T, int hidden, const void *__restrict__ qkv, void *__restrict__ att,
               const float *__restrict__ cs, const float *__restrict__ sn, float scale) {
     using namespace nvcuda;
+    constexpr int ND = D / 16, HALF = D / 2, PAIRS = D / 16; /* 8-wide chunk pairs per row */
     extern __shared__ __align__(128) unsigned char tc_smem[];
-    const tc_layout L = tc_plan(T, d);
-    const int h = blockIdx.x, q0 = blockIdx.z * TC_ROWS;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const tc_layout L = tc_plan(T, D);
+    const int h = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const size_t s = blockIdx.y, ld3 = 3 * (size_t)hidden;
-    __nv_bfloat16 *Ks = (__nv_bfloat16 *)(tc_smem + L.k_off);
-    __nv_bfloat16 *Vs = (__nv_bfloat16 *)(tc_smem + L.v_off);
-    __nv_bfloat16 *Qs = (__nv_bfloat16 *)(tc_smem + L.q_off);
-    unsigned char *wbase = tc_smem + L.warp_off + (size_t)warp * L.warp_bytes;
-    float *Sw = (float *)wbase;
-    __nv_bfloat16 *Ph = (__nv_bfloat16 *)(wbase + (size_t)16 * L.lds * 4), *Pl = Ph + 16 * L.ldp;
-    const uint16_t *base = (const uint16_t *)qkv;
-    const __nv_bfloat16 zero = __ushort_as_bfloat16(0);
-    for (int e = threadIdx.x; e < L.Tp * d; e += blockDim.x) {
-        const int t = e / d, c = e % d;
-        __nv_bfloat16 kv = zero, vv = zero;
+    __nv_bfloat16 *Ks = (__nv_bfloat16 *)tc_smem, *Vs = (__nv_bfloat16 *)(tc_smem + L.v_off);
+    float *W = (float *)(tc_smem + L.warp_off + (size_t)warp * L.warp_bytes);
+    __nv_bfloat16 *Wb = (__nv_bfloat16 *)W; /* the same region as bf16 */
+    const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
+    const uint4 z4 = make_uint4(0, 0, 0, 0);
+    for (int e = threadIdx.x; e < L.Tp * PAIRS; e += blockDim.x) {
+        const int t = e / PAIRS, c = (e % PAIRS) * 8;
+        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
         if (t < T) {
-            const uint16_t *row = base + (s * T + t) * ld3 + (size_t)h * d;
-            kv = __float2bfloat16_rn(load_qk<true>(row + hidden, c, d, t, cs, sn));
-            vv = __ushort_as_bfloat16(row[2 * hidden + c]);
+            const uint16_t *row = base + (size_t)t * ld3;
+            load_pair(row + hidden, c, HALF, D, t, cs, sn, &k1, &k2);
+            v1 = *(const uint4 *)(row + 2 * hidden + c);
+            v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
         }
-        Ks[t * L.ldk + c] = kv;
-        Vs[t * L.ldk + c] = vv;
-    }
-    for (int e = threadIdx.x; e < TC_ROWS * d; e += blockDim.x) {
-        const int i = e / d, c = e % d, t = q0 + i;
-        __nv_bfloat16 qv = zero;
-        if (t < T)
-            qv = __float2bfloat16_rn(
-                load_qk<true>(base + (s * T + t) * ld3 + (size_t)h * d, c, d, t, cs, sn));
-        Qs[i * L.ldk + c] = qv;
+        *(uint4 *)(Ks + t * L.ldk + c) = k1;
+        *(uint4 *)(Ks + t * L.ldk + c + HALF) = k2;
+        *(uint4 *)(Vs + t * L.ldk + c) = v1;
+        *(uint4 *)(Vs + t * L.ldk + c + HALF) = v2;
     }
     __syncthreads();
-    const int r0 = warp * 16; /* this warp's rows within the chunk */
-    if (q0 + r0 >= T) return; /* no real row: nothing to do (no block barrier follows) */
-    const int nkt = L.Tp / 16, ndt = d / 16;
-    for (int kt = 0; kt < nkt; kt++) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::fill_fragment(acc, 0.0f);
-        for (int kk = 0; kk < ndt; kk++) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
-            wmma::load_matrix_sync(fa, Qs + r0 * L.ldk + kk * 16, L.ldk);
-            wmma::load_matrix_sync(fb, Ks + kt * 16 * L.ldk + kk * 16, L.ldk); /* K^T */
-            wmma::mma_sync(acc, fa, fb, acc);
+    const int nkt = L.Tp / 16, ldp = 2 * L.lds;
+    for (int rt = warp; rt < nkt; rt += L.nw) {
+        const int r0 = rt * 16;
+        /* Q tile, RoPE'd, parked in the warp's region as bf16 [16][ldk]. */
+        for (int e = lane; e < 16 * PAIRS; e += 32) {
+            const int i = e / PAIRS, c = (e % PAIRS) * 8, t = r0 + i;
+            uint4 q1 = z4, q2 = z4;
+            if (t < T) load_pair(base + (size_t)t * ld3, c, HALF, D, t, cs, sn, &q1, &q2);
+            *(uint4 *)(Wb + i * L.ldk + c) = q1;
+            *(uint4 *)(Wb + i * L.ldk + c + HALF) = q2;
         }
-        wmma::store_matrix_sync(Sw + kt * 16, acc, L.lds, wmma::mem_row_major);
-    }
-    __syncwarp();
-    for (int i = 0; i < 16; i++) {
-        float *srow = Sw + i * L.lds;
-        float mx = -INFINITY;
-        for (int j = lane; j < T; j += 32) {
-            const float v = __fmul_rn(srow[j], scale);
-            srow[j] = v;
-            mx = fmaxf(mx, v);
-        }
-        mx = warp_max(mx);
-        float sum = 0.0f;
-        for (int j = lane; j < T; j += 32) {
-            const float e = expf(__fsub_rn(srow[j], mx));
-            srow[j] = e;
-            sum = __fadd_rn(sum, e);
-        }
-        sum = warp_sum(sum);
-        for (int j = lane; j < L.Tp; j += 32) {
-            const float p = j < T ? __fdiv_rn(srow[j], sum) : 0.0f;
-            const __nv_bfloat16 hi = __float2bfloat16_rn(p);
-            Ph[i * L.ldp + j] = hi;
-            Pl[i * L.ldp + j] = __float2bfloat16_rn(__fsub_rn(p, __bfloat162float(hi)));
-        }
-    }
-    __syncwarp();
-    for (int ct = 0; ct < ndt; ct++) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::fill_fragment(acc, 0.0f);
+        __syncwarp();
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fq[ND];
+#pragma unroll
+        for (int kk = 0; kk < ND; kk++) wmma::load_matrix_sync(fq[kk], Wb + kk * 16, L.ldk);
+        __syncwarp(); /* Q is in registers: the region takes S */
         for (int kt = 0; kt < nkt; kt++) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
-            wmma::load_matrix_sync(fb, Vs + kt * 16 * L.ldk + ct * 16, L.ldk);
-            wmma::load_matrix_sync(fa, Ph + kt * 16, L.ldp);
-            wmma::mma_sync(acc, fa, fb, acc);
-            wmma::load_matrix_sync(fa, Pl + kt * 16, L.ldp);
-            wmma::mma_sync(acc, fa, fb, acc);
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc, part;
+            wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+            for (int kk = 0; kk < ND; kk++) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fk;
+                wmma::load_matrix_sync(fk, Ks + kt * 16 * L.ldk + kk * 16, L.ldk); /* K^T */
+                wmma::fill_fragment(part, 0.0f);
+                wmma::mma_sync(part, fq[kk], fk, part);
+#pragma unroll
+                for (int x = 0; x < part.num_elements; x++)
+                    acc.x[x] = __fadd_rn(acc.x[x], part.x[x]);
+            }
+            wmma::store_matrix_sync(W + kt * 16, acc, L.lds, wmma::mem_row_major);
         }
-        wmma::store_matrix_sync(Sw + ct * 16, acc, L.lds, wmma::mem_row_major); /* S is spent */
-    }
-    __syncwarp();
-    uint16_t *out = (uint16_t *)att;
-    for (int e = lane; e < 16 * d; e += 32) {
-        const int i = e / d, c = e % d, t = q0 + r0 + i;
-        if (t < T)
-            out[(s * T + t) * (size_t)hidden + (size_t)h * d + c] =
-                hrmt_cu_f32_to_bf16(Sw[i * L.lds + c]);
+        __syncwarp();
+        constexpr int JQ = TC_MAX_TP / 32;
+        for (int i = 0; i < 16; i++) {
+            const float *srow = W + i * L.lds;
+            float p[JQ];
+            float mx = -INFINITY;
+#pragma unroll
+            for (int q = 0; q < JQ; q++) {
+                const int j = lane + 32 * q;
+                p[q] = j < T ? __fmul_rn(srow[j], scale) : -INFINITY;
+                mx = fmaxf(mx, p[q]);
+            }
+            mx = warp_max(mx);
+            float sum = 0.0f;
+#pragma unroll
+            for (int q = 0; q < JQ; q++) {
+                const int j = lane + 32 * q;
+                p[q] = j < T ? expf(__fsub_rn(p[q], mx)) : 0.0f;
+                sum = __fadd_rn(sum, p[q]);
+            }
+            sum = warp_sum(sum);
+            __syncwarp(); /* every lane has read row i of S before P overwrites it */
+            __nv_bfloat16 *prow = Wb + i * ldp;
+#pragma unroll
+            for (int q = 0; q < JQ; q++) {
+                const int j = lane + 32 * q;
+                if (j < L.Tp) {
+                    const float pv = j < T ? __fdiv_rn(p[q], sum) : 0.0f;
+                    const __nv_bfloat16 hi = __float2bfloat16_rn(pv);
+                    prow[j] = hi;
+                    prow[L.lds + j] = __float2bfloat16_rn(__fsub_rn(pv, __bfloat162float(hi)));
+                }
+            }
+        }
+        __syncwarp();
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> o[ND];
+#pragma unroll
+        for (int ct = 0; ct < ND; ct++) {
+            wmma::fill_fragment(o[ct], 0.0f);
+            for (int kt = 0; kt < nkt; kt++) {
+                wmma::fragment<wmma::accumulator, 16, 16, 16, float> part;
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fp;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fv;
+                wmma::load_matrix_sync(fv, Vs + kt * 16 * L.ldk + ct * 16, L.ldk);
+                wmma::fill_fragment(part, 0.0f);
+                wmma::load_matrix_sync(fp, Wb + kt * 16, ldp);
+                wmma::mma_sync(part, fp, fv, part);
+                wmma::load_matrix_sync(fp, Wb + L.lds + kt * 16, ldp);
+                wmma::mma_sync(part, fp, fv, part);
+#pragma unroll
+                for (int x = 0; x < part.num_elements; x++)
+                    o[ct].x[x] = __fadd_rn(o[ct].x[x], part.x[x]);
+            }
+        }
+        __syncwarp(); /* P is spent: the region takes O */
+#pragma unroll
+        for (int ct = 0; ct < ND; ct++)
+            wmma::store_matrix_sync(W + ct * 16, o[ct], L.lds, wmma::mem_row_major);
+        __syncwarp();
+        uint16_t *out = (uint16_t *)att + s * T * (size_t)hidden + (size_t)h * D;
+        for (int e = lane; e < 16 * (D / 8); e += 32) {
+            const int i = e / (D / 8), c = (e % (D / 8)) * 8, t = r0 + i;
+            if (t >= T) continue;
+            uint16_t y[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) y[k] = hrmt_cu_f32_to_bf16(W[i * L.lds + c + k]);
+            *(uint4 *)(out + (size_t)t * hidden + c) = *(const uint4 *)y;
+        }
+        __syncwarp(); /* the next tile's Q reuses the region */
     }
 }
 
 } // namespace
 
 /* The tensor-core kernel's shared memory for this model, 0 when it does not
- * apply (F32, head_dim not a multiple of 16, or too large for a block). */
+ * apply (F32; head_dim not 32, 64 or 128; T above TC_MAX_TP; rows not 16-byte
+ * aligned; too large for a block). */
 static size_t attn_tc_bytes(const hrmt_model *m, size_t per_block) {
-    if (m->dt != HRMT_BF16 || m->head_dim % 16 != 0 || m->T > 4096) return 0;
-    const size_t b = tc_plan((int)m->T, (int)m->head_dim).bytes;
+    const size_t d = m->head_dim;
+    if (m->dt != HRMT_BF16 || (d != 32 && d != 64 && d != 128) || m->T > TC_MAX_TP ||
+        m->hidden % 8 != 0)
+        return 0;
+    const size_t b = tc_plan((int)m->T, (int)d).bytes;
     return b <= per_block ? b : 0;
+}
+
+template <int D>
+static cudaError_t attend_tc_launch(const hrmt_model *m, const void *qkv, void *att, size_t n,
+                                    size_t bytes, const float *cs, const float *sn, float scale) {
+    cudaError_t e =
+        cudaFuncSetAttribute(attend_tc<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    const tc_layout L = tc_plan((int)m->T, D);
+    const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
+    for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
+        const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
+        dim3 grid((unsigned)m->heads, (unsigned)cnt);
+        attend_tc<D><<<grid, L.nw * 32, bytes, cu_stream(m)>>>(
+            (int)m->T, (int)m->hidden, (const char *)qkv + s0 * rows3, (char *)att + s0 * rows1, cs,
+            sn, scale);
+    }
+    return e;
 }
 
 hrmt_status cu_attention(const hrmt_model *m, const void *qkv, void *att, size_t n) {
@@ -278,16 +359,9 @@ hrmt_status cu_attention(const hrmt_model *m, const void *qkv, void *att, size_t
     cudaStream_t st = cu_stream(m);
     const size_t tc = attn_tc_bytes(m, per_block);
     if (tc) {
-        cudaError_t e =
-            cudaFuncSetAttribute(attend_tc, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc);
-        const unsigned chunks = (unsigned)((T + TC_ROWS - 1) / TC_ROWS);
-        for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
-            const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
-            dim3 grid((unsigned)m->heads, (unsigned)cnt, chunks);
-            attend_tc<<<grid, TC_WARPS * 32, tc, st>>>(T, d, (int)m->hidden,
-                                                       (const char *)qkv + s0 * rows3,
-                                                       (char *)att + s0 * rows1, cs, sn, scale);
-        }
+        cudaError_t e = d == 32   ? attend_tc_launch<32>(m, qkv, att, n, tc, cs, sn, scale)
+                        : d == 64 ? attend_tc_launch<64>(m, qkv, att, n, tc, cs, sn, scale)
+                                  : attend_tc_launch<128>(m, qkv, att, n, tc, cs, sn, scale);
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda attention: shared memory opt-in");
         return cu_check(m->ctx, "cuda attention (tensor cores)");
     }

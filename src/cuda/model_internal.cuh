@@ -9,10 +9,27 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/model_cuda.h"
 
+#include <cublasLt.h>
+
+/* A block GEMM shape served by cuBLASLt with one pinned algorithm
+ * (model_gemm.cu): descriptor and W layout made once, A and C layouts per
+ * call on the stack (they carry M). */
+typedef struct cu_lt_slot {
+    size_t n, k, lda, ldc;
+    cublasLtMatmulDescOpaque_t desc;
+    cublasLtMatrixLayoutOpaque_t lw;
+    cublasLtMatmulAlgo_t algo;
+    size_t ws; /* workspace the algorithm needs */
+} cu_lt_slot;
+
+#define CU_LT_SLOTS 4
+
 /* Device copies of the model's tables (forward dtype; rope F32). */
 struct hrmt_model_cuda {
     void *embed_tokens, *puzzle_emb, *embed_pos, *H_init, *L_init;
     float *rope_cos, *rope_sin;
+    cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
+    int nlt;
 };
 
 /* Level scratch on the device, [rows, width] each. */
@@ -64,6 +81,11 @@ hrmt_status cu_check(hrmt_context *ctx, const char *what);
  * for every m, so a row's bits never depend on the other rows of the call. */
 hrmt_status cu_gemm(const hrmt_model *m, size_t rows, size_t n, size_t k, const void *a, size_t lda,
                     const void *w, void *c, hrmt_dtype cdt, size_t ldc);
+/* Pins one cuBLASLt algorithm per BF16 block-GEMM shape (model_gemm.cu), so
+ * that cu_gemm serves those shapes at cuBLASLt's speed with bits that do not
+ * depend on M. Leaves nlt 0 (the own kernel everywhere) when it does not
+ * apply; fails only on a CUDA error. */
+hrmt_status cu_gemm_pin(hrmt_model *m);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models). One block per

@@ -80,6 +80,7 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
         s = upload(m, m->rope_cos, m->T * m->head_dim * 4, (void **)&g->rope_cos);
     if (s == HRMT_OK && m->rope_sin)
         s = upload(m, m->rope_sin, m->T * m->head_dim * 4, (void **)&g->rope_sin);
+    if (s == HRMT_OK) s = cu_gemm_pin(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 
