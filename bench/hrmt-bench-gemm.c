@@ -1,12 +1,20 @@
-/* hrmt-bench-gemm: our GEMM (F32 and BF16) against OpenBLAS cblas_sgemm, side
- * by side in one run, on the HRM shapes C[M,N] = A[M,K] * W[N,K]^T.
+/* hrmt-bench-gemm: our GEMM (F32 and BF16) against OpenBLAS cblas_sgemm and,
+ * where Python can import torch, torch.nn.functional.linear in BF16 (oneDNN),
+ * side by side in one run, on the HRM shapes C[M,N] = A[M,K] * W[N,K]^T.
  *
  *   ours F32:  A, W, C in F32, W packed once (hrmt_gemm_pack_w).
  *   ours BF16: A, W in BF16, W packed once, C in BF16 (the model's path;
- *              --c-f32 writes F32 C instead).
+ *              --c-f32 writes F32 C instead), on the context's table (amx:
+ *              AMX tiles).
+ *   BF16 on avx512: the same on the avx512 table (vdpbf16ps), when the
+ *              context runs amx, so the two BF16 kernels sit side by side.
  *   OpenBLAS:  cblas_sgemm(RowMajor, NoTrans, Trans), the same F32 data.
+ *   torch:     F.linear(a, w) on BF16 tensors of the same shapes, timed the
+ *              same way by a Python co-process (bench/pytorch_vs_hrmt.py
+ *              --linear-server) with torch.set_num_threads(threads); --no-torch
+ *              leaves it out, HRMT_PYTHON picks the interpreter (python3).
  *
- * Each repetition runs the three back to back (alternating, so load from
+ * Each repetition runs the methods back to back (alternating, so load from
  * other processes hits all of them alike); a measurement repeats the call
  * until it spans >= --min-ms. Between two measurements the bench sleeps
  * --gap-ms: OpenBLAS's idle threads spin for about 2^28 cycles after a call
@@ -26,7 +34,7 @@
  * pthreads are not affected (they yield while waiting).
  *
  * Usage: hrmt-bench-gemm [--threads N] [--reps R] [--min-ms T] [--gap-ms G]
- *                        [--json] [--c-f32] [--shape MxNxK ...] */
+ *                        [--json] [--c-f32] [--no-torch] [--shape MxNxK ...] */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <omp.h>
@@ -34,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,21 +84,93 @@ typedef struct problem {
     shape s;
     float *a, *w, *c;
     uint16_t *ah, *wh, *ch;
-    hrmt_packed_w *pw32, *pw16;
+    hrmt_packed_w *pw32, *pw16, *pw16_alt;
     hrmt_tensor ta, ta16, tc, tc16;
     int c_f32_for_bf16;
 } problem;
 
-enum { OURS_F32 = 0, OURS_BF16 = 1, OPENBLAS = 2, NMETHODS = 3 };
+enum { OURS_F32 = 0, OURS_BF16 = 1, ALT_BF16 = 2, OPENBLAS = 3, TORCH = 4, NMETHODS = 5 };
+
+/* The torch co-process: requests "M N K min_ms\n" on its stdin, answers
+ * "seconds_per_call\n" (or "error ...") on its stdout. */
+typedef struct torch_link {
+    pid_t pid;
+    FILE *to, *from;
+    char version[256];
+} torch_link;
+
+static int torch_start(torch_link *t, int threads) {
+    memset(t, 0, sizeof *t);
+    /* bench/pytorch_vs_hrmt.py next to the sources: HRMT_BENCH_DIR, else the
+     * directory this program was built from. */
+    const char *dir = getenv("HRMT_BENCH_DIR") ? getenv("HRMT_BENCH_DIR") : HRMT_BENCH_SOURCE_DIR;
+    const char *py = getenv("HRMT_PYTHON") ? getenv("HRMT_PYTHON") : "python3";
+    char script[4096], nthr[32];
+    snprintf(script, sizeof script, "%s/pytorch_vs_hrmt.py", dir);
+    snprintf(nthr, sizeof nthr, "%d", threads);
+    if (access(script, R_OK) != 0) return 0;
+    int in[2], out[2];
+    if (pipe(in) != 0) return 0;
+    if (pipe(out) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execlp(py, py, script, "--linear-server", "--threads", nthr, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    t->pid = pid;
+    t->to = fdopen(in[1], "w");
+    t->from = fdopen(out[0], "r");
+    char line[256];
+    if (!t->to || !t->from || !fgets(line, sizeof line, t->from) ||
+        strncmp(line, "ready ", 6) != 0) {
+        if (t->to) fclose(t->to);
+        if (t->from) fclose(t->from);
+        waitpid(pid, NULL, 0);
+        t->pid = 0;
+        return 0;
+    }
+    line[strcspn(line, "\n")] = 0;
+    memcpy(t->version, line + 6, strlen(line + 6) + 1); /* fits: line is 256 bytes */
+    return 1;
+}
+
+static double torch_time(torch_link *t, shape s, double min_ms) {
+    char line[256];
+    fprintf(t->to, "%zu %zu %zu %.3f\n", s.m, s.n, s.k, min_ms);
+    fflush(t->to);
+    if (!fgets(line, sizeof line, t->from)) return -1.0;
+    return strtod(line, NULL);
+}
+
+static void torch_stop(torch_link *t) {
+    if (!t->pid) return;
+    fclose(t->to);
+    fclose(t->from);
+    waitpid(t->pid, NULL, 0);
+}
 
 static void die(const char *what, hrmt_context *ctx) {
     fprintf(stderr, "hrmt-bench-gemm: %s: %s\n", what, ctx ? hrmt_last_error(ctx) : "");
     exit(1);
 }
 
-static void run_once(hrmt_context *ctx, problem *p, int method) {
+static void run_once(hrmt_context *ctx, hrmt_context *alt, problem *p, int method) {
     const shape s = p->s;
-    if (method == OURS_F32) {
+    if (method == ALT_BF16) {
+        hrmt_tensor *c = p->c_f32_for_bf16 ? &p->tc : &p->tc16;
+        if (hrmt_gemm_packed(alt, &p->ta16, p->pw16_alt, c, 0) != HRMT_OK) die("gemm bf16", alt);
+    } else if (method == OURS_F32) {
         if (hrmt_gemm_packed(ctx, &p->ta, p->pw32, &p->tc, 0) != HRMT_OK) die("gemm f32", ctx);
     } else if (method == OURS_BF16) {
         hrmt_tensor *c = p->c_f32_for_bf16 ? &p->tc : &p->tc16;
@@ -101,18 +182,19 @@ static void run_once(hrmt_context *ctx, problem *p, int method) {
 }
 
 /* Seconds per call, timing enough calls to span min_s. */
-static double time_method(hrmt_context *ctx, problem *p, int method, double min_s) {
+static double time_method(hrmt_context *ctx, hrmt_context *alt, problem *p, int method,
+                          double min_s) {
     int iters = 0;
     double t0 = now_s(), t;
     do {
-        run_once(ctx, p, method);
+        run_once(ctx, alt, p, method);
         iters++;
         t = now_s() - t0;
     } while (t < min_s);
     return t / iters;
 }
 
-static void setup(hrmt_context *ctx, problem *p, shape s, int c_f32_for_bf16) {
+static void setup(hrmt_context *ctx, hrmt_context *alt, problem *p, shape s, int c_f32_for_bf16) {
     memset(p, 0, sizeof *p);
     p->s = s;
     p->c_f32_for_bf16 = c_f32_for_bf16;
@@ -148,11 +230,13 @@ static void setup(hrmt_context *ctx, problem *p, shape s, int c_f32_for_bf16) {
     hrmt_tensor_init(&tw16, p->wh, HRMT_BF16, 2, sw);
     if (hrmt_gemm_pack_w(ctx, &tw, &p->pw32) != HRMT_OK) die("pack f32", ctx);
     if (hrmt_gemm_pack_w(ctx, &tw16, &p->pw16) != HRMT_OK) die("pack bf16", ctx);
+    if (alt && hrmt_gemm_pack_w(alt, &tw16, &p->pw16_alt) != HRMT_OK) die("pack bf16", alt);
 }
 
 static void teardown(problem *p) {
     hrmt_packed_w_destroy(p->pw32);
     hrmt_packed_w_destroy(p->pw16);
+    hrmt_packed_w_destroy(p->pw16_alt);
     free(p->a);
     free(p->w);
     free(p->c);
@@ -172,7 +256,7 @@ int main(int argc, char **argv) {
         execv("/proc/self/exe", argv);
         /* exec failed: carry on with the default policy. */
     }
-    int threads = 0, reps = 7, json = 0, c_f32 = 0;
+    int threads = 0, reps = 7, json = 0, c_f32 = 0, use_torch = 1;
     double min_ms = 50.0, gap_ms = 100.0;
     shape custom[64];
     int ncustom = 0;
@@ -190,6 +274,8 @@ int main(int argc, char **argv) {
             json = 1;
         else if (!strcmp(a, "--c-f32"))
             c_f32 = 1;
+        else if (!strcmp(a, "--no-torch"))
+            use_torch = 0;
         else if (!strcmp(a, "--shape") && i + 1 < argc && ncustom < 64 &&
                  parse_shape(argv[i + 1], &custom[ncustom])) {
             ncustom++;
@@ -197,7 +283,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: %s [--threads N] [--reps R] [--min-ms T] [--gap-ms G] [--json] "
-                    "[--c-f32] [--shape MxNxK ...]\n",
+                    "[--c-f32] [--no-torch] [--shape MxNxK ...]\n",
                     argv[0]);
             return 2;
         }
@@ -217,6 +303,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hrmt-bench-gemm: context: %s\n", err);
         return 1;
     }
+    /* With the amx table, the avx512 table's BF16 kernel runs alongside. */
+    hrmt_context *alt = NULL;
+    if (hrmt_context_isa(ctx) == HRMT_ISA_AMX) {
+        o.isa = "avx512";
+        if (hrmt_context_create(&o, &alt, err, sizeof err) != HRMT_OK) {
+            fprintf(stderr, "hrmt-bench-gemm: avx512 context: %s\n", err);
+            return 1;
+        }
+    }
+    torch_link tl = {0};
+    const int have_torch = use_torch && torch_start(&tl, threads);
     const hrmt_tile_plan *pl = hrmt_context_tile_plan(ctx);
     const shape *shapes = ncustom ? custom : k_default_shapes;
     int nshapes = ncustom ? ncustom : (int)(sizeof k_default_shapes / sizeof k_default_shapes[0]);
@@ -229,43 +326,62 @@ int main(int argc, char **argv) {
             pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps,
             getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)",
             getenv("GOMP_SPINCOUNT") ? getenv("GOMP_SPINCOUNT") : "(unset)");
-        printf("%6s %6s %6s | %10s %10s %10s | %9s %9s\n", "M", "N", "K", "ours_f32", "ours_bf16",
-               "openblas", "f32/oblas", "bf16/f32");
+        printf("torch: %s\n", have_torch  ? tl.version
+                              : use_torch ? "not importable (HRMT_PYTHON, --no-torch)"
+                                          : "left out (--no-torch)");
+        printf("%6s %6s %6s | %10s %10s %10s %10s %10s | %9s %9s %9s\n", "M", "N", "K", "ours_f32",
+               "ours_bf16", "bf16_avx512", "openblas", "torch_bf16", "f32/oblas", "bf16/f32",
+               "bf16/torch");
     } else {
         printf("[");
     }
-    double r_f32[64], r_bf16[64];
-    int nhrm = 0;
+    double r_f32[64], r_bf16[64], r_torch[64];
+    int nhrm = 0, ntorch = 0;
     for (int si = 0; si < nshapes; si++) {
         problem p;
-        setup(ctx, &p, shapes[si], c_f32);
+        setup(ctx, alt, &p, shapes[si], c_f32);
         double flops = 2.0 * (double)p.s.m * (double)p.s.n * (double)p.s.k;
         double *times[NMETHODS];
+        int on[NMETHODS] = {1, 1, alt != NULL, 1, have_torch};
         for (int m = 0; m < NMETHODS; m++) {
             times[m] = malloc((size_t)reps * sizeof(double));
-            run_once(ctx, &p, m); /* warm up: page in, spin up threads */
+            if (!on[m]) continue;
+            if (m == TORCH)
+                on[m] = torch_time(&tl, p.s, 1.0) > 0.0; /* warm up */
+            else
+                run_once(ctx, alt, &p, m); /* warm up: page in, spin up threads */
         }
         for (int r = 0; r < reps; r++)
             for (int m = 0; m < NMETHODS; m++) {
+                if (!on[m]) continue;
                 sleep_ms(gap_ms);
-                times[m][r] = time_method(ctx, &p, m, min_ms * 1e-3);
+                times[m][r] = m == TORCH ? torch_time(&tl, p.s, min_ms)
+                                         : time_method(ctx, alt, &p, m, min_ms * 1e-3);
+                if (m == TORCH && times[m][r] <= 0.0) on[m] = 0; /* the co-process failed */
             }
         double g[NMETHODS];
         for (int m = 0; m < NMETHODS; m++) {
-            g[m] = flops / median(times[m], reps) * 1e-9;
+            g[m] = on[m] ? flops / median(times[m], reps) * 1e-9 : 0.0;
             free(times[m]);
         }
         if (json) {
             printf(
                 "%s\n  {\"m\": %zu, \"n\": %zu, \"k\": %zu, \"threads\": %d, "
-                "\"ours_f32_gflops\": %.2f, \"ours_bf16_gflops\": %.2f, "
-                "\"openblas_f32_gflops\": %.2f}",
-                si ? "," : "", p.s.m, p.s.n, p.s.k, threads, g[OURS_F32], g[OURS_BF16],
-                g[OPENBLAS]);
+                "\"isa\": \"%s\", \"ours_f32_gflops\": %.2f, \"ours_bf16_gflops\": %.2f, "
+                "\"bf16_avx512_gflops\": %.2f, \"openblas_f32_gflops\": %.2f, "
+                "\"torch_bf16_gflops\": %.2f}",
+                si ? "," : "", p.s.m, p.s.n, p.s.k, threads, hrmt_isa_name(hrmt_context_isa(ctx)),
+                g[OURS_F32], g[OURS_BF16], g[ALT_BF16], g[OPENBLAS], g[TORCH]);
         } else {
-            printf("%6zu %6zu %6zu | %10.1f %10.1f %10.1f | %9.3f %9.3f\n", p.s.m, p.s.n, p.s.k,
-                   g[OURS_F32], g[OURS_BF16], g[OPENBLAS], g[OURS_F32] / g[OPENBLAS],
-                   g[OURS_BF16] / g[OURS_F32]);
+            char alt_s[16] = "-", torch_s[16] = "-", ratio_s[16] = "-";
+            if (on[ALT_BF16]) snprintf(alt_s, sizeof alt_s, "%.1f", g[ALT_BF16]);
+            if (on[TORCH]) {
+                snprintf(torch_s, sizeof torch_s, "%.1f", g[TORCH]);
+                snprintf(ratio_s, sizeof ratio_s, "%.3f", g[OURS_BF16] / g[TORCH]);
+            }
+            printf("%6zu %6zu %6zu | %10.1f %10.1f %10s %10.1f %10s | %9.3f %9.3f %9s\n", p.s.m,
+                   p.s.n, p.s.k, g[OURS_F32], g[OURS_BF16], alt_s, g[OPENBLAS], torch_s,
+                   g[OURS_F32] / g[OPENBLAS], g[OURS_BF16] / g[OURS_F32], ratio_s);
         }
         fflush(stdout);
         /* The targets are set on the HRM shapes with M >= 656 (not 2048^3). */
@@ -275,6 +391,9 @@ int main(int argc, char **argv) {
             r_bf16[nhrm] = g[OURS_BF16] / g[OURS_F32];
             nhrm++;
         }
+        /* Against torch: every HRM shape (M = 82 too). */
+        if (on[TORCH] && ntorch < 64 && !(p.s.m == 2048 && p.s.n == 2048 && p.s.k == 2048))
+            r_torch[ntorch++] = g[OURS_BF16] / g[TORCH];
         teardown(&p);
     }
     if (json) {
@@ -285,6 +404,13 @@ int main(int argc, char **argv) {
             "ours_bf16/ours_f32 %.3f\n",
             nhrm, median(r_f32, nhrm), median(r_bf16, nhrm));
     }
+    if (!json && ntorch) {
+        const double med = median(r_torch, ntorch); /* sorts r_torch */
+        printf("median over %d HRM shapes: ours_bf16/torch_bf16 %.3f (min %.3f)\n", ntorch, med,
+               r_torch[0]);
+    }
+    torch_stop(&tl);
+    hrmt_context_destroy(alt);
     hrmt_context_destroy(ctx);
     return 0;
 }

@@ -89,6 +89,13 @@ typedef struct hrmt_gemm_kernels {
      * chains go by 32-wide K blocks (src/cpu/gemm_amx.c); packed W pads K to
      * a multiple of 32. */
     hrmt_gemm_ukernel bf16_tile;
+    /* With bf16_tile: per-thread set-up before a run of its calls on that
+     * thread, and tear-down after it; the driver brackets each unit of C
+     * with them. The AMX kernel loads its tile configuration here (~230
+     * cycles, up to a quarter of one 32 x 32 x 512 call) and releases the
+     * tiles at the end. */
+    void (*tile_begin)(void);
+    void (*tile_end)(void);
 } hrmt_gemm_kernels;
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype);

@@ -59,9 +59,12 @@ static const tile_config k_config __attribute__((aligned(64))) = {
 #define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
 #define TILE_DP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 
-static inline void load_config(void) {
-    __asm__ volatile("ldtilecfg %0" ::"m"(k_config) : "memory");
-}
+/* The driver's begin/end around each unit (core/gemm_kernels.h): the tile
+ * configuration is per thread and costs ~230 cycles to load, so it is
+ * loaded once per unit, not per call; tilerelease returns the tiles to
+ * their init state, so context switches stop saving 8 KiB of tile data. */
+static void amx_begin(void) { __asm__ volatile("ldtilecfg %0" ::"m"(k_config) : "memory"); }
+static void amx_end(void) { __asm__ volatile("tilerelease" ::: "memory"); }
 
 /* Loads (or zeroes) the C tiles of `rows2` (1: both row blocks) from a
  * partial tile of row stride ld floats. */
@@ -108,7 +111,6 @@ static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a_, const void *b_,
     const size_t nblk = kc / KB;
     const char *pf = o->pf, *pf_end = pf ? pf + o->pf_bytes : pf;
     const size_t pf_lines = nblk ? (o->pf_bytes / 64 + nblk) / nblk : 0; /* per K block */
-    load_config();
     start_c(o, rows2);
     if (rows2) {
         for (size_t kb = 0; kb < nblk; kb++, a += 2 * 16 * 64, b += 16 * 128) {
@@ -172,4 +174,6 @@ static void bf16_gemm_pack_a__amx_32(size_t m, size_t kc, const void *a, hrmt_dt
 void hrmt_gemm_fill_amx(hrmt_gemm_kernels *t) {
     t->bf16_tile = (hrmt_gemm_ukernel){
         "bf16_gemm__amx_32x32", MR, NR, KB, bf16_gemm_ukr__amx_32x32, bf16_gemm_pack_a__amx_32};
+    t->tile_begin = amx_begin;
+    t->tile_end = amx_end;
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# hrmt on an AMX Xeon against PyTorch eager, in one run (issue 15's table):
+#
+#   bash bench/amx.sh BUILD_DIR [HIGH_THREADS]
+#
+# BUILD_DIR: a Release build (cmake -DCMAKE_BUILD_TYPE=Release; CUDA not
+# needed) with hrmt and hrmt-bench-gemm. HIGH_THREADS: the many-core column
+# (default 16, capped at the cores there are). Needs python3 with torch for the
+# PyTorch columns (HRMT_PYTHON picks the interpreter); no network.
+#
+# Prints:
+#  1. hrmt info (the table in use: amx where the CPU and OS allow it);
+#  2. the BF16 GEMM table on HRM shapes at 2 and HIGH_THREADS threads:
+#     hrmt amx, hrmt avx512 (vdpbf16ps), OpenBLAS F32, torch F.linear BF16,
+#     with the ratio hrmt/torch per shape and its median;
+#  3. the ACT step (default model, bf16) at batch 1/8/64 with 2 and
+#     HIGH_THREADS threads: PyTorch eager, hrmt baseline and tiered (both
+#     schedules in one process, alternating rounds with PyTorch), speed-ups;
+#  4. parallel efficiency from 2 to HIGH_THREADS threads per batch:
+#     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules.
+# About 2-3 minutes on 16 cores. Exit status 0 when every part ran.
+set -uo pipefail
+if [ $# -lt 1 ] || [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+build=$(cd "$1" && pwd) || { echo "amx.sh: no build directory $1" >&2; exit 2; }
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+py=${HRMT_PYTHON:-python3}
+cores=$(nproc 2>/dev/null || echo 2)
+high=${2:-16}
+[ "$high" -gt "$cores" ] && high=$cores
+for exe in hrmt hrmt-bench-gemm; do
+  [ -x "$build/$exe" ] || { echo "amx.sh: $build/$exe missing (build it first)" >&2; exit 2; }
+done
+export HRMT_CALIBRATE=0 HRMT_BENCH_DIR="$root/bench" HRMT_PYTHON="$py"
+t0=$(date +%s)
+stamp() { echo; echo "=== [$(($(date +%s) - t0))s] $*"; }
+rc=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+stamp "machine"
+grep -m1 'model name' /proc/cpuinfo || true
+echo "cores: $cores, threads compared: 2 and $high"
+grep -qw amx_bf16 /proc/cpuinfo && echo "cpu flags: amx_bf16 amx_tile" || echo "cpu flags: no AMX"
+"$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "torch: not importable"
+"$build/hrmt" info | head -n 3 || rc=1
+
+# HRM shapes: M = tokens of 1, 8 and 32 samples; N x K of qkv, o_proj,
+# gate_up, down. Three repetitions of >= 20 ms per method keep this short.
+shapes=""
+for m in 82 656 2624; do
+  for nk in 1536x512 512x512 3072x512 512x1536; do shapes="$shapes --shape ${m}x${nk}"; done
+done
+for t in 2 "$high"; do
+  stamp "BF16 GEMM, $t threads (GFLOP/s; bf16/torch = hrmt amx over torch F.linear)"
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=$t "$build/hrmt-bench-gemm" --threads "$t" --reps 3 --min-ms 20 --gap-ms 20 \
+    $shapes || rc=1
+done
+
+for t in 2 "$high"; do
+  stamp "ACT step, default model, bf16, $t threads (ms per step; speed-up = PyTorch / hrmt)"
+  OMP_NUM_THREADS=$t "$py" "$root/bench/pytorch_vs_hrmt.py" "$build" --threads "$t" \
+    --batches 1,8,64 --rounds 2 --iters 2 --modes baseline,tiered --json "$tmp/step$t.json" || rc=1
+done
+
+stamp "parallel efficiency 2 -> $high threads: t(2) / (t($high) x $high/2)"
+"$py" - "$tmp/step2.json" "$tmp/step$high.json" "$high" <<'EOF' || rc=1
+import json, sys
+lo, hi, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+print("%6s %12s %15s %13s" % ("batch", "pytorch", "hrmt baseline", "hrmt tiered"))
+for a, b in zip(lo["rows"], hi["rows"]):
+    eff = lambda k: a[k] / (b[k] * n / 2.0)
+    print("%6d %11.0f%% %14.0f%% %12.0f%%" % (a["batch"], 100 * eff("pytorch_ms"),
+          100 * eff("hrmt_baseline_ms"), 100 * eff("hrmt_tiered_ms")))
+EOF
+stamp "done (exit $rc)"
+exit $rc
