@@ -13,6 +13,7 @@
 #include "cli/mpi_hooks.h"
 #include "cli/progress.h"
 #include "cli/user_files.h"
+#include "core/text_escape.h"
 #include "hrmt.h"
 
 #define BENCH_SEED 20250101u /* weights of the built-in model */
@@ -47,6 +48,7 @@ typedef struct bench {
     cli_progress bar;
     int outputs_differ;
     const cli_ranks *ranks; /* NULL: one process (see mpi_hooks.h) */
+    cli_output out;         /* --output (rank 0), opened before any work; path NULL when done */
 } bench;
 
 static int is_root(const bench *b) { return !b->ranks || b->ranks->rank == 0; }
@@ -200,29 +202,40 @@ static int report(bench *b) {
     fflush(stdout);
     if (!b->o.output_path) return 0;
     cJSON *j = cli_bench_json(b->rows, b->n_rows, dtype, isa, threads);
-    char err[512] = "out of memory";
-    int bad = !j || cli_json_write_file(j, b->o.output_path, err, sizeof err);
+    char err[512] = "out of memory formatting the results", e[256];
+    hrmt_text_escape_str(e, sizeof e, b->o.output_path);
+    FILE *f = j ? cli_output_begin(&b->out, err, sizeof err) : NULL;
+    int bad = !f || cli_json_write(j, f, err, sizeof err);
     cJSON_Delete(j);
-    if (bad) {
-        fprintf(stderr, "hrmt bench: --output: %s\n", err);
+    int closed = cli_output_end(&b->out, f, !bad, err, sizeof err);
+    b->out.path = NULL;
+    if (bad || closed) {
+        fprintf(stderr, "hrmt bench: --output %s: %s\n", e, err);
         return 1;
     }
-    printf("\n%zu results written to %s\n", b->n_rows, b->o.output_path);
+    printf("\n%zu results written to %s\n", b->n_rows, e);
     return 0;
 }
 
-/* Before anything is written: --output must not clobber an input. 0 or 2. */
-static int check_output_target(const cli_bench_opts *o) {
-    const char *const inputs[][2] = {{"--model", o->model_path}, {"--config", o->config_path}};
-    for (size_t i = 0; o->output_path && i < sizeof inputs / sizeof inputs[0]; i++) {
-        if (cli_same_file(o->output_path, inputs[i][1])) {
-            fprintf(stderr,
-                    "hrmt bench: --output %s is the same file as %s %s; refusing to overwrite it\n",
-                    o->output_path, inputs[i][0], inputs[i][1]);
-            return 2;
-        }
+/* Rank 0, before any work: opens (creates) --output, which must not be an
+ * input, so a bad path fails now and not after the benchmark. 0 or 2. */
+static int open_output(bench *b) {
+    const cli_bench_opts *o = &b->o;
+    if (!o->output_path || !is_root(b)) return 0;
+    const cli_named_file inputs[] = {{"--model", o->model_path}, {"--config", o->config_path}};
+    char err[1024];
+    if (cli_output_open(&b->out, "--output", o->output_path, inputs, 2, err, sizeof err)) {
+        b->out.path = NULL;
+        fprintf(stderr, "hrmt bench: %s\n", err);
+        return 2;
     }
     return 0;
+}
+
+/* Removes an --output file this run created but never wrote. */
+static void drop_output(bench *b) {
+    if (b->out.path) cli_output_end(&b->out, NULL, 0, NULL, 0);
+    b->out.path = NULL;
 }
 
 int hrmt_cmd_bench(int argc, char **argv) { return hrmt_cmd_bench_ranks(argc, argv, NULL); }
@@ -239,9 +252,12 @@ int hrmt_cmd_bench_ranks(int argc, char **argv, const cli_ranks *ranks) {
         fprintf(stderr, "hrmt bench: %s\n", err);
         rc = 2;
     } else if (!b.o.help) {
-        rc = check_output_target(&b.o);
+        rc = open_output(&b);
     }
-    if ((rc = agree(&b, rc)) != 0) return rc;
+    if ((rc = agree(&b, rc)) != 0) {
+        drop_output(&b);
+        return rc;
+    }
     if (b.o.help) {
         if (is_root(&b)) cli_bench_usage(stdout);
         return 0;
@@ -269,6 +285,7 @@ int hrmt_cmd_bench_ranks(int argc, char **argv, const cli_ranks *ranks) {
         rc = 1;
     }
     rc = agree(&b, rc);
+    drop_output(&b);
     free(b.rows);
     hrmt_model_destroy(b.file_model);
     hrmt_context_destroy(b.ctx);

@@ -11,6 +11,7 @@
 #include "cli/probe_sweep.h"
 #include "cli/progress.h"
 #include "cli/user_files.h"
+#include "core/text_escape.h"
 #include "hrmt.h"
 
 /* Why the GPU column of --compare is empty. */
@@ -80,7 +81,8 @@ static int write_json(cJSON *j) {
 /* --compare: the CPU sweep, then the GPU's when there is one; the GPU side
  * failing leaves its column empty with the reason (exit 0: the CPU half is
  * the command's guaranteed output). */
-static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_result *cpu) {
+static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_result *cpu,
+                       cli_output *plot_out) {
     const char *why = gpu_unavailable_reason();
     static cli_probe_result gpu; /* large; one per process */
     int have_gpu = 0;
@@ -91,15 +93,21 @@ static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_res
         hrmt_context_destroy(gctx);
     }
     const cli_probe_result *g = have_gpu ? &gpu : NULL;
-    if (o->json) return write_json(cli_probe_compare_json(cpu, hrmt_context_topology(ctx), g, why));
-    cli_probe_print_compare(cpu, g, why, stdout);
+    if (o->json) {
+        int rc = write_json(cli_probe_compare_json(cpu, hrmt_context_topology(ctx), g, why));
+        if (rc) return rc;
+    } else {
+        cli_probe_print_compare(cpu, g, why, stdout);
+    }
     if (!o->plot_path) return 0;
     char err[512];
-    if (cli_probe_plot_compare(cpu, g, why, o->plot_path, o->plot_format, err, sizeof err)) {
+    if (cli_probe_plot_compare(cpu, g, why, plot_out, o->plot_format, err, sizeof err)) {
         fprintf(stderr, "hrmt probe: --plot: %s\n", err);
         return 1;
     }
-    fprintf(stdout, "plot written to %s\n", o->plot_path);
+    if (!o->json) /* stdout holds nothing but the JSON */
+        fprintf(stdout, "plot written to %s\n",
+                hrmt_text_escape_str(err, sizeof err, o->plot_path));
     return 0;
 }
 
@@ -124,7 +132,9 @@ static char *slurp(const char *path, char *err, size_t errlen) {
     }
     fclose(f);
     if (!buf) {
-        snprintf(err, errlen, "'%s' is too large or memory ran out", path);
+        char e[256];
+        snprintf(err, errlen, "'%s' is too large (the limit is 64 MiB) or memory ran out",
+                 hrmt_text_escape_str(e, sizeof e, path));
         return NULL;
     }
     buf[n] = 0;
@@ -133,8 +143,9 @@ static char *slurp(const char *path, char *err, size_t errlen) {
 
 /* --input: a saved --json output (plain or --compare), printed or plotted
  * without measuring; so a GPU machine's run can be charted elsewhere. */
-static int run_input(const cli_probe_opts *o) {
-    char err[512];
+static int run_input(const cli_probe_opts *o, cli_output *plot_out) {
+    char err[512], e[256];
+    hrmt_text_escape_str(e, sizeof e, o->input);
     static cli_probe_result a, b; /* large; one per process */
     char *text = slurp(o->input, err, sizeof err);
     if (!text) {
@@ -144,7 +155,7 @@ static int run_input(const cli_probe_opts *o) {
     cJSON *j = cJSON_Parse(text);
     free(text);
     if (!j) {
-        fprintf(stderr, "hrmt probe: --input: '%s' is not JSON\n", o->input);
+        fprintf(stderr, "hrmt probe: --input: '%s' is not JSON\n", e);
         return 1;
     }
     const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(j, "cpu");
@@ -154,7 +165,7 @@ static int run_input(const cli_probe_opts *o) {
     int rc = 0, have_gpu = compare && cJSON_IsObject(gpu);
     if (cli_probe_from_json(compare ? cpu : j, &a, err, sizeof err) ||
         (have_gpu && cli_probe_from_json(gpu, &b, err, sizeof err))) {
-        fprintf(stderr, "hrmt probe: --input '%s': %s\n", o->input, err);
+        fprintf(stderr, "hrmt probe: --input '%s': %s\n", e, err);
         cJSON_Delete(j);
         return 1;
     }
@@ -164,17 +175,51 @@ static int run_input(const cli_probe_opts *o) {
     else
         cli_probe_print(&a, NULL, stdout);
     if (o->plot_path) {
-        int bad = compare ? cli_probe_plot_compare(&a, have_gpu ? &b : NULL, note, o->plot_path,
+        int bad = compare ? cli_probe_plot_compare(&a, have_gpu ? &b : NULL, note, plot_out,
                                                    o->plot_format, err, sizeof err)
-                          : cli_probe_plot(&a, NULL, o->plot_path, o->plot_format, err, sizeof err);
+                          : cli_probe_plot(&a, NULL, plot_out, o->plot_format, err, sizeof err);
         if (bad) {
             fprintf(stderr, "hrmt probe: --plot: %s\n", err);
             rc = 1;
         } else {
-            fprintf(stdout, "plot written to %s\n", o->plot_path);
+            fprintf(stdout, "plot written to %s\n",
+                    hrmt_text_escape_str(e, sizeof e, o->plot_path));
         }
     }
     cJSON_Delete(j);
+    return rc;
+}
+
+static int run_measured(const cli_probe_opts *opts, cli_output *plot_out) {
+    const cli_probe_opts o = *opts;
+    char err[512];
+    /* --compare always puts the CPU first and the GPU beside it. */
+    hrmt_context *ctx = open_context(o.compare ? HRMT_BACKEND_CPU : o.backend, o.threads);
+    if (!ctx) return 1;
+    static cli_probe_result r; /* large; one per process */
+    const hrmt_topology *topo = hrmt_context_topology(ctx);
+    int rc = 0;
+    if (sweep(ctx, &o, &r)) {
+        rc = 1;
+    } else if (o.compare) {
+        rc = run_compare(&o, ctx, &r, plot_out);
+    } else {
+        if (o.json)
+            rc = write_json(cli_probe_json(&r, topo));
+        else
+            cli_probe_print(&r, topo, stdout);
+        if (rc == 0 && o.plot_path) {
+            if (cli_probe_plot(&r, topo, plot_out, o.plot_format, err, sizeof err)) {
+                fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+                rc = 1;
+            } else if (!o.json) {
+                char e[256];
+                fprintf(stdout, "plot written to %s\n",
+                        hrmt_text_escape_str(e, sizeof e, o.plot_path));
+            }
+        }
+    }
+    hrmt_context_destroy(ctx);
     return rc;
 }
 
@@ -189,31 +234,22 @@ int hrmt_cmd_probe(int argc, char **argv) {
         cli_probe_usage(stdout);
         return 0;
     }
-    if (o.input) return run_input(&o);
-    /* --compare always puts the CPU first and the GPU beside it. */
-    hrmt_context *ctx = open_context(o.compare ? HRMT_BACKEND_CPU : o.backend, o.threads);
-    if (!ctx) return 1;
-    static cli_probe_result r; /* large; one per process */
-    const hrmt_topology *topo = hrmt_context_topology(ctx);
-    int rc = 0;
-    if (sweep(ctx, &o, &r)) {
-        rc = 1;
-    } else if (o.compare) {
-        rc = run_compare(&o, ctx, &r);
-    } else {
-        if (o.json)
-            rc = write_json(cli_probe_json(&r, topo));
-        else
-            cli_probe_print(&r, topo, stdout);
-        if (rc == 0 && o.plot_path) {
-            if (cli_probe_plot(&r, topo, o.plot_path, o.plot_format, err, sizeof err)) {
-                fprintf(stderr, "hrmt probe: --plot: %s\n", err);
-                rc = 1;
-            } else if (!o.json) {
-                fprintf(stdout, "plot written to %s\n", o.plot_path);
-            }
+    /* --plot fails here, before the sweep, when it cannot be drawn or written. */
+    cli_output plot_out;
+    memset(&plot_out, 0, sizeof plot_out);
+    plot_out.fd = -1;
+    if (o.plot_path) {
+        if (cli_probe_plot_available(err, sizeof err)) {
+            fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+            return 1;
+        }
+        const cli_named_file inputs[] = {{"--input", o.input}};
+        if (cli_output_open(&plot_out, "--plot", o.plot_path, inputs, 1, err, sizeof err)) {
+            fprintf(stderr, "hrmt probe: %s\n", err);
+            return 2;
         }
     }
-    hrmt_context_destroy(ctx);
+    int rc = o.input ? run_input(&o, &plot_out) : run_measured(&o, &plot_out);
+    cli_output_end(&plot_out, NULL, rc == 0, NULL, 0); /* removes an unwritten new file */
     return rc;
 }

@@ -11,10 +11,12 @@
 #include "cli/commands.h"
 #include "cli/json_out.h"
 #include "cli/mpi_hooks.h"
+#include "cli/progress.h"
+#include "cli/run_dump.h"
 #include "cli/run_input.h"
 #include "cli/run_opts.h"
 #include "cli/user_files.h"
-#include "core/safetensors.h"
+#include "core/text_escape.h"
 #include "hrmt.h"
 
 #define RUN_SEED 20250101u /* weights of the built-in model (the same as `hrmt bench`) */
@@ -30,7 +32,10 @@ typedef struct run {
     float *logits, *qh, *qc, *zh, *zl;
     int32_t *halted;
     double step_ms_total;
-    hrmt_st_writer *dump;
+    /* --dump (rank 0 only): opened before any work, streamed step by step. */
+    cli_output dump_out;
+    FILE *dump_fp;
+    cli_run_dump dump;
     /* With ranks (hrmt-mpi): this process runs samples [b0, b0 + nb) of B;
      * rank 0's output arrays hold all B rows, the others' only their nb. */
     const cli_ranks *ranks;
@@ -43,8 +48,10 @@ static int is_root(const run *r) { return !r->ranks || r->ranks->rank == 0; }
 static int agree(const run *r, int rc) { return r->ranks ? r->ranks->agree(r->ranks->u, rc) : rc; }
 
 static int usage_error(const char *flag, const char *file, const char *msg) {
+    char e[256];
     if (file)
-        fprintf(stderr, "hrmt run: %s %s: %s\n", flag, file, msg);
+        fprintf(stderr, "hrmt run: %s %s: %s\n", flag, hrmt_text_escape_str(e, sizeof e, file),
+                msg);
     else
         fprintf(stderr, "hrmt run: %s: %s\n", flag, msg);
     return 2;
@@ -94,10 +101,11 @@ static int read_input(run *r) {
                      r->cfg.seq_len, r->cfg.vocab_size);
             return usage_error("--puzzles", o->puzzles_path, err);
         }
-        if (cli_run_read_puzzles(o->puzzles_path, r->cfg.seq_len, &r->in, err, sizeof err) != 0)
+        if (cli_run_read(o->puzzles_path, CLI_RUN_PUZZLES, r->cfg.seq_len, 0, o->max_line, &r->in,
+                         err, sizeof err) != 0)
             return usage_error("--puzzles", NULL, err);
-    } else if (cli_run_read_tokens(o->tokens_path, r->cfg.seq_len, r->cfg.vocab_size, &r->in, err,
-                                   sizeof err) != 0) {
+    } else if (cli_run_read(o->tokens_path, CLI_RUN_TOKENS, r->cfg.seq_len, r->cfg.vocab_size,
+                            o->max_line, &r->in, err, sizeof err) != 0) {
         return usage_error("--tokens", NULL, err);
     }
     if (r->cfg.puzzle_emb_ndim > 0 && o->puzzle_id >= r->cfg.num_puzzle_identifiers) {
@@ -125,31 +133,33 @@ static int alloc_io(run *r) {
     return 0;
 }
 
-static hrmt_status dump_add(run *r, const char *name, hrmt_dtype dt, int nd, size_t d0, size_t d1,
-                            size_t d2, const void *data) {
-    size_t shape[3] = {d0, d1, d2};
-    return hrmt_st_writer_add(r->dump, name, dt, nd, shape, data);
+/* Rank 0: checks that the dump can be written and read back, truncates the
+ * file and writes the header and the inputs. 0 or 1. */
+static int start_dump(run *r) {
+    char err[512];
+    if (cli_run_dump_init(&r->dump, r->B, r->S, r->cfg.vocab_size, r->T, r->cfg.hidden_size,
+                          r->steps, err, sizeof err) == 0 &&
+        (r->dump_fp = cli_output_begin(&r->dump_out, err, sizeof err)) != NULL &&
+        cli_run_dump_start(&r->dump, r->dump_fp, r->in.tokens, r->pids, err, sizeof err) == 0)
+        return 0;
+    char e[256];
+    fprintf(stderr, "hrmt run: --dump %s: %s\n", hrmt_text_escape_str(e, sizeof e, r->o.dump_path),
+            err);
+    return 1;
 }
 
-static hrmt_status dump_step(run *r, int k) {
-    char nm[64];
-    size_t B = (size_t)r->B;
-    hrmt_status s;
-    snprintf(nm, sizeof nm, "step%d.logits", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->S, (size_t)r->cfg.vocab_size, r->logits)))
-        return s;
-    snprintf(nm, sizeof nm, "step%d.q_halt_logits", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 1, B, 0, 0, r->qh))) return s;
-    snprintf(nm, sizeof nm, "step%d.q_continue_logits", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 1, B, 0, 0, r->qc))) return s;
-    snprintf(nm, sizeof nm, "step%d.z_H", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zh)))
-        return s;
-    snprintf(nm, sizeof nm, "step%d.z_L", k);
-    if ((s = dump_add(r, nm, HRMT_F32, 3, B, (size_t)r->T, (size_t)r->cfg.hidden_size, r->zl)))
-        return s;
-    snprintf(nm, sizeof nm, "step%d.halted", k);
-    return dump_add(r, nm, HRMT_I32, 1, B, 0, 0, r->halted);
+/* Rank 0: closes the dump; a failed run (rc != 0) removes the partial file. */
+static int end_dump(run *r, int rc) {
+    if (!r->o.dump_path || !is_root(r) || r->dump_out.path == NULL) return rc;
+    char err[512];
+    int bad = cli_output_end(&r->dump_out, r->dump_fp, rc == 0, err, sizeof err);
+    r->dump_fp = NULL;
+    r->dump_out.path = NULL;
+    if (bad) {
+        fprintf(stderr, "hrmt run: %s\n", err);
+        return 1;
+    }
+    return rc;
 }
 
 /* With ranks: the other ranks' rows of this step's outputs into rank 0's
@@ -178,37 +188,43 @@ static int run_steps(run *r) {
         fprintf(stderr, "hrmt run: %s\n", hrmt_last_error(r->ctx));
         rc = 1;
     }
-    if (rc == 0 && r->o.dump_path && is_root(r)) {
-        if (hrmt_st_writer_create(&r->dump) != HRMT_OK ||
-            dump_add(r, "inputs", HRMT_I32, 2, (size_t)r->B, (size_t)r->S, 0, r->in.tokens) ||
-            dump_add(r, "puzzle_identifiers", HRMT_I32, 1, (size_t)r->B, 0, 0, r->pids)) {
-            fprintf(stderr, "hrmt run: out of memory preparing --dump\n");
-            rc = 1;
-        }
-    }
+    if (rc == 0 && r->o.dump_path && is_root(r)) rc = start_dump(r);
     rc = agree(r, rc);
+    cli_progress bar;
+    cli_progress_init(&bar, is_root(r) && cli_progress_wanted(r->o.quiet) ? stderr : NULL,
+                      (size_t)r->steps);
     hrmt_step_options so = {r->o.schedule, r->o.early_halt};
     hrmt_step_outputs out = {r->logits, r->qh, r->qc, r->zh, r->zl, r->halted};
     const int32_t *tokens = r->in.tokens + (size_t)r->b0 * (size_t)r->S;
     for (int k = 0; k < r->steps && rc == 0; k++) {
         hrmt_step_timing t;
         if (carry && hrmt_act_step(r->m, carry, tokens, r->pids, &so, &out, &t) != HRMT_OK) {
+            cli_progress_finish(&bar);
             fprintf(stderr, "hrmt run: step %d: %s\n", k, hrmt_last_error(r->ctx));
             rc = 1;
         } else if (carry) {
             r->step_ms_total += t.step_us / 1000.0;
         }
+        char label[64];
+        snprintf(label, sizeof label, "ACT step %d of %d, %d samples", k + 1, r->steps, r->B);
+        cli_progress_advance(&bar, 1, label);
         rc = agree(r, rc);
         if (rc || !r->o.dump_path) continue;
+        char err[512];
         if (gather_outputs(r) != 0) {
             fprintf(stderr, "hrmt run: gathering step %d from the ranks failed\n", k);
             rc = 1;
-        } else if (r->dump && dump_step(r, k) != HRMT_OK) {
-            fprintf(stderr, "hrmt run: out of memory collecting --dump tensors\n");
+        } else if (is_root(r) && cli_run_dump_step(&r->dump, r->logits, r->qh, r->qc, r->zh, r->zl,
+                                                   r->halted, err, sizeof err) != 0) {
+            char e[256];
+            cli_progress_finish(&bar);
+            fprintf(stderr, "hrmt run: --dump %s: step %d: %s\n",
+                    hrmt_text_escape_str(e, sizeof e, r->o.dump_path), k, err);
             rc = 1;
         }
         rc = agree(r, rc);
     }
+    cli_progress_finish(&bar);
     hrmt_carry_destroy(carry);
     if (rc == 0 && r->ranks) {
         /* The batch's step takes as long as its slowest shard. */
@@ -219,11 +235,7 @@ static int run_steps(run *r) {
         }
         rc = agree(r, rc);
     }
-    if (rc == 0 && r->dump && hrmt_st_writer_save(r->ctx, r->dump, r->o.dump_path) != HRMT_OK) {
-        fprintf(stderr, "hrmt run: --dump %s: %s\n", r->o.dump_path, hrmt_last_error(r->ctx));
-        rc = 1;
-    }
-    return agree(r, rc);
+    return agree(r, end_dump(r, rc));
 }
 
 /* argmax over the vocabulary of sample b, position i (first maximum wins). */
@@ -239,9 +251,11 @@ static const char *dtype_label(hrmt_dtype dt) { return dt == HRMT_BF16 ? "bf16" 
 
 static int print_text(const run *r) {
     const int puzzles = r->o.puzzles_path != NULL;
+    char e[256];
     printf("hrmt run: %d %s, model %s, %s, %s schedule, %d ACT steps%s, %.2f ms/step\n", r->B,
            puzzles ? "puzzles" : "samples",
-           r->o.model_path ? r->o.model_path : "built-in (random weights)",
+           r->o.model_path ? hrmt_text_escape_str(e, sizeof e, r->o.model_path)
+                           : "built-in (random weights)",
            dtype_label(r->cfg.forward_dtype),
            r->o.schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", r->steps,
            r->o.early_halt ? " (early halt on)" : "", r->step_ms_total / r->steps);
@@ -323,7 +337,7 @@ static int print_json(const run *r) {
 }
 
 static void cleanup(run *r) {
-    hrmt_st_writer_destroy(r->dump);
+    end_dump(r, 1); /* still open only after a failure */
     free(r->pids);
     free(r->logits);
     free(r->qh);
@@ -336,19 +350,21 @@ static void cleanup(run *r) {
     hrmt_context_destroy(r->ctx);
 }
 
-/* Before anything is written: --dump must not clobber an input. 0 or 2. */
-static int check_dump_target(const cli_run_opts *o) {
-    const char *const inputs[][2] = {{"--model", o->model_path},
+/* Rank 0, before any work: opens (creates) the --dump file, which must not
+ * be an input. 0 or 2. */
+static int open_dump(run *r) {
+    const cli_run_opts *o = &r->o;
+    if (!o->dump_path || !is_root(r)) return 0;
+    const cli_named_file inputs[] = {{"--model", o->model_path},
                                      {"--config", o->config_path},
                                      {"--puzzles", o->puzzles_path},
                                      {"--tokens", o->tokens_path}};
-    for (size_t i = 0; o->dump_path && i < sizeof inputs / sizeof inputs[0]; i++) {
-        if (cli_same_file(o->dump_path, inputs[i][1])) {
-            fprintf(stderr,
-                    "hrmt run: --dump %s is the same file as %s %s; refusing to overwrite it\n",
-                    o->dump_path, inputs[i][0], inputs[i][1]);
-            return 2;
-        }
+    char err[1024];
+    if (cli_output_open(&r->dump_out, "--dump", o->dump_path, inputs,
+                        sizeof inputs / sizeof inputs[0], err, sizeof err) != 0) {
+        r->dump_out.path = NULL;
+        fprintf(stderr, "hrmt run: %s\n", err);
+        return 2;
     }
     return 0;
 }
@@ -404,9 +420,9 @@ int hrmt_cmd_run_ranks(int argc, char **argv, const cli_ranks *ranks) {
         fprintf(stderr, "hrmt run: %s\n", err);
         rc = 2;
     } else if (!r.o.help) {
-        rc = check_dump_target(&r.o);
+        rc = open_dump(&r);
     }
-    if ((rc = agree(&r, rc)) != 0) return rc;
+    if ((rc = agree(&r, rc)) != 0) return end_dump(&r, rc);
     if (r.o.help) {
         if (is_root(&r)) cli_run_usage(stdout);
         return 0;

@@ -1,9 +1,16 @@
 /* Chart of a probe sweep through gnuplot (see probe_report.h). The data goes
- * inline as a gnuplot datablock, so no temporary files are needed. */
-#define _POSIX_C_SOURCE 200809L /* popen, access */
+ * inline as a gnuplot datablock, so no temporary files are needed. The
+ * output file never appears in the script: hrmt opens it and gnuplot writes
+ * the picture to its standard output, which is that file, so no path can be
+ * read as gnuplot commands (or as `set output '|command'`). */
+#define _POSIX_C_SOURCE 200809L /* posix_spawnp, sigaction, access */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,16 +32,6 @@ static int on_path(const char *name) {
         if (!colon) return 0;
         p = colon + 1;
     }
-}
-
-/* Writes `s` as a gnuplot single-quoted string ('' stands for one quote). */
-static void put_quoted(FILE *g, const char *s) {
-    fputc('\'', g);
-    for (; *s; s++) {
-        if (*s == '\'') fputc('\'', g);
-        fputc(*s, g);
-    }
-    fputc('\'', g);
 }
 
 /* Tick labels "4 KiB", "1 MiB" ... at powers of two (every second or fourth
@@ -75,13 +72,16 @@ static void mark_levels(FILE *g, const cli_probe_result *r, size_t lo, size_t hi
         const cli_probe_tier *t = &r->tiers[i];
         const size_t sz = t->size_bytes;
         if (t->level == 0 || t->shared || sz < lo || sz > hi) continue;
-        char b[32];
+        char b[32], label[128];
         cli_format_bytes(sz, b, sizeof b);
-        fprintf(g,
-                "set arrow from %zu, graph 0 to %zu, graph 1 nohead dashtype 2 lc rgb '%s'\n"
-                "set label '%s%s %s' at %zu, graph %.2f right offset -0.5,0 font ',10' "
-                "textcolor rgb '%s'\n",
-                sz, sz, color, prefix, t->name, b, sz, y, color);
+        /* The tier name may come from an --input file: quoted like any label. */
+        snprintf(label, sizeof label, "%s%s %s", prefix, t->name, b);
+        fprintf(g, "set arrow from %zu, graph 0 to %zu, graph 1 nohead dashtype 2 lc rgb '%s'\n",
+                sz, sz, color);
+        fputs("set label ", g);
+        put_label(g, label);
+        fprintf(g, " at %zu, graph %.2f right offset -0.5,0 font ',10' textcolor rgb '%s'\n", sz, y,
+                color);
     }
 }
 
@@ -103,25 +103,52 @@ static const cli_probe_tier *smem_tier(const cli_probe_result *r) {
     return NULL;
 }
 
-static int check_path(const char *path, char *err, size_t errlen) {
-    for (const char *p = path; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-            snprintf(err, errlen, "the path has a control character; choose another name");
-            return -1;
+int cli_probe_plot_available(char *err, size_t errlen) {
+    if (on_path("gnuplot")) return 0;
+    snprintf(err, errlen,
+             "gnuplot is not installed (not found on PATH); install it (Debian/Ubuntu: "
+             "apt-get install gnuplot-nox) or use --json and plot the data yourself");
+    return -1;
+}
+
+/* gnuplot with its standard input from a pipe (returned in *to) and its
+ * standard output on out_fd. 0, or -1 with errno. */
+static int spawn_gnuplot(int out_fd, pid_t *pid, FILE **to) {
+    int p[2];
+    if (pipe(p) != 0) return -1;
+    /* Only the child's copies (fd 0 and 1) survive its exec. */
+    (void)fcntl(p[1], F_SETFD, FD_CLOEXEC);
+    (void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    int e = posix_spawn_file_actions_init(&fa);
+    if (e == 0) {
+        e = posix_spawn_file_actions_adddup2(&fa, p[0], STDIN_FILENO);
+        if (e == 0) e = posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+        char *argv[] = {"gnuplot", NULL};
+        extern char **environ;
+        if (e == 0) e = posix_spawnp(pid, "gnuplot", &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    close(p[0]);
+    if (e != 0 || !(*to = fdopen(p[1], "w"))) {
+        if (e == 0) {
+            e = errno;
+            close(p[1]);
+            waitpid(*pid, NULL, 0);
+        } else {
+            close(p[1]);
         }
+        errno = e;
+        return -1;
+    }
     return 0;
 }
 
 /* One chart for one result (cpu NULL) or for both devices side by side. */
 static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
-                const cli_probe_result *gpu, const char *note, const char *path,
-                cli_plot_format fmt, char *err, size_t errlen) {
-    if (!on_path("gnuplot")) {
-        snprintf(err, errlen,
-                 "gnuplot is not installed (not found on PATH); install it (Debian/Ubuntu: "
-                 "apt-get install gnuplot-nox) or use --json and plot the data yourself");
-        return -1;
-    }
+                const cli_probe_result *gpu, const char *note, cli_output *out, cli_plot_format fmt,
+                char *err, size_t errlen) {
+    if (cli_probe_plot_available(err, errlen)) return -1;
     const cli_probe_result *first = one ? one : cpu;
     if (!first) {
         snprintf(err, errlen, "nothing to plot: no result");
@@ -131,18 +158,26 @@ static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
         snprintf(err, errlen, "nothing to plot: the sweep has no points");
         return -1;
     }
-    if (check_path(path, err, errlen)) return -1;
     size_t lo = first->points[0].bytes, hi = first->points[first->n_points - 1].bytes;
     if (gpu) {
         if (gpu->points[0].bytes < lo) lo = gpu->points[0].bytes;
         if (gpu->points[gpu->n_points - 1].bytes > hi) hi = gpu->points[gpu->n_points - 1].bytes;
     }
     const cli_probe_tier *sm = smem_tier(one ? one : gpu);
-    unlink(path); /* so the existence check below sees gnuplot's file, not an old one */
-    /* A fixed command line; the user's path travels inside the script, quoted. */
-    FILE *g = popen("gnuplot", "w"); /* NOLINT(cert-env33-c) */
-    if (!g) {
+    FILE *picture = cli_output_begin(out, err, errlen);
+    if (!picture) return -1;
+    /* gnuplot quitting early must fail the plot, not kill hrmt with SIGPIPE. */
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old);
+    pid_t pid = 0;
+    FILE *g = NULL;
+    if (spawn_gnuplot(fileno(picture), &pid, &g) != 0) {
         snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+        sigaction(SIGPIPE, &old, NULL);
+        cli_output_end(out, picture, 0, NULL, 0);
         return -1;
     }
     put_data(g, "data", first);
@@ -154,8 +189,7 @@ static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
         fputs("set terminal pngcairo size 1000,900 font 'sans,11'\n", g);
     else
         fputs("set terminal svg size 1000,900 dynamic background rgb 'white' font 'sans,12'\n", g);
-    fputs("set output ", g);
-    put_quoted(g, path);
+    fputs("set output\n", g); /* standard output: the file hrmt opened */
     char title[320];
     if (gpu)
         snprintf(title, sizeof title, "hrmt probe: CPU vs GPU memory tiers (%s)",
@@ -168,7 +202,7 @@ static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
                  first->device, note);
     else
         snprintf(title, sizeof title, "hrmt probe: memory tiers (%s)", first->device);
-    fputs("\nset multiplot layout 2,1 title ", g);
+    fputs("set multiplot layout 2,1 title ", g);
     put_label(g, title);
     fputs(
         "\nset logscale x 2\nset grid\nset key bottom right opaque box\n"
@@ -216,30 +250,37 @@ static int plot(const cli_probe_result *one, const cli_probe_result *cpu,
     }
     if (sm) fputs(", $smem using 1:3 with points pt 13 ps 1.6 title 'GPU shared memory read'", g);
     fputs("\nunset multiplot\nset output\n", g);
-    int st = pclose(g);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(err, errlen, "gnuplot failed (exit status %d) writing '%s'",
-                 st == -1        ? -1
-                 : WIFEXITED(st) ? WEXITSTATUS(st)
-                                 : 128,
-                 path);
-        return -1;
+    int sent = fflush(g) == 0 && !ferror(g);
+    fclose(g);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    if (access(path, F_OK) != 0) {
-        snprintf(err, errlen, "gnuplot did not create '%s'", path);
-        return -1;
+    sigaction(SIGPIPE, &old, NULL);
+    struct stat ps;
+    int wrote = fstat(fileno(picture), &ps) == 0 && (!S_ISREG(ps.st_mode) || ps.st_size > 0);
+    int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && sent && wrote;
+    if (!ok) {
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            snprintf(err, errlen, "gnuplot failed (%s %d; its messages are above)",
+                     WIFEXITED(st) ? "exit status" : "signal",
+                     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        else if (!sent)
+            snprintf(err, errlen, "gnuplot stopped reading its script");
+        else
+            snprintf(err, errlen, "gnuplot wrote an empty picture");
     }
-    return 0;
+    if (cli_output_end(out, picture, ok, ok ? err : NULL, errlen) != 0) ok = 0;
+    return ok ? 0 : -1;
 }
 
-int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const char *path,
+int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, cli_output *out,
                    cli_plot_format fmt, char *err, size_t errlen) {
     (void)topo; /* the result carries its own tiers (either device) */
-    return plot(r, NULL, NULL, NULL, path, fmt, err, errlen);
+    return plot(r, NULL, NULL, NULL, out, fmt, err, errlen);
 }
 
 int cli_probe_plot_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
-                           const char *gpu_note, const char *path, cli_plot_format fmt, char *err,
+                           const char *gpu_note, cli_output *out, cli_plot_format fmt, char *err,
                            size_t errlen) {
-    return plot(gpu ? NULL : cpu, gpu ? cpu : NULL, gpu, gpu_note, path, fmt, err, errlen);
+    return plot(gpu ? NULL : cpu, gpu ? cpu : NULL, gpu, gpu_note, out, fmt, err, errlen);
 }

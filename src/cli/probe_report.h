@@ -7,6 +7,7 @@
 
 #include "cli/probe_opts.h"
 #include "cli/probe_sweep.h"
+#include "cli/user_files.h"
 
 /* {"device", ["device_name" (GPU)], "latency":[{"bytes","ns","device","tier"}...],
  *  "bandwidth":[{"bytes","read_gbps","write_gbps","copy_gbps","device","tier"}...],
@@ -31,14 +32,18 @@ void cli_probe_print(const cli_probe_result *r, const hrmt_topology *topo, FILE 
 void cli_probe_print_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
                              const char *gpu_note, FILE *f);
 
+/* 0 when gnuplot is on PATH; else -1 with what to do in err. */
+int cli_probe_plot_available(char *err, size_t errlen);
+
 /* Renders latency and bandwidth against working-set size with gnuplot (found on
- * PATH). -1 with a message in err when gnuplot is missing or fails. */
-int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, const char *path,
+ * PATH) into `out` (opened by cli_output_open; ended here, and removed when
+ * the plot fails). -1 with a message in err when gnuplot is missing or fails. */
+int cli_probe_plot(const cli_probe_result *r, const hrmt_topology *topo, cli_output *out,
                    cli_plot_format fmt, char *err, size_t errlen);
 /* Both devices' latency and bandwidth curves in one chart (GPU shared memory
  * as a marked point); gpu NULL plots the CPU alone, `gpu_note` in the title. */
 int cli_probe_plot_compare(const cli_probe_result *cpu, const cli_probe_result *gpu,
-                           const char *gpu_note, const char *path, cli_plot_format fmt, char *err,
+                           const char *gpu_note, cli_output *out, cli_plot_format fmt, char *err,
                            size_t errlen);
 
 #endif

@@ -6,6 +6,11 @@
 #include <stdint.h>
 
 #define CLI_RUN_MAX_SAMPLES 4096
+/* Longest line read by default (a valid token line of 65536 ten-digit ids
+ * fits), and the most --max-line-bytes may ask for. Memory for a line is
+ * bounded by this, whatever the file holds. */
+#define CLI_RUN_MAX_LINE ((size_t)1 << 20)
+#define CLI_RUN_MAX_LINE_LIMIT ((size_t)1 << 30)
 
 typedef struct cli_run_batch {
     int32_t *tokens; /* [n, seq_len] */
@@ -13,14 +18,24 @@ typedef struct cli_run_batch {
     int *line; /* source line of each sample (1-based) */
 } cli_run_batch;
 
+typedef enum cli_run_input_kind { CLI_RUN_PUZZLES, CLI_RUN_TOKENS } cli_run_input_kind;
+
+/* Reads a puzzle or token file (formats below). Lines whose first non-blank
+ * byte is '#' (comments, whatever else they hold) and blank lines are
+ * skipped. Every other line must be text: a NUL byte is an error, and so is a
+ * line longer than max_line bytes (0: CLI_RUN_MAX_LINE). Returns 0, or -1
+ * with "FILE:LINE: reason" in err (FILE and any quoted input bytes escaped
+ * by hrmt_text_escape). vocab is ignored for puzzles. */
+int cli_run_read(const char *path, cli_run_input_kind kind, int seq_len, int vocab, size_t max_line,
+                 cli_run_batch *out, char *err, size_t errlen);
+
 /* Puzzles: one per line, exactly seq_len characters of '.' or '0' (blank,
- * token 1) and '1'..'9' (tokens 2..10). Blank lines and lines starting with
- * '#' are skipped. Returns 0, or -1 with "FILE:LINE: reason" in err. */
+ * token 1) and '1'..'9' (tokens 2..10), surrounding blanks ignored. */
 int cli_run_read_puzzles(const char *path, int seq_len, cli_run_batch *out, char *err,
                          size_t errlen);
 
 /* Tokens: one sample per line, seq_len integers in [0, vocab) separated by
- * spaces, tabs or commas. Same skipping and error form. */
+ * spaces, tabs or commas. */
 int cli_run_read_tokens(const char *path, int seq_len, int vocab, cli_run_batch *out, char *err,
                         size_t errlen);
 

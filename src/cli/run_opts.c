@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/opt_error.h"
+#include "cli/run_input.h"
 
 enum {
     OPT_MODEL = 256,
@@ -22,6 +23,7 @@ enum {
     OPT_DUMP,
     OPT_EARLY_HALT,
     OPT_BACKEND,
+    OPT_MAX_LINE,
 };
 
 static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MODEL},
@@ -37,6 +39,8 @@ static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MO
                                        {"dump", required_argument, NULL, OPT_DUMP},
                                        {"early-halt", no_argument, NULL, OPT_EARLY_HALT},
                                        {"backend", required_argument, NULL, OPT_BACKEND},
+                                       {"max-line-bytes", required_argument, NULL, OPT_MAX_LINE},
+                                       {"quiet", no_argument, NULL, 'q'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
 
@@ -60,9 +64,12 @@ void cli_run_usage(FILE *f) {
             "  --backend cpu|cuda  compute backend (default: HRMT_BACKEND, else cpu)\n"
             "  --early-halt        opt-in training-time rule: also halt when q_halt > q_continue\n"
             "                      (the reference's eval mode runs every sample halt_max_steps)\n"
+            "  --max-line-bytes SIZE  longest input line accepted (default 1M, at most 1G;\n"
+            "                      K/M/G suffixes)\n"
             "  --json              machine-readable output\n"
             "  --dump FILE         write inputs, puzzle_identifiers and step{k}.{logits,\n"
             "                      q_halt_logits,q_continue_logits,z_H,z_L,halted} (safetensors)\n"
+            "  --quiet             no progress bar (it is drawn only when stderr is a terminal)\n"
             "  -h, --help          this text\n");
 }
 
@@ -77,7 +84,7 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
     static const char *const scheds[] = {"tiered", "baseline"};
     char fb[64];
     for (;;) {
-        int c = getopt_long(argc, argv, ":h", g_opts, NULL);
+        int c = getopt_long(argc, argv, ":qh", g_opts, NULL);
         if (c == -1) break;
         const char *fl = cli_flag_name(g_opts, c, fb, sizeof fb);
         int r = 0, v = 0;
@@ -108,7 +115,11 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
             r = cli_parse_choice(fl, optarg, scheds, 2, &v, err, errlen);
             o->schedule = v == 0 ? HRMT_SCHEDULE_TIERED : HRMT_SCHEDULE_BASELINE;
             break;
+        case OPT_MAX_LINE:
+            r = cli_parse_bytes(fl, optarg, 128, CLI_RUN_MAX_LINE_LIMIT, &o->max_line, err, errlen);
+            break;
         case OPT_JSON: o->json = 1; break;
+        case 'q': o->quiet = 1; break;
         case OPT_EARLY_HALT: o->early_halt = 1; break;
         case 'h': o->help = 1; break;
         default: return cli_getopt_error(c, argc, argv, g_opts, err, errlen);

@@ -20,7 +20,8 @@ typedef struct cli_run_opts {
     int threads;               /* 0: OpenMP default */
     hrmt_backend_kind backend; /* --backend (default HRMT_BACKEND, else CPU) */
     int early_halt;
-    int json, help;
+    size_t max_line; /* --max-line-bytes; 0: CLI_RUN_MAX_LINE */
+    int json, quiet, help;
 } cli_run_opts;
 
 /* Parses argv (argv[0] = "run"). 0 ok; -1 with "<flag>: reason" in err. */
