@@ -245,8 +245,32 @@ static void teardown(problem *p) {
     free(p->ch);
 }
 
+/* Strict decimal size; 0 on anything else. */
+static size_t parse_size(const char *v, char **end) {
+    if (*v < '0' || *v > '9') return 0;
+    unsigned long long x = strtoull(v, end, 10);
+    return x > (1ull << 24) ? 0 : (size_t)x;
+}
+
 static int parse_shape(const char *v, shape *s) {
-    return sscanf(v, "%zux%zux%zu", &s->m, &s->n, &s->k) == 3 && s->m && s->n && s->k;
+    char *e;
+    s->m = parse_size(v, &e);
+    if (!s->m || *e != 'x') return 0;
+    s->n = parse_size(e + 1, &e);
+    if (!s->n || *e != 'x') return 0;
+    s->k = parse_size(e + 1, &e);
+    return s->k && *e == 0;
+}
+
+/* Strict number for an option value; exits with usage status 2 otherwise. */
+static double parse_num(const char *opt, const char *v) {
+    char *e;
+    double x = strtod(v, &e);
+    if (e == v || *e != 0 || !(x >= 0.0 && x <= 1e6)) {
+        fprintf(stderr, "hrmt-bench-gemm: %s: not a number in [0, 1e6]: '%s'\n", opt, v);
+        exit(2);
+    }
+    return x;
 }
 
 int main(int argc, char **argv) {
@@ -263,13 +287,13 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
+            threads = (int)parse_num(a, argv[++i]);
         else if (!strcmp(a, "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
+            reps = (int)parse_num(a, argv[++i]);
         else if (!strcmp(a, "--min-ms") && i + 1 < argc)
-            min_ms = atof(argv[++i]);
+            min_ms = parse_num(a, argv[++i]);
         else if (!strcmp(a, "--gap-ms") && i + 1 < argc)
-            gap_ms = atof(argv[++i]);
+            gap_ms = parse_num(a, argv[++i]);
         else if (!strcmp(a, "--json"))
             json = 1;
         else if (!strcmp(a, "--c-f32"))

@@ -671,7 +671,14 @@ void hrmt_packed_w_destroy(hrmt_packed_w *pw);
 /* C = A * W^T (accumulate != 0: C += A * W^T). A [M,K] F32/BF16, C [M,N]
  * F32/BF16 (rounded to nearest even), leading dims from stride[0]; C must not
  * overlap A or W. Packs W on every call (use hrmt_gemm_packed to reuse it). Same
- * bits for any thread count. On a CUDA context: device tensors, cuBLASLt (F32
+ * bits for any thread count, blocking or split of M across calls: each output's
+ * accumulation order depends on K alone. The order (CPU): with F32 A or F32 W,
+ * one F32 fused-multiply-add chain per output over k = 0..K-1 (BF16 W: in
+ * k pairs, odd k first); BF16 A x BF16 W on scalar, avx2, avx512 and neon: one
+ * F32 chain in vdpbf16ps pair order, k = 1, 0, 3, 2, ... (PyTorch 1.13's
+ * oneDNN bits); on amx (AMX tiles, TDPBF16PS): per 32-wide block of k, an
+ * even-k and an odd-k F32 FMA chain from +0, their sum, then the running sum
+ * plus that, denormals flushed (docs/AMX.md). On a CUDA context: device tensors, cuBLASLt (F32
  * without TF32, BF16 with F32 accumulation), queued asynchronously; extra
  * errors CUDA, and UNSUPPORTED when cuBLASLt has no algorithm for the layout.
  * Errors: INVALID_ARG (NULL, zero dim), UNSUPPORTED (a tensor not on the

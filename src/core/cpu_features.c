@@ -13,10 +13,16 @@ static hrmt_cpu_features g_features; /* written once under pthread_once, then re
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__)
-static void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+typedef struct cpuid_regs {
+    unsigned eax, ebx, ecx, edx;
+} cpuid_regs;
+
+static cpuid_regs cpuid(unsigned leaf, unsigned sub) {
+    cpuid_regs r;
     __asm__ volatile("cpuid"
-                     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+                     : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx)
                      : "a"(leaf), "c"(sub));
+    return r;
 }
 
 /* XCR0 through xgetbv in asm: the intrinsic needs -mxsave, and this file is
@@ -31,13 +37,10 @@ static unsigned long long xcr0(void) {
  * (XTILEDATA), and Linux >= 5.16 hands the 8 KiB tile state to a process only
  * on request (otherwise the first tile instruction is SIGILL). */
 static int amx_bf16_usable(void) {
-    unsigned r[4];
-    cpuid(0, 0, r);
-    if (r[0] < 7) return 0;
-    cpuid(1, 0, r);
-    if (!(r[2] & (1u << 27))) return 0; /* OSXSAVE */
-    cpuid(7, 0, r);
-    const int tile = (r[3] >> 24) & 1, bf16 = (r[3] >> 22) & 1;
+    if (cpuid(0, 0).eax < 7) return 0;
+    if (!(cpuid(1, 0).ecx & (1u << 27))) return 0; /* OSXSAVE */
+    const unsigned edx7 = cpuid(7, 0).edx;
+    const unsigned tile = (edx7 >> 24) & 1u, bf16 = (edx7 >> 22) & 1u;
     if (!tile || !bf16) return 0;
     const unsigned long long tile_state = (1ull << 17) | (1ull << 18);
     if ((xcr0() & tile_state) != tile_state) return 0;
