@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(WARPS * 32)
  * own region of shared memory:
  *     S = Q K^T: one wmma m16n16k16 per 16-wide k step (bf16 in, F32 out),
  *         the steps' partial tiles added in F32 in ascending k;
- *     P = softmax(S * scale) in F32 over the T real keys (as the F32 kernel);
+ *     P = softmax(S * scale) in F32 over the T real keys, e_j * (1 / sum);
  *     O = P_hi V + P_lo V, P_hi = bf16(P), P_lo = bf16(P - P_hi) (P keeps
  *         ~16 significant bits), partial tiles added in F32, rounded once.
  * Loads are 16-byte vectors: a thread takes elements c..c+8 and
@@ -147,8 +147,11 @@ __host__ __device__ inline tc_layout tc_plan(int T, int d) {
     L.Tp = (T + 15) / 16 * 16;
     L.nw = L.Tp / 16 < TC_MAX_WARPS ? L.Tp / 16 : TC_MAX_WARPS;
     L.ldk = d + 8; /* 16-byte rows, staggered banks */
-    const int w = (L.Tp > d ? L.Tp : d) + 8;
-    L.lds = (w + 7) / 8 * 8; /* S [16][lds] F32; P_hi | P_lo [16][2*lds] bf16; O [16][lds] */
+    /* S [16][lds] F32; P_hi | P_lo [16][2*lds] bf16; O [16][lds]. lds a
+     * multiple of 16 words keeps every fragment pointer (P_lo at lds bf16)
+     * 32-byte aligned, as wmma requires. */
+    const int w = L.Tp > d ? L.Tp : d;
+    L.lds = (w + 15) / 16 * 16;
     L.v_off = (size_t)L.Tp * L.ldk * 2;
     L.warp_off = 2 * L.v_off;
     L.warp_bytes = (size_t)16 * L.lds * 4;
@@ -167,15 +170,21 @@ __device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, in
         return;
     }
     const uint16_t *x1 = (const uint16_t *)&a, *x2 = (const uint16_t *)&b;
-    const float *c1 = cs + (size_t)t * d + c, *c2 = c1 + half;
-    const float *s1 = sn + (size_t)t * d + c, *s2 = s1 + half;
+    /* Table rows are d F32 wide, c and half multiples of 8: 16-byte loads. */
+    const float4 *c1 = (const float4 *)(cs + (size_t)t * d + c), *c2 = c1 + half / 4;
+    const float4 *s1 = (const float4 *)(sn + (size_t)t * d + c), *s2 = s1 + half / 4;
+    float cv1[8], cv2[8], sv1[8], sv2[8];
+    *(float4 *)cv1 = c1[0], *(float4 *)(cv1 + 4) = c1[1];
+    *(float4 *)cv2 = c2[0], *(float4 *)(cv2 + 4) = c2[1];
+    *(float4 *)sv1 = s1[0], *(float4 *)(sv1 + 4) = s1[1];
+    *(float4 *)sv2 = s2[0], *(float4 *)(sv2 + 4) = s2[1];
     uint16_t y1[8], y2[8];
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         const float f1 = __uint_as_float((uint32_t)x1[k] << 16);
         const float f2 = __uint_as_float((uint32_t)x2[k] << 16);
-        y1[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f1, c1[k]), __fmul_rn(-f2, s1[k])));
-        y2[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f2, c2[k]), __fmul_rn(f1, s2[k])));
+        y1[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f1, cv1[k]), __fmul_rn(-f2, sv1[k])));
+        y2[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f2, cv2[k]), __fmul_rn(f1, sv2[k])));
     }
     *lo = *(const uint4 *)y1;
     *hi = *(const uint4 *)y2;
@@ -244,12 +253,14 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32)
         }
         __syncwarp();
         constexpr int JQ = TC_MAX_TP / 32;
+        const int nq = (L.Tp + 31) / 32; /* uniform: the q-loops below skip whole chunks */
         for (int i = 0; i < 16; i++) {
             const float *srow = W + i * L.lds;
             float p[JQ];
             float mx = -INFINITY;
 #pragma unroll
             for (int q = 0; q < JQ; q++) {
+                if (q >= nq) break;
                 const int j = lane + 32 * q;
                 p[q] = j < T ? __fmul_rn(srow[j], scale) : -INFINITY;
                 mx = fmaxf(mx, p[q]);
@@ -258,18 +269,21 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32)
             float sum = 0.0f;
 #pragma unroll
             for (int q = 0; q < JQ; q++) {
+                if (q >= nq) break;
                 const int j = lane + 32 * q;
                 p[q] = j < T ? expf(__fsub_rn(p[q], mx)) : 0.0f;
                 sum = __fadd_rn(sum, p[q]);
             }
             sum = warp_sum(sum);
+            const float inv = __fdiv_rn(1.0f, sum);
             __syncwarp(); /* every lane has read row i of S before P overwrites it */
             __nv_bfloat16 *prow = Wb + i * ldp;
 #pragma unroll
             for (int q = 0; q < JQ; q++) {
+                if (q >= nq) break;
                 const int j = lane + 32 * q;
                 if (j < L.Tp) {
-                    const float pv = j < T ? __fdiv_rn(p[q], sum) : 0.0f;
+                    const float pv = j < T ? __fmul_rn(p[q], inv) : 0.0f;
                     const __nv_bfloat16 hi = __float2bfloat16_rn(pv);
                     prow[j] = hi;
                     prow[L.lds + j] = __float2bfloat16_rn(__fsub_rn(pv, __bfloat162float(hi)));
