@@ -235,7 +235,7 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
                 o.m = m1 - i < mr ? m1 - i : mr;
                 o.c = (char *)g->C + (i * g->ldc + j) * g->c_esz;
                 o.partial = pbuf + s * mr * nr;
-                if (o.final && s + 1 < slivers) {
+                if (o.final && s + 1 < slivers && !tiles) {
                     size_t mn = m1 - i - mr < mr ? m1 - i - mr : mr;
                     prefetch_c(g, (const char *)o.c + mr * g->ldc * g->c_esz, mn, o.n);
                 }

@@ -110,35 +110,106 @@ static inline const char *prefetch_next(const char *pf, const char *end, size_t 
     return pf;
 }
 
-static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a_, const void *b_,
+/* Tile registers are not renamed: a tile load waits until every earlier
+ * TDPBF16PS reading that tile is done. So each load is issued right after the
+ * last product that reads its tile, and the products of consecutive K blocks
+ * run in orders that leave the TMUL busy meanwhile. Two rows of tiles (m > 16):
+ * even blocks C00 C01 C11 C10, odd blocks C01 C00 C10 C11; then the first
+ * product of a block needs tiles the previous block freed two products
+ * before its end. One row (m <= 16): C10 and C11 are free, so A and B are
+ * double-buffered (A in 4/5, B in 6,7 / 2,3). Each C tile still adds its K
+ * blocks in increasing order: the same bits. */
+static inline void blocks_2x2(size_t nblk, const char *a, const char *b, const char *pf,
+                              const char *pf_end, size_t pf_lines) {
+    const size_t a1 = A_BLOCK / 2;
+    TILE_LOAD(4, a, 64);
+    TILE_LOAD(6, b, 128);
+    TILE_LOAD(7, b + 64, 128);
+    TILE_LOAD(5, a + a1, 64);
+    size_t kb = 0;
+    for (; kb + 2 <= nblk; kb += 2) {
+        const char *an = a + A_BLOCK, *bn = b + B_BLOCK; /* block kb + 1 */
+        TILE_DP(0, 4, 6);
+        TILE_DP(1, 4, 7);
+        TILE_LOAD(4, an, 64);
+        TILE_DP(3, 5, 7);
+        TILE_LOAD(7, bn + 64, 128);
+        TILE_DP(2, 5, 6);
+        TILE_LOAD(5, an + a1, 64);
+        TILE_LOAD(6, bn, 128);
+        a = an + A_BLOCK; /* block kb + 2 */
+        b = bn + B_BLOCK;
+        const int more = kb + 2 < nblk;
+        TILE_DP(1, 4, 7);
+        TILE_DP(0, 4, 6);
+        if (more) TILE_LOAD(4, a, 64);
+        TILE_DP(2, 5, 6);
+        if (more) TILE_LOAD(6, b, 128);
+        TILE_DP(3, 5, 7);
+        if (more) {
+            TILE_LOAD(5, a + a1, 64);
+            TILE_LOAD(7, b + 64, 128);
+        }
+        pf = prefetch_next(pf, pf_end, 2 * pf_lines);
+    }
+    if (kb < nblk) { /* an odd last block, already loaded */
+        TILE_DP(0, 4, 6);
+        TILE_DP(1, 4, 7);
+        TILE_DP(3, 5, 7);
+        TILE_DP(2, 5, 6);
+        (void)prefetch_next(pf, pf_end, pf_lines);
+    }
+}
+
+static inline void blocks_1x2(size_t nblk, const char *a, const char *b, const char *pf,
+                              const char *pf_end, size_t pf_lines) {
+    TILE_LOAD(4, a, 64);
+    TILE_LOAD(6, b, 128);
+    TILE_LOAD(7, b + 64, 128);
+    if (nblk > 1) {
+        TILE_LOAD(5, a + A_BLOCK, 64);
+        TILE_LOAD(2, b + B_BLOCK, 128);
+        TILE_LOAD(3, b + B_BLOCK + 64, 128);
+    }
+    size_t kb = 0;
+    for (; kb + 2 <= nblk; kb += 2) {
+        a += 2 * A_BLOCK; /* block kb + 2 */
+        b += 2 * B_BLOCK;
+        TILE_DP(0, 4, 6);
+        TILE_DP(1, 4, 7);
+        if (kb + 2 < nblk) {
+            TILE_LOAD(4, a, 64);
+            TILE_LOAD(6, b, 128);
+            TILE_LOAD(7, b + 64, 128);
+        }
+        TILE_DP(0, 5, 2);
+        TILE_DP(1, 5, 3);
+        if (kb + 3 < nblk) {
+            TILE_LOAD(5, a + A_BLOCK, 64);
+            TILE_LOAD(2, b + B_BLOCK, 128);
+            TILE_LOAD(3, b + B_BLOCK + 64, 128);
+        }
+        pf = prefetch_next(pf, pf_end, 2 * pf_lines);
+    }
+    if (kb < nblk) {
+        TILE_DP(0, 4, 6);
+        TILE_DP(1, 4, 7);
+        (void)prefetch_next(pf, pf_end, pf_lines);
+    }
+}
+
+static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a, const void *b,
                                      const hrmt_gemm_ukr_out *o) {
-    const char *a = a_, *b = b_;
     const int rows2 = o->m > 16;
     const size_t nblk = kc / KB;
     const char *pf = o->pf, *pf_end = pf ? pf + o->pf_bytes : pf;
     const size_t pf_lines = nblk ? (o->pf_bytes / 64 + nblk) / nblk : 0; /* per K block */
     start_c(o, rows2);
-    if (rows2) {
-        for (size_t kb = 0; kb < nblk; kb++, a += A_BLOCK, b += B_BLOCK) {
-            TILE_LOAD(4, a, 64);
-            TILE_LOAD(6, b, 128);
-            TILE_LOAD(7, b + 64, 128);
-            TILE_DP(0, 4, 6);
-            TILE_LOAD(5, a + A_BLOCK / 2, 64);
-            TILE_DP(1, 4, 7);
-            TILE_DP(2, 5, 6);
-            TILE_DP(3, 5, 7);
-            pf = prefetch_next(pf, pf_end, pf_lines);
-        }
-    } else {
-        for (size_t kb = 0; kb < nblk; kb++, a += A_BLOCK, b += B_BLOCK) {
-            TILE_LOAD(4, a, 64);
-            TILE_LOAD(6, b, 128);
-            TILE_LOAD(7, b + 64, 128);
-            TILE_DP(0, 4, 6);
-            TILE_DP(1, 4, 7);
-            pf = prefetch_next(pf, pf_end, pf_lines);
-        }
+    if (nblk) {
+        if (rows2)
+            blocks_2x2(nblk, a, b, pf, pf_end, pf_lines);
+        else
+            blocks_1x2(nblk, a, b, pf, pf_end, pf_lines);
     }
     if (!o->final) {
         store_c(o->partial, o->ld_partial, rows2);
