@@ -198,6 +198,28 @@ static inline void blocks_1x2(size_t nblk, const char *a, const char *b, const c
     }
 }
 
+/* Writes C tile (rb, cb) (rows 16 rb.., columns 16 cb..) to C per `o`
+ * through `buf` (16 x 16 floats): the tile store waits for the tile's last
+ * product only, so while this tile is converted and written the TMUL works
+ * on the tiles after it. */
+#define PUT_TILE(t, rb, cb, buf)                    \
+    do {                                            \
+        if (o->m > 16 * (rb) && o->n > 16 * (cb)) { \
+            TILE_STORE(t, buf, 64);                 \
+            put_tile(buf, o, rb, cb);               \
+        }                                           \
+    } while (0)
+
+static inline void put_tile(const float *buf, const hrmt_gemm_ukr_out *o, size_t rb, size_t cb) {
+    const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
+    const size_t rows = o->m - 16 * rb < 16 ? o->m - 16 * rb : 16;
+    const size_t cols = o->n - 16 * cb < 16 ? o->n - 16 * cb : 16;
+    char *c = (char *)o->c + (16 * rb * o->ldc + 16 * cb) * esz;
+    for (size_t r = 0; r < rows; r++)
+        hrmt_gemm_store16__avx512(_mm512_load_ps(buf + r * 16), cols, c + r * o->ldc * esz, o->c_dt,
+                                  o->accumulate);
+}
+
 static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a, const void *b,
                                      const hrmt_gemm_ukr_out *o) {
     const int rows2 = o->m > 16;
@@ -215,18 +237,22 @@ static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a, const void *b,
         store_c(o->partial, o->ld_partial, rows2);
         return;
     }
-    float tile[MR * NR] __attribute__((aligned(64)));
-    store_c(tile, NR, rows2);
-    if (o->n == NR) {
-        const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
-        for (size_t i = 0; i < o->m; i++)
-            hrmt_gemm_store_row32__avx512(_mm512_load_ps(tile + i * NR),
-                                          _mm512_load_ps(tile + i * NR + 16),
-                                          (char *)o->c + i * o->ldc * esz, o->c_dt, o->accumulate);
+    /* Finished tiles in the order their last products run (blocks_2x2: an
+     * even last block C00 C01 C11 C10, an odd one C01 C00 C10 C11). */
+    float buf[4][256] __attribute__((aligned(64)));
+    if (!rows2 || nblk % 2) {
+        PUT_TILE(0, 0, 0, buf[0]);
+        PUT_TILE(1, 0, 1, buf[1]);
+        PUT_TILE(3, 1, 1, buf[3]);
+        PUT_TILE(2, 1, 0, buf[2]);
     } else {
-        hrmt_gemm_store_tile32__avx512(tile, o);
+        PUT_TILE(1, 0, 1, buf[1]);
+        PUT_TILE(0, 0, 0, buf[0]);
+        PUT_TILE(2, 1, 0, buf[2]);
+        PUT_TILE(3, 1, 1, buf[3]);
     }
 }
+#undef PUT_TILE
 
 /* BF16 rows [0, m) x k [0, kc) of A -> the sliver layout above; rows m..31
  * and k from kc to the next multiple of 32 are zero. */
