@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_escape.h"
+
 int cli_arg_error(char *err, size_t errlen, const char *flag, const char *fmt, ...) {
     if (err && errlen) {
         int k = snprintf(err, errlen, "%s: ", flag);
@@ -54,18 +56,15 @@ static int int_in_range(const char *flag, const char *item, size_t len, long lo,
                         char *err, size_t errlen) {
     long long v = 0;
     int r = parse_ll(item, len, &v);
-    if (r == 0) return cli_arg_error(err, errlen, flag, "'%.*s' is not an integer", (int)len, item);
+    char e[HRMT_ESCAPED_MAX];
+    hrmt_text_escape(e, sizeof e, item, len); /* the value as written, printable */
+    if (r == 0) return cli_arg_error(err, errlen, flag, "'%s' is not an integer", e);
     int below = r < 0 ? item[0] == '-' : v < lo;
     int above = r < 0 ? item[0] != '-' : v > hi;
     if (below && lo == 1)
-        return cli_arg_error(err, errlen, flag, "must be a positive integer, got %.*s", (int)len,
-                             item);
-    if (below)
-        return cli_arg_error(err, errlen, flag, "%.*s is below the minimum %ld", (int)len, item,
-                             lo);
-    if (above)
-        return cli_arg_error(err, errlen, flag, "%.*s is out of range (maximum %ld)", (int)len,
-                             item, hi);
+        return cli_arg_error(err, errlen, flag, "must be a positive integer, got %s", e);
+    if (below) return cli_arg_error(err, errlen, flag, "%s is below the minimum %ld", e, lo);
+    if (above) return cli_arg_error(err, errlen, flag, "%s is out of range (maximum %ld)", e, hi);
     *out = (int)v;
     return 0;
 }
@@ -82,20 +81,21 @@ int cli_parse_int(const char *flag, const char *text, long lo, long hi, int *out
 int cli_parse_double(const char *flag, const char *text, double lo_exclusive, double hi,
                      double *out, char *err, size_t errlen) {
     if (!text || !*text) return cli_arg_error(err, errlen, flag, "missing value");
+    char e[HRMT_ESCAPED_MAX];
+    hrmt_text_escape_str(e, sizeof e, text);
     /* strtod alone would accept leading spaces, hex floats, "inf" and "nan". */
     for (const char *p = text; *p; p++)
         if (!is_digit(*p) && !strchr(".eE+-", *p))
-            return cli_arg_error(err, errlen, flag, "'%s' is not a number", text);
+            return cli_arg_error(err, errlen, flag, "'%s' is not a number", e);
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
-    if (end == text || *end) return cli_arg_error(err, errlen, flag, "'%s' is not a number", text);
+    if (end == text || *end) return cli_arg_error(err, errlen, flag, "'%s' is not a number", e);
     if (errno == ERANGE || !isfinite(v))
-        return cli_arg_error(err, errlen, flag, "'%s' is out of range", text);
+        return cli_arg_error(err, errlen, flag, "'%s' is out of range", e);
     if (!(v > lo_exclusive))
-        return cli_arg_error(err, errlen, flag, "must be greater than %g, got %s", lo_exclusive,
-                             text);
-    if (v > hi) return cli_arg_error(err, errlen, flag, "%s is above the maximum %g", text, hi);
+        return cli_arg_error(err, errlen, flag, "must be greater than %g, got %s", lo_exclusive, e);
+    if (v > hi) return cli_arg_error(err, errlen, flag, "%s is above the maximum %g", e, hi);
     *out = v;
     return 0;
 }
@@ -103,13 +103,14 @@ int cli_parse_double(const char *flag, const char *text, double lo_exclusive, do
 int cli_parse_bytes(const char *flag, const char *text, size_t lo, size_t hi, size_t *out,
                     char *err, size_t errlen) {
     if (!text || !*text) return cli_arg_error(err, errlen, flag, "missing value");
+    char e[HRMT_ESCAPED_MAX];
+    hrmt_text_escape_str(e, sizeof e, text);
     size_t nd = 0;
     while (is_digit(text[nd])) nd++;
     if (text[0] == '-')
-        return cli_arg_error(err, errlen, flag, "must be a positive size, got %s", text);
+        return cli_arg_error(err, errlen, flag, "must be a positive size, got %s", e);
     if (nd == 0)
-        return cli_arg_error(err, errlen, flag, "'%s' is not a size (examples: 4096, 64K, 1G)",
-                             text);
+        return cli_arg_error(err, errlen, flag, "'%s' is not a size (examples: 4096, 64K, 1G)", e);
     const char *suf = text + nd;
     unsigned shift = 0;
     if (*suf) {
@@ -125,16 +126,16 @@ int cli_parse_bytes(const char *flag, const char *text, size_t lo, size_t hi, si
                            !strcmp(rest, "IB") || !strcmp(rest, "B") || !strcmp(rest, "b"));
         if (!ok)
             return cli_arg_error(err, errlen, flag, "'%s' is not a size (examples: 4096, 64K, 1G)",
-                                 text);
+                                 e);
     }
     long long v = 0;
     if (parse_ll(text, nd, &v) < 0 || (unsigned long long)v > (SIZE_MAX >> shift))
-        return cli_arg_error(err, errlen, flag, "%s is out of range", text);
+        return cli_arg_error(err, errlen, flag, "%s is out of range", e);
     size_t bytes = (size_t)v << shift;
     if (bytes == 0 || bytes < lo)
-        return cli_arg_error(err, errlen, flag, "%s is below the minimum of %zu bytes", text, lo);
+        return cli_arg_error(err, errlen, flag, "%s is below the minimum of %zu bytes", e, lo);
     if (bytes > hi)
-        return cli_arg_error(err, errlen, flag, "%s is above the maximum of %zu bytes", text, hi);
+        return cli_arg_error(err, errlen, flag, "%s is above the maximum of %zu bytes", e, hi);
     *out = bytes;
     return 0;
 }
@@ -164,19 +165,21 @@ void cli_backend_pin(hrmt_backend_kind kind) {
 int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int *out, size_t cap,
                        size_t *n, char *err, size_t errlen) {
     if (!text || !*text) return cli_arg_error(err, errlen, flag, "missing value");
+    char e[HRMT_ESCAPED_MAX];
+    hrmt_text_escape_str(e, sizeof e, text);
     size_t count = 0;
     const char *p = text;
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0) return cli_arg_error(err, errlen, flag, "empty item in list '%s'", text);
+        if (len == 0) return cli_arg_error(err, errlen, flag, "empty item in list '%s'", e);
         if (count == cap)
-            return cli_arg_error(err, errlen, flag, "more than %zu items in '%s'", cap, text);
+            return cli_arg_error(err, errlen, flag, "more than %zu items in '%s'", cap, e);
         int v = 0;
         if (int_in_range(flag, p, len, lo, hi, &v, err, errlen)) return -1;
         for (size_t i = 0; i < count; i++)
             if (out[i] == v)
-                return cli_arg_error(err, errlen, flag, "%d is listed twice in '%s'", v, text);
+                return cli_arg_error(err, errlen, flag, "%d is listed twice in '%s'", v, e);
         out[count++] = v;
         if (!comma) break;
         p = comma + 1;
@@ -200,5 +203,7 @@ int cli_parse_choice(const char *flag, const char *text, const char *const *name
         if (k < 0) break;
         used += (size_t)k;
     }
-    return cli_arg_error(err, errlen, flag, "unknown value '%s' (valid: %s)", text, list);
+    char e[HRMT_ESCAPED_MAX];
+    return cli_arg_error(err, errlen, flag, "unknown value '%s' (valid: %s)",
+                         hrmt_text_escape_str(e, sizeof e, text), list);
 }

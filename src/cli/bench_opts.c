@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/opt_error.h"
+#include "core/text_escape.h"
 
 /* Bounds: far beyond any sensible run, small enough that size products
  * (batch * seq * hidden * 4 bytes) stay well inside size_t. */
@@ -180,7 +181,9 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
         if (r) return -1;
     }
     if (optind < argc) {
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        char e[HRMT_ESCAPED_MAX];
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)",
+                 hrmt_text_escape_str(e, sizeof e, argv[optind]));
         return -1;
     }
     if (o->hidden_size && o->num_heads && o->hidden_size % o->num_heads)

@@ -50,7 +50,9 @@ static hrmt_status gemm_peak(hrmt_context *ctx, hrmt_dtype dt, cli_bench_machine
     void *a = calloc(M * K, es), *w = calloc(N * K, es), *c = calloc(M * N, es);
     hrmt_packed_w *pw = NULL;
     if (!a || !w || !c) {
-        s = HRMT_ERR_OUT_OF_MEMORY;
+        s = hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                      "GEMM peak probe: no memory for its %zux%zux%zu matrices (%.1f MiB)", M, N, K,
+                      (double)((M * K + N * K + M * N) * es) / 1048576.0);
         goto done;
     }
     /* Small values whose BF16 form is exact: 1/8 steps in [-1, 1). */
@@ -130,7 +132,8 @@ static void io_free(step_io *io) {
 }
 
 /* Buffers for `batch` samples and deterministic inputs (same for every call). */
-static hrmt_status io_alloc(const hrmt_model *m, int batch, int want_z, step_io *io) {
+static hrmt_status io_alloc(hrmt_context *ctx, const hrmt_model *m, int batch, int want_z,
+                            step_io *io) {
     memset(io, 0, sizeof *io);
     const hrmt_model_config *c = hrmt_model_get_config(m);
     size_t B = (size_t)batch, S = (size_t)c->seq_len;
@@ -149,8 +152,13 @@ static hrmt_status io_alloc(const hrmt_model *m, int batch, int want_z, step_io 
     }
     if (!io->inputs || !io->puzzle_ids || !io->halted || !io->logits || !io->q_halt ||
         !io->q_cont || (want_z && (!io->zH || !io->zL))) {
+        double mib = (double)((B * S + 3 * B + io->n_logits) * 4 + (want_z ? 2 * io->n_z * 4 : 0)) /
+                     1048576.0;
         io_free(io);
-        return HRMT_ERR_OUT_OF_MEMORY;
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                         "batch %d, seq %zu: no memory for one step's inputs and outputs "
+                         "(%.1f MiB); use smaller --batch-sizes or --seq-lens",
+                         batch, S, mib);
     }
     uint64_t seed = 0xD1B54A32D192ED03ull;
     int vocab = c->vocab_size > 1 ? c->vocab_size : 2;
@@ -182,8 +190,11 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
     double *t_ms = malloc(n * sizeof *t_ms);
     step_io io;
     hrmt_carry *carry = NULL;
-    hrmt_status s = io_alloc(m, batch, 0, &io);
-    if (s == HRMT_OK && (!l_us || !h_us || !t_ms)) s = HRMT_ERR_OUT_OF_MEMORY;
+    hrmt_status s = io_alloc(ctx, m, batch, 0, &io);
+    if (s == HRMT_OK && (!l_us || !h_us || !t_ms))
+        s = hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                      "no memory for the timings of %d iterations; use fewer --iterations",
+                      iterations);
     if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &carry);
     if (s != HRMT_OK) goto done;
 
@@ -266,13 +277,13 @@ static size_t first_diff(const float *a, const float *b, size_t n) {
     return n;
 }
 
-hrmt_status cli_bench_check_identical(hrmt_model *m, int batch, int *identical, char *detail,
-                                      size_t detail_len) {
+hrmt_status cli_bench_check_identical(hrmt_context *ctx, hrmt_model *m, int batch, int *identical,
+                                      char *detail, size_t detail_len) {
     step_io a, b;
     hrmt_carry *ca = NULL, *cb = NULL;
-    hrmt_status s = io_alloc(m, batch, 1, &a);
+    hrmt_status s = io_alloc(ctx, m, batch, 1, &a);
     if (s == HRMT_OK)
-        s = io_alloc(m, batch, 1, &b);
+        s = io_alloc(ctx, m, batch, 1, &b);
     else
         memset(&b, 0, sizeof b);
     if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &ca);

@@ -49,9 +49,9 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
 
 /* Runs one ACT step of each schedule on the same inputs and compares logits,
  * q values, z_H and z_L byte for byte. *identical = 1 when all agree; else
- * `detail` says what differed first. */
-hrmt_status cli_bench_check_identical(hrmt_model *m, int batch, int *identical, char *detail,
-                                      size_t detail_len);
+ * `detail` says what differed first. Failures leave a message in ctx. */
+hrmt_status cli_bench_check_identical(hrmt_context *ctx, hrmt_model *m, int batch, int *identical,
+                                      char *detail, size_t detail_len);
 
 /* The JSON array of rows (the seed's results.json shape). */
 cJSON *cli_bench_json(const cli_bench_row *rows, size_t n, const char *dtype, const char *isa,

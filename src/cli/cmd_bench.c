@@ -64,7 +64,9 @@ static int prepare(bench *b) {
     const cli_bench_opts *o = &b->o;
     b->cfg = hrmt_model_config_default();
     if (o->config_path && hrmt_model_config_load_json(b->ctx, o->config_path, &b->cfg) != HRMT_OK) {
-        fprintf(stderr, "hrmt bench: --config %s: %s\n", o->config_path, hrmt_last_error(b->ctx));
+        char e[256];
+        fprintf(stderr, "hrmt bench: --config %s: %s\n",
+                hrmt_text_escape_str(e, sizeof e, o->config_path), hrmt_last_error(b->ctx));
         return 2;
     }
     if (o->model_path) {
@@ -79,7 +81,9 @@ static int prepare(bench *b) {
             s = hrmt_model_load(b->ctx, o->model_path, &b->cfg, &b->file_model);
         }
         if (s != HRMT_OK) {
-            fprintf(stderr, "hrmt bench: --model %s: %s: %s\n", o->model_path, hrmt_status_str(s),
+            char e[256];
+            fprintf(stderr, "hrmt bench: --model %s: %s: %s\n",
+                    hrmt_text_escape_str(e, sizeof e, o->model_path), hrmt_status_str(s),
                     hrmt_last_error(b->ctx));
             return 1;
         }
@@ -112,9 +116,15 @@ static int prepare(bench *b) {
     return 0;
 }
 
+/* "hrmt bench: WHAT: status: detail", with a hint when memory ran out. */
 static int fail_status(bench *b, const char *what, hrmt_status s) {
     cli_progress_finish(&b->bar);
-    fprintf(stderr, "hrmt bench: %s: %s: %s\n", what, hrmt_status_str(s), hrmt_last_error(b->ctx));
+    const char *detail = hrmt_last_error(b->ctx);
+    fprintf(stderr, "hrmt bench: %s: %s: %s%s\n", what, hrmt_status_str(s),
+            detail && *detail ? detail : "(no detail from the library)",
+            s == HRMT_ERR_OUT_OF_MEMORY
+                ? " (use smaller --batch-sizes, --seq-lens or --hidden-size, or free memory)"
+                : "");
     return 1;
 }
 
@@ -128,8 +138,10 @@ static int run_model(bench *b, hrmt_model *m) {
         hrmt_status s;
         if (checked) {
             char detail[256];
-            s = cli_bench_check_identical(m, batch, &identical, detail, sizeof detail);
-            if (agree(b, s != HRMT_OK ? fail_status(b, "tiered/baseline check", s) : 0)) return 1;
+            s = cli_bench_check_identical(b->ctx, m, batch, &identical, detail, sizeof detail);
+            char what[96];
+            snprintf(what, sizeof what, "tiered/baseline check (batch %d, seq %d)", batch, seq);
+            if (agree(b, s != HRMT_OK ? fail_status(b, what, s) : 0)) return 1;
             cli_progress_advance(&b->bar, 1, "check tiered == baseline");
             if (!identical) {
                 cli_progress_finish(&b->bar);
@@ -148,7 +160,10 @@ static int run_model(bench *b, hrmt_model *m) {
             cli_bench_row *r = &b->rows[b->n_rows];
             s = cli_bench_time(b->ctx, m, sched, batch, o->warmup, o->iterations, &b->mach, &b->bar,
                                r);
-            if (agree(b, s != HRMT_OK ? fail_status(b, "timing", s) : 0)) return 1;
+            char what[96];
+            snprintf(what, sizeof what, "timing %s (batch %d, seq %d)",
+                     k == 0 ? "tiered" : "baseline", batch, seq);
+            if (agree(b, s != HRMT_OK ? fail_status(b, what, s) : 0)) return 1;
             r->outputs_checked = checked;
             r->outputs_identical = identical;
             b->n_rows++;
@@ -167,14 +182,20 @@ static int run_all(bench *b) {
     size_t modes = o->mode == CLI_MODE_COMPARE ? 2 : 1;
     size_t groups = b->n_seq * o->n_batch;
     b->rows = calloc(groups * modes, sizeof *b->rows);
-    if (agree(b, !b->rows ? fail_status(b, "results", HRMT_ERR_OUT_OF_MEMORY) : 0)) return 1;
+    int no_rows = b->rows == NULL;
+    if (no_rows)
+        fprintf(stderr, "hrmt bench: out of memory for %zu result rows; list fewer sizes\n",
+                groups * modes);
+    if (agree(b, no_rows)) return 1;
     size_t units = 1 + groups * modes * (size_t)(o->warmup + o->iterations) +
                    (o->mode == CLI_MODE_COMPARE ? groups : 0);
     cli_progress_init(&b->bar, cli_progress_wanted(o->quiet) ? stderr : NULL, units);
     cli_progress_advance(&b->bar, 0, "probing memory and GEMM peak");
     hrmt_dtype dt = b->cfg.forward_dtype;
     hrmt_status s = cli_bench_measure_machine(b->ctx, dt, &b->mach);
-    if (agree(b, s != HRMT_OK ? fail_status(b, "machine probes", s) : 0)) return 1;
+    if (agree(b,
+              s != HRMT_OK ? fail_status(b, "machine probes (memory latency, GEMM peak)", s) : 0))
+        return 1;
     cli_progress_advance(&b->bar, 1, "probing memory and GEMM peak");
     for (size_t i = 0; i < b->n_seq; i++) {
         if (b->file_model) {
@@ -185,7 +206,10 @@ static int run_all(bench *b) {
         c.seq_len = b->seqs[i];
         hrmt_model *m = NULL;
         s = hrmt_model_create_random(b->ctx, &c, BENCH_SEED, &m);
-        if (agree(b, s != HRMT_OK ? fail_status(b, "built-in model", s) : 0)) return 1;
+        char what[96];
+        snprintf(what, sizeof what, "building the built-in model (hidden %d, seq %d)",
+                 c.hidden_size, c.seq_len);
+        if (agree(b, s != HRMT_OK ? fail_status(b, what, s) : 0)) return 1;
         int rc = run_model(b, m);
         hrmt_model_destroy(m);
         if (rc) return rc;

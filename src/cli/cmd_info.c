@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/text_escape.h"
 #include "hrmt.h"
 
 static void usage(FILE *f) {
@@ -171,7 +172,9 @@ int hrmt_cmd_info(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "hrmt info: unknown option '%s'\n", argv[i]);
+            char e[HRMT_ESCAPED_MAX];
+            fprintf(stderr, "hrmt info: unknown option '%s'\n",
+                    hrmt_text_escape_str(e, sizeof e, argv[i]));
             usage(stderr);
             return 2;
         }

@@ -169,7 +169,9 @@ static int run_input(const cli_probe_opts *o, cli_output *plot_out) {
         cJSON_Delete(j);
         return 1;
     }
-    const char *note = cJSON_IsString(why) ? why->valuestring : "not in the saved run";
+    char note[256]; /* printed and plotted: only printable bytes */
+    hrmt_text_escape_str(note, sizeof note,
+                         cJSON_IsString(why) ? why->valuestring : "not in the saved run");
     if (compare)
         cli_probe_print_compare(&a, have_gpu ? &b : NULL, note, stdout);
     else

@@ -69,7 +69,15 @@ static int load_model(run *r) {
     if (!o->model_path) {
         if (!have_cfg) r->cfg = hrmt_model_config_default();
         if (o->dtype >= 0) r->cfg.forward_dtype = (hrmt_dtype)o->dtype;
-        if (hrmt_model_create_random(r->ctx, &r->cfg, RUN_SEED, &r->m) != HRMT_OK)
+        hrmt_status s = hrmt_model_create_random(r->ctx, &r->cfg, RUN_SEED, &r->m);
+        if (s == HRMT_ERR_OUT_OF_MEMORY) {
+            fprintf(stderr,
+                    "hrmt run: building the model with random weights (hidden %d, %d H + %d L "
+                    "layers): %s; give a smaller --config or --model, or free memory\n",
+                    r->cfg.hidden_size, r->cfg.H_layers, r->cfg.L_layers, hrmt_last_error(r->ctx));
+            return 1;
+        }
+        if (s != HRMT_OK)
             return usage_error("--config", o->config_path ? o->config_path : "(built-in)",
                                hrmt_last_error(r->ctx));
         return 0;
@@ -185,7 +193,9 @@ static int run_steps(run *r) {
     hrmt_carry *carry = NULL;
     int rc = 0;
     if (r->nb > 0 && hrmt_carry_create(r->m, r->nb, &carry) != HRMT_OK) {
-        fprintf(stderr, "hrmt run: %s\n", hrmt_last_error(r->ctx));
+        fprintf(stderr,
+                "hrmt run: ACT state for %d samples: %s (fewer samples per file need less)\n",
+                r->nb, hrmt_last_error(r->ctx));
         rc = 1;
     }
     if (rc == 0 && r->o.dump_path && is_root(r)) rc = start_dump(r);
@@ -379,7 +389,8 @@ static int receive_count(run *r) {
     r->in.seq_len = r->cfg.seq_len;
     r->in.tokens = calloc((size_t)n * (size_t)r->cfg.seq_len, sizeof *r->in.tokens);
     if (!r->in.tokens) {
-        fprintf(stderr, "hrmt run: out of memory for %d samples\n", n);
+        fprintf(stderr, "hrmt run: out of memory for the tokens of %d samples of %d\n", n,
+                r->cfg.seq_len);
         return 1;
     }
     return 0;
@@ -400,7 +411,11 @@ static int size_run(run *r) {
         if (r->ranks->rank != 0) r->rows = r->nb;
     }
     if (alloc_io(r) != 0) {
-        fprintf(stderr, "hrmt run: out of memory for %d samples\n", r->rows);
+        fprintf(stderr,
+                "hrmt run: out of memory for the outputs of %d samples (logits%s); use fewer "
+                "samples per file%s\n",
+                r->rows, r->o.dump_path ? ", z_H and z_L for --dump" : "",
+                r->o.dump_path ? " or drop --dump" : "");
         return 1;
     }
     return 0;

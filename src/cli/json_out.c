@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_escape.h"
+
 cJSON *cli_json_stats(const cli_stats *s) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -52,12 +54,16 @@ int cli_json_write(const cJSON *root, FILE *f, char *err, size_t errlen) {
 int cli_json_write_file(const cJSON *root, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "w");
     if (!f) {
-        snprintf(err, errlen, "cannot open '%s' for writing: %s", path, strerror(errno));
+        char e[256];
+        snprintf(err, errlen, "cannot open '%s' for writing: %s",
+                 hrmt_text_escape_str(e, sizeof e, path), strerror(errno));
         return -1;
     }
     int r = cli_json_write(root, f, err, errlen);
     if (fclose(f) != 0 && r == 0) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        char e[256];
+        snprintf(err, errlen, "cannot write '%s': %s", hrmt_text_escape_str(e, sizeof e, path),
+                 strerror(errno));
         r = -1;
     }
     return r;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/text_escape.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -54,7 +55,8 @@ int main(int argc, char **argv) {
                  {"probe", hrmt_cmd_probe}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(cmd, table[i].name)) return finish(cmd, table[i].fn(argc - 1, argv + 1));
-    fprintf(stderr, "hrmt: unknown command '%s'\n", cmd);
+    char e[HRMT_ESCAPED_MAX];
+    fprintf(stderr, "hrmt: unknown command '%s'\n", hrmt_text_escape_str(e, sizeof e, cmd));
     usage(stderr);
     return 2;
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text_escape.h"
+
 const char *cli_flag_name(const struct option *opts, int c, char *buf, size_t len) {
     for (const struct option *o = opts; o->name; o++)
         if (o->val == c) {
@@ -20,14 +22,18 @@ int cli_getopt_error(int c, int argc, char **argv, const struct option *opts, ch
     /* getopt has already stepped past the offending word. */
     const char *word = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
     int is_long = word[0] == '-' && word[1] == '-';
-    char fb[64];
+    char fb[64], e[HRMT_ESCAPED_MAX];
     if (c == ':')
         snprintf(err, errlen, "%s: missing value", cli_flag_name(opts, optopt, fb, sizeof fb));
     else if (is_long && optopt)
         snprintf(err, errlen, "%s: takes no value", cli_flag_name(opts, optopt, fb, sizeof fb));
     else if (is_long)
-        snprintf(err, errlen, "unknown or ambiguous option '%s' (see --help)", word);
-    else
-        snprintf(err, errlen, "unknown option '-%c' (see --help)", optopt ? optopt : '?');
+        snprintf(err, errlen, "unknown or ambiguous option '%s' (see --help)",
+                 hrmt_text_escape_str(e, sizeof e, word));
+    else {
+        const char opt[2] = {'-', (char)(optopt ? optopt : '?')};
+        snprintf(err, errlen, "unknown option '%s' (see --help)",
+                 hrmt_text_escape(e, sizeof e, opt, 2));
+    }
     return -1;
 }

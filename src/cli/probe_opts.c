@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/opt_error.h"
+#include "core/text_escape.h"
 
 #define KIB ((size_t)1 << 10)
 #define GIB ((size_t)1 << 30)
@@ -78,7 +79,7 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
     int min_given = 0;
     optind = 0; /* glibc: full re-initialisation, so repeated parses work */
     opterr = 0;
-    char fb[64];
+    char fb[64], e[HRMT_ESCAPED_MAX];
     for (;;) {
         int c = getopt_long(argc, argv, ":qh", g_long_opts, NULL);
         if (c == -1) break;
@@ -103,7 +104,8 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
             else if (ends_with(optarg, ".png"))
                 o->plot_format = CLI_PLOT_PNG;
             else
-                return cli_arg_error(err, errlen, fl, "'%s' must end in .svg or .png", optarg);
+                return cli_arg_error(err, errlen, fl, "'%s' must end in .svg or .png",
+                                     hrmt_text_escape_str(e, sizeof e, optarg));
             break;
         case OPT_BACKEND:
             r = cli_parse_choice(fl, optarg, backends, 2, &v, err, errlen);
@@ -118,7 +120,8 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
         if (r) return -1;
     }
     if (optind < argc) {
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)",
+                 hrmt_text_escape_str(e, sizeof e, argv[optind]));
         return -1;
     }
     if (o->quick && !o->max_given) o->max_bytes = GIB / 4;

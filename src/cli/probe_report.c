@@ -5,6 +5,7 @@
 
 #include "cli/json_out.h"
 #include "cli/table.h"
+#include "core/text_escape.h"
 
 static cJSON *point_json(const cli_probe_result *r, const cli_probe_point *p, int bandwidth) {
     cJSON *o = cJSON_CreateObject();
@@ -301,7 +302,8 @@ static int json_tier(const cJSON *e, cli_probe_tier *t) {
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
     double level = 0;
     if (!cJSON_IsString(name) || get_num(e, "level", &level)) return -1;
-    snprintf(t->name, sizeof t->name, "%s", name->valuestring);
+    /* Names from a file are printed and plotted: only printable bytes. */
+    hrmt_text_escape_str(t->name, sizeof t->name, name->valuestring);
     t->level = (int)level;
     t->shared = cJSON_IsString(kind) && !strcmp(kind->valuestring, "shared");
     t->size_bytes = get_size(e, "size_bytes");
@@ -342,7 +344,7 @@ int cli_probe_from_json(const cJSON *j, cli_probe_result *r, char *err, size_t e
     const int gpu = !strcmp(dev->valuestring, "cuda");
     r->device = gpu ? "cuda" : "cpu";
     if (cJSON_IsString(name))
-        snprintf(r->device_name, sizeof r->device_name, "%s", name->valuestring);
+        hrmt_text_escape_str(r->device_name, sizeof r->device_name, name->valuestring);
     r->source = "a saved --json output";
     const cJSON *e;
     size_t i = 0;

@@ -43,18 +43,26 @@ int cli_run_dump_init(cli_run_dump *d, int B, int S, int V, int T, int H, int st
     d->T = (size_t)T;
     d->H = (size_t)H;
     d->steps = steps;
-    uint64_t hdr = cli_st_header_bytes(count(d), cli_run_dump_describe, d);
+    /* Each step adds six entries of at least 40 header bytes: far too many
+     * steps are refused without formatting the header. */
+    uint64_t hdr = (uint64_t)steps * PER_STEP * 40 > HRMT_ST_MAX_HEADER
+                       ? HRMT_ST_MAX_HEADER + 1
+                       : cli_st_header_bytes(count(d), cli_run_dump_describe, d);
     if (hdr == 0) {
         snprintf(err, errlen, "%d steps of batch %d would exceed the largest file it can write",
                  steps, B);
         return -1;
     }
     if (hdr > HRMT_ST_MAX_HEADER) {
+        /* The header grows by about the same bytes per step. */
+        cli_run_dump one = *d;
+        one.steps = 1;
+        uint64_t per_step = cli_st_header_bytes(count(&one), cli_run_dump_describe, &one);
         snprintf(err, errlen,
-                 "%d steps need a %llu-byte safetensors header, above the %llu bytes readers "
-                 "accept; dump fewer --steps (about %llu at most)",
-                 steps, (unsigned long long)hdr, (unsigned long long)HRMT_ST_MAX_HEADER,
-                 (unsigned long long)(HRMT_ST_MAX_HEADER / (hdr / (uint64_t)steps + 1)));
+                 "%d steps need a safetensors header above the %llu bytes readers accept; dump "
+                 "fewer --steps (about %llu at most)",
+                 steps, (unsigned long long)HRMT_ST_MAX_HEADER,
+                 (unsigned long long)(HRMT_ST_MAX_HEADER / (per_step + 16)));
         return -1;
     }
     return 0;

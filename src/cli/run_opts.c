@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/opt_error.h"
 #include "cli/run_input.h"
+#include "core/text_escape.h"
 
 enum {
     OPT_MODEL = 256,
@@ -127,7 +128,9 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
         if (r) return -1;
     }
     if (optind < argc) {
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        char e[HRMT_ESCAPED_MAX];
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)",
+                 hrmt_text_escape_str(e, sizeof e, argv[optind]));
         return -1;
     }
     if (o->help) return 0;

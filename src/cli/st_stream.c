@@ -27,8 +27,10 @@ static int name_ok(const char *s) {
 }
 
 /* Emits the JSON header text: counts its length, and writes it when fp is
- * not NULL. 0 on an invalid entry or a write error. */
-static uint64_t emit_header(FILE *fp, size_t n, cli_st_describe_fn describe, const void *user) {
+ * not NULL. 0 on an invalid entry or a write error; counting stops past
+ * `cap` bytes (so a refused header costs no more than the limit). */
+static uint64_t emit_header(FILE *fp, size_t n, cli_st_describe_fn describe, const void *user,
+                            uint64_t cap) {
     uint64_t len = 0, off = 0;
     char num[48];
     int ok = 1;
@@ -39,7 +41,7 @@ static uint64_t emit_header(FILE *fp, size_t n, cli_st_describe_fn describe, con
         if (fp && fwrite((str), 1, l_, fp) != l_) return 0; \
     } while (0)
     PUT("{");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && len <= cap; i++) {
         cli_st_desc d;
         memset(&d, 0, sizeof d);
         describe(user, i, &d);
@@ -66,14 +68,14 @@ static uint64_t emit_header(FILE *fp, size_t n, cli_st_describe_fn describe, con
 }
 
 uint64_t cli_st_header_bytes(size_t n, cli_st_describe_fn describe, const void *user) {
-    uint64_t len = emit_header(NULL, n, describe, user);
+    uint64_t len = emit_header(NULL, n, describe, user, HRMT_ST_MAX_HEADER);
     return (len + 7) / 8 * 8; /* spaces keep the data section 8-byte aligned */
 }
 
 int cli_st_stream_start(cli_st_stream *s, FILE *fp, size_t n, cli_st_describe_fn describe,
                         const void *user, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    uint64_t raw = emit_header(NULL, n, describe, user);
+    uint64_t raw = emit_header(NULL, n, describe, user, HRMT_ST_MAX_HEADER);
     if (raw == 0) {
         snprintf(err, errlen, "invalid tensor name or size (data above %llu bytes)",
                  (unsigned long long)MAX_OFFSET);
@@ -89,7 +91,7 @@ int cli_st_stream_start(cli_st_stream *s, FILE *fp, size_t n, cli_st_describe_fn
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)(padded >> (8 * i));
-    int ok = fwrite(len8, 1, 8, fp) == 8 && emit_header(fp, n, describe, user) == raw;
+    int ok = fwrite(len8, 1, 8, fp) == 8 && emit_header(fp, n, describe, user, raw) == raw;
     for (uint64_t i = raw; ok && i < padded; i++) ok = fputc(' ', fp) != EOF;
     if (!ok) {
         snprintf(err, errlen, "writing the header failed: %s", strerror(errno));

@@ -42,7 +42,8 @@ int cli_st_stream_start(cli_st_stream *s, FILE *fp, size_t n, cli_st_describe_fn
 int cli_st_stream_put(cli_st_stream *s, const void *data, size_t nbytes, char *err, size_t errlen);
 
 /* Header length (8-byte length field excluded, padding included) that
- * cli_st_stream_start would write; 0 when a name or size is invalid. */
+ * cli_st_stream_start would write, or some length above HRMT_ST_MAX_HEADER
+ * when it is larger; 0 when a name or size is invalid. */
 uint64_t cli_st_header_bytes(size_t n, cli_st_describe_fn describe, const void *user);
 
 #endif
