@@ -100,9 +100,10 @@ static int run_compare(const cli_probe_opts *o, hrmt_context *ctx, cli_probe_res
         cli_probe_print_compare(cpu, g, why, stdout);
     }
     if (!o->plot_path) return 0;
-    char err[512];
+    char err[512], e[256];
     if (cli_probe_plot_compare(cpu, g, why, plot_out, o->plot_format, err, sizeof err)) {
-        fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+        fprintf(stderr, "hrmt probe: --plot %s: %s\n",
+                hrmt_text_escape_str(e, sizeof e, o->plot_path), err);
         return 1;
     }
     if (!o->json) /* stdout holds nothing but the JSON */
@@ -181,7 +182,8 @@ static int run_input(const cli_probe_opts *o, cli_output *plot_out) {
                                                    o->plot_format, err, sizeof err)
                           : cli_probe_plot(&a, NULL, plot_out, o->plot_format, err, sizeof err);
         if (bad) {
-            fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+            fprintf(stderr, "hrmt probe: --plot %s: %s\n",
+                    hrmt_text_escape_str(e, sizeof e, o->plot_path), err);
             rc = 1;
         } else {
             fprintf(stdout, "plot written to %s\n",
@@ -211,11 +213,12 @@ static int run_measured(const cli_probe_opts *opts, cli_output *plot_out) {
         else
             cli_probe_print(&r, topo, stdout);
         if (rc == 0 && o.plot_path) {
+            char e[256];
             if (cli_probe_plot(&r, topo, plot_out, o.plot_format, err, sizeof err)) {
-                fprintf(stderr, "hrmt probe: --plot: %s\n", err);
+                fprintf(stderr, "hrmt probe: --plot %s: %s\n",
+                        hrmt_text_escape_str(e, sizeof e, o.plot_path), err);
                 rc = 1;
             } else if (!o.json) {
-                char e[256];
                 fprintf(stdout, "plot written to %s\n",
                         hrmt_text_escape_str(e, sizeof e, o.plot_path));
             }

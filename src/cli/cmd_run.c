@@ -159,12 +159,13 @@ static int start_dump(run *r) {
 /* Rank 0: closes the dump; a failed run (rc != 0) removes the partial file. */
 static int end_dump(run *r, int rc) {
     if (!r->o.dump_path || !is_root(r) || r->dump_out.path == NULL) return rc;
-    char err[512];
+    char err[512], e[256];
     int bad = cli_output_end(&r->dump_out, r->dump_fp, rc == 0, err, sizeof err);
     r->dump_fp = NULL;
     r->dump_out.path = NULL;
     if (bad) {
-        fprintf(stderr, "hrmt run: %s\n", err);
+        fprintf(stderr, "hrmt run: --dump %s: %s\n",
+                hrmt_text_escape_str(e, sizeof e, r->o.dump_path), err);
         return 1;
     }
     return rc;

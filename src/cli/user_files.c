@@ -100,17 +100,17 @@ int cli_output_open(cli_output *o, const char *flag, const char *path, const cli
 
 FILE *cli_output_begin(cli_output *o, char *err, size_t errlen) {
     if (o->fd < 0) {
-        output_fail(o, err, errlen, "not open");
+        snprintf(err, errlen, "not open");
         return NULL;
     }
     if (o->regular && ftruncate(o->fd, 0) != 0) {
-        output_fail(o, err, errlen, strerror(errno));
+        snprintf(err, errlen, "%s", strerror(errno));
         return NULL;
     }
     o->begun = 1;
     FILE *fp = fdopen(o->fd, "wb");
     if (!fp) {
-        output_fail(o, err, errlen, strerror(errno));
+        snprintf(err, errlen, "%s", strerror(errno));
         return NULL;
     }
     o->fd = -1; /* fp owns it now */
@@ -129,7 +129,7 @@ int cli_output_end(cli_output *o, FILE *fp, int ok, char *err, size_t errlen) {
         }
         if (bad && ok) {
             rc = -1;
-            if (err) output_fail(o, err, errlen, e ? strerror(e) : "write error");
+            if (err) snprintf(err, errlen, "%s", e ? strerror(e) : "write error");
         }
     }
     if (o->fd >= 0) close(o->fd);

@@ -43,13 +43,14 @@ int cli_output_open(cli_output *o, const char *flag, const char *path, const cli
                     size_t n_inputs, char *err, size_t errlen);
 
 /* Truncates a regular file and hands the descriptor over to a FILE (which
- * cli_output_end closes). NULL with a message in err. */
+ * cli_output_end closes). NULL with the reason in err (the caller names the
+ * flag and path). */
 FILE *cli_output_begin(cli_output *o, char *err, size_t errlen);
 
 /* Finishes the output: flushes and closes fp (may be NULL when begin was not
  * called). ok == 0 (the command failed) or a failed close removes a regular
  * file this run created or truncated, so no partial output looks complete.
- * Returns 0, or -1 with a message in err when closing failed. */
+ * Returns 0, or -1 with the reason in err (may be NULL) when closing failed. */
 int cli_output_end(cli_output *o, FILE *fp, int ok, char *err, size_t errlen);
 
 #endif
