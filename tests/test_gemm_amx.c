@@ -92,11 +92,18 @@ static float c_at(const bmat *c, size_t i, size_t j) {
                              : ref_bf16_to_f32(((const uint16_t *)c->data)[i * c->ld + j]);
 }
 
-/* What C must hold: the reference sum, added to C0 (in F32) when
- * accumulating, rounded once to BF16 for a BF16 C. Returns the mismatches
- * (the first few logged); the row padding must still be NaN. */
-static size_t check(const bmat *a, const bmat *w, const bmat *c, const bmat *c0, int acc,
-                    const char *what) {
+/* The reference sums of A x W^T, [M, N] row-major (caller frees). */
+static float *reference(const bmat *a, const bmat *w) {
+    float *r = malloc(a->rows * w->rows * sizeof(float) + 4);
+    cr_assert_not_null(r);
+    ref_amx_gemm(a->rows, w->rows, a->cols, a->data, a->ld, w->data, w->ld, r, w->rows);
+    return r;
+}
+
+/* What C must hold: the reference sum `ref` [M, N], added to C0 (in F32)
+ * when accumulating, rounded once to BF16 for a BF16 C. Returns the
+ * mismatches (the first few logged); the row padding must still be NaN. */
+static size_t check(const float *ref, const bmat *c, const bmat *c0, int acc, const char *what) {
     size_t bad = 0;
     for (size_t i = 0; i < c->rows; i++)
         for (size_t j = 0; j < c->ld; j++) {
@@ -106,8 +113,7 @@ static size_t check(const bmat *a, const bmat *w, const bmat *c, const bmat *c0,
                     cr_log_error("%s: padding [%zu,%zu] written", what, i, j);
                 continue;
             }
-            float want = ref_amx_dot(a->cols, (const uint16_t *)a->data + i * a->ld,
-                                     (const uint16_t *)w->data + j * w->ld);
+            float want = ref[i * c->cols + j];
             if (acc) want = c_at(c0, i, j) + want;
             if (c->dt == HRMT_BF16) want = ref_round_bf16(want);
             if (ref_bits(got) != ref_bits(want) && bad++ < 3)
@@ -125,23 +131,25 @@ static void run_shape(hrmt_context *ctx, size_t M, size_t N, size_t K, hrmt_dtyp
          w = bmat_new(N, K, 5, HRMT_BF16, seed + 1, 1.0f);
     bmat c = bmat_new(M, N, 2, c_dt, seed + 2, 4.0f), c0 = bmat_new(M, N, 2, c_dt, seed + 2, 4.0f);
     hrmt_packed_w *pw = pack(ctx, &w);
+    float *ref = reference(&a, &w);
     char what[128];
     snprintf(what, sizeof what, "M%zu N%zu K%zu C %s", M, N, K, c_dt == HRMT_F32 ? "f32" : "bf16");
     /* Accumulate first (onto the random C), then plain. */
     gemm_rows(ctx, &a, pw, &c, 0, M, 1);
-    size_t bad = check(&a, &w, &c, &c0, 1, what);
+    size_t bad = check(ref, &c, &c0, 1, what);
     cr_expect_eq(bad, 0, "%s accumulate: %zu outputs off the AMX order", what, bad);
     gemm_rows(ctx, &a, pw, &c, 0, M, 0);
-    bad = check(&a, &w, &c, &c0, 0, what);
+    bad = check(ref, &c, &c0, 0, what);
     cr_expect_eq(bad, 0, "%s: %zu outputs off the AMX order", what, bad);
     if (split > 0 && split < M) {
         memcpy(c.data, c0.data, c.rows * c.ld * (c_dt == HRMT_F32 ? 4 : 2));
         gemm_rows(ctx, &a, pw, &c, 0, split, 0);
         gemm_rows(ctx, &a, pw, &c, split, M, 0);
-        bad = check(&a, &w, &c, &c0, 0, what);
+        bad = check(ref, &c, &c0, 0, what);
         cr_expect_eq(bad, 0, "%s split at %zu: %zu outputs off the AMX order", what, split, bad);
     }
     hrmt_packed_w_destroy(pw);
+    free(ref);
     free(a.data);
     free(w.data);
     free(c.data);
@@ -152,7 +160,7 @@ static void run_shape(hrmt_context *ctx, size_t M, size_t N, size_t K, hrmt_dtyp
  * K across the 32-wide blocks (1, 31, 33, 95, ...). */
 static const size_t k_shapes[][3] = {
     {1, 1, 1},   {1, 32, 32},  {15, 17, 31}, {16, 33, 33},  {17, 31, 64},  {31, 64, 95},
-    {32, 40, 2}, {33, 7, 129}, {47, 96, 63}, {82, 70, 512}, {5, 33, 1101}, {100, 45, 200},
+    {32, 40, 2}, {33, 7, 129}, {47, 96, 63}, {82, 40, 512}, {5, 33, 1101}, {100, 45, 200},
 };
 
 static void run_all(hrmt_context *ctx, uint64_t seed) {
@@ -171,7 +179,7 @@ Test(gemm_amx, bitwise_against_the_reference) {
 Test(gemm_amx, bitwise_with_two_threads) {
     hrmt_context *ctx = amx_ctx(2);
     run_all(ctx, 200);
-    run_shape(ctx, 300, 300, 300, HRMT_BF16, 0, 7); /* several units per thread */
+    run_shape(ctx, 200, 100, 96, HRMT_BF16, 0, 7); /* several units per thread */
     hrmt_context_destroy(ctx);
 }
 
@@ -204,12 +212,15 @@ Test(gemm_amx, denormals_flush_like_the_hardware) {
         wh[i] = ref_f32_to_bf16(ref_bf16_to_f32(wh[i]) * 0x1p-64f * (i % 5 == 0 ? 0x1p-8f : 1.0f));
     hrmt_packed_w *pw = pack(ctx, &w);
     gemm_rows(ctx, &a, pw, &c, 0, M, 0);
-    const size_t bad = check(&a, &w, &c, &c, 0, "denormal range");
+    float *ref = reference(&a, &w);
+    const size_t bad = check(ref, &c, &c, 0, "denormal range");
     cr_expect_eq(bad, 0, "%zu outputs off the AMX order near denormals", bad);
+    free(ref);
     hrmt_packed_w_destroy(pw);
     free(a.data);
     free(w.data);
     free(c.data);
+    hrmt_context_destroy(ctx);
 }
 
 /* F32 A or F32 W: the avx512 table's kernels, so its bits. */
