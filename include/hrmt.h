@@ -68,7 +68,7 @@ typedef enum hrmt_status {
     HRMT_ERR_CONFIG,        /* invalid model configuration or config JSON */
     /* safetensors / model-file errors: each malformation has its own code */
     HRMT_ERR_FILE_TRUNCATED, /* file shorter than the 8-byte header length or data section */
-    HRMT_ERR_HEADER_SIZE,    /* header length beyond the file or above 100 MB */
+    HRMT_ERR_HEADER_SIZE,    /* header length beyond the file or above hrmt_limits.header_bytes */
     HRMT_ERR_BAD_JSON,       /* header not a JSON object, entry malformed or duplicated */
     HRMT_ERR_BAD_DTYPE,      /* tensor dtype not F32, BF16 or I32 */
     HRMT_ERR_BAD_OFFSETS,    /* data_offsets out of range or inconsistent with shape */
@@ -77,6 +77,7 @@ typedef enum hrmt_status {
     HRMT_ERR_TENSOR_SHAPE,   /* a tensor's shape does not match the config */
     HRMT_ERR_CUDA,           /* a CUDA runtime / cuBLAS call failed (CUDA builds only) */
     HRMT_ERR_NO_DEVICE,      /* CUDA backend not built or no GPU present */
+    HRMT_ERR_LIMIT,          /* a size from input above its hrmt_limits value (docs/LIMITS.md) */
     HRMT_STATUS_COUNT        /* number of codes; not a status */
 } hrmt_status;
 
@@ -268,27 +269,59 @@ typedef enum hrmt_backend_kind {
     HRMT_BACKEND_CUDA = 1 /* CUDA; only in builds with the CUDA backend */
 } hrmt_backend_kind;
 
+/* Limits on sizes that come from input the library does not control: a model
+ * config (JSON, or a model file's metadata), a safetensors header, a carry's
+ * batch, the OpenMP environment. A value above its limit is refused with
+ * HRMT_ERR_LIMIT (HEADER_SIZE for the header) and a message naming the value,
+ * the limit, its field here and its environment variable; nothing is clamped.
+ * Each limit has a fixed ceiling that keeps the size arithmetic far from
+ * overflow. Defaults, variables and ceilings: docs/LIMITS.md. */
+typedef struct hrmt_limits {
+    int64_t hidden_size;    /* hidden_size, puzzle_emb_ndim (8192; HRMT_LIMIT_HIDDEN_SIZE) */
+    int64_t num_heads;      /* num_heads (256; HRMT_LIMIT_NUM_HEADS) */
+    int64_t layers;         /* H_layers, L_layers, each (64; HRMT_LIMIT_LAYERS) */
+    int64_t cycles;         /* H_cycles, L_cycles, each (64; HRMT_LIMIT_CYCLES) */
+    int64_t halt_max_steps; /* halt_max_steps (1024; HRMT_LIMIT_HALT_MAX_STEPS) */
+    int64_t seq_len;        /* seq_len + puzzle prefix rows (4096; HRMT_LIMIT_SEQ_LEN) */
+    int64_t vocab_size;     /* vocab_size (2^20; HRMT_LIMIT_VOCAB_SIZE) */
+    int64_t puzzle_ids;     /* num_puzzle_identifiers (2^24; HRMT_LIMIT_PUZZLE_IDS) */
+    int64_t params;         /* weights of the whole model (2^30; HRMT_LIMIT_PARAMS) */
+    int64_t batch_tokens;   /* carry batch x (seq_len + prefix) (2^21; HRMT_LIMIT_BATCH_TOKENS) */
+    int64_t threads;        /* a context's threads (4096; HRMT_LIMIT_THREADS) */
+    int64_t header_bytes;   /* safetensors header (100 MB = ceiling; HRMT_LIMIT_HEADER_BYTES) */
+    int64_t tensors;        /* safetensors tensors, metadata keys (16384; HRMT_LIMIT_TENSORS) */
+} hrmt_limits;
+
+/* The documented defaults (no environment read). */
+hrmt_limits hrmt_limits_default(void);
+
 /* Options of hrmt_context_create(); start from hrmt_context_default_options(). */
 typedef struct hrmt_context_options {
     hrmt_backend_kind backend; /* CPU (default; HRMT_BACKEND may change it) or CUDA */
     const char *isa;           /* NULL or "": HRMT_ISA env var, else the best available */
-    int num_threads;           /* 0..4096; 0: omp_get_max_threads(), capped at 4096 */
+    int num_threads;           /* 0..limits.threads; 0: omp_get_max_threads() (OMP_NUM_THREADS) */
     size_t sram_tier_bytes;    /* tier-manager SRAM capacity; 0: the tile plan's */
     size_t event_log_cap;      /* 0: default (4096 events); the log is a ring */
     int event_log_enabled;     /* nonzero to record events */
+    const hrmt_limits *limits; /* NULL: hrmt_limits_default() with HRMT_LIMIT_* overrides from
+                                * the environment; else exactly these (environment ignored) */
 } hrmt_context_options;
 
 /* Default options (CPU, auto ISA, default threads, event log on). */
 hrmt_context_options hrmt_context_default_options(void);
 
 /* Creates a context; the caller destroys it with hrmt_context_destroy(). opts may
- * be NULL (defaults). Reads HRMT_ISA, HRMT_CACHE_* and HRMT_GEMM_KC/MC/NC. When a
+ * be NULL (defaults). Reads HRMT_ISA, HRMT_CACHE_*, HRMT_GEMM_KC/MC/NC and, without
+ * opts->limits, HRMT_LIMIT_*. When a
  * claimed shared cache is implausible (hrmt_topology_needs_calibration), runs
  * hrmt_topology_calibrate once for this context unless HRMT_CALIBRATE=0 (then the
  * plausibility cap applies); the tile plan sizes from the effective sizes. On
  * failure *out is NULL and, where possible, `errbuf` (may be NULL) receives a
- * message. Errors: INVALID_ARG (NULL out, num_threads or backend out of range, a
- * malformed environment override), ISA, NO_DEVICE, OUT_OF_MEMORY, OVERFLOW. */
+ * message. Errors: INVALID_ARG (NULL out, negative num_threads, backend out of
+ * range, a malformed environment override, a limit below 1 or above its
+ * ceiling), LIMIT (num_threads, or the OpenMP default team: OMP_NUM_THREADS or
+ * the core count, above limits.threads), ISA,
+ * NO_DEVICE, OUT_OF_MEMORY, OVERFLOW. */
 hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context **out, char *errbuf,
                                 size_t errbuf_len);
 /* Destroys the context and its tier manager (and every tensor in it). */
@@ -298,6 +331,13 @@ void hrmt_context_destroy(hrmt_context *ctx);
  * The buffer belongs to the context: successful calls leave it, the next failing
  * call overwrites it, hrmt_context_destroy() frees it. */
 const char *hrmt_last_error(const hrmt_context *ctx);
+
+/* The context's limits (never NULL for a context; the defaults for NULL). */
+const hrmt_limits *hrmt_context_limits(const hrmt_context *ctx);
+/* Replaces the context's limits for later calls (the thread count, fixed at
+ * creation, is not re-checked). Errors: INVALID_ARG (NULL, or a field below 1
+ * or above its ceiling; the message names it). */
+hrmt_status hrmt_context_set_limits(hrmt_context *ctx, const hrmt_limits *limits);
 
 /* ISA of the context's kernel table. */
 hrmt_isa hrmt_context_isa(const hrmt_context *ctx);
@@ -760,13 +800,17 @@ typedef struct hrmt_model_config {
  * 2/2 cycles, seq 81, vocab 11, puzzle_emb_ndim 512, 1 puzzle id, rope, halt 16,
  * bf16). */
 hrmt_model_config hrmt_model_config_default(void);
-/* Checks a config; ctx may be NULL. Errors: INVALID_ARG (NULL cfg), CONFIG (with
- * the context message naming the field). */
+/* Checks a config against its rules and the context's limits (ctx may be NULL:
+ * the default limits). Errors: INVALID_ARG (NULL cfg), CONFIG (an invalid value),
+ * LIMIT (a value above hrmt_limits: hidden size, heads, layers, cycles,
+ * halt_max_steps, seq_len + prefix, vocab, puzzle ids, parameters); the context
+ * message names the field, and for LIMIT the limit and how to raise it. */
 hrmt_status hrmt_model_config_validate(hrmt_context *ctx, const hrmt_model_config *cfg);
 /* Reads the `arch` object of an HRM case.json / all_config-derived arch.json
  * (or a bare object with the same keys) and validates it; ctx may be NULL. Errors:
- * INVALID_ARG (NULL path/out), IO, OUT_OF_MEMORY, CONFIG (bad JSON, missing,
- * duplicate or mistyped keys, file above 16 MiB, invalid values). */
+ * INVALID_ARG (NULL path/out), IO, OUT_OF_MEMORY, CONFIG (bad JSON, bytes after
+ * the JSON value, missing, duplicate or mistyped keys (a second `arch` included),
+ * file above 16 MiB, invalid values), LIMIT (as hrmt_model_config_validate). */
 hrmt_status hrmt_model_config_load_json(hrmt_context *ctx, const char *path,
                                         hrmt_model_config *out);
 
@@ -777,16 +821,30 @@ typedef struct hrmt_model hrmt_model;
 /* Loads a safetensors model (official key names with the prefix "model.inner.",
  * "_orig_mod.model.inner.", "_orig_mod." or none; F32 or BF16 weights, cast to
  * the forward dtype). cfg NULL: the config is the JSON in the file's
- * metadata entry "arch". The file is closed before returning; the caller destroys
- * the model. Errors: INVALID_ARG, IO, OUT_OF_MEMORY, OVERFLOW, FILE_TRUNCATED,
- * HEADER_SIZE, BAD_JSON, BAD_DTYPE, BAD_OFFSETS, OVERLAP, MISSING_TENSOR,
- * TENSOR_SHAPE, DTYPE (an I32 weight), CONFIG, UNSUPPORTED (no kernel for the
- * forward dtype). */
+ * metadata entry "arch". Every tensor the config needs is found and its shape
+ * and dtype checked before the model is allocated; tensor bytes are read with
+ * pread (no mapping), so a file cut while it loads gives FILE_TRUNCATED. Weights
+ * must be finite (also after rounding to the forward dtype). The file is closed
+ * before returning; the caller destroys the model. Errors: INVALID_ARG, IO,
+ * OUT_OF_MEMORY, OVERFLOW, FILE_TRUNCATED, HEADER_SIZE, BAD_JSON, BAD_DTYPE,
+ * BAD_OFFSETS, OVERLAP, MISSING_TENSOR, TENSOR_SHAPE, DTYPE (an I32 weight),
+ * NONFINITE (a NaN or Inf weight; the message names the tensor), CONFIG, LIMIT
+ * (the config's sizes, the header's size or tensor count), UNSUPPORTED (no kernel
+ * for the forward dtype). */
 hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_model_config *cfg,
                             hrmt_model **out);
+
+/* Flags of hrmt_model_load_ex, or-ed. */
+typedef enum hrmt_load_flags {
+    HRMT_LOAD_DEFAULT = 0,
+    HRMT_LOAD_ALLOW_NONFINITE = 1 /* accept NaN/Inf weights (for inspecting a broken file) */
+} hrmt_load_flags;
+/* hrmt_model_load with flags (hrmt_load_flags or-ed; unknown bits: INVALID_ARG). */
+hrmt_status hrmt_model_load_ex(hrmt_context *ctx, const char *path, const hrmt_model_config *cfg,
+                               unsigned flags, hrmt_model **out);
 /* A model with deterministic pseudo-random weights (no file needed); cfg NULL:
- * hrmt_model_config_default(). Errors: INVALID_ARG, CONFIG, UNSUPPORTED, OVERFLOW,
- * OUT_OF_MEMORY. */
+ * hrmt_model_config_default(). Errors: INVALID_ARG, CONFIG, LIMIT, UNSUPPORTED,
+ * OVERFLOW, OUT_OF_MEMORY. */
 hrmt_status hrmt_model_create_random(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed,
                                      hrmt_model **out);
 /* Frees the model and its weights; destroy its carries first. */
@@ -807,7 +865,8 @@ typedef enum hrmt_schedule {
  * step needs (allocated once). Bound to one model, which must outlive it. */
 typedef struct hrmt_carry hrmt_carry;
 /* All samples start halted (the reference's initial_carry). Caller destroys.
- * Errors: INVALID_ARG (NULL, batch outside 1..2^24), OUT_OF_MEMORY. */
+ * Errors: INVALID_ARG (NULL, batch outside 1..2^24), LIMIT (batch x (seq_len +
+ * prefix) above hrmt_limits.batch_tokens), OUT_OF_MEMORY. */
 hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out);
 /* Frees the carry. */
 void hrmt_carry_destroy(hrmt_carry *c);

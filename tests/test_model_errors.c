@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/model.h"
 #include "support/test_common.h"
 
 static unsigned char *g_file;
@@ -425,4 +426,302 @@ Test(step, bad_arguments) {
     hrmt_model_destroy(m);
     hrmt_model_destroy(m2);
     hrmt_context_destroy(ctx);
+}
+
+/* ---- hostile model files ---------------------------------------------------- */
+
+/* The golden file with `bytes` written over element `elem` of tensor `name`. */
+static const char *write_patched(const char *name, size_t elem, const void *bytes, size_t n) {
+    cJSON *h = header();
+    double begin = offset_of(h, name, 0);
+    cJSON_Delete(h);
+    unsigned char *copy = malloc(g_len);
+    memcpy(copy, g_file, g_len);
+    memcpy(copy + 8 + g_hlen + (size_t)begin + elem * n, bytes, n);
+    const char *p = write_bytes(copy, g_len, NULL, 0);
+    free(copy);
+    return p;
+}
+
+static hrmt_status load_flags(const char *path, const hrmt_model_config *cfg, unsigned flags,
+                              char *msg, size_t ml) {
+    hrmt_context *ctx = hrmt_test_context();
+    hrmt_model *m = NULL;
+    hrmt_status s = hrmt_model_load_ex(ctx, path, cfg, flags, &m);
+    snprintf(msg, ml, "%s", hrmt_last_error(ctx));
+    cr_expect((s == HRMT_OK) == (m != NULL));
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+    return s;
+}
+
+Test(model_file, nonfinite_weights_are_refused_with_the_tensor_name) {
+    const uint32_t nan32 = 0x7fc00000u, inf32 = 0xff800000u, big32 = 0x7f7fffffu; /* FLT_MAX */
+    const uint16_t nan16 = 0x7fc0u;
+    const struct {
+        const char *tensor;
+        size_t elem;
+        const void *bytes;
+        size_t n;
+        const char *needle;
+    } cases[] = {
+        {"model.inner.L_level.layers.1.mlp.down_proj.weight", 77, &nan32, 4, "NaN at element 77"},
+        {"model.inner.lm_head.weight", 0, &inf32, 4, "Inf at element 0"},
+        {"model.inner.H_init", 5, &nan16, 2, "NaN at element 5"},
+        /* Finite in F32, Inf once rounded to the bf16 forward dtype. */
+        {"model.inner.q_head.weight", 3, &big32, 4, "overflows bfloat16"},
+    };
+    char msg[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = write_patched(cases[i].tensor, cases[i].elem, cases[i].bytes, cases[i].n);
+        cr_expect_eq(load_flags(p, &g_cfg, HRMT_LOAD_DEFAULT, msg, sizeof msg), HRMT_ERR_NONFINITE,
+                     "%s accepted: %s", cases[i].tensor, msg);
+        cr_expect(strstr(msg, cases[i].tensor) && strstr(msg, cases[i].needle) &&
+                      strstr(msg, "--allow-nonfinite-weights"),
+                  "message '%s' lacks the tensor, '%s' or the way out", msg, cases[i].needle);
+        /* The flag lets the same file load. */
+        cr_expect_eq(load_flags(p, &g_cfg, HRMT_LOAD_ALLOW_NONFINITE, msg, sizeof msg), HRMT_OK,
+                     "%s", msg);
+        unlink(p);
+    }
+    /* FLT_MAX is a legal weight of an F32 model. */
+    hrmt_model_config f32 = g_cfg;
+    f32.forward_dtype = HRMT_F32;
+    const char *p = write_patched("model.inner.q_head.weight", 3, &big32, 4);
+    cr_expect_eq(load_flags(p, &f32, HRMT_LOAD_DEFAULT, msg, sizeof msg), HRMT_OK, "%s", msg);
+    cr_expect_eq(load_flags(p, &g_cfg, 0x80, msg, sizeof msg), HRMT_ERR_INVALID_ARG);
+    unlink(p);
+}
+
+/* A 300-byte file whose metadata claims an architecture of ~2^39 weights
+ * (inside raised limits): the loader must find the tensors missing before it
+ * allocates anything. Were the model allocated first, the 512 GiB embedding
+ * would fail (OUT_OF_MEMORY, or a sanitizer abort), not MISSING_TENSOR. */
+Test(model_file, small_file_claiming_a_huge_model_allocates_nothing) {
+    const char *arch =
+        "{\\\"hidden_size\\\": 65536, \\\"num_heads\\\": 2, \\\"expansion\\\": 1, "
+        "\\\"H_layers\\\": 1, \\\"L_layers\\\": 1, \\\"H_cycles\\\": 1, "
+        "\\\"L_cycles\\\": 1, \\\"seq_len\\\": 8, \\\"vocab_size\\\": 4194304, "
+        "\\\"num_puzzle_identifiers\\\": 1, \\\"halt_max_steps\\\": 1, "
+        "\\\"pos_encodings\\\": \\\"rope\\\"}";
+    char hdr[1024];
+    snprintf(hdr, sizeof hdr,
+             "{\"__metadata__\":{\"arch\":\"%s\"},"
+             "\"model.inner.H_init\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+             arch);
+    size_t hl = strlen(hdr);
+    unsigned char buf[1100];
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+    memcpy(buf + 8, hdr, hl);
+    memset(buf + 8 + hl, 0, 4);
+    const char *p = write_bytes(buf, 8 + hl + 4, NULL, 0);
+    hrmt_context *ctx = hrmt_test_context();
+    hrmt_limits lim = hrmt_limits_default();
+    lim.hidden_size = 65536;
+    lim.vocab_size = 1 << 30;
+    lim.params = (int64_t)1 << 40;
+    cr_assert_eq(hrmt_context_set_limits(ctx, &lim), HRMT_OK, "%s", hrmt_last_error(ctx));
+    hrmt_model *m = NULL;
+    hrmt_status s = hrmt_model_load(ctx, p, NULL, &m);
+    cr_expect_eq(s, HRMT_ERR_MISSING_TENSOR, "got %s: %s", hrmt_status_str(s),
+                 hrmt_last_error(ctx));
+    cr_expect_null(m);
+    /* With the default limits the same file fails on the limit, naming it. */
+    cr_assert_eq(hrmt_context_set_limits(ctx, hrmt_context_limits(NULL)), HRMT_OK);
+    s = hrmt_model_load(ctx, p, NULL, &m);
+    cr_expect_eq(s, HRMT_ERR_LIMIT, "got %s: %s", hrmt_status_str(s), hrmt_last_error(ctx));
+    cr_expect(strstr(hrmt_last_error(ctx), "hidden_size = 65536") &&
+                  strstr(hrmt_last_error(ctx), "HRMT_LIMIT_HIDDEN_SIZE") &&
+                  strstr(hrmt_last_error(ctx), "__metadata__"),
+              "%s", hrmt_last_error(ctx));
+    hrmt_context_destroy(ctx);
+    unlink(p);
+}
+
+/* Architectures that would run for hours (cycles, halt steps) are refused
+ * from the file's metadata as from --config, naming the limit. */
+Test(model_file, metadata_arch_above_the_limits) {
+    const struct {
+        const char *key;
+        int value;
+        const char *env;
+    } cases[] = {{"H_cycles", 4096, "HRMT_LIMIT_CYCLES"},
+                 {"L_cycles", 4096, "HRMT_LIMIT_CYCLES"},
+                 {"halt_max_steps", 1 << 20, "HRMT_LIMIT_HALT_MAX_STEPS"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddNumberToObject(a, "hidden_size", g_cfg.hidden_size);
+        cJSON_AddNumberToObject(a, "num_heads", g_cfg.num_heads);
+        cJSON_AddNumberToObject(a, "expansion", g_cfg.expansion);
+        cJSON_AddNumberToObject(a, "H_layers", g_cfg.H_layers);
+        cJSON_AddNumberToObject(a, "L_layers", g_cfg.L_layers);
+        cJSON_AddNumberToObject(a, "H_cycles", g_cfg.H_cycles);
+        cJSON_AddNumberToObject(a, "L_cycles", g_cfg.L_cycles);
+        cJSON_AddNumberToObject(a, "seq_len", g_cfg.seq_len);
+        cJSON_AddNumberToObject(a, "vocab_size", g_cfg.vocab_size);
+        cJSON_AddNumberToObject(a, "puzzle_emb_ndim", g_cfg.puzzle_emb_ndim);
+        cJSON_AddNumberToObject(a, "num_puzzle_identifiers", g_cfg.num_puzzle_identifiers);
+        cJSON_AddNumberToObject(a, "halt_max_steps", g_cfg.halt_max_steps);
+        cJSON_AddStringToObject(a, "pos_encodings", "rope");
+        cJSON_ReplaceItemInObjectCaseSensitive(a, cases[i].key, cJSON_CreateNumber(cases[i].value));
+        char *txt = cJSON_PrintUnformatted(a);
+        cJSON_Delete(a);
+        cJSON *h = header();
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(h, "__metadata__");
+        cr_assert_not_null(meta);
+        cJSON_AddStringToObject(meta, "arch", txt);
+        cJSON_free(txt);
+        char want[64];
+        snprintf(want, sizeof want, "%s = %d exceeds", cases[i].key, cases[i].value);
+        const char *p = write_with_header(h);
+        char msg[512];
+        hrmt_status s = load_status(p, NULL, msg, sizeof msg);
+        cr_expect_eq(s, HRMT_ERR_LIMIT, "%s: got %s (%s)", cases[i].key, hrmt_status_str(s), msg);
+        cr_expect(strstr(msg, want) && strstr(msg, cases[i].env), "message '%s'", msg);
+        cJSON_Delete(h);
+    }
+}
+
+/* Untrusted bytes (a dtype string, a tensor name) reach messages escaped. */
+Test(model_file, control_bytes_in_messages_are_escaped) {
+    cJSON *h = header();
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "model.inner.lm_head.weight");
+    cJSON_ReplaceItemInObjectCaseSensitive(t, "dtype", cJSON_CreateString("F8\n\x1b[2J"));
+    char msg[512];
+    hrmt_status s = load_status(write_with_header(h), &g_cfg, msg, sizeof msg);
+    cr_expect_eq(s, HRMT_ERR_BAD_DTYPE);
+    cr_expect(strstr(msg, "F8\\x0a\\x1b[2J") != NULL, "message '%s' not escaped", msg);
+    for (const char *c = msg; *c; c++) cr_expect((unsigned char)*c >= 0x20, "raw control byte");
+    cJSON_Delete(h);
+}
+
+/* ---- hostile configs ---------------------------------------------------------- */
+
+Test(config, one_json_object_and_one_arch_only) {
+    hrmt_model_config c;
+    char msg[512];
+    const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\"}} trailing", "after the JSON"},
+        {"{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\"}}{}", "after the JSON"},
+        {"{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\"}, "
+         "\"arch\": {" ARCH_OK ", \"pos_encodings\": \"learned\"}}",
+         "'arch' appears twice"},
+        {"{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\", \"L_cycles\": 9}}",
+         "'arch.L_cycles' appears twice"},
+        {"{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\"}, \"seed\": 1, \"seed\": 2}",
+         "'seed' appears twice"},
+        {"{" ARCH_OK ", \"pos_encodings\": \"\\u001b[2J\"}", "'\\x1b[2J'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(json_status(bad[i].text, &c, msg, sizeof msg), HRMT_ERR_CONFIG, "accepted: %s",
+                     bad[i].text);
+        cr_expect(strstr(msg, bad[i].needle) != NULL, "message '%s' lacks '%s'", msg,
+                  bad[i].needle);
+    }
+    /* Whitespace after the object is fine; a NUL byte is not. */
+    cr_expect_eq(
+        json_status("{" ARCH_OK ", \"pos_encodings\": \"rope\"}\n\t \n", &c, msg, sizeof msg),
+        HRMT_OK, "%s", msg);
+    static const char with_nul[] = "{" ARCH_OK ", \"pos_encodings\": \"rope\"}\0{}";
+    hrmt_context *ctx = hrmt_test_context();
+    cr_expect_eq(hrmt_model_config_from_json_text(ctx, with_nul, sizeof with_nul - 1, "'t'", &c),
+                 HRMT_ERR_CONFIG);
+    cr_expect(strstr(hrmt_last_error(ctx), "after the JSON") != NULL, "%s", hrmt_last_error(ctx));
+    hrmt_context_destroy(ctx);
+}
+
+Test(config, limits_name_the_key_and_the_variable) {
+    hrmt_model_config c;
+    char msg[512], text[512];
+    const struct {
+        const char *key;
+        long value;
+        const char *needle;
+    } cases[] = {
+        {"H_cycles", 4096, "HRMT_LIMIT_CYCLES=N"},
+        {"L_cycles", 65, "HRMT_LIMIT_CYCLES=N"},
+        {"halt_max_steps", 1048576, "HRMT_LIMIT_HALT_MAX_STEPS=N"},
+        {"H_layers", 65, "HRMT_LIMIT_LAYERS=N"},
+        {"hidden_size", 16384, "HRMT_LIMIT_HIDDEN_SIZE=N"},
+        {"num_heads", 512, "HRMT_LIMIT_NUM_HEADS=N"},
+        {"seq_len", 5000, "HRMT_LIMIT_SEQ_LEN=N"},
+        {"vocab_size", 2000000, "HRMT_LIMIT_VOCAB_SIZE=N"},
+        {"num_puzzle_identifiers", 20000000, "HRMT_LIMIT_PUZZLE_IDS=N"},
+        /* Above the ceiling: no variable raises it. */
+        {"H_cycles", 5000, "nothing raises"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text, "{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\"}}");
+        hrmt_context *ctx = hrmt_test_context();
+        cJSON *root = cJSON_Parse(text);
+        cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "arch");
+        cJSON_ReplaceItemInObjectCaseSensitive(arch, cases[i].key,
+                                               cJSON_CreateNumber((double)cases[i].value));
+        if (!strcmp(cases[i].key, "num_heads")) /* 512 heads need a width they divide */
+            cJSON_ReplaceItemInObjectCaseSensitive(arch, "hidden_size", cJSON_CreateNumber(1024));
+        char *txt = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        char want[64];
+        cr_expect_eq(hrmt_model_config_from_json_text(ctx, txt, strlen(txt), "'cfg.json'", &c),
+                     HRMT_ERR_LIMIT, "%s = %ld accepted", cases[i].key, cases[i].value);
+        snprintf(msg, sizeof msg, "%s", hrmt_last_error(ctx));
+        snprintf(want, sizeof want, "%s = %ld exceeds", cases[i].key, cases[i].value);
+        cr_expect(strstr(msg, want) && strstr(msg, cases[i].needle) && strstr(msg, "'cfg.json'"),
+                  "message '%s' lacks '%s' or '%s'", msg, want, cases[i].needle);
+        /* Raising the limit admits the value (validation only: nothing runs). */
+        if (strcmp(cases[i].needle, "nothing raises") != 0) {
+            hrmt_limits lim = hrmt_limits_default();
+            lim.cycles = lim.layers = 4096;
+            lim.halt_max_steps = lim.seq_len = 1 << 20;
+            lim.hidden_size = lim.num_heads = 65536;
+            lim.vocab_size = lim.puzzle_ids = 1 << 30;
+            lim.params = (int64_t)1 << 40;
+            cr_assert_eq(hrmt_context_set_limits(ctx, &lim), HRMT_OK, "%s", hrmt_last_error(ctx));
+            cr_expect_eq(hrmt_model_config_from_json_text(ctx, txt, strlen(txt), "'c'", &c),
+                         HRMT_OK, "%s: %s", cases[i].key, hrmt_last_error(ctx));
+        }
+        cJSON_free(txt);
+        hrmt_context_destroy(ctx);
+    }
+    /* seq_len plus the puzzle prefix rows counts against seq_len's limit. */
+    hrmt_model_config d = hrmt_model_config_default();
+    d.seq_len = 4096; /* + 1 prefix row */
+    hrmt_context *ctx = hrmt_test_context();
+    cr_expect_eq(hrmt_model_config_validate(ctx, &d), HRMT_ERR_LIMIT);
+    cr_expect(strstr(hrmt_last_error(ctx), "puzzle prefix") != NULL, "%s", hrmt_last_error(ctx));
+    /* The parameter count, over every weight of the model. */
+    d = hrmt_model_config_default();
+    d.vocab_size = 1 << 20;
+    d.hidden_size = 1024; /* 2 x 2^30 embedding weights alone */
+    cr_expect_eq(hrmt_model_config_validate(ctx, &d), HRMT_ERR_LIMIT);
+    cr_expect(strstr(hrmt_last_error(ctx), "HRMT_LIMIT_PARAMS") != NULL, "%s",
+              hrmt_last_error(ctx));
+    hrmt_context_destroy(ctx);
+}
+
+/* 200k keys, the last one a repeat: found by the hash index in linear time
+ * (a pairwise scan needed ~96 s for 200k keys); the timeout turns a
+ * quadratic regression into a failure. */
+Test(config, many_keys_are_checked_in_linear_time, .timeout = 60) {
+    const size_t n = 200000;
+    size_t cap = n * 24 + 1024, len = 0;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "{\"arch\": {" ARCH_OK ", \"pos_encodings\": \"rope\"");
+    for (size_t i = 0; i < n; i++) len += (size_t)snprintf(text + len, cap - len, ",\"k%zu\":0", i);
+    size_t open_end = len;
+    len += (size_t)snprintf(text + len, cap - len, "}}");
+    hrmt_context *ctx = hrmt_test_context();
+    hrmt_model_config c;
+    cr_expect_eq(hrmt_model_config_from_json_text(ctx, text, len, "'many'", &c), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    len = open_end + (size_t)snprintf(text + open_end, cap - open_end, ",\"k7\":1}}");
+    cr_expect_eq(hrmt_model_config_from_json_text(ctx, text, len, "'many'", &c), HRMT_ERR_CONFIG);
+    cr_expect(strstr(hrmt_last_error(ctx), "'arch.k7' appears twice") != NULL, "%s",
+              hrmt_last_error(ctx));
+    hrmt_context_destroy(ctx);
+    free(text);
 }

@@ -64,7 +64,7 @@ static float *read_f32(const hrmt_st_file *f, const char *name, size_t *n) {
     cr_assert_not_null(t, "missing %s", name);
     float *v = malloc(t->numel * sizeof(float) + 4);
     cr_assert_not_null(v);
-    hrmt_st_read_f32(t, v);
+    hrmt_st_read_f32(NULL, NULL, t, v);
     if (n) *n = t->numel;
     return v;
 }

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/limits.h"
+
 #if defined(HRMT_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
 #endif
-
-#define HRMT_MAX_THREADS 4096 /* num_threads and the OpenMP default alike */
 
 hrmt_status hrmt_fail(hrmt_context *ctx, hrmt_status s, const char *fmt, ...) {
     if (ctx) {
@@ -143,6 +143,41 @@ static hrmt_status choose_isa(const char *want, hrmt_isa *out, char *errbuf, siz
     return HRMT_OK;
 }
 
+/* The team size: num_threads, else the OpenMP default (OMP_NUM_THREADS or
+ * the core count). Either above limits->threads is an error, not a clamp:
+ * per-thread scratch is sized from it, and a silent cap would hide a typo. */
+static hrmt_status choose_threads(int requested, const hrmt_limits *limits, int *out, char *errbuf,
+                                  size_t errlen) {
+    char msg[HRMT_ERRMSG_LEN];
+    if (requested < 0) {
+        set_errbuf(errbuf, errlen, "num_threads %d is negative (0 means the OpenMP default)",
+                   requested);
+        return HRMT_ERR_INVALID_ARG;
+    }
+    if (requested > limits->threads) {
+        hrmt_limit_message(msg, sizeof msg, limits, HRMT_LIMIT_THREADS, "num_threads", requested);
+        set_errbuf(errbuf, errlen, "%s", msg);
+        return HRMT_ERR_LIMIT;
+    }
+    if (requested > 0) {
+        *out = requested;
+        return HRMT_OK;
+    }
+    int omp = omp_get_max_threads();
+    if (omp > limits->threads) {
+        const char *env = getenv("OMP_NUM_THREADS");
+        int set = env && *env;
+        hrmt_limit_message(msg, sizeof msg, limits, HRMT_LIMIT_THREADS,
+                           set ? "OMP_NUM_THREADS" : "the OpenMP default thread count (cores)",
+                           omp);
+        set_errbuf(errbuf, errlen, "%s%s", msg,
+                   set ? "" : "; or set OMP_NUM_THREADS or num_threads (--threads)");
+        return HRMT_ERR_LIMIT;
+    }
+    *out = omp > 0 ? omp : 1;
+    return HRMT_OK;
+}
+
 /* 1 when the variable is set to "0" (an opt-out switch). */
 static int env_is_zero(const char *name) {
     const char *v = getenv(name);
@@ -154,11 +189,14 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
     if (!out) return HRMT_ERR_INVALID_ARG;
     *out = NULL;
     hrmt_context_options o = opts ? *opts : hrmt_context_default_options();
-    if (o.num_threads < 0 || o.num_threads > HRMT_MAX_THREADS) {
-        set_errbuf(errbuf, errbuf_len, "num_threads %d out of range 0..%d", o.num_threads,
-                   HRMT_MAX_THREADS);
-        return HRMT_ERR_INVALID_ARG;
-    }
+    hrmt_limits limits;
+    hrmt_status sl = o.limits ? hrmt_limits_check(o.limits, errbuf, errbuf_len)
+                              : hrmt_limits_from_env(&limits, errbuf, errbuf_len);
+    if (sl != HRMT_OK) return sl;
+    if (o.limits) limits = *o.limits;
+    int threads = 0;
+    sl = choose_threads(o.num_threads, &limits, &threads, errbuf, errbuf_len);
+    if (sl != HRMT_OK) return sl;
     int cuda_device = 0;
     hrmt_status sb = choose_backend(opts, &o.backend, &cuda_device, errbuf, errbuf_len);
     if (sb != HRMT_OK) return sb;
@@ -172,14 +210,8 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
     hrmt_status s = choose_isa(o.isa, &ctx->isa, errbuf, errbuf_len);
     if (s != HRMT_OK) goto fail;
     ctx->be = hrmt_backend_cpu(ctx->isa);
-    ctx->threads = o.num_threads;
-    if (ctx->threads == 0) {
-        /* OMP_NUM_THREADS reaches us unchecked: cap it like num_threads, so
-         * OMP_NUM_THREADS=20000 cannot size scratch for 20000 threads. */
-        ctx->threads = omp_get_max_threads();
-        if (ctx->threads > HRMT_MAX_THREADS) ctx->threads = HRMT_MAX_THREADS;
-        if (ctx->threads < 1) ctx->threads = 1;
-    }
+    ctx->threads = threads;
+    ctx->limits = limits;
 
     s = hrmt_topology_detect(&ctx->topo);
     if (s != HRMT_OK) {
@@ -241,6 +273,15 @@ void hrmt_context_destroy(hrmt_context *ctx) {
 }
 
 const char *hrmt_last_error(const hrmt_context *ctx) { return ctx ? ctx->err : ""; }
+
+const hrmt_limits *hrmt_context_limits(const hrmt_context *ctx) { return hrmt_limits_of(ctx); }
+
+hrmt_status hrmt_context_set_limits(hrmt_context *ctx, const hrmt_limits *limits) {
+    if (!ctx) return HRMT_ERR_INVALID_ARG;
+    hrmt_status s = hrmt_limits_check(limits, ctx->err, sizeof ctx->err);
+    if (s == HRMT_OK) ctx->limits = *limits;
+    return s;
+}
 hrmt_isa hrmt_context_isa(const hrmt_context *ctx) { return ctx->isa; }
 int hrmt_context_threads(const hrmt_context *ctx) { return ctx->threads; }
 const hrmt_topology *hrmt_context_topology(const hrmt_context *ctx) { return &ctx->topo; }

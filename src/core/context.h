@@ -18,6 +18,7 @@ struct hrmt_context {
     hrmt_topology topo;
     hrmt_tile_plan plan; /* after HRMT_GEMM_KC/MC/NC overrides */
     hrmt_tiers *tiers;
+    hrmt_limits limits; /* checked by the loaders, the config and the carry (core/limits.h) */
     char err[HRMT_ERRMSG_LEN];
 };
 

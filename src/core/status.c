@@ -25,6 +25,7 @@ static const char *const g_status_text[HRMT_STATUS_COUNT] = {
     [HRMT_ERR_TENSOR_SHAPE] = "model: tensor shape does not match the config",
     [HRMT_ERR_CUDA] = "CUDA call failed",
     [HRMT_ERR_NO_DEVICE] = "no CUDA backend or device",
+    [HRMT_ERR_LIMIT] = "a size above its limit (hrmt_limits, docs/LIMITS.md)",
 };
 
 const char *hrmt_status_str(hrmt_status s) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/checked.h"
+#include "core/limits.h"
 #include "model/model.h"
 #if defined(HRMT_HAVE_CUDA)
 #include "cuda/model_cuda.h"
@@ -42,6 +43,13 @@ hrmt_status hrmt_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     if (!m || !out) return HRMT_ERR_INVALID_ARG;
     if (batch < 1 || batch > (1 << 24))
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "carry: batch %d is outside 1..2^24", batch);
+    /* Every buffer below scales with batch x T rows: bound them before allocating. */
+    int64_t rows_wanted = (int64_t)batch * (int64_t)m->T;
+    if (rows_wanted > hrmt_limits_of(m->ctx)->batch_tokens) {
+        char what[128];
+        snprintf(what, sizeof what, "carry: batch x (seq_len + prefix) = %d x %zu", batch, m->T);
+        return hrmt_limit_fail(m->ctx, HRMT_ERR_LIMIT, HRMT_LIMIT_BATCH_TOKENS, what, rows_wanted);
+    }
 #if defined(HRMT_HAVE_CUDA)
     if (m->ctx->backend_kind == HRMT_BACKEND_CUDA) return hrmt_cuda_carry_create(m, batch, out);
 #endif

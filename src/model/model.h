@@ -82,7 +82,9 @@ int hrmt_model_config_puzzle_len(const hrmt_model_config *c);
 hrmt_status hrmt_model_config_from_json_text(hrmt_context *ctx, const char *text, size_t len,
                                              const char *what, hrmt_model_config *out);
 
-/* weights.c: allocates the model shell (sizes, no weights yet). */
+/* weights.c: validates cfg and fills m's sizes (no buffers; m is overwritten). */
+hrmt_status hrmt_model_shape(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model *m);
+/* Allocates the model shell (sizes and buffers, no weights yet). */
 hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model **out);
 /* Converts an F32 [n, k] matrix to the forward dtype and packs it. */
 hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size_t k,

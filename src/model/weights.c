@@ -7,6 +7,7 @@
 #include "core/bf16.h"
 #include "core/checked.h"
 #include "core/safetensors.h"
+#include "core/text_escape.h"
 #include "model/model.h"
 #if defined(HRMT_HAVE_CUDA)
 #include "cuda/model_cuda.h"
@@ -106,12 +107,11 @@ static hrmt_status check_kernels(hrmt_context *ctx, const hrmt_model_config *cfg
     return HRMT_OK;
 }
 
-hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model **out) {
+hrmt_status hrmt_model_shape(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model *m) {
     hrmt_status s = hrmt_model_config_validate(ctx, cfg);
     if (s == HRMT_OK) s = check_kernels(ctx, cfg);
     if (s != HRMT_OK) return s;
-    hrmt_model *m = calloc(1, sizeof *m);
-    if (!m) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "model");
+    memset(m, 0, sizeof *m);
     m->ctx = ctx;
     m->cfg = *cfg;
     m->dt = cfg->forward_dtype;
@@ -124,6 +124,17 @@ hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hr
     m->P = (size_t)hrmt_model_config_puzzle_len(cfg);
     m->seq = (size_t)cfg->seq_len;
     m->T = m->P + m->seq;
+    return HRMT_OK;
+}
+
+hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hrmt_model **out) {
+    hrmt_model *m = calloc(1, sizeof *m);
+    if (!m) return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "model: no memory for the handle");
+    hrmt_status s = hrmt_model_shape(ctx, cfg, m);
+    if (s != HRMT_OK) {
+        free(m);
+        return s;
+    }
     m->H = calloc((size_t)cfg->H_layers, sizeof *m->H);
     m->L = calloc((size_t)cfg->L_layers, sizeof *m->L);
     m->embed_tokens = xalloc(m->vocab * m->hidden * m->esz);
@@ -139,7 +150,10 @@ hrmt_status hrmt_model_alloc(hrmt_context *ctx, const hrmt_model_config *cfg, hr
         ok = (m->embed_pos = xalloc(m->T * m->hidden * m->esz)) != NULL;
     if (!ok) {
         hrmt_model_destroy(m);
-        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "model buffers");
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                         "model: no memory for the embeddings (vocab_size %d x hidden_size %d, %d "
+                         "puzzle ids); use a smaller config or free memory",
+                         cfg->vocab_size, cfg->hidden_size, cfg->num_puzzle_identifiers);
     }
     if ((s = hrmt_model_init_rope(m)) != HRMT_OK) {
         hrmt_model_destroy(m);
@@ -209,9 +223,18 @@ double hrmt_model_step_flops(const hrmt_model *m, int batch) {
 
 /* ---- loading ------------------------------------------------------------ */
 
+/* Loading runs twice over the same code: a check pass (`check` set) finds
+ * every tensor the config needs and checks its shape and dtype without
+ * reading or allocating anything, then the model is allocated and a read
+ * pass converts and stores the weights. Every allocation therefore follows
+ * from tensors that exist in the file with the config's shapes: a small file
+ * whose metadata claims a huge architecture fails before any allocation. */
 typedef struct loader {
-    hrmt_model *m;
+    hrmt_model *m; /* check pass: a shell with the sizes and no buffers */
     hrmt_st_file *f;
+    const char *where; /* "model file 'path'" */
+    int check;
+    unsigned flags;
     float *tmp; /* conversion buffer, grown on demand */
     size_t tmp_cap;
 } loader;
@@ -221,7 +244,36 @@ typedef struct loader {
 static const char *const k_prefixes[] = {"model.inner.", "_orig_mod.model.inner.", "_orig_mod.",
                                          ""};
 
-/* Finds `name` under any accepted prefix, checks its shape, returns it as F32 in ld->tmp. */
+/* Largest finite float that rounds to a finite bfloat16 (0x7f7f8000 rounds up
+ * to Inf under round-to-nearest-even). */
+#define BF16_FINITE_MAX 3.3895313892515355e38f
+
+/* NaN/Inf in weights make every output NaN (an all-'.' prediction that looks
+ * like an answer), so they are refused at load with the tensor and element. */
+static hrmt_status check_finite(const loader *ld, const hrmt_st_tensor *t, const float *w) {
+    if (ld->flags & HRMT_LOAD_ALLOW_NONFINITE) return HRMT_OK;
+    const int bf16 = ld->m->dt == HRMT_BF16;
+    for (size_t i = 0; i < t->numel; i++) {
+        float v = w[i];
+        int nonfinite = !isfinite(v);
+        if (!nonfinite && !(bf16 && fabsf(v) > BF16_FINITE_MAX)) continue;
+        char name[HRMT_ESCAPED_MAX];
+        hrmt_text_escape_str(name, sizeof name, t->name);
+        return hrmt_fail(ld->m->ctx, HRMT_ERR_NONFINITE,
+                         "%s: tensor '%s' holds %s at element %zu of %zu%s; weights must be "
+                         "finite (re-export the checkpoint, or load it anyway with "
+                         "HRMT_LOAD_ALLOW_NONFINITE / hrmt run --allow-nonfinite-weights)",
+                         ld->where, name,
+                         isnan(v)    ? "NaN"
+                         : nonfinite ? "Inf"
+                                     : "a value",
+                         i, t->numel, nonfinite ? "" : " that overflows bfloat16 to Inf");
+    }
+    return HRMT_OK;
+}
+
+/* Finds `name` under any accepted prefix and checks its shape and dtype; in
+ * the read pass returns it as F32 in ld->tmp (NULL in the check pass). */
 static hrmt_status fetch(loader *ld, const char *name, int ndim, const size_t *shape,
                          const float **out) {
     hrmt_context *ctx = ld->m->ctx;
@@ -236,10 +288,13 @@ static hrmt_status fetch(loader *ld, const char *name, int ndim, const size_t *s
      * same), so analysers see that *out is set exactly on success. */
     if (!t) {
         hrmt_fail(ctx, HRMT_ERR_MISSING_TENSOR,
-                  "model file lacks tensor 'model.inner.%s' (also tried the _orig_mod. forms)",
-                  name);
+                  "%s lacks tensor 'model.inner.%s' (also tried the _orig_mod. forms and the bare "
+                  "name); is it an HRM checkpoint for this config?",
+                  ld->where, name);
         return HRMT_ERR_MISSING_TENSOR;
     }
+    char tname[HRMT_ESCAPED_MAX];
+    hrmt_text_escape_str(tname, sizeof tname, t->name);
     int same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (!same) {
@@ -250,24 +305,31 @@ static hrmt_status fetch(loader *ld, const char *name, int ndim, const size_t *s
         for (int i = 0; i < t->ndim && gl < sizeof got - 24; i++)
             gl += (size_t)snprintf(got + gl, sizeof got - gl, "%s%zu", i ? ", " : "", t->shape[i]);
         hrmt_fail(ctx, HRMT_ERR_TENSOR_SHAPE,
-                  "tensor '%s' has shape [%s] but the config needs [%s]", t->name, got, want);
+                  "%s: tensor '%s' has shape [%s] but the config needs [%s]; the config (--config "
+                  "or the file's metadata) does not describe this file",
+                  ld->where, tname, got, want);
         return HRMT_ERR_TENSOR_SHAPE;
     }
     if (t->dtype != HRMT_F32 && t->dtype != HRMT_BF16) {
-        hrmt_fail(ctx, HRMT_ERR_DTYPE, "tensor '%s' is %s; weights must be F32 or BF16", t->name,
-                  hrmt_dtype_name(t->dtype));
+        hrmt_fail(ctx, HRMT_ERR_DTYPE, "%s: tensor '%s' is %s; weights must be F32 or BF16",
+                  ld->where, tname, hrmt_dtype_name(t->dtype));
         return HRMT_ERR_DTYPE;
     }
+    if (ld->check) return HRMT_OK;
     if (t->numel > ld->tmp_cap) {
+        /* At most the tensor's bytes in the file, times 2 for BF16. */
         float *nb = realloc(ld->tmp, t->numel * sizeof(float));
         if (!nb) {
-            hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "converting '%s'", t->name);
+            hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "%s: no memory to convert tensor '%s'",
+                      ld->where, tname);
             return HRMT_ERR_OUT_OF_MEMORY;
         }
         ld->tmp = nb;
         ld->tmp_cap = t->numel;
     }
-    hrmt_st_read_f32(t, ld->tmp);
+    hrmt_status s = hrmt_st_read_f32(ctx, ld->f, t, ld->tmp);
+    if (s == HRMT_OK) s = check_finite(ld, t, ld->tmp);
+    if (s != HRMT_OK) return s;
     *out = ld->tmp;
     return HRMT_OK;
 }
@@ -276,22 +338,27 @@ static hrmt_status load_linear(loader *ld, const char *name, size_t n, size_t k,
     const float *w = NULL;
     size_t shape[2] = {n, k};
     hrmt_status s = fetch(ld, name, 2, shape, &w);
-    return s != HRMT_OK ? s : hrmt_model_pack_linear(ld->m, w, n, k, l);
+    if (s != HRMT_OK || ld->check) return s;
+    return hrmt_model_pack_linear(ld->m, w, n, k, l);
 }
 
 static hrmt_status load_blocks(loader *ld, const char *level, hrmt_block_weights *b, int n) {
     hrmt_model *m = ld->m;
     char name[160];
     hrmt_status s = HRMT_OK;
+    /* The check pass has no block array: it only needs the names. */
+    hrmt_block_weights none;
+    memset(&none, 0, sizeof none);
     for (int i = 0; i < n && s == HRMT_OK; i++) {
+        hrmt_block_weights *bi = b ? &b[i] : &none;
         snprintf(name, sizeof name, "%s.layers.%d.self_attn.qkv_proj.weight", level, i);
-        if ((s = load_linear(ld, name, 3 * m->hidden, m->hidden, &b[i].qkv)) != HRMT_OK) break;
+        if ((s = load_linear(ld, name, 3 * m->hidden, m->hidden, &bi->qkv)) != HRMT_OK) break;
         snprintf(name, sizeof name, "%s.layers.%d.self_attn.o_proj.weight", level, i);
-        if ((s = load_linear(ld, name, m->hidden, m->hidden, &b[i].o)) != HRMT_OK) break;
+        if ((s = load_linear(ld, name, m->hidden, m->hidden, &bi->o)) != HRMT_OK) break;
         snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_up_proj.weight", level, i);
-        if ((s = load_linear(ld, name, 2 * m->inter, m->hidden, &b[i].gate_up)) != HRMT_OK) break;
+        if ((s = load_linear(ld, name, 2 * m->inter, m->hidden, &bi->gate_up)) != HRMT_OK) break;
         snprintf(name, sizeof name, "%s.layers.%d.mlp.down_proj.weight", level, i);
-        s = load_linear(ld, name, m->hidden, m->inter, &b[i].down);
+        s = load_linear(ld, name, m->hidden, m->inter, &bi->down);
     }
     return s;
 }
@@ -305,27 +372,28 @@ static hrmt_status load_all(loader *ld) {
 
     sh[0] = m->vocab, sh[1] = m->hidden;
     if ((s = fetch(ld, "embed_tokens.embedding_weight", 2, sh, &w)) != HRMT_OK) return s;
-    hrmt_model_store(m, m->embed_tokens, w, m->vocab * m->hidden);
+    if (w) hrmt_model_store(m, m->embed_tokens, w, m->vocab * m->hidden);
     if (m->P) {
         size_t ndim = (size_t)c->puzzle_emb_ndim, pw = m->P * m->hidden;
         sh[0] = (size_t)c->num_puzzle_identifiers, sh[1] = ndim;
         if ((s = fetch(ld, "puzzle_emb.weights", 2, sh, &w)) != HRMT_OK) return s;
-        for (size_t r = 0; r < sh[0]; r++)
+        for (size_t r = 0; w && r < sh[0]; r++)
             hrmt_model_store(m, (char *)m->puzzle_emb + r * pw * m->esz, w + r * ndim, ndim);
     }
     if (c->pos_encodings == HRMT_POS_LEARNED) {
         sh[0] = m->T, sh[1] = m->hidden;
         if ((s = fetch(ld, "embed_pos.embedding_weight", 2, sh, &w)) != HRMT_OK) return s;
-        hrmt_model_store(m, m->embed_pos, w, m->T * m->hidden);
+        if (w) hrmt_model_store(m, m->embed_pos, w, m->T * m->hidden);
     }
     sh[0] = m->hidden;
     if ((s = fetch(ld, "H_init", 1, sh, &w)) != HRMT_OK) return s;
-    hrmt_model_store(m, m->H_init, w, m->hidden);
+    if (w) hrmt_model_store(m, m->H_init, w, m->hidden);
     if ((s = fetch(ld, "L_init", 1, sh, &w)) != HRMT_OK) return s;
-    hrmt_model_store(m, m->L_init, w, m->hidden);
+    if (w) hrmt_model_store(m, m->L_init, w, m->hidden);
     sh[0] = 2;
     if ((s = fetch(ld, "q_head.bias", 1, sh, &w)) != HRMT_OK) return s;
-    for (int i = 0; i < 2; i++) m->q_bias[i] = m->dt == HRMT_BF16 ? hrmt_round_bf16(w[i]) : w[i];
+    for (int i = 0; w && i < 2; i++)
+        m->q_bias[i] = m->dt == HRMT_BF16 ? hrmt_round_bf16(w[i]) : w[i];
     if ((s = load_linear(ld, "q_head.weight", 2, m->hidden, &m->q_head)) != HRMT_OK) return s;
     if ((s = load_linear(ld, "lm_head.weight", m->vocab, m->hidden, &m->lm_head)) != HRMT_OK)
         return s;
@@ -333,39 +401,53 @@ static hrmt_status load_all(loader *ld) {
     return load_blocks(ld, "L_level", m->L, c->L_layers);
 }
 
-hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_model_config *cfg,
-                            hrmt_model **out) {
+/* The config from the file's __metadata__ "arch" entry. */
+static hrmt_status config_from_metadata(hrmt_context *ctx, const hrmt_st_file *f, const char *where,
+                                        hrmt_model_config *out) {
+    const char *arch = hrmt_st_metadata(f, "arch");
+    if (!arch)
+        return hrmt_fail(ctx, HRMT_ERR_CONFIG,
+                         "%s has no \"arch\" entry in __metadata__; pass a config (--config "
+                         "arch.json)",
+                         where);
+    char what[HRMT_ESCAPED_MAX + 64];
+    snprintf(what, sizeof what, "in %s __metadata__ \"arch\"", where);
+    return hrmt_model_config_from_json_text(ctx, arch, strlen(arch), what, out);
+}
+
+hrmt_status hrmt_model_load_ex(hrmt_context *ctx, const char *path, const hrmt_model_config *cfg,
+                               unsigned flags, hrmt_model **out) {
     if (!ctx || !path || !out)
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model load: NULL argument");
+    if (flags & ~(unsigned)HRMT_LOAD_ALLOW_NONFINITE)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "model load: unknown flags 0x%x", flags);
+    char where[HRMT_ESCAPED_MAX + 16], e[HRMT_ESCAPED_MAX];
+    snprintf(where, sizeof where, "model file '%s'", hrmt_text_escape_str(e, sizeof e, path));
     hrmt_st_file *f = NULL;
-    hrmt_status s = hrmt_st_open(ctx, path, &f);
+    hrmt_status s = hrmt_st_open_lazy(ctx, path, &f);
     if (s != HRMT_OK) return s;
-    hrmt_model_config from_meta;
+    hrmt_model_config from_meta = hrmt_model_config_default(); /* overwritten on success */
     if (!cfg) {
-        const char *arch = hrmt_st_metadata(f, "arch");
-        if (!arch) {
-            hrmt_st_close(f);
-            return hrmt_fail(
-                ctx, HRMT_ERR_CONFIG,
-                "'%s' has no \"arch\" entry in __metadata__; pass a config (--config arch.json)",
-                path);
-        }
-        s = hrmt_model_config_from_json_text(ctx, arch, strlen(arch), "__metadata__ arch",
-                                             &from_meta);
-        if (s != HRMT_OK) {
+        if ((s = config_from_metadata(ctx, f, where, &from_meta)) != HRMT_OK) {
             hrmt_st_close(f);
             return s;
         }
         cfg = &from_meta;
     }
-    hrmt_model *m = NULL;
-    if ((s = hrmt_model_alloc(ctx, cfg, &m)) != HRMT_OK || !m) {
-        hrmt_st_close(f);
-        return s != HRMT_OK ? s : HRMT_ERR_OUT_OF_MEMORY;
+    /* Check pass on a shell that has the sizes but no buffers. */
+    hrmt_model shell;
+    if ((s = hrmt_model_shape(ctx, cfg, &shell)) == HRMT_OK) {
+        loader chk = {&shell, f, where, 1, flags, NULL, 0};
+        s = load_all(&chk);
     }
-    loader ld = {m, f, NULL, 0};
-    s = load_all(&ld);
-    free(ld.tmp);
+    hrmt_model *m = NULL;
+    if (s == HRMT_OK && (s = hrmt_model_alloc(ctx, cfg, &m)) == HRMT_OK && !m)
+        s = HRMT_ERR_OUT_OF_MEMORY;
+    if (s == HRMT_OK) {
+        loader ld = {m, f, where, 0, flags, NULL, 0};
+        s = load_all(&ld);
+        free(ld.tmp);
+    }
     hrmt_st_close(f);
 #if defined(HRMT_HAVE_CUDA)
     if (s == HRMT_OK && ctx->backend_kind == HRMT_BACKEND_CUDA) s = hrmt_cuda_model_upload(m);
@@ -376,4 +458,9 @@ hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_mode
     }
     *out = m;
     return HRMT_OK;
+}
+
+hrmt_status hrmt_model_load(hrmt_context *ctx, const char *path, const hrmt_model_config *cfg,
+                            hrmt_model **out) {
+    return hrmt_model_load_ex(ctx, path, cfg, HRMT_LOAD_DEFAULT, out);
 }
