@@ -402,3 +402,61 @@ Test(run, dump_must_not_overwrite_an_input) {
         cr_assert(same_bytes(puz, keep), "--puzzles was overwritten");
     }
 }
+
+/* Library refusals reach the command line as usage errors naming the cause
+ * and the way out: NaN weights (unless --allow-nonfinite-weights), an
+ * architecture above a limit (HRMT_LIMIT_* raises it), too many threads. */
+Test(run, nonfinite_weights_and_limits) {
+    FILE *fp = fopen(golden("model.safetensors"), "rb");
+    cr_assert_not_null(fp);
+    unsigned char *b = malloc(2 << 20);
+    size_t n = fread(b, 1, 2 << 20, fp);
+    fclose(fp);
+    /* A NaN in the last 4 bytes: the data section ends with an F32 weight or
+     * a BF16 pair, either way NaN (0x7fc0 in the high half). */
+    static const unsigned char nan_le[4] = {0x00, 0xc0, 0xc0, 0x7f};
+    memcpy(b + n - 4, nan_le, 4);
+    char model[512], puz[512], args[2048];
+    snprintf(model, sizeof model, "%s/nan.safetensors", g_dir);
+    snprintf(puz, sizeof puz, "%s/p.txt", g_dir);
+    fp = fopen(model, "wb");
+    cr_assert_eq(fwrite(b, 1, n, fp), n);
+    fclose(fp);
+    free(b);
+    fp = fopen(puz, "w");
+    fprintf(fp, "%081d\n", 0);
+    fclose(fp);
+    char *out = NULL;
+    snprintf(args, sizeof args, "--model %s --config %s --puzzles %s --quiet", model,
+             golden("case.json"), puz);
+    cr_expect_eq(run_hrmt(args, &out), 2, "%s", out);
+    cr_expect(strstr(out, "NaN") && strstr(out, "--allow-nonfinite-weights"), "%s", out);
+    free(out);
+    snprintf(args, sizeof args,
+             "--model %s --config %s --puzzles %s --quiet --allow-nonfinite-weights", model,
+             golden("case.json"), puz);
+    cr_expect_eq(run_hrmt(args, &out), 0, "%s", out);
+    free(out);
+    /* An architecture above a limit, and the variable that admits it. */
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/deep.json", g_dir);
+    fp = fopen(cfg, "w");
+    fprintf(fp,
+            "{\"arch\": {\"hidden_size\": 64, \"num_heads\": 4, \"expansion\": 4, "
+            "\"H_layers\": 1, \"L_layers\": 1, \"H_cycles\": 65, \"L_cycles\": 1, "
+            "\"seq_len\": 81, \"vocab_size\": 11, \"num_puzzle_identifiers\": 1, "
+            "\"halt_max_steps\": 1, \"pos_encodings\": \"rope\"}}");
+    fclose(fp);
+    snprintf(args, sizeof args, "--config %s --puzzles %s --quiet", cfg, puz);
+    cr_expect_eq(run_hrmt(args, &out), 2, "%s", out);
+    cr_expect(
+        strstr(out, "H_cycles = 65 exceeds the limit of 64") && strstr(out, "HRMT_LIMIT_CYCLES"),
+        "%s", out);
+    free(out);
+    cr_expect_eq(run_hrmt_sh("HRMT_LIMIT_CYCLES=65", args, "2>&1", &out), 0, "%s", out);
+    free(out);
+    cr_expect_eq(run_hrmt_sh("OMP_NUM_THREADS=20000", args, "2>&1", &out), 1, "%s", out);
+    cr_expect(strstr(out, "OMP_NUM_THREADS = 20000") && strstr(out, "HRMT_LIMIT_THREADS"), "%s",
+              out);
+    free(out);
+}

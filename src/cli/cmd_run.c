@@ -84,7 +84,7 @@ static int load_model(run *r) {
     }
     if (!have_cfg && o->dtype >= 0) {
         /* The config lives in the file's metadata: read it, then load with the dtype. */
-        if (hrmt_model_load(r->ctx, o->model_path, NULL, &r->m) != HRMT_OK)
+        if (hrmt_model_load_ex(r->ctx, o->model_path, NULL, o->load_flags, &r->m) != HRMT_OK)
             return usage_error("--model", o->model_path, hrmt_last_error(r->ctx));
         r->cfg = *hrmt_model_get_config(r->m);
         hrmt_model_destroy(r->m);
@@ -92,7 +92,8 @@ static int load_model(run *r) {
         have_cfg = 1;
     }
     if (have_cfg && o->dtype >= 0) r->cfg.forward_dtype = (hrmt_dtype)o->dtype;
-    if (hrmt_model_load(r->ctx, o->model_path, have_cfg ? &r->cfg : NULL, &r->m) != HRMT_OK)
+    if (hrmt_model_load_ex(r->ctx, o->model_path, have_cfg ? &r->cfg : NULL, o->load_flags,
+                           &r->m) != HRMT_OK)
         return usage_error("--model", o->model_path, hrmt_last_error(r->ctx));
     r->cfg = *hrmt_model_get_config(r->m);
     return 0;

@@ -25,6 +25,7 @@ enum {
     OPT_EARLY_HALT,
     OPT_BACKEND,
     OPT_MAX_LINE,
+    OPT_NAN_OK,
 };
 
 static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MODEL},
@@ -41,6 +42,7 @@ static const struct option g_opts[] = {{"model", required_argument, NULL, OPT_MO
                                        {"early-halt", no_argument, NULL, OPT_EARLY_HALT},
                                        {"backend", required_argument, NULL, OPT_BACKEND},
                                        {"max-line-bytes", required_argument, NULL, OPT_MAX_LINE},
+                                       {"allow-nonfinite-weights", no_argument, NULL, OPT_NAN_OK},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
@@ -67,6 +69,8 @@ void cli_run_usage(FILE *f) {
             "                      (the reference's eval mode runs every sample halt_max_steps)\n"
             "  --max-line-bytes SIZE  longest input line accepted (default 1M, at most 1G;\n"
             "                      K/M/G suffixes)\n"
+            "  --allow-nonfinite-weights  load a --model whose weights hold NaN or Inf\n"
+            "                      (refused by default: the outputs would be NaN)\n"
             "  --json              machine-readable output\n"
             "  --dump FILE         write inputs, puzzle_identifiers and step{k}.{logits,\n"
             "                      q_halt_logits,q_continue_logits,z_H,z_L,halted} (safetensors)\n"
@@ -122,6 +126,7 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
         case OPT_JSON: o->json = 1; break;
         case 'q': o->quiet = 1; break;
         case OPT_EARLY_HALT: o->early_halt = 1; break;
+        case OPT_NAN_OK: o->load_flags |= HRMT_LOAD_ALLOW_NONFINITE; break;
         case 'h': o->help = 1; break;
         default: return cli_getopt_error(c, argc, argv, g_opts, err, errlen);
         }

@@ -20,7 +20,8 @@ typedef struct cli_run_opts {
     int threads;               /* 0: OpenMP default */
     hrmt_backend_kind backend; /* --backend (default HRMT_BACKEND, else CPU) */
     int early_halt;
-    size_t max_line; /* --max-line-bytes; 0: CLI_RUN_MAX_LINE */
+    unsigned load_flags; /* --allow-nonfinite-weights: HRMT_LOAD_ALLOW_NONFINITE */
+    size_t max_line;     /* --max-line-bytes; 0: CLI_RUN_MAX_LINE */
     int json, quiet, help;
 } cli_run_opts;
 
