@@ -33,6 +33,8 @@ san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
 left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
 # ctest bench probe install sanitizers cpu (the hook runs before the sanitizers).
+# HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
+# these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
 # Contexts skip the cache calibration (0.1-0.3 s each), as under ctest.
 export HRMT_CALIBRATE=0
@@ -46,9 +48,10 @@ stamp "configure + build ($build)"
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   nvcc --version | tail -n 2 || true
+  # shellcheck disable=SC2086
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHRMT_CUDA=ON \
-    -DCMAKE_INSTALL_PREFIX="$prefix" &&
-    cmake --build "$build" -j"$jobs"
+    -DCMAKE_INSTALL_PREFIX="$prefix" ${HRMT_GPU_CMAKE_ARGS:-} &&
+    cmake --build "$build" -j"$jobs" ${HRMT_GPU_TARGETS:+--target $HRMT_GPU_TARGETS}
 } >"$out/build.log" 2>&1
 build_rc=$?
 if [ $build_rc -eq 0 ]; then

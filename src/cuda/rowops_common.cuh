@@ -75,6 +75,25 @@ HRMT_HD uint16_t f_to_bf16(float f) {
     return (uint16_t)(u >> 16);
 }
 HRMT_HD float round_bf16(float f) { return bf16_to_f(f_to_bf16(f)); }
+/* round_bf16 for a value known not to be NaN (the NaN test left out). */
+HRMT_HD float round_bf16_num(float f) {
+    uint32_t u = fbits(f);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return ffrom(u & 0xffff0000u);
+}
+/* Two values rounded to BF16 and packed (a low, b high), bits of f_to_bf16:
+ * the device's paired conversion (RNE, denormals kept) unless a NaN needs
+ * f_to_bf16's quiet-NaN pattern. */
+HRMT_HD uint32_t pack_bf16x2(float a, float b) {
+#ifdef __CUDA_ARCH__
+    if (__builtin_expect(a == a && b == b, 1)) {
+        uint32_t r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+        return r;
+    }
+#endif
+    return (uint32_t)f_to_bf16(a) | ((uint32_t)f_to_bf16(b) << 16);
+}
 
 /* Element access by storage dtype (BF = 1: uint16_t bit patterns). */
 template <int BF>
@@ -102,7 +121,9 @@ HRMT_HD float pow2i(int32_t q) { return ffrom((uint32_t)(q + 0x7f) << 23); }
 HRMT_HD float expf_fma(float x) {
     const float d = x < -105.0f || x != x ? -105.0f : x > 101.0f ? 101.0f : x;
     const float qf = frint(fmul(d, 1.442695040888963407359924681001892137426645954152985934f));
-    const int32_t q = (int32_t)qf;
+    /* (int32_t)qf without a conversion instruction: qf is integral and
+     * |qf| <= 152, so adding 1.5 * 2^23 puts it in the low mantissa bits. */
+    const int32_t q = (int32_t)(fbits(fadd(qf, 12582912.0f)) - 0x4B400000u);
     float s = ffma(qf, -0.693145751953125f, d);
     s = ffma(qf, -1.428606765330187045e-06f, s);
     float u = 0.000198527617612853646278381f;
@@ -112,8 +133,15 @@ HRMT_HD float expf_fma(float x) {
     u = ffma(u, s, 0.166666671633720397949219f);
     u = ffma(u, s, 0.5f);
     u = fadd(1.0f, ffma(fmul(s, s), u, s));
-    const int32_t q1 = q >= 0 ? q / 2 : -((1 - q) / 2);
-    u = fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
+    /* SLEEF scales by 2^q1 then 2^(q - q1), q1 = q / 2 rounded towards -inf
+     * (= q >> 1). u is in [0.7, 1.5], so the first product is exact and the
+     * pair rounds once, like u * 2^q: one multiply whenever 2^q is normal. */
+    if (q >= -126 && q <= 127) {
+        u = fmul(u, pow2i(q));
+    } else {
+        const int32_t q1 = q >> 1;
+        u = fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
+    }
     if (x < -104.0f) u = 0.0f;
     if (x > 100.0f) u = ffrom(0x7f800000u);
     if (x != x) u = x;

@@ -112,6 +112,22 @@ __device__ __forceinline__ float swiglu_el(float g, float u) {
     return fmul(fdiv(g, fadd(1.0f, expf_fma(-g))), u);
 }
 
+/* The same for finite g and u: no NaN can arise (e may be +inf, 1 + e too,
+ * g / inf = -0), so the intermediate roundings skip the NaN test. */
+__device__ __forceinline__ float swiglu_bf16_finite(float g, float u) {
+    const float e = round_bf16_num(expf_fma(-g));
+    const float s = round_bf16_num(fdiv(g, round_bf16_num(fadd(1.0f, e))));
+    return fmul(s, u);
+}
+
+/* 1 when all n values are finite (exponent field not all ones). */
+__device__ __forceinline__ bool all_finite(const float *v, int n) {
+    uint32_t m = 0;
+    HRMT_UNROLL
+    for (int k = 0; k < n; k++) m = max(m, fbits(v[k]) & 0x7fffffffu);
+    return m < 0x7f800000u;
+}
+
 template <int BF, bool VEC>
 struct SwigluOp {
     const char *gu;
@@ -126,8 +142,13 @@ struct SwigluOp {
             float x[HRMT_TILE_N], y[HRMT_TILE_N];
             ld8<BF>(g, c * HRMT_TILE_N, x);
             ld8<BF>(u, c * HRMT_TILE_N, y);
-            HRMT_UNROLL
-            for (int k = 0; k < HRMT_TILE_N; k++) x[k] = swiglu_el<BF>(x[k], y[k]);
+            if (BF && all_finite(x, HRMT_TILE_N) && all_finite(y, HRMT_TILE_N)) {
+                HRMT_UNROLL
+                for (int k = 0; k < HRMT_TILE_N; k++) x[k] = swiglu_bf16_finite(x[k], y[k]);
+            } else {
+                HRMT_UNROLL
+                for (int k = 0; k < HRMT_TILE_N; k++) x[k] = swiglu_el<BF>(x[k], y[k]);
+            }
             st8<BF>(orow, c * HRMT_TILE_N, x, nt);
             return;
         }

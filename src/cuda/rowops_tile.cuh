@@ -39,8 +39,7 @@ __device__ __forceinline__ void st8(void *p, size_t j, const float *v, int nt) {
     uint32_t w[8];
     if (BF) {
         HRMT_UNROLL
-        for (int k = 0; k < 4; k++)
-            w[k] = (uint32_t)f_to_bf16(v[2 * k]) | ((uint32_t)f_to_bf16(v[2 * k + 1]) << 16);
+        for (int k = 0; k < 4; k++) w[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
     } else {
         HRMT_UNROLL
         for (int k = 0; k < 8; k++) w[k] = fbits(v[k]);

@@ -34,9 +34,7 @@ template <int BF>
 __device__ __forceinline__ uint4 pack_vec(const float *v) {
     uint32_t w[4];
     HRMT_UNROLL
-    for (int k = 0; k < 4; k++)
-        w[k] = BF ? (uint32_t)f_to_bf16(v[2 * k]) | ((uint32_t)f_to_bf16(v[2 * k + 1]) << 16)
-                  : fbits(v[k]);
+    for (int k = 0; k < 4; k++) w[k] = BF ? pack_bf16x2(v[2 * k], v[2 * k + 1]) : fbits(v[k]);
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
