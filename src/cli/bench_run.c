@@ -50,9 +50,11 @@ static hrmt_status gemm_peak(hrmt_context *ctx, hrmt_dtype dt, cli_bench_machine
     void *a = calloc(M * K, es), *w = calloc(N * K, es), *c = calloc(M * N, es);
     hrmt_packed_w *pw = NULL;
     if (!a || !w || !c) {
-        s = hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
-                      "GEMM peak probe: no memory for its %zux%zux%zu matrices (%.1f MiB)", M, N, K,
-                      (double)((M * K + N * K + M * N) * es) / 1048576.0);
+        /* The constant, not hrmt_fail's value: the analyzer then knows s is an error. */
+        (void)hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                        "GEMM peak probe: no memory for its %zux%zux%zu matrices (%.1f MiB)", M, N,
+                        K, (double)((M * K + N * K + M * N) * es) / 1048576.0);
+        s = HRMT_ERR_OUT_OF_MEMORY;
         goto done;
     }
     /* Small values whose BF16 form is exact: 1/8 steps in [-1, 1). */
@@ -155,10 +157,11 @@ static hrmt_status io_alloc(hrmt_context *ctx, const hrmt_model *m, int batch, i
         double mib = (double)((B * S + 3 * B + io->n_logits) * 4 + (want_z ? 2 * io->n_z * 4 : 0)) /
                      1048576.0;
         io_free(io);
-        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
-                         "batch %d, seq %zu: no memory for one step's inputs and outputs "
-                         "(%.1f MiB); use smaller --batch-sizes or --seq-lens",
-                         batch, S, mib);
+        (void)hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                        "batch %d, seq %zu: no memory for one step's inputs and outputs "
+                        "(%.1f MiB); use smaller --batch-sizes or --seq-lens",
+                        batch, S, mib);
+        return HRMT_ERR_OUT_OF_MEMORY;
     }
     uint64_t seed = 0xD1B54A32D192ED03ull;
     int vocab = c->vocab_size > 1 ? c->vocab_size : 2;
@@ -191,10 +194,12 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
     step_io io;
     hrmt_carry *carry = NULL;
     hrmt_status s = io_alloc(ctx, m, batch, 0, &io);
-    if (s == HRMT_OK && (!l_us || !h_us || !t_ms))
-        s = hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
-                      "no memory for the timings of %d iterations; use fewer --iterations",
-                      iterations);
+    if (s == HRMT_OK && (!l_us || !h_us || !t_ms)) {
+        (void)hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                        "no memory for the timings of %d iterations; use fewer --iterations",
+                        iterations);
+        s = HRMT_ERR_OUT_OF_MEMORY;
+    }
     if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &carry);
     if (s != HRMT_OK) goto done;
 
