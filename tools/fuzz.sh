@@ -35,13 +35,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "fuzz.sh: need root to apt-get install: ${missing[*]}" >&2
     exit 1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
   -DHRMT_FUZZ=ON -DHRMT_CUDA=OFF -DHRMT_BUILD_TESTS=OFF -DHRMT_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j"${HRMT_FUZZ_JOBS:-$(nproc)}" \
-  --target hrmt_fuzz_seeds $(printf 'fuzz_%s ' "${targets[@]}")
+build_targets=(hrmt_fuzz_seeds)
+for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
+cmake --build "$build" -j"${HRMT_FUZZ_JOBS:-$(nproc)}" --target "${build_targets[@]}"
 
 limit=(-max_total_time="$secs")
 [ -n "${HRMT_FUZZ_RUNS:-}" ] && limit=(-runs="$HRMT_FUZZ_RUNS")

@@ -43,6 +43,10 @@ hrmt_context *fuzz_context(void) {
         /* Calibration would time cache sweeps in every fresh process. */
         setenv("HRMT_CALIBRATE", "0", 1);
         hrmt_context_options o = hrmt_context_default_options();
+        /* The scalar table: the only kernels built with the sanitizers and
+         * coverage under HRMT_FUZZ (tests/fuzz/CMakeLists.txt), and the same
+         * on every host. */
+        o.isa = "scalar";
         o.num_threads = 1;
         o.event_log_enabled = 0;
         char err[256] = "";

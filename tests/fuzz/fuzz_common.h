@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * the process's lifetime; each call replaces the file's contents. */
 const char *fuzz_input_path(const uint8_t *data, size_t size);
 
-/* One CPU context per process (1 thread, no calibration): creating one per
- * input would spend the run in topology detection. */
+/* One CPU context per process (scalar kernels, 1 thread, no calibration):
+ * creating one per input would spend the run in topology detection. */
 hrmt_context *fuzz_context(void);
 
 /* Invariant violated by an accepted input: prints `what` and aborts, which
