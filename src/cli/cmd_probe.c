@@ -59,9 +59,11 @@ static int sweep(hrmt_context *ctx, const cli_probe_opts *opts, cli_probe_result
     hrmt_status s = cli_probe_run(ctx, sizes, n, o.quick ? 1 : 2, o.max_bytes, &bar, r);
     cli_progress_finish(&bar);
     if (s != HRMT_OK) {
-        fprintf(stderr, "hrmt probe: %s%s: %s\n",
-                hrmt_context_backend(ctx) == HRMT_BACKEND_CUDA ? "CUDA probe: " : "",
-                hrmt_status_str(s), hrmt_last_error(ctx));
+        const char *detail = hrmt_last_error(ctx);
+        fprintf(stderr, "hrmt probe: %ssweep up to %zu bytes: %s: %s%s\n",
+                hrmt_context_backend(ctx) == HRMT_BACKEND_CUDA ? "CUDA probe: " : "", o.max_bytes,
+                hrmt_status_str(s), detail && *detail ? detail : "(no detail from the library)",
+                s == HRMT_ERR_OUT_OF_MEMORY ? "; try a smaller --max-bytes" : "");
         return -1;
     }
     return 0;

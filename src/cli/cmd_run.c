@@ -212,7 +212,9 @@ static int run_steps(run *r) {
         hrmt_step_timing t;
         if (carry && hrmt_act_step(r->m, carry, tokens, r->pids, &so, &out, &t) != HRMT_OK) {
             cli_progress_finish(&bar);
-            fprintf(stderr, "hrmt run: step %d: %s\n", k, hrmt_last_error(r->ctx));
+            const char *detail = hrmt_last_error(r->ctx);
+            fprintf(stderr, "hrmt run: ACT step %d of %d: %s\n", k + 1, r->steps,
+                    detail && *detail ? detail : "failed (no detail from the library)");
             rc = 1;
         } else if (carry) {
             r->step_ms_total += t.step_us / 1000.0;
