@@ -66,6 +66,10 @@ void fuzz_fail(const char *harness, const char *what) {
 void fuzz_check_message(const char *harness, const char *msg, size_t cap) {
     if (!msg || memchr(msg, '\0', cap) == NULL) fuzz_fail(harness, "error message not terminated");
     if (msg[0] == '\0') fuzz_fail(harness, "failure without a message");
+    /* Untrusted bytes are escaped before they reach a terminal: a message is
+     * printable ASCII only (core/text_escape.h). */
+    for (const char *p = msg; *p; p++)
+        if (*p < 0x20 || *p > 0x7e) fuzz_fail(harness, "control or non-ASCII byte in a message");
 }
 
 void fuzz_check_error(const char *harness, const hrmt_context *ctx) {

@@ -29,7 +29,8 @@ hrmt_context *fuzz_context(void);
 void fuzz_fail(const char *harness, const char *what);
 
 /* Checks that an error message is a non-empty, NUL-terminated string within
- * `cap` bytes; aborts through fuzz_fail otherwise. */
+ * `cap` bytes of printable ASCII (untrusted bytes escaped); aborts through
+ * fuzz_fail otherwise. */
 void fuzz_check_message(const char *harness, const char *msg, size_t cap);
 
 /* Line oracle for the text readers: the next line of data[*pos..] without

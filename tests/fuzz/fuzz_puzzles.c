@@ -1,8 +1,9 @@
 /* Fuzz target: the Sudoku puzzle reader of `hrmt run --puzzles` (81-token
- * model), checked against an independent reading of the documented format:
- * one puzzle per line, exactly 81 of '.', '0', '1'..'9'; blank lines and
- * '#' comments skipped. What the reader does with surrounding whitespace is
- * left open (it may trim or refuse it), nothing else is. */
+ * model, --max-line-bytes 100), checked against an independent reading of
+ * the documented format: one puzzle per line, exactly 81 of '.', '0',
+ * '1'..'9'; blank lines and '#' comments skipped, whatever their length;
+ * any other line longer than the limit, or holding a NUL, refused. What the reader does with
+ * surrounding whitespace is left open (it may trim or refuse it), nothing else is. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,8 @@
 #include "fuzz_common.h"
 
 #define SEQ 81
+/* --max-line-bytes: small, so that inputs of a few KB reach the limit. */
+#define MAX_LINE 100
 
 typedef enum { LINE_SKIP, LINE_PUZZLE, LINE_EITHER, LINE_BAD } line_kind;
 
@@ -23,6 +26,7 @@ static line_kind classify(const uint8_t *p, size_t n, int32_t *row) {
     while (b > a && fuzz_is_space(p[b - 1])) b--;
     if (a == b || p[0] == '#') return LINE_SKIP;
     if (p[a] == '#') return LINE_EITHER; /* indented comment: skip or refuse */
+    if (n > MAX_LINE) return LINE_BAD;   /* longer than the limit and not a comment */
     int ok = b - a == SEQ;
     for (size_t i = a; ok && i < b; i++) ok = puzzle_char(p[i]);
     if (!ok) return LINE_BAD;
@@ -40,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cli_run_batch batch;
     char err[512];
     err[0] = '\0';
-    int rc = cli_run_read_puzzles(path, SEQ, &batch, err, sizeof err);
+    int rc = cli_run_read(path, CLI_RUN_PUZZLES, SEQ, 0, MAX_LINE, &batch, err, sizeof err);
 
     size_t pos = 0, len = 0;
     const uint8_t *line = NULL;

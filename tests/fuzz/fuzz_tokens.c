@@ -1,10 +1,11 @@
 /* Fuzz target: the token reader of `hrmt run --tokens` (a 30-token model
- * with vocabulary 6, the golden small-learned case), checked against an
- * independent reading of the documented format: 30 integers in [0, 6) per
- * line separated by spaces, tabs or commas; blank lines and '#' comments
- * skipped. Leniency the reader may or may not have (a sign, form feeds
- * before a number, whitespace around the line) is left open; every other
- * line must be read exactly or refused. */
+ * with vocabulary 6, the golden small-learned case, --max-line-bytes 100),
+ * checked against an independent reading of the documented format: 30
+ * integers in [0, 6) per line separated by spaces, tabs or commas; blank
+ * lines and '#' comments skipped, whatever their length; any other line
+ * longer than the limit, or holding a NUL, refused. Leniency the reader may or may not have (a
+ * sign, form feeds before a number, whitespace around the line) is left open; every other line must
+ * be read exactly or refused. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,8 @@
 
 #define SEQ 30
 #define VOCAB 6
+/* --max-line-bytes: small, so that inputs of a few KB reach the limit. */
+#define MAX_LINE 100
 
 typedef enum { LINE_SKIP, LINE_SAMPLE, LINE_EITHER, LINE_BAD } line_kind;
 
@@ -52,6 +55,7 @@ static line_kind classify(const uint8_t *p, size_t n, int32_t *row) {
     while (b > a && fuzz_is_space(p[b - 1])) b--;
     if (a == b || p[0] == '#') return LINE_SKIP;
     if (p[a] == '#') return LINE_EITHER; /* indented comment: skip or refuse */
+    if (n > MAX_LINE) return LINE_BAD;   /* longer than the limit and not a comment */
     /* Leading spaces and tabs are separators; other leading whitespace and
      * any trailing whitespace but a CRLF's CR are leniency. */
     size_t s = 0;
@@ -66,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cli_run_batch batch;
     char err[512];
     err[0] = '\0';
-    int rc = cli_run_read_tokens(path, SEQ, VOCAB, &batch, err, sizeof err);
+    int rc = cli_run_read(path, CLI_RUN_TOKENS, SEQ, VOCAB, MAX_LINE, &batch, err, sizeof err);
 
     size_t pos = 0, len = 0;
     const uint8_t *line = NULL;
