@@ -200,6 +200,19 @@ Test(hostile, long_comments_are_skipped_and_the_limit_can_be_raised) {
     cr_expect_eq(b.n, 1);
     for (int i = 0; i < 81; i++) cr_expect_eq(b.tokens[i], i % 11);
     cli_run_batch_free(&b);
+    /* Blank up to the limit: skipped when it stays blank, refused when content follows. */
+    memset(text, ' ', pad);
+    n = pad;
+    n += (size_t)sprintf(text + n, "\n%s\n", PUZZLE);
+    write_bytes(path, text, n);
+    cr_assert_eq(read_puzzles(path, &b, err), 0, "%s", err);
+    cr_expect_eq(b.n, 1);
+    cr_expect_eq(b.line[0], 2);
+    cli_run_batch_free(&b);
+    n = pad + (size_t)sprintf(text + pad, "%s\n", PUZZLE);
+    write_bytes(path, text, n);
+    cr_expect_eq(read_puzzles(path, &b, err), -1);
+    cr_expect(strstr(err, ":1: line longer than 1048576 bytes"), "%s", err);
     free(text);
 }
 

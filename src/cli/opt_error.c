@@ -13,27 +13,31 @@ const char *cli_flag_name(const struct option *opts, int c, char *buf, size_t le
             snprintf(buf, len, "--%s", o->name);
             return buf;
         }
-    snprintf(buf, len, "-%c", c);
-    return buf;
+    /* A short option: any byte the user typed, so escaped. */
+    const char opt[2] = {'-', (char)c};
+    return hrmt_text_escape(buf, len, opt, 2);
 }
 
 int cli_getopt_error(int c, int argc, char **argv, const struct option *opts, char *err,
                      size_t errlen) {
-    /* getopt has already stepped past the offending word. */
-    const char *word = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
-    int is_long = word[0] == '-' && word[1] == '-';
     char fb[64], e[HRMT_ESCAPED_MAX];
-    if (c == ':')
+    /* optopt is a long option's val when that option was misused (a value
+     * it does not take), the character of an unknown short option (also
+     * inside a cluster such as -xy), and 0 for an unknown long option. */
+    int known = 0;
+    for (const struct option *o = opts; optopt && o->name; o++) known |= o->val == optopt;
+    if (c == ':') {
         snprintf(err, errlen, "%s: missing value", cli_flag_name(opts, optopt, fb, sizeof fb));
-    else if (is_long && optopt)
+    } else if (known) {
         snprintf(err, errlen, "%s: takes no value", cli_flag_name(opts, optopt, fb, sizeof fb));
-    else if (is_long)
+    } else if (optopt) {
+        snprintf(err, errlen, "unknown option '%s' (see --help)",
+                 cli_flag_name(opts, optopt, fb, sizeof fb));
+    } else {
+        /* getopt has already stepped past the unknown long option. */
+        const char *word = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
         snprintf(err, errlen, "unknown or ambiguous option '%s' (see --help)",
                  hrmt_text_escape_str(e, sizeof e, word));
-    else {
-        const char opt[2] = {'-', (char)(optopt ? optopt : '?')};
-        snprintf(err, errlen, "unknown option '%s' (see --help)",
-                 hrmt_text_escape(e, sizeof e, opt, 2));
     }
     return -1;
 }

@@ -10,7 +10,7 @@
 int cli_getopt_error(int c, int argc, char **argv, const struct option *opts, char *err,
                      size_t errlen);
 
-/* "--<long name>" of the option whose val is `c`, else "-c". */
+/* "--<long name>" of the option whose val is `c`, else "-c" (escaped). */
 const char *cli_flag_name(const struct option *opts, int c, char *buf, size_t len);
 
 #endif

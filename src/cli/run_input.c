@@ -79,11 +79,27 @@ static void skip_rest_of_line(FILE *fp) {
     }
 }
 
-/* 1 for a line to skip: blank, or a comment (first non-blank byte '#'). */
-static int skippable(const char *s, size_t n) {
+enum { KIND_BLANK, KIND_COMMENT, KIND_CONTENT };
+
+/* Blank, a comment (first non-blank byte '#'), or content. */
+static int line_kind(const char *s, size_t n) {
     size_t i = 0;
     while (i < n && isspace((unsigned char)s[i])) i++;
-    return i == n || s[i] == '#';
+    return i == n ? KIND_BLANK : s[i] == '#' ? KIND_COMMENT : KIND_CONTENT;
+}
+
+/* The rest of an over-long line whose start is blank: reads it to its end
+ * and says whether it stays blank or turns into a comment (1), or holds
+ * content (0: the caller stops reading). */
+static int rest_is_skippable(FILE *fp) {
+    int c = 0;
+    while ((c = getc(fp)) != EOF && c != '\n') {
+        if (isspace(c)) continue;
+        if (c != '#') return 0;
+        skip_rest_of_line(fp);
+        return 1;
+    }
+    return 1;
 }
 
 typedef int (*line_fn)(const where *w, const char *line, int32_t *row, int seq_len, int vocab,
@@ -110,17 +126,20 @@ static int read_lines(const char *path, int seq_len, int vocab, size_t max_line,
             break;
         }
         w.line++;
+        const int kind = got == LINE_NOMEM ? KIND_CONTENT : line_kind(line, len);
         if (got == LINE_NOMEM) {
             snprintf(err, errlen, "%s:%d: out of memory reading a line of %zu+ bytes", w.path,
                      w.line, cap);
             rc = -1;
-        } else if (skippable(line, len)) {
+        } else if (kind == KIND_COMMENT || (got == LINE_OK && kind == KIND_BLANK)) {
             if (got == LINE_LONG) skip_rest_of_line(fp); /* a long comment is still a comment */
-        } else if (got == LINE_LONG) {
+        } else if (got == LINE_LONG && (kind == KIND_CONTENT || !rest_is_skippable(fp))) {
             snprintf(err, errlen,
                      "%s:%d: line longer than %zu bytes (the limit; --max-line-bytes raises it)",
                      w.path, w.line, max_line);
             rc = -1;
+        } else if (got == LINE_LONG) {
+            /* blank past the limit, then blank or a comment to its end: skipped */
         } else if (memchr(line, '\0', len)) {
             snprintf(err, errlen,
                      "%s:%d: column %zu: NUL byte; puzzle and token files must be text", w.path,

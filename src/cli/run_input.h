@@ -21,11 +21,12 @@ typedef struct cli_run_batch {
 typedef enum cli_run_input_kind { CLI_RUN_PUZZLES, CLI_RUN_TOKENS } cli_run_input_kind;
 
 /* Reads a puzzle or token file (formats below). Lines whose first non-blank
- * byte is '#' (comments, whatever else they hold) and blank lines are
- * skipped. Every other line must be text: a NUL byte is an error, and so is a
- * line longer than max_line bytes (0: CLI_RUN_MAX_LINE). Returns 0, or -1
- * with "FILE:LINE: reason" in err (FILE and any quoted input bytes escaped
- * by hrmt_text_escape). vocab is ignored for puzzles. */
+ * byte is '#' (comments, whatever else they hold, however long) and blank
+ * lines are skipped. Every other line must be text: a NUL byte is an error,
+ * and so is a line longer than max_line bytes (0: CLI_RUN_MAX_LINE); no more
+ * than max_line bytes of a line are ever held. Returns 0, or -1 with
+ * "FILE:LINE: reason" in err (FILE and any quoted input bytes escaped by
+ * hrmt_text_escape). vocab is ignored for puzzles. */
 int cli_run_read(const char *path, cli_run_input_kind kind, int seq_len, int vocab, size_t max_line,
                  cli_run_batch *out, char *err, size_t errlen);
 
