@@ -19,9 +19,10 @@
 #  4. parallel efficiency from 2 to HIGH_THREADS threads per batch:
 #     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules.
 # About 2-3 minutes on 16 cores. Exit status 0 when every part ran.
+# HRMT_AMX_BATCHES (default 1,8,64) changes the step's batch sizes.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$(cd "$1" && pwd) || { echo "amx.sh: no build directory $1" >&2; exit 2; }
@@ -63,7 +64,7 @@ done
 for t in 2 "$high"; do
   stamp "ACT step, default model, bf16, $t threads (ms per step; speed-up = PyTorch / hrmt)"
   OMP_NUM_THREADS=$t "$py" "$root/bench/pytorch_vs_hrmt.py" "$build" --threads "$t" \
-    --batches 1,8,64 --rounds 2 --iters 2 --modes baseline,tiered --json "$tmp/step$t.json" || rc=1
+    --batches "${HRMT_AMX_BATCHES:-1,8,64}" --rounds 2 --iters 2 --modes baseline,tiered --json "$tmp/step$t.json" || rc=1
 done
 
 stamp "parallel efficiency 2 -> $high threads: t(2) / (t($high) x $high/2)"
