@@ -202,12 +202,12 @@ static inline void blocks_1x2(size_t nblk, const char *a, const char *b, const c
  * through `buf` (16 x 16 floats): the tile store waits for the tile's last
  * product only, so while this tile is converted and written the TMUL works
  * on the tiles after it. */
-#define PUT_TILE(t, rb, cb, buf)                    \
-    do {                                            \
-        if (o->m > 16 * (rb) && o->n > 16 * (cb)) { \
-            TILE_STORE(t, buf, 64);                 \
-            put_tile(buf, o, rb, cb);               \
-        }                                           \
+#define PUT_TILE(t, rb, cb, buf)                                    \
+    do {                                                            \
+        if (o->m > (size_t)16 * (rb) && o->n > (size_t)16 * (cb)) { \
+            TILE_STORE(t, buf, 64);                                 \
+            put_tile(buf, o, rb, cb);                               \
+        }                                                           \
     } while (0)
 
 static inline void put_tile(const float *buf, const hrmt_gemm_ukr_out *o, size_t rb, size_t cb) {
