@@ -3,7 +3,7 @@
  * --dump; the dump is read back and compared with expected-f32 (1e-4) and,
  * bit for bit, with the same steps run through the library; --tokens gives
  * the same dump; the JSON output; and usage errors (exit 2, flag or file:line
- * named). The command inherits HRMT_ISA, so each ISA's ctest run tests it. */
+ * named). The command inherits HRMT_ISA (ctest runs this once, on the default table). */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
