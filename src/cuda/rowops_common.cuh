@@ -114,15 +114,77 @@ HRMT_HD float to_storage(float v) {
     return BF ? round_bf16(v) : v;
 }
 
-/* ---- exp ----------------------------------------------------------------- */
-HRMT_HD float pow2i(int32_t q) { return ffrom((uint32_t)(q + 0x7f) << 23); }
+/* Rounding of a value that device arithmetic produced: the hardware's
+ * conversion (RNE, denormals kept). Its NaN is the canonical 0x7fff, which is
+ * what f_to_bf16 gives for the only NaN device arithmetic makes (0x7fffffff),
+ * so the bits are f_to_bf16's; a loaded NaN with another payload needs
+ * round_bf16 / pack_bf16x2 instead. (With b = 0 the pair conversion leaves
+ * the BF16 in the high half: the F32 bits, one instruction.) */
+HRMT_HD float round_bf16_arith(float f) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(f), "f"(0.0f));
+    return ffrom(r);
+#else
+    return round_bf16(f);
+#endif
+}
+/* pack_bf16x2 for values from device arithmetic (no NaN test, as above). */
+HRMT_HD uint32_t pack_bf16x2_arith(float a, float b) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+    return r;
+#else
+    return pack_bf16x2(a, b);
+#endif
+}
+/* BF16 bits of a value from device arithmetic (as round_bf16_arith). */
+HRMT_HD uint16_t bf16_bits_arith(float f) { return (uint16_t)(fbits(round_bf16_arith(f)) >> 16); }
 
-/* cpu/expf_fma.h (SLEEF's FMA expf_u10): softmax and swiglu. */
+/* max / min that return NaN when either operand is NaN (one instruction on
+ * sm_80+). Which of +0 and -0 they return is not specified: callers must not
+ * care. */
+HRMT_HD float fmax_nan(float a, float b) {
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    if (a != a || b != b) return a != a ? a : b;
+    return b > a ? b : a;
+#endif
+}
+HRMT_HD float fmin_nan(float a, float b) {
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    if (a != a || b != b) return a != a ? a : b;
+    return b < a ? b : a;
+#endif
+}
+
+/* ---- exp ----------------------------------------------------------------- */
+/* 2^q for q in [-126, 127] (unsigned arithmetic: any q is defined). */
+HRMT_HD float pow2i(int32_t q) { return ffrom(((uint32_t)q + 0x7fu) << 23); }
+
+/* cpu/expf_fma.h (SLEEF's FMA expf_u10): softmax and swiglu. The same bits
+ * as hrmt_expf_fma for every one of the 2^32 inputs (NaN for NaN; checked
+ * exhaustively on the host by tools/cuda_expf_check.cu), in fewer
+ * instructions:
+ *  - the clamp to [-105, 101] keeps a NaN, which then flows through to a
+ *    NaN result (the reference clamps it to -105 and restores it);
+ *  - below -104 the scaled result underflows to 0, above 100 it overflows to
+ *    +inf, as the reference's explicit cases say, so no tests are needed;
+ *  - (int32_t)qf without a conversion instruction: qf is integral and
+ *    |qf| <= 152, so adding 1.5 * 2^23 puts it in the low mantissa bits;
+ *  - SLEEF's ldexp in two halves, q1 = q >> 1 (rounds towards -inf), always
+ *    (no branch). */
 HRMT_HD float expf_fma(float x) {
-    const float d = x < -105.0f || x != x ? -105.0f : x > 101.0f ? 101.0f : x;
+    const float d = fmin_nan(fmax_nan(x, -105.0f), 101.0f);
     const float qf = frint(fmul(d, 1.442695040888963407359924681001892137426645954152985934f));
-    /* (int32_t)qf without a conversion instruction: qf is integral and
-     * |qf| <= 152, so adding 1.5 * 2^23 puts it in the low mantissa bits. */
     const int32_t q = (int32_t)(fbits(fadd(qf, 12582912.0f)) - 0x4B400000u);
     float s = ffma(qf, -0.693145751953125f, d);
     s = ffma(qf, -1.428606765330187045e-06f, s);
@@ -133,19 +195,8 @@ HRMT_HD float expf_fma(float x) {
     u = ffma(u, s, 0.166666671633720397949219f);
     u = ffma(u, s, 0.5f);
     u = fadd(1.0f, ffma(fmul(s, s), u, s));
-    /* SLEEF scales by 2^q1 then 2^(q - q1), q1 = q / 2 rounded towards -inf
-     * (= q >> 1). u is in [0.7, 1.5], so the first product is exact and the
-     * pair rounds once, like u * 2^q: one multiply whenever 2^q is normal. */
-    if (q >= -126 && q <= 127) {
-        u = fmul(u, pow2i(q));
-    } else {
-        const int32_t q1 = q >> 1;
-        u = fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
-    }
-    if (x < -104.0f) u = 0.0f;
-    if (x > 100.0f) u = ffrom(0x7f800000u);
-    if (x != x) u = x;
-    return u;
+    const int32_t q1 = q >> 1;
+    return fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
 }
 
 /* SLEEF's scalar Sleef_expf_u10 (sleefsp.c xexpf, no FMA): the Engram gate's
