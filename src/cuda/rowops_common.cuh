@@ -75,12 +75,6 @@ HRMT_HD uint16_t f_to_bf16(float f) {
     return (uint16_t)(u >> 16);
 }
 HRMT_HD float round_bf16(float f) { return bf16_to_f(f_to_bf16(f)); }
-/* round_bf16 for a value known not to be NaN (the NaN test left out). */
-HRMT_HD float round_bf16_num(float f) {
-    uint32_t u = fbits(f);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return ffrom(u & 0xffff0000u);
-}
 /* Two values rounded to BF16 and packed (a low, b high), bits of f_to_bf16:
  * the device's paired conversion (RNE, denormals kept) unless a NaN needs
  * f_to_bf16's quiet-NaN pattern. */

@@ -107,6 +107,103 @@ __global__ void norm_kernel(size_t rows, size_t cols, const void *x, size_t ldx,
     }
 }
 
+/* Rows of G whole warp-groups (cols = 32 G, G <= 16; HRM's hidden 512 is
+ * G = 16): one warp per row, the row in registers, no shared memory. Lane l
+ * holds elements g * 32 + l (coalesced 2- or 4-byte accesses), which is the
+ * reference's accumulator lane l; with G <= 16 groups that lane's cascade
+ * (sumsq_order.h: levels of 2^4 groups) never mixes anything but +0 into the
+ * chain, so its sum is the plain sequential sum over g, then the same finish
+ * as sumsq_warp (quarters, lanes 0..7 folded from 0; every lane folds the
+ * broadcast partials itself, same bits). The SRAM form keeps h in registers
+ * across the reduction and the scale (on-chip, like the staging buffer);
+ * the DRAM form reads x and r again from global memory for the scale pass. */
+#define HRMT_NORM_REG_G 16 /* groups of 32 a lane keeps in registers at most */
+
+template <int BF, bool RES, bool DRAM>
+__global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
+    norm_reg_kernel(size_t rows, unsigned G, const void *x, size_t ldx, const void *r, size_t ldr,
+                    const float *w, float eps, void *out, size_t ldo, int nt) {
+    constexpr size_t es = BF ? 2 : 4;
+    constexpr int GM = HRMT_NORM_REG_G;
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float cols_f = (float)(32 * G);
+    /* Loads keep the raw bits; the values are used after the loop, so the
+     * loads' latencies overlap. */
+    auto ld_raw = [&](const char *p, int g) -> uint32_t {
+        return BF ? ((const uint16_t *)p)[g * 32] : ((const uint32_t *)p)[g * 32];
+    };
+    auto val = [&](uint32_t u) { return BF ? bf16_to_f((uint16_t)u) : ffrom(u); };
+    for (size_t row = (size_t)blockIdx.x * HRMT_NORM_WARPS + warp; row < rows;
+         row += (size_t)gridDim.x * HRMT_NORM_WARPS) {
+        const char *xr = (const char *)x + (row * ldx + lane) * es;
+        const char *rr = RES ? (const char *)r + (row * ldr + lane) * es : nullptr;
+        uint32_t ux[GM], ur[GM];
+        HRMT_UNROLL
+        for (int g = 0; g < GM; g++) {
+            if ((unsigned)g >= G) break;
+            ux[g] = ld_raw(xr, g);
+            if (RES) ur[g] = ld_raw(rr, g);
+        }
+        float h[GM];
+        float a = 0.0f;
+        HRMT_UNROLL
+        for (int g = 0; g < GM; g++) {
+            if ((unsigned)g >= G) break;
+            h[g] = val(ux[g]);
+            if (RES) {
+                const float t = fadd(h[g], val(ur[g]));
+                h[g] = BF ? round_bf16_arith(t) : t;
+            }
+            a = fadd(a, fmul(h[g], h[g]));
+        }
+        const float b1 = __shfl_down_sync(HRMT_FULL_MASK, a, 8);
+        const float b2 = __shfl_down_sync(HRMT_FULL_MASK, a, 16);
+        const float b3 = __shfl_down_sync(HRMT_FULL_MASK, a, 24);
+        a = fadd(fadd(fadd(a, b1), b2), b3); /* used from lanes 0..7 only */
+        float sum = 0.0f;
+        HRMT_UNROLL
+        for (int l = 0; l < 8; l++) sum = fadd(sum, __shfl_sync(HRMT_FULL_MASK, a, l));
+        const float inv = fdiv(1.0f, fsqrt(fadd(fdiv(sum, cols_f), eps)));
+        if (DRAM) { /* the scale pass reads its inputs again */
+            HRMT_UNROLL
+            for (int g = 0; g < GM; g++) {
+                if ((unsigned)g >= G) break;
+                ux[g] = ld_raw(xr, g);
+                if (RES) ur[g] = ld_raw(rr, g);
+            }
+            HRMT_UNROLL
+            for (int g = 0; g < GM; g++) {
+                if ((unsigned)g >= G) break;
+                h[g] = val(ux[g]);
+                if (RES) {
+                    const float t = fadd(h[g], val(ur[g]));
+                    h[g] = BF ? round_bf16_arith(t) : t;
+                }
+            }
+        }
+        char *o = (char *)out + (row * ldo + lane) * es;
+        HRMT_UNROLL
+        for (int g = 0; g < GM; g++) {
+            if ((unsigned)g >= G) break;
+            float v = fmul(h[g], inv);
+            if (w) v = fmul(v, w[g * 32 + lane]);
+            if (BF) {
+                uint16_t *d = (uint16_t *)o + g * 32;
+                if (nt)
+                    __stcs(d, bf16_bits_arith(v));
+                else
+                    *d = bf16_bits_arith(v);
+            } else {
+                float *d = (float *)o + g * 32;
+                if (nt)
+                    __stcs(d, v);
+                else
+                    *d = v;
+            }
+        }
+    }
+}
+
 /* Picks the instantiation: smem staging when asked and the rows fit, 16-byte
  * vectors when every row start (and w) is 16-byte aligned. */
 template <int BF, bool RES>
@@ -114,6 +211,18 @@ static void norm_launch(size_t rows, size_t cols, const void *x, size_t ldx, con
                         size_t ldr, const float *w, float eps, void *out, size_t ldo, int nt,
                         bool want_smem) {
     if (rows == 0 || cols == 0) return;
+    if (cols % 32 == 0 && cols <= 32 * HRMT_NORM_REG_G) {
+        const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
+#define HRMT_NORM_REG_GO(DRAM)                                                                \
+    norm_reg_kernel<BF, RES, DRAM><<<blocks, HRMT_NORM_WARPS * 32, 0, cudaStreamPerThread>>>( \
+        rows, G, x, ldx, r, ldr, w, eps, out, ldo, nt)
+        if (want_smem)
+            HRMT_NORM_REG_GO(false);
+        else
+            HRMT_NORM_REG_GO(true);
+#undef HRMT_NORM_REG_GO
+        return;
+    }
     const size_t es = BF ? 2 : 4;
     const unsigned nw = want_smem ? row_warps(cdiv(cols * es, 16) * 16, HRMT_NORM_WARPS) : 0;
     const bool use_smem = nw != 0;

@@ -1,7 +1,9 @@
 /* Softmax, bits of cpu/softmax_scalar.c.
  *
- * Mapping: one warp per row, 1, 2 or 4 rows per block (grid-stride); rows
- * of 8..128 elements: eight lanes per row (softmax_short_kernel).
+ * Mapping: rows of 8..128 elements: eight lanes per row, in registers
+ * (softmax_short_kernel); rows of 129..512 (or shorter than 8): one warp per
+ * row, in registers (softmax_reg_kernel); longer rows: one warp per row, 1, 2
+ * or 4 rows per block (grid-stride), as below.
  * Order:
  *  - m = max(scale * x): order-free (a NaN anywhere gives NaN; which of +0
  *    and -0 wins cannot change exp(v - m)), lane maxima then shuffles;
@@ -24,11 +26,9 @@ namespace {
 
 #define HRMT_SOFTMAX_WARPS 4
 
-/* NaN-propagating max (either NaN gives NaN). */
-__device__ __forceinline__ float nan_max(float a, float b) {
-    if (a != a || b != b) return a != a ? a : b;
-    return b > a ? b : a;
-}
+/* NaN-propagating max (either NaN gives NaN); which of +0 and -0 wins cannot
+ * change exp(v - m). */
+__device__ __forceinline__ float nan_max(float a, float b) { return fmax_nan(a, b); }
 
 template <int BF, bool SMEM, bool VEC>
 __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
@@ -122,40 +122,49 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
  * warp, everything in registers. Lane k of a row's group is the reference's
  * chain k (j = k, k + 8, ... in increasing j), so the bits are the same as
  * above; the point is four rows in flight per warp instead of one (HRM's
- * attention rows are 82 wide). */
+ * attention rows are 82 wide). NCH = ceil(cols / 8), the longest chain, is a
+ * template argument, so the loops are straight code: every lane owns slots
+ * 0..NCH-2, and only the last slot belongs to some lanes alone (k < the
+ * last chunk's width). All loads go first (their latencies overlap); a lane
+ * without a last element, or a row past the end, loads a valid element it
+ * then ignores (no branch around loads). Stores round through the hardware
+ * conversion (results of arithmetic: round_bf16_arith). */
 #define HRMT_SOFTMAX_SHORT_PER 16
 
-template <int BF>
+template <int BF, int NCH>
 __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
     softmax_short_kernel(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
                          void *out, size_t ldo) {
     constexpr size_t es = BF ? 2 : 4;
-    constexpr int PER = HRMT_SOFTMAX_SHORT_PER;
     const unsigned lane = threadIdx.x & 31, k = lane & 7, grp = lane >> 3;
+    /* Does this lane own element k + 8 (NCH - 1)? */
+    const bool has_last = (size_t)k + 8 * (NCH - 1) < cols;
     const size_t per_block = (size_t)(blockDim.x >> 5) * 4;
     for (size_t r0 = (size_t)blockIdx.x * per_block; r0 < rows;
          r0 += (size_t)gridDim.x * per_block) {
         const size_t row = r0 + (threadIdx.x >> 5) * 4 + grp;
         const bool live = row < rows;
-        const char *xr = (const char *)x + (live ? row : 0) * ldx * es;
-        float v[PER];
+        const char *xr = (const char *)x + ((live ? row : 0) * ldx + k) * es;
+        uint32_t raw[NCH];
+        HRMT_UNROLL
+        for (int i = 0; i < NCH; i++) {
+            const unsigned j = i < NCH - 1 || has_last ? 8u * i : 0u;
+            raw[i] = BF ? ((const uint16_t *)xr)[j] : ((const uint32_t *)xr)[j];
+        }
+        float v[NCH];
         float m = -INFINITY;
         HRMT_UNROLL
-        for (int i = 0; i < PER; i++) {
-            const size_t j = k + 8 * (size_t)i;
-            v[i] = live && j < cols ? fmul(scale, ld_el<BF>(xr, j)) : 0.0f;
-            if (live && j < cols) m = nan_max(m, v[i]);
+        for (int i = 0; i < NCH; i++) {
+            v[i] = fmul(scale, BF ? bf16_to_f((uint16_t)raw[i]) : ffrom(raw[i]));
+            if (i < NCH - 1 || has_last) m = nan_max(m, v[i]);
         }
         HRMT_UNROLL
         for (int d = 4; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
         float l = 0.0f;
         HRMT_UNROLL
-        for (int i = 0; i < PER; i++) {
-            const size_t j = k + 8 * (size_t)i;
-            if (live && j < cols) {
-                v[i] = expf_fma(fsub(v[i], m));
-                l = fadd(l, v[i]);
-            }
+        for (int i = 0; i < NCH; i++) {
+            v[i] = expf_fma(fsub(v[i], m));
+            if (i < NCH - 1 || has_last) l = fadd(l, v[i]);
         }
         float ls[8];
         HRMT_UNROLL
@@ -163,12 +172,136 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
         const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
         const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
         const float inv = fdiv(1.0f, fadd(fadd(h0, h2), fadd(h1, h3)));
-        char *o = (char *)out + (live ? row : 0) * ldo * es;
+        if (!live) continue;
+        char *o = (char *)out + (row * ldo + k) * es;
         HRMT_UNROLL
-        for (int i = 0; i < PER; i++) {
-            const size_t j = k + 8 * (size_t)i;
-            if (live && j < cols) st_el<BF>(o, j, fmul(v[i], inv));
+        for (int i = 0; i < NCH; i++) {
+            if (i == NCH - 1 && !has_last) break;
+            const float r = fmul(v[i], inv);
+            if (BF)
+                ((uint16_t *)o)[8 * i] = bf16_bits_arith(r);
+            else
+                ((float *)o)[8 * i] = r;
         }
+    }
+}
+
+template <int BF, int NCH>
+static void softmax_short_launch(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
+                                 void *out, size_t ldo) {
+    if ((size_t)NCH != (cols + 7) / 8) {
+        if constexpr (NCH > 1)
+            softmax_short_launch<BF, NCH - 1>(rows, cols, x, ldx, scale, out, ldo);
+        return;
+    }
+    const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS * 4);
+    softmax_short_kernel<BF, NCH><<<blocks, HRMT_SOFTMAX_WARPS * 32, 0, cudaStreamPerThread>>>(
+        rows, cols, x, ldx, scale, out, ldo);
+}
+
+/* Rows of 129..32 * REG_PER elements: one warp per row, the row in registers
+ * (REG_PER elements per lane: 16-byte vectors where aligned, else element j
+ * at lane j % 32). The chains' sums need element j = k + 8t in chain k at
+ * position t: each lane writes its exps to a per-warp transposed buffer
+ * eT[k][t] (row stride REG_TS floats: conflict-free writes, and 16-byte reads
+ * that stay conflict-free across the 8 chains), zero past each chain's end
+ * (adding +0 to a positive sum changes nothing), and lane k < 8 adds its
+ * chain in increasing t, four values per read. Same order, same bits as the
+ * reference; one global read and one write per element. */
+#define HRMT_SOFTMAX_REG_PER 16
+#define HRMT_SOFTMAX_REG_TS (4 * HRMT_SOFTMAX_REG_PER + 4)
+
+template <int BF, bool VEC>
+__global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
+    softmax_reg_kernel(size_t rows, size_t cols, const void *x, size_t ldx, float scale, void *out,
+                       size_t ldo) {
+    constexpr size_t es = BF ? 2 : 4;
+    constexpr int PER = HRMT_SOFTMAX_REG_PER, TS = HRMT_SOFTMAX_REG_TS;
+    constexpr int N = VEC ? VecN<BF>::N : 1; /* elements per access */
+    constexpr int NA = PER / N;              /* accesses per lane */
+    __shared__ __align__(16) float eT_all[HRMT_SOFTMAX_WARPS][8 * TS];
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned c = (unsigned)cols;
+    float *eT = eT_all[warp];
+    for (unsigned i = lane; i < 8 * TS; i += 32) eT[i] = 0.0f;
+    __syncwarp();
+    /* Element index of slot (a, p): access a of this lane, position p. */
+    auto col = [&](int a, int p) { return VEC ? (lane + 32u * a) * N + p : lane + 32u * a; };
+    for (size_t row = (size_t)blockIdx.x * HRMT_SOFTMAX_WARPS + warp; row < rows;
+         row += (size_t)gridDim.x * HRMT_SOFTMAX_WARPS) {
+        const char *xr = (const char *)x + row * ldx * es;
+        char *o = (char *)out + row * ldo * es;
+        float v[PER];
+        HRMT_UNROLL
+        for (int a = 0; a < NA; a++) {
+            if (VEC) {
+                if (col(a, 0) < c) {
+                    ld_vec<BF>(xr, col(a, 0), v + a * N);
+                } else {
+                    HRMT_UNROLL
+                    for (int p = 0; p < N; p++) v[a * N + p] = 0.0f;
+                }
+            } else {
+                v[a] = col(a, 0) < c ? ld_el<BF>(xr, col(a, 0)) : 0.0f;
+            }
+        }
+        float m = -INFINITY;
+        HRMT_UNROLL
+        for (int a = 0; a < NA; a++) {
+            HRMT_UNROLL
+            for (int p = 0; p < N; p++) {
+                v[a * N + p] = fmul(scale, v[a * N + p]);
+                /* Vectors are whole (cols % N == 0): one test per access. */
+                if (col(a, VEC ? 0 : p) < c) m = nan_max(m, v[a * N + p]);
+            }
+        }
+        HRMT_UNROLL
+        for (int d = 16; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
+        HRMT_UNROLL
+        for (int a = 0; a < NA; a++) {
+            HRMT_UNROLL
+            for (int p = 0; p < N; p++) {
+                const unsigned j = col(a, p);
+                v[a * N + p] = expf_fma(fsub(v[a * N + p], m));
+                if (col(a, VEC ? 0 : p) < c) eT[(j & 7) * TS + (j >> 3)] = v[a * N + p];
+            }
+        }
+        __syncwarp();
+        float l = 0.0f;
+        if (lane < 8) {
+            const unsigned nt4 = (c + 31) / 32; /* 16-byte reads of the longest chain */
+            HRMT_UNROLL
+            for (int s4 = 0; s4 < PER; s4++) { /* chains of up to 4 * PER */
+                if ((unsigned)s4 >= nt4) break;
+                const float4 q = *(const float4 *)(eT + lane * TS + 4 * s4);
+                l = fadd(fadd(fadd(fadd(l, q.x), q.y), q.z), q.w);
+            }
+        }
+        float ls[8];
+        HRMT_UNROLL
+        for (int k = 0; k < 8; k++) ls[k] = __shfl_sync(HRMT_FULL_MASK, l, k);
+        const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
+        const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
+        const float inv = fdiv(1.0f, fadd(fadd(h0, h2), fadd(h1, h3)));
+        HRMT_UNROLL
+        for (int a = 0; a < NA; a++) {
+            if (col(a, 0) >= c) continue;
+            float r[N];
+            HRMT_UNROLL
+            for (int p = 0; p < N; p++) r[p] = fmul(v[a * N + p], inv);
+            if (VEC) {
+                uint32_t w[4];
+                HRMT_UNROLL
+                for (int q = 0; q < 4; q++)
+                    w[q] = BF ? pack_bf16x2_arith(r[2 * q], r[2 * q + 1]) : fbits(r[q]);
+                *(uint4 *)(o + (size_t)col(a, 0) * es) = make_uint4(w[0], w[1], w[2], w[3]);
+            } else if (BF) {
+                ((uint16_t *)o)[col(a, 0)] = bf16_bits_arith(r[0]);
+            } else {
+                ((float *)o)[col(a, 0)] = r[0];
+            }
+        }
+        __syncwarp(); /* the next row rewrites eT */
     }
 }
 
@@ -177,14 +310,25 @@ static void softmax_cuda(size_t rows, size_t cols, const void *x, size_t ldx, fl
                          void *out, size_t ldo) {
     if (rows == 0 || cols == 0) return;
     if (cols >= 8 && cols <= 8 * HRMT_SOFTMAX_SHORT_PER) {
-        const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS * 4);
-        softmax_short_kernel<BF><<<blocks, HRMT_SOFTMAX_WARPS * 32, 0, cudaStreamPerThread>>>(
-            rows, cols, x, ldx, scale, out, ldo);
+        softmax_short_launch<BF, HRMT_SOFTMAX_SHORT_PER>(rows, cols, x, ldx, scale, out, ldo);
         return;
     }
     const size_t es = BF ? 2 : 4, row_bytes = cdiv(cols, 4) * 16;
-    const unsigned nw = row_warps(row_bytes, HRMT_SOFTMAX_WARPS);
     const bool vec = rows_aligned(x, ldx, es, 16) && rows_aligned(out, ldo, es, 16);
+    if (cols <= 32 * HRMT_SOFTMAX_REG_PER) {
+        const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS);
+        /* Vectors need whole vectors: a row width that is a multiple of N. */
+        if (vec && cols % VecN<BF>::N == 0)
+            softmax_reg_kernel<BF, true>
+                <<<blocks, HRMT_SOFTMAX_WARPS * 32, 0, cudaStreamPerThread>>>(rows, cols, x, ldx,
+                                                                              scale, out, ldo);
+        else
+            softmax_reg_kernel<BF, false>
+                <<<blocks, HRMT_SOFTMAX_WARPS * 32, 0, cudaStreamPerThread>>>(rows, cols, x, ldx,
+                                                                              scale, out, ldo);
+        return;
+    }
+    const unsigned nw = row_warps(row_bytes, HRMT_SOFTMAX_WARPS);
     const unsigned w_blk = nw ? nw : HRMT_SOFTMAX_WARPS;
     const dim3 grid(row_blocks(rows, w_blk)), block(w_blk * 32);
     const size_t sm = nw ? w_blk * row_bytes : 0;

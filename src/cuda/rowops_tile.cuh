@@ -33,13 +33,17 @@ __device__ __forceinline__ void ld8(const void *p, size_t j, float *v) {
     }
 }
 
-template <int BF>
+/* ARITH: the values come out of device arithmetic (pack_bf16x2_arith: no NaN
+ * test); otherwise they may be loaded NaNs whose pattern f_to_bf16 keeps. */
+template <int BF, bool ARITH = false>
 __device__ __forceinline__ void st8(void *p, size_t j, const float *v, int nt) {
     uint4 *d = (uint4 *)((char *)p + j * (BF ? 2 : 4));
     uint32_t w[8];
     if (BF) {
         HRMT_UNROLL
-        for (int k = 0; k < 4; k++) w[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
+        for (int k = 0; k < 4; k++)
+            w[k] = ARITH ? pack_bf16x2_arith(v[2 * k], v[2 * k + 1])
+                         : pack_bf16x2(v[2 * k], v[2 * k + 1]);
     } else {
         HRMT_UNROLL
         for (int k = 0; k < 8; k++) w[k] = fbits(v[k]);
