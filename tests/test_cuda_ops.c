@@ -146,8 +146,11 @@ static size_t same_bits(const tmat *got, const tmat *want, const char *what) {
     return bad + dmg;
 }
 
-/* Shapes: odd and even columns, a padded leading dim for odd k, 1 to many rows. */
-static const size_t COLS[] = {1, 3, 17, 64, 82, 128, 511, 513, 4096};
+/* Shapes: odd and even columns, a padded leading dim for odd k, 1 to many rows.
+ * The kernels pick their mapping by width: softmax 8..128 (82: HRM's
+ * attention rows), 129..512 (200 and 512 whole vectors, 511 not) and longer;
+ * norms on whole warp-groups up to 512 (64, 128, 512: HRM's hidden) or not. */
+static const size_t COLS[] = {1, 3, 17, 64, 82, 128, 200, 511, 512, 513, 4096};
 static const size_t ROWS[] = {1, 5, 300};
 #define NCOLS (sizeof COLS / sizeof COLS[0])
 #define NROWS (sizeof ROWS / sizeof ROWS[0])
@@ -230,7 +233,8 @@ static void row_op_all(rop op) {
             for (size_t r = 0; r < NROWS; r++) {
                 const size_t ld = pad_ld(COLS[c], c + r);
                 row_case(op, DTS[d], ROWS[r], COLS[c], ld, 0, &rng);
-                if (c == 3) row_case(op, DTS[d], ROWS[r], COLS[c], ld, 1, &rng);
+                if (COLS[c] == 64 || COLS[c] == 82 || COLS[c] == 512)
+                    row_case(op, DTS[d], ROWS[r], COLS[c], ld, 1, &rng);
             }
 }
 
