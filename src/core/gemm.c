@@ -55,17 +55,82 @@ typedef struct gemm_plan {
     size_t m_chunk, n_chunk;                        /* unit size (multiples of MR, NR) */
     size_t mt, nt;                                  /* units along M and N */
     size_t a_bytes, b_bytes, p_bytes, thread_bytes; /* per-thread scratch pieces */
+    int shared_a;        /* 1: each M unit's A packed once, before the units, for all */
+    size_t shared_bytes; /* the shared packed A (mt blocks of a_bytes) ahead of the threads' */
     int threads;
 } gemm_plan;
 
-/* Threading granularity (see plan_call). */
+/* Threading granularity (see pick_grid). */
 #define UNITS_PER_THREAD 4
 #define MIN_SLIVERS 8
 #define MIN_PANELS 8
 #define SERIAL_MACS (2.0 * 1024 * 1024)
+/* A unit's cost beside its slivers x panels products: per sliver and per
+ * panel it streams in (see grid_cost). */
+#define UNIT_EDGE_COST 0.25
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* Whether the team packs A once for all units (run_units): N is split in
+ * three or more (each row block would be packed once per N unit; at two the
+ * saving did not pay for the barrier at 2 threads) and each thread's share
+ * of the packed A fits its L2 budget for A (otherwise the shared copy goes
+ * out to L3 or memory and back, where a unit's own packing stays in L2). */
+static int share_a(size_t mt, size_t nt, size_t a_bytes, int threads, size_t a_budget) {
+    return threads > 1 && nt > 2 &&
+           (double)mt * (double)a_bytes <= (double)threads * (double)a_budget;
+}
+
+/* Estimated time of an mt x nt grid (after rounding) on `th` threads: units
+ * go to threads dynamically, so about ceil(units / th) rounds of the largest
+ * unit. */
+static double grid_cost(size_t M, size_t N, size_t mr, size_t nr, size_t th, size_t mt, size_t nt,
+                        size_t *gm, size_t *gn) {
+    const size_t mc = round_up(ceil_div(M, mt), mr), nc = round_up(ceil_div(N, nt), nr);
+    *gm = ceil_div(M, mc);
+    *gn = ceil_div(N, nc);
+    const size_t su = mc / mr, pu = nc / nr; /* exact: chunks are multiples */
+    const double s = (double)su, p = (double)pu;
+    return (double)ceil_div(*gm * *gn, th) * (s * p + UNIT_EDGE_COST * (s + p));
+}
+
+/* The unit grid for `threads` threads from at least mt x nt units (the cache
+ * budgets). Several units per thread, handed out dynamically, so a thread
+ * that the OS preempts delays the call by one unit at most. Cut along M
+ * first (the unit's W columns are then re-read from L3, cheap), down to
+ * MIN_SLIVERS slivers a unit; then along N, down to MIN_PANELS panels, to
+ * two units a thread; tiny problems: one unit a thread where possible.
+ * That count can leave the last round of units half empty (16 threads: 24
+ * units of gate_up at M = 656, 42 of every layer at M = 5248): then a finer
+ * grid (units down to half those sizes) whose rounds come out fuller is taken
+ * when grid_cost says it is 5% faster. No grid changes a bit: the K order
+ * does not depend on it. */
+static void pick_grid(size_t M, size_t N, size_t mr, size_t nr, int threads, size_t *mt,
+                      size_t *nt) {
+    const size_t slivers = ceil_div(M, mr), panels = ceil_div(N, nr), th = (size_t)threads;
+    size_t i = *mt, j = *nt;
+    while (i * j < UNITS_PER_THREAD * th && ceil_div(slivers, i + 1) >= MIN_SLIVERS) i++;
+    while (i * j < 2 * th && ceil_div(panels, j + 1) >= MIN_PANELS) j++;
+    while (i * j < th && j < panels) j++;
+    while (i * j < th && i < slivers) i++;
+    size_t gm, gn;
+    const double base = grid_cost(M, N, mr, nr, th, i, j, &gm, &gn);
+    *mt = gm;
+    *nt = gn;
+    size_t i_hi = ceil_div(slivers, MIN_SLIVERS / 2), j_hi = ceil_div(panels, MIN_PANELS / 2);
+    if (j_hi < (panels < th ? panels : th)) j_hi = panels < th ? panels : th;
+    double best = 0.95 * base;
+    for (size_t a = i; a <= i_hi; a++)
+        for (size_t b = j; b <= j_hi; b++) {
+            const double c = grid_cost(M, N, mr, nr, th, a, b, &gm, &gn);
+            if (c < best) {
+                best = c;
+                *mt = gm;
+                *nt = gn;
+            }
+        }
+}
 
 /* Chooses kernel, unit grid and scratch sizes. Pure arithmetic on validated
  * sizes; HRMT_ERR_OVERFLOW when the scratch would not fit size_t. */
@@ -99,25 +164,10 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     if (mc < mr) mc = mr;
     if (nc < nr) nc = nr;
 
-    const size_t slivers = ceil_div(g->M, mr), panels = ceil_div(g->N, nr);
     size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
     /* Below ~40 us of work, waking other threads costs more than it saves. */
     if ((double)g->M * (double)g->N * (double)g->K < SERIAL_MACS) threads = 1;
-    if (threads > 1) {
-        /* Several units per thread, handed out dynamically, so a thread that
-         * the OS preempts (other processes on the cores) delays the call by
-         * one unit at most. Cut along M first (the unit's W columns are then
-         * re-read from L3, cheap), down to MIN_SLIVERS slivers a unit; then
-         * along N (each N unit packs its own copy of the A rows, so only to
-         * two units a thread), down to MIN_PANELS panels. Small M thus ends
-         * up split along N. */
-        const size_t want = UNITS_PER_THREAD * (size_t)threads;
-        while (mt * nt < want && ceil_div(slivers, mt + 1) >= MIN_SLIVERS) mt++;
-        while (mt * nt < 2 * (size_t)threads && ceil_div(panels, nt + 1) >= MIN_PANELS) nt++;
-        /* Tiny problems: at least one unit per thread when possible. */
-        while (mt * nt < (size_t)threads && nt < panels) nt++;
-        while (mt * nt < (size_t)threads && mt < slivers) mt++;
-    }
+    if (threads > 1) pick_grid(g->M, g->N, mr, nr, threads, &mt, &nt);
     g->m_chunk = round_up(ceil_div(g->M, mt), mr);
     g->n_chunk = round_up(ceil_div(g->N, nt), nr);
     g->mt = ceil_div(g->M, g->m_chunk);
@@ -126,15 +176,28 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     g->threads = units < (size_t)threads ? (int)units : threads;
 
     /* Per thread: the unit's packed A (all K), one widened W panel block, and
-     * the partial sums of one column strip (m_chunk x NR) between K blocks. */
+     * the partial sums of one column strip (m_chunk x NR) between K blocks.
+     * When N is split, the units of one row block would each pack the same
+     * rows (16 threads at M = 656: 8 copies, by the 1-thread cost of packing
+     * about a third of each thread's GEMM time): with share_a the team packs
+     * every row block once into shared scratch, then runs the units on it. */
     if (!hrmt_mul_ok(g->m_chunk, a_row, &g->a_bytes)) return HRMT_ERR_OVERFLOW;
     g->a_bytes = round_up(g->a_bytes, 64);
     g->b_bytes = g->widen_w ? round_up(W->kc * nr * 4, 64) : 0;
     g->p_bytes = W->nblk > 1 ? round_up(g->m_chunk * nr * 4, 64) : 0;
-    if (!hrmt_add_ok(g->a_bytes, g->b_bytes, &g->thread_bytes) ||
+    g->shared_a = share_a(g->mt, g->nt, g->a_bytes, g->threads, a_budget);
+    g->shared_bytes = 0;
+    if (g->shared_a && !hrmt_mul_ok(g->mt, g->a_bytes, &g->shared_bytes)) return HRMT_ERR_OVERFLOW;
+    if (!hrmt_add_ok(g->shared_a ? 0 : g->a_bytes, g->b_bytes, &g->thread_bytes) ||
         !hrmt_add_ok(g->thread_bytes, g->p_bytes, &g->thread_bytes))
         return HRMT_ERR_OVERFLOW;
     return HRMT_OK;
+}
+
+/* All scratch of a plan: shared packed A, then each thread's pieces. */
+static int plan_scratch(const gemm_plan *g, size_t *total) {
+    return hrmt_mul_ok(g->thread_bytes, (size_t)g->threads, total) &&
+           hrmt_add_ok(*total, g->shared_bytes, total);
 }
 
 /* BF16 pair panel (kc_p/2 x nr x 2, even k in the low half; see gemm_pack.c)
@@ -169,25 +232,20 @@ static inline void prefetch_c(const gemm_plan *g, const char *c, size_t m, size_
     }
 }
 
-/* One unit of C: rows [m0, m1), columns [n0, n1). */
-static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1,
-                     char *scratch) {
+/* Packs slivers [s0, s1) of the row block [m0, m1) of A, every K block, into
+ * `abuf`: block p at p*kc*m_pad elements, its sliver s at s*MR*kc_p within. A
+ * sliver's rows are read along all of K in one go (longer streams for the
+ * prefetchers). */
+static void pack_slivers(const gemm_plan *g, size_t m0, size_t m1, size_t s0, size_t s1,
+                         char *abuf) {
     const hrmt_gemm_ukernel *uk = g->uk;
     const hrmt_packed_w *W = g->W;
-    const size_t mr = uk->mr, nr = uk->nr, a_esz = g->a_esz;
-    const size_t slivers = ceil_div(m1 - m0, mr), m_pad = slivers * mr;
-    char *abuf = scratch;
-    float *bbuf = (float *)(scratch + g->a_bytes);
-    float *pbuf = (float *)(scratch + g->a_bytes + g->b_bytes);
+    const size_t mr = uk->mr, a_esz = g->a_esz, m_pad = ceil_div(m1 - m0, mr) * mr;
     /* The pair kernel's A pairs stay in memory order like the BF16X2 panels;
      * F32 slivers for BF16 W get their pairs swapped like its panels. */
     const hrmt_gemm_pack_a_fn pack = uk->pack_a;
     const int swap_a = uk->k_unit == 1 && W->src_dtype == HRMT_BF16;
-
-    /* Pack rows m0..m1 of A, every K block: block p at p*kc*m_pad elements,
-     * its sliver s at s*MR*kc_p within. A sliver's rows are read along all
-     * of K in one go (longer streams for the prefetchers). */
-    for (size_t s = 0; s < slivers; s++) {
+    for (size_t s = s0; s < s1; s++) {
         const size_t i = m0 + s * mr, m = m1 - i < mr ? m1 - i : mr;
         for (size_t p = 0; p < W->nblk; p++) {
             size_t kc_p;
@@ -201,6 +259,23 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
                 memset(dst + kv * mr * a_esz, 0, (kc_p - kv) * mr * a_esz);
             if (swap_a) swap_pairs((float *)(void *)dst, kc_p, mr);
         }
+    }
+}
+
+/* One unit of C: rows [m0, m1), columns [n0, n1). `abuf`: the rows' packed A
+ * (shared), or NULL: pack them into this thread's `scratch`. */
+static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t n1,
+                     const char *abuf, char *scratch) {
+    const hrmt_gemm_ukernel *uk = g->uk;
+    const hrmt_packed_w *W = g->W;
+    const size_t mr = uk->mr, nr = uk->nr, a_esz = g->a_esz;
+    const size_t slivers = ceil_div(m1 - m0, mr), m_pad = slivers * mr;
+    const size_t own_a = g->shared_a ? 0 : g->a_bytes;
+    float *bbuf = (float *)(scratch + own_a);
+    float *pbuf = (float *)(scratch + own_a + g->b_bytes);
+    if (!abuf) {
+        pack_slivers(g, m0, m1, 0, slivers, scratch);
+        abuf = scratch;
     }
 
     hrmt_gemm_ukr_out o;
@@ -258,20 +333,33 @@ static void run_units(const gemm_plan *g, char *scratch) {
             size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;
             size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;
             size_t n1 = n0 + g->n_chunk < g->N ? n0 + g->n_chunk : g->N;
-            run_unit(g, m0, m1, n0, n1, scratch);
+            run_unit(g, m0, m1, n0, n1, NULL, scratch);
         }
         return;
     }
+    char *shared = g->shared_a ? scratch : NULL;
+    const size_t per_block = g->m_chunk / g->uk->mr, slivers = g->mt * per_block;
 #pragma omp parallel num_threads(g->threads)
     {
-        char *mine = scratch + (size_t)omp_get_thread_num() * g->thread_bytes;
+        char *mine = scratch + g->shared_bytes + (size_t)omp_get_thread_num() * g->thread_bytes;
+        if (shared) {
+            /* Every sliver of every row block, split evenly; the loop's
+             * barrier then hands the packed rows to all units. */
+#pragma omp for schedule(static)
+            for (size_t q = 0; q < slivers; q++) {
+                const size_t um = q / per_block, s = q % per_block, m0 = um * g->m_chunk;
+                const size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;
+                if (m0 + s * g->uk->mr < m1)
+                    pack_slivers(g, m0, m1, s, s + 1, shared + um * g->a_bytes);
+            }
+        }
 #pragma omp for schedule(dynamic, 1)
         for (size_t u = 0; u < units; u++) {
             size_t um = u / g->nt, un = u % g->nt;
             size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;
             size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;
             size_t n1 = n0 + g->n_chunk < g->N ? n0 + g->n_chunk : g->N;
-            run_unit(g, m0, m1, n0, n1, mine);
+            run_unit(g, m0, m1, n0, n1, shared ? shared + um * g->a_bytes : NULL, mine);
         }
     }
 }
@@ -345,9 +433,7 @@ size_t hrmt_gemm_scratch_bytes(const hrmt_context *ctx, int threads, size_t M, s
     gemm_plan g;
     fill_plan(&g, M, N, K, NULL, a_dt, K, W, NULL, c_dt, N, accumulate);
     size_t total;
-    if (plan_call(ctx, threads, &g) != HRMT_OK ||
-        !hrmt_mul_ok(g.thread_bytes, (size_t)g.threads, &total))
-        return 0;
+    if (plan_call(ctx, threads, &g) != HRMT_OK || !plan_scratch(&g, &total)) return 0;
     return total;
 }
 
@@ -364,7 +450,7 @@ hrmt_status hrmt_gemm_raw_ex(hrmt_context *ctx, int threads, size_t M, size_t N,
     if (plan_call(ctx, threads, &g) != HRMT_OK)
         return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm: scratch size overflows");
     size_t need;
-    if (!hrmt_mul_ok(g.thread_bytes, (size_t)g.threads, &need))
+    if (!plan_scratch(&g, &need))
         return hrmt_fail(ctx, HRMT_ERR_OVERFLOW, "gemm: scratch size overflows");
     void *own = NULL;
     if (scratch) {
