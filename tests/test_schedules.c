@@ -173,6 +173,23 @@ Test(schedules, several_tiles_f32_rope) { run(HRMT_F32, 1, 96 * 1024, 5, -1); }
 Test(schedules, tiles_one_per_thread) { run_t(HRMT_BF16, 0, 64 * 1024, 8, 8, 2, 1); }
 Test(schedules, tiles_in_turn) { run_t(HRMT_BF16, 0, 64 * 1024, 7, 7, 2, 0); }
 Test(schedules, tiles_three_threads) { run_t(HRMT_F32, 1, 96 * 1024, 6, -1, 3, 1); }
+/* 3 one-sample tiles on 4 threads: one per thread on 3 of them (the same
+ * bytes as the baseline, 3 tile slots). */
+Test(schedules, tiles_on_part_of_the_team) {
+    hrmt_context_options o = hrmt_context_default_options();
+    o.sram_tier_bytes = 64 * 1024;
+    o.num_threads = 4;
+    hrmt_context *ctx = hrmt_test_context_opts(&o);
+    hrmt_model_config c = odd_config(HRMT_BF16);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &c, 42, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    const hrmt_tiling tl = hrmt_tiling_for(m, 3);
+    cr_expect_eq(tl.parallel, 1, "3 tiles on 4 threads should run one per thread");
+    cr_expect_eq(tl.team, 3, "team of %d for 3 tiles", tl.team);
+    compare_schedules(ctx, m, 3, 2, 3);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
 Test(schedules, tiles_single_thread) { run_t(HRMT_BF16, 1, 64 * 1024, 4, -1, 1, 0); }
 
 /* The golden tiny-rope model at batch 5 with a tier that holds 2 samples. */
