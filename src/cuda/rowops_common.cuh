@@ -193,6 +193,30 @@ HRMT_HD float expf_fma(float x) {
     return fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
 }
 
+/* expf_fma for x <= 0 or NaN (softmax's scale * x_j - max): the same bits
+ * (tools/cuda_expf_check.cu checks every such input). No upper clamp, and
+ * u * 2^q in one step: q is in [-152, 0], so u * 2^(q + 64) is a normal
+ * number, exact, and the multiply by 2^-64 rounds once, as the reference's
+ * (u * 2^q1) * 2^(q - q1) does (its first product is exact too). 2^(q + 64)
+ * comes straight from the bits of qf + 1.5 * 2^23 (0x4B400000 + q). */
+HRMT_HD float expf_fma_nonpos(float x) {
+    const float d = fmax_nan(x, -105.0f);
+    const float qf = frint(fmul(d, 1.442695040888963407359924681001892137426645954152985934f));
+    const uint32_t qb = fbits(fadd(qf, 12582912.0f));
+    float s = ffma(qf, -0.693145751953125f, d);
+    s = ffma(qf, -1.428606765330187045e-06f, s);
+    float u = 0.000198527617612853646278381f;
+    u = ffma(u, s, 0.00139304355252534151077271f);
+    u = ffma(u, s, 0.00833336077630519866943359f);
+    u = ffma(u, s, 0.0416664853692054748535156f);
+    u = ffma(u, s, 0.166666671633720397949219f);
+    u = ffma(u, s, 0.5f);
+    u = fadd(1.0f, ffma(fmul(s, s), u, s));
+    /* ((q + 64 + 127) << 23) = (qb << 23) + ((64 + 127 - 0x4B400000) << 23) */
+    const float p = ffrom((qb << 23) + ((64u + 127u - 0x4B400000u) << 23));
+    return fmul(fmul(u, p), 5.42101086242752217004e-20f); /* 2^-64 */
+}
+
 /* SLEEF's scalar Sleef_expf_u10 (sleefsp.c xexpf, no FMA): the Engram gate's
  * exp (cpu/engram_common.h). Its rint is (int)(x +- 0.5f), ties away. */
 HRMT_HD float expf_sleef_scalar(float d) {

@@ -1,13 +1,15 @@
 /* Softmax, bits of cpu/softmax_scalar.c.
  *
- * Mapping: rows of 8..128 elements: eight lanes per row, in registers
- * (softmax_short_kernel); rows of 129..512 (or shorter than 8): one warp per
- * row, in registers (softmax_reg_kernel); longer rows: one warp per row, 1, 2
- * or 4 rows per block (grid-stride), as below.
+ * Mapping: rows of 8..128 elements: eight (BF16 pairs: four) lanes per row,
+ * in registers (softmax_short_kernel, softmax_pair_kernel); rows of 129..512
+ * (or shorter than 8): a half-warp per row, in registers (softmax_reg_kernel);
+ * longer rows: one warp per row, 1, 2 or 4 rows per block (grid-stride), as
+ * below.
  * Order:
  *  - m = max(scale * x): order-free (a NaN anywhere gives NaN; which of +0
  *    and -0 wins cannot change exp(v - m)), lane maxima then shuffles;
- *  - e_j = expf_fma(scale * x_j - m), every lane, parked in shared memory as
+ *  - e_j = expf_fma(scale * x_j - m) (expf_fma_nonpos: the argument is <= 0
+ *    or NaN), every lane, parked in shared memory as
  *    F32 (the reference parks them in `out` for F32 and recomputes the same
  *    bits for BF16);
  *  - the sum is the reference's 8 lane chains: warp lane k < 8 adds e_j for
@@ -29,6 +31,21 @@ namespace {
 /* NaN-propagating max (either NaN gives NaN); which of +0 and -0 wins cannot
  * change exp(v - m). */
 __device__ __forceinline__ float nan_max(float a, float b) { return fmax_nan(a, b); }
+
+/* The reference's fold of its 8 chain sums (cpu/softmax_order.h): halves,
+ * then quarters; rows shorter than 8 have `cols` chains, added in order. */
+__device__ __forceinline__ float fold8(const float ls[8], size_t cols) {
+    if (cols < 8) {
+        float sum = ls[0];
+        HRMT_UNROLL
+        for (int k = 1; k < 8; k++)
+            if ((size_t)k < cols) sum = fadd(sum, ls[k]);
+        return sum;
+    }
+    const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
+    const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
+    return fadd(fadd(h0, h2), fadd(h1, h3));
+}
 
 template <int BF, bool SMEM, bool VEC>
 __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
@@ -54,13 +71,13 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
             m = nan_max(m, fmul(scale, ld_el<BF>(xr, j)));
         HRMT_UNROLL
         for (int d = 16; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
-        auto ex = [&](size_t j) { return expf_fma(fsub(fmul(scale, ld_el<BF>(xr, j)), m)); };
+        auto ex = [&](size_t j) { return expf_fma_nonpos(fsub(fmul(scale, ld_el<BF>(xr, j)), m)); };
         if (SMEM) {
             for (size_t v = lane; VEC && v < nv; v += 32) {
                 float a[8];
                 ld_vec<BF>(xr, v * N, a);
                 HRMT_UNROLL
-                for (int k = 0; k < N; k++) a[k] = expf_fma(fsub(fmul(scale, a[k]), m));
+                for (int k = 0; k < N; k++) a[k] = expf_fma_nonpos(fsub(fmul(scale, a[k]), m));
                 HRMT_UNROLL
                 for (int k = 0; k < N; k += 4)
                     *(float4 *)(e + v * N + k) = make_float4(a[k], a[k + 1], a[k + 2], a[k + 3]);
@@ -86,18 +103,7 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
         float ls[8];
         HRMT_UNROLL
         for (int k = 0; k < 8; k++) ls[k] = __shfl_sync(HRMT_FULL_MASK, l, k);
-        float sum;
-        if (cols < 8) {
-            sum = ls[0];
-            HRMT_UNROLL
-            for (int k = 1; k < 8; k++)
-                if ((size_t)k < cols) sum = fadd(sum, ls[k]);
-        } else {
-            const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
-            const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
-            sum = fadd(fadd(h0, h2), fadd(h1, h3));
-        }
-        const float inv = fdiv(1.0f, sum);
+        const float inv = fdiv(1.0f, fold8(ls, cols));
         for (size_t v = lane; VEC && v < nv; v += 32) {
             float a[8];
             if (SMEM) {
@@ -106,7 +112,7 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
             } else {
                 ld_vec<BF>(xr, v * N, a);
                 HRMT_UNROLL
-                for (int k = 0; k < N; k++) a[k] = expf_fma(fsub(fmul(scale, a[k]), m));
+                for (int k = 0; k < N; k++) a[k] = expf_fma_nonpos(fsub(fmul(scale, a[k]), m));
             }
             HRMT_UNROLL
             for (int k = 0; k < N; k++) a[k] = fmul(a[k], inv);
@@ -163,15 +169,13 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
         float l = 0.0f;
         HRMT_UNROLL
         for (int i = 0; i < NCH; i++) {
-            v[i] = expf_fma(fsub(v[i], m));
+            v[i] = expf_fma_nonpos(fsub(v[i], m));
             if (i < NCH - 1 || has_last) l = fadd(l, v[i]);
         }
         float ls[8];
         HRMT_UNROLL
         for (int q = 0; q < 8; q++) ls[q] = __shfl_sync(HRMT_FULL_MASK, l, (int)(grp * 8 + q));
-        const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
-        const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
-        const float inv = fdiv(1.0f, fadd(fadd(h0, h2), fadd(h1, h3)));
+        const float inv = fdiv(1.0f, fold8(ls, cols));
         if (!live) continue;
         char *o = (char *)out + (row * ldo + k) * es;
         HRMT_UNROLL
@@ -186,6 +190,65 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
     }
 }
 
+/* BF16 short rows of even width in 4-byte aligned rows: four lanes per row,
+ * eight rows per warp. Lane c owns chains 2c and 2c + 1, whose elements
+ * 2c + 8i and 2c + 1 + 8i are one 4-byte word: half the loads, stores and
+ * conversions of softmax_short_kernel, and the per-row shuffles and division
+ * shared by twice the rows. Same chains, same order, same bits. */
+template <int NCH>
+__global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
+    softmax_pair_kernel(size_t rows, size_t cols, const void *x, size_t ldx, float scale, void *out,
+                        size_t ldo) {
+    const unsigned lane = threadIdx.x & 31, c = lane & 3, grp = lane >> 2;
+    /* Does this lane own the pair 2c + 8 (NCH - 1)? (cols is even) */
+    const bool has_last = 2 * (size_t)c + 8 * (NCH - 1) < cols;
+    const size_t per_block = (size_t)(blockDim.x >> 5) * 8;
+    for (size_t r0 = (size_t)blockIdx.x * per_block; r0 < rows;
+         r0 += (size_t)gridDim.x * per_block) {
+        const size_t row = r0 + (threadIdx.x >> 5) * 8 + grp;
+        const bool live = row < rows;
+        const uint32_t *xr =
+            (const uint32_t *)((const uint16_t *)x + (live ? row : 0) * ldx + 2 * c);
+        uint32_t raw[NCH];
+        HRMT_UNROLL
+        for (int i = 0; i < NCH; i++) raw[i] = xr[i < NCH - 1 || has_last ? 4 * i : 0];
+        float v0[NCH], v1[NCH];
+        float m = -INFINITY;
+        HRMT_UNROLL
+        for (int i = 0; i < NCH; i++) {
+            v0[i] = fmul(scale, bf16_to_f((uint16_t)(raw[i] & 0xffffu)));
+            v1[i] = fmul(scale, bf16_to_f((uint16_t)(raw[i] >> 16)));
+            if (i < NCH - 1 || has_last) m = nan_max(m, nan_max(v0[i], v1[i]));
+        }
+        m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, 2));
+        m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, 1));
+        float l0 = 0.0f, l1 = 0.0f;
+        HRMT_UNROLL
+        for (int i = 0; i < NCH; i++) {
+            v0[i] = expf_fma_nonpos(fsub(v0[i], m));
+            v1[i] = expf_fma_nonpos(fsub(v1[i], m));
+            if (i < NCH - 1 || has_last) {
+                l0 = fadd(l0, v0[i]);
+                l1 = fadd(l1, v1[i]);
+            }
+        }
+        float ls[8];
+        HRMT_UNROLL
+        for (int q = 0; q < 4; q++) {
+            ls[2 * q] = __shfl_sync(HRMT_FULL_MASK, l0, (int)(grp * 4 + q));
+            ls[2 * q + 1] = __shfl_sync(HRMT_FULL_MASK, l1, (int)(grp * 4 + q));
+        }
+        const float inv = fdiv(1.0f, fold8(ls, cols));
+        if (!live) continue;
+        uint32_t *o = (uint32_t *)((uint16_t *)out + row * ldo + 2 * c);
+        HRMT_UNROLL
+        for (int i = 0; i < NCH; i++) {
+            if (i == NCH - 1 && !has_last) break;
+            o[4 * i] = pack_bf16x2_arith(fmul(v0[i], inv), fmul(v1[i], inv));
+        }
+    }
+}
+
 template <int BF, int NCH>
 static void softmax_short_launch(size_t rows, size_t cols, const void *x, size_t ldx, float scale,
                                  void *out, size_t ldo) {
@@ -194,43 +257,59 @@ static void softmax_short_launch(size_t rows, size_t cols, const void *x, size_t
             softmax_short_launch<BF, NCH - 1>(rows, cols, x, ldx, scale, out, ldo);
         return;
     }
+    const size_t es = BF ? 2 : 4;
+    if (BF && cols % 2 == 0 && rows_aligned(x, ldx, es, 4) && rows_aligned(out, ldo, es, 4)) {
+        softmax_pair_kernel<NCH>
+            <<<row_blocks(rows, HRMT_SOFTMAX_WARPS * 8), HRMT_SOFTMAX_WARPS * 32, 0,
+               cudaStreamPerThread>>>(rows, cols, x, ldx, scale, out, ldo);
+        return;
+    }
     const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS * 4);
     softmax_short_kernel<BF, NCH><<<blocks, HRMT_SOFTMAX_WARPS * 32, 0, cudaStreamPerThread>>>(
         rows, cols, x, ldx, scale, out, ldo);
 }
 
-/* Rows of 129..32 * REG_PER elements: one warp per row, the row in registers
- * (REG_PER elements per lane: 16-byte vectors where aligned, else element j
- * at lane j % 32). The chains' sums need element j = k + 8t in chain k at
- * position t: each lane writes its exps to a per-warp transposed buffer
- * eT[k][t] (row stride REG_TS floats: conflict-free writes, and 16-byte reads
- * that stay conflict-free across the 8 chains), zero past each chain's end
- * (adding +0 to a positive sum changes nothing), and lane k < 8 adds its
- * chain in increasing t, four values per read. Same order, same bits as the
- * reference; one global read and one write per element. */
-#define HRMT_SOFTMAX_REG_PER 16
-#define HRMT_SOFTMAX_REG_TS (4 * HRMT_SOFTMAX_REG_PER + 4)
+/* Rows of 129..512 elements: two rows per warp, a half-warp (16 lanes) per
+ * row, the row in registers (32 elements per lane: 16-byte vectors where
+ * aligned, else element j at lane j % 16). The chains' sums need element
+ * j = k + 8t in chain k at position t: each lane writes its exps to its
+ * half's transposed buffer eT[k][t] (row stride REG_TS floats, the halves
+ * REG_HALF apart: conflict-free writes, and 16-byte reads that stay
+ * conflict-free across the 8 chains), zero past each chain's end (adding +0
+ * to a positive sum changes nothing), and lane k < 8 of each half adds its
+ * chain in increasing t, four values per read: one instruction stream for two
+ * rows' chains. Same order, same bits as the reference; one global read and
+ * one write per element. */
+#define HRMT_SOFTMAX_REG_COLS 512
+#define HRMT_SOFTMAX_REG_TS (HRMT_SOFTMAX_REG_COLS / 8 + 4)
+#define HRMT_SOFTMAX_REG_HALF (8 * HRMT_SOFTMAX_REG_TS + 16)
 
 template <int BF, bool VEC>
 __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
     softmax_reg_kernel(size_t rows, size_t cols, const void *x, size_t ldx, float scale, void *out,
                        size_t ldo) {
     constexpr size_t es = BF ? 2 : 4;
-    constexpr int PER = HRMT_SOFTMAX_REG_PER, TS = HRMT_SOFTMAX_REG_TS;
+    constexpr int PER = HRMT_SOFTMAX_REG_COLS / 16, TS = HRMT_SOFTMAX_REG_TS;
+    constexpr int HALF = HRMT_SOFTMAX_REG_HALF;
     constexpr int N = VEC ? VecN<BF>::N : 1; /* elements per access */
     constexpr int NA = PER / N;              /* accesses per lane */
-    __shared__ __align__(16) float eT_all[HRMT_SOFTMAX_WARPS][8 * TS];
+    __shared__ __align__(16) float eT_all[HRMT_SOFTMAX_WARPS][2 * HALF];
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned hl = lane & 15, half = lane >> 4;
     const unsigned c = (unsigned)cols;
-    float *eT = eT_all[warp];
-    for (unsigned i = lane; i < 8 * TS; i += 32) eT[i] = 0.0f;
+    float *eT = eT_all[warp] + half * HALF;
+    for (unsigned i = lane; i < 2 * HALF; i += 32) eT_all[warp][i] = 0.0f;
     __syncwarp();
+    /* eT slot of element j = col(a, p) is (j % 8) * TS + j / 8, which is
+     * eb + (VEC ? p * TS + 2 a N : 2 a): N * hl % 8 + p < 8 never carries. */
+    const unsigned eb = VEC ? ((N * hl) & 7) * TS + (N * hl) / 8 : (hl & 7) * TS + hl / 8;
     /* Element index of slot (a, p): access a of this lane, position p. */
-    auto col = [&](int a, int p) { return VEC ? (lane + 32u * a) * N + p : lane + 32u * a; };
-    for (size_t row = (size_t)blockIdx.x * HRMT_SOFTMAX_WARPS + warp; row < rows;
-         row += (size_t)gridDim.x * HRMT_SOFTMAX_WARPS) {
-        const char *xr = (const char *)x + row * ldx * es;
-        char *o = (char *)out + row * ldo * es;
+    auto col = [&](int a, int p) { return VEC ? (hl + 16u * a) * N + p : hl + 16u * a; };
+    for (size_t r0 = (size_t)blockIdx.x * HRMT_SOFTMAX_WARPS * 2; r0 < rows;
+         r0 += (size_t)gridDim.x * HRMT_SOFTMAX_WARPS * 2) {
+        const size_t row = r0 + warp * 2 + half;
+        const bool live = row < rows;
+        const char *xr = (const char *)x + (live ? row : 0) * ldx * es;
         float v[PER];
         HRMT_UNROLL
         for (int a = 0; a < NA; a++) {
@@ -256,36 +335,35 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
             }
         }
         HRMT_UNROLL
-        for (int d = 16; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
+        for (int d = 8; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
         HRMT_UNROLL
         for (int a = 0; a < NA; a++) {
             HRMT_UNROLL
             for (int p = 0; p < N; p++) {
-                const unsigned j = col(a, p);
-                v[a * N + p] = expf_fma(fsub(v[a * N + p], m));
-                if (col(a, VEC ? 0 : p) < c) eT[(j & 7) * TS + (j >> 3)] = v[a * N + p];
+                v[a * N + p] = expf_fma_nonpos(fsub(v[a * N + p], m));
+                if (col(a, VEC ? 0 : p) < c)
+                    eT[eb + (VEC ? p * TS + 2 * a * N : 2 * a)] = v[a * N + p];
             }
         }
         __syncwarp();
         float l = 0.0f;
-        if (lane < 8) {
+        if (hl < 8) {
             const unsigned nt4 = (c + 31) / 32; /* 16-byte reads of the longest chain */
             HRMT_UNROLL
-            for (int s4 = 0; s4 < PER; s4++) { /* chains of up to 4 * PER */
+            for (int s4 = 0; s4 < TS / 4 - 1; s4++) { /* chains of up to 64 */
                 if ((unsigned)s4 >= nt4) break;
-                const float4 q = *(const float4 *)(eT + lane * TS + 4 * s4);
+                const float4 q = *(const float4 *)(eT + hl * TS + 4 * s4);
                 l = fadd(fadd(fadd(fadd(l, q.x), q.y), q.z), q.w);
             }
         }
         float ls[8];
         HRMT_UNROLL
-        for (int k = 0; k < 8; k++) ls[k] = __shfl_sync(HRMT_FULL_MASK, l, k);
-        const float h0 = fadd(ls[0], ls[4]), h1 = fadd(ls[1], ls[5]);
-        const float h2 = fadd(ls[2], ls[6]), h3 = fadd(ls[3], ls[7]);
-        const float inv = fdiv(1.0f, fadd(fadd(h0, h2), fadd(h1, h3)));
+        for (int k = 0; k < 8; k++) ls[k] = __shfl_sync(HRMT_FULL_MASK, l, (int)(half * 16 + k));
+        const float inv = fdiv(1.0f, fold8(ls, cols));
+        char *o = (char *)out + (live ? row : 0) * ldo * es;
         HRMT_UNROLL
         for (int a = 0; a < NA; a++) {
-            if (col(a, 0) >= c) continue;
+            if (!live || col(a, 0) >= c) continue;
             float r[N];
             HRMT_UNROLL
             for (int p = 0; p < N; p++) r[p] = fmul(v[a * N + p], inv);
@@ -301,7 +379,7 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
                 ((float *)o)[col(a, 0)] = r[0];
             }
         }
-        __syncwarp(); /* the next row rewrites eT */
+        __syncwarp(); /* the next rows rewrite eT */
     }
 }
 
@@ -315,8 +393,8 @@ static void softmax_cuda(size_t rows, size_t cols, const void *x, size_t ldx, fl
     }
     const size_t es = BF ? 2 : 4, row_bytes = cdiv(cols, 4) * 16;
     const bool vec = rows_aligned(x, ldx, es, 16) && rows_aligned(out, ldo, es, 16);
-    if (cols <= 32 * HRMT_SOFTMAX_REG_PER) {
-        const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS);
+    if (cols <= HRMT_SOFTMAX_REG_COLS) {
+        const unsigned blocks = row_blocks(rows, HRMT_SOFTMAX_WARPS * 2);
         /* Vectors need whole vectors: a row width that is a multiple of N. */
         if (vec && cols % VecN<BF>::N == 0)
             softmax_reg_kernel<BF, true>
