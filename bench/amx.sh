@@ -19,10 +19,11 @@
 #  4. parallel efficiency from 2 to HIGH_THREADS threads per batch:
 #     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules.
 # About 2-3 minutes on 16 cores. Exit status 0 when every part ran.
-# HRMT_AMX_BATCHES (default 1,8,64) changes the step's batch sizes.
+# HRMT_AMX_BATCHES (default 1,8,64) changes the step's batch sizes;
+# HRMT_AMX_MID_THREADS (e.g. 8) adds step runs at those thread counts.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$(cd "$1" && pwd) || { echo "amx.sh: no build directory $1" >&2; exit 2; }
@@ -44,6 +45,8 @@ trap 'rm -rf "$tmp"' EXIT
 stamp "machine"
 grep -m1 'model name' /proc/cpuinfo || true
 echo "cores: $cores, threads compared: 2 and $high"
+# SMT siblings share one AMX unit: with 2 threads per core, 16 CPUs are 8 tile engines.
+lscpu 2>/dev/null | grep -E '^(Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\))' || true
 grep -qw amx_bf16 /proc/cpuinfo && echo "cpu flags: amx_bf16 amx_tile" || echo "cpu flags: no AMX"
 "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "torch: not importable"
 "$build/hrmt" info | head -n 3 || rc=1
@@ -61,7 +64,8 @@ for t in 2 "$high"; do
     $shapes || rc=1
 done
 
-for t in 2 "$high"; do
+# shellcheck disable=SC2086
+for t in 2 ${HRMT_AMX_MID_THREADS:-} "$high"; do
   stamp "ACT step, default model, bf16, $t threads (ms per step; speed-up = PyTorch / hrmt)"
   OMP_NUM_THREADS=$t "$py" "$root/bench/pytorch_vs_hrmt.py" "$build" --threads "$t" \
     --batches "${HRMT_AMX_BATCHES:-1,8,64}" --rounds 2 --iters 2 --modes baseline,tiered --json "$tmp/step$t.json" || rc=1

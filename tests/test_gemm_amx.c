@@ -183,22 +183,21 @@ Test(gemm_amx, bitwise_with_two_threads) {
     hrmt_context_destroy(ctx);
 }
 
-/* Above the serial threshold (2M multiply-adds), the units split N: the
- * team packs each row block of A once into shared scratch and every unit
- * reads it (one, two and several K blocks; ragged M and N; more threads than
- * units). */
+/* Above the serial threshold (2M multiply-adds), N split three ways or more:
+ * the team packs each row block of A once into shared scratch and every unit
+ * reads it (one K block, and three with HRMT_GEMM_KC 8; ragged M and N). */
 Test(gemm_amx, bitwise_with_threads_sharing_packed_a) {
     const int threads[] = {3, 16};
     for (size_t t = 0; t < 2; t++) {
         hrmt_context *ctx = amx_ctx(threads[t]);
-        run_shape(ctx, 200, 300, 96, HRMT_BF16, 0, 11);
-        run_shape(ctx, 100, 520, 352, HRMT_F32, 37, 12);
+        run_shape(ctx, 100, 300, 96, HRMT_BF16, 0, 11);
+        run_shape(ctx, 64, 520, 96, HRMT_F32, 37, 12);
         hrmt_context_destroy(ctx);
     }
     setenv("HRMT_GEMM_KC", "8", 1);
     hrmt_context *ctx = amx_ctx(4);
     unsetenv("HRMT_GEMM_KC");
-    run_shape(ctx, 82, 700, 160, HRMT_BF16, 41, 13);
+    run_shape(ctx, 82, 400, 96, HRMT_BF16, 41, 13);
     hrmt_context_destroy(ctx);
 }
 
