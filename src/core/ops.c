@@ -26,6 +26,37 @@ static hrmt_status no_kernel(hrmt_context *ctx, const char *op, hrmt_dtype dt) {
                      ctx->be->name, hrmt_dtype_name(dt));
 }
 
+/* A tensor argument of an op: its name in messages and where its view goes. */
+typedef struct {
+    const char *name;
+    const hrmt_tensor *t;
+    hrmt_rowview *v;
+} op_arg;
+
+/* Views the n tensors; the first must be F32 or BF16 and every other one of
+ * its dtype, then of its rows, then of its cols (the first failure in this
+ * order is the one reported). */
+static hrmt_status view_alike(hrmt_context *ctx, const char *op, const op_arg *args, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        CHECK(hrmt_ops_view(ctx, op, args[i].name, args[i].t, args[i].v));
+    const op_arg *x = &args[0];
+    CHECK(hrmt_ops_float_dtype(ctx, op, x->name, x->v));
+    for (size_t i = 1; i < n; i++)
+        CHECK(hrmt_ops_same_dtype(ctx, op, x->name, x->v, args[i].name, args[i].v));
+    for (size_t i = 1; i < n; i++)
+        CHECK(hrmt_ops_same_rows(ctx, op, x->name, x->v, args[i].name, args[i].v));
+    for (size_t i = 1; i < n; i++)
+        CHECK(hrmt_ops_same_cols(ctx, op, x->name, x->v, args[i].name, args[i].v));
+    return HRMT_OK;
+}
+
+/* Runs body over [0, rows), then reports a failed launch of the op. */
+static hrmt_status run_rows(hrmt_context *ctx, const char *op, size_t rows, size_t bytes_per_row,
+                            hrmt_row_body body, const void *arg) {
+    hrmt_ops_run_rows(ctx, rows, bytes_per_row, body, arg);
+    return hrmt_ops_finish(ctx, op);
+}
+
 /* ---- copy / convert: byte-chunked when both sides are contiguous ---------- */
 
 #define FLAT_CHUNK ((size_t)16 * 1024) /* elements per parallel piece */
@@ -92,8 +123,7 @@ static hrmt_status xfer(hrmt_context *ctx, const char *op, const hrmt_tensor *x,
         rows = (a.flat_n + a.chunk - 1) / a.chunk;
         per_row = a.chunk * (a.x.es + a.o.es);
     }
-    hrmt_ops_run_rows(ctx, rows, per_row, xfer_body, &a);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, rows, per_row, xfer_body, &a);
 }
 
 hrmt_status hrmt_copy(hrmt_context *ctx, const hrmt_tensor *x, hrmt_tensor *out) {
@@ -125,20 +155,11 @@ hrmt_status hrmt_add(hrmt_context *ctx, const hrmt_tensor *a, const hrmt_tensor 
     const char *op = "hrmt_add";
     CHECK(hrmt_ops_check_ctx(ctx, op));
     add_args p;
-    CHECK(hrmt_ops_view(ctx, op, "a", a, &p.a));
-    CHECK(hrmt_ops_view(ctx, op, "b", b, &p.b));
-    CHECK(hrmt_ops_view(ctx, op, "out", out, &p.o));
-    CHECK(hrmt_ops_float_dtype(ctx, op, "a", &p.a));
-    CHECK(hrmt_ops_same_dtype(ctx, op, "a", &p.a, "b", &p.b));
-    CHECK(hrmt_ops_same_dtype(ctx, op, "a", &p.a, "out", &p.o));
-    CHECK(hrmt_ops_same_rows(ctx, op, "a", &p.a, "b", &p.b));
-    CHECK(hrmt_ops_same_rows(ctx, op, "a", &p.a, "out", &p.o));
-    CHECK(hrmt_ops_same_cols(ctx, op, "a", &p.a, "b", &p.b));
-    CHECK(hrmt_ops_same_cols(ctx, op, "a", &p.a, "out", &p.o));
+    const op_arg args[] = {{"a", a, &p.a}, {"b", b, &p.b}, {"out", out, &p.o}};
+    CHECK(view_alike(ctx, op, args, 3));
     p.fn = ctx->be->rowops.add[p.a.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.a.dtype);
-    hrmt_ops_run_rows(ctx, p.a.rows, 3 * p.a.cols * p.a.es, add_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, p.a.rows, 3 * p.a.cols * p.a.es, add_body, &p);
 }
 
 /* ---- rmsnorm and residual + rmsnorm --------------------------------------- */
@@ -175,12 +196,8 @@ hrmt_status hrmt_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x, const hrmt_ten
     CHECK(hrmt_ops_check_ctx(ctx, op));
     norm_args p;
     memset(&p, 0, sizeof p);
-    CHECK(hrmt_ops_view(ctx, op, "x", x, &p.x));
-    CHECK(hrmt_ops_view(ctx, op, "out", out, &p.o));
-    CHECK(hrmt_ops_float_dtype(ctx, op, "x", &p.x));
-    CHECK(hrmt_ops_same_dtype(ctx, op, "x", &p.x, "out", &p.o));
-    CHECK(hrmt_ops_same_rows(ctx, op, "x", &p.x, "out", &p.o));
-    CHECK(hrmt_ops_same_cols(ctx, op, "x", &p.x, "out", &p.o));
+    const op_arg args[] = {{"x", x, &p.x}, {"out", out, &p.o}};
+    CHECK(view_alike(ctx, op, args, 2));
     CHECK(check_eps(ctx, op, eps));
     if (weight) {
         const size_t shape[1] = {p.x.cols};
@@ -190,8 +207,7 @@ hrmt_status hrmt_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x, const hrmt_ten
     p.fn = ctx->be->rowops.rmsnorm[p.x.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.x.dtype);
     p.eps = eps;
-    hrmt_ops_run_rows(ctx, p.x.rows, 2 * p.x.cols * p.x.es, rmsnorm_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, p.x.rows, 2 * p.x.cols * p.x.es, rmsnorm_body, &p);
 }
 
 hrmt_status hrmt_residual_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x,
@@ -201,16 +217,8 @@ hrmt_status hrmt_residual_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x,
     CHECK(hrmt_ops_check_ctx(ctx, op));
     norm_args p;
     memset(&p, 0, sizeof p);
-    CHECK(hrmt_ops_view(ctx, op, "x", x, &p.x));
-    CHECK(hrmt_ops_view(ctx, op, "residual", residual, &p.r));
-    CHECK(hrmt_ops_view(ctx, op, "out", out, &p.o));
-    CHECK(hrmt_ops_float_dtype(ctx, op, "x", &p.x));
-    CHECK(hrmt_ops_same_dtype(ctx, op, "x", &p.x, "residual", &p.r));
-    CHECK(hrmt_ops_same_dtype(ctx, op, "x", &p.x, "out", &p.o));
-    CHECK(hrmt_ops_same_rows(ctx, op, "x", &p.x, "residual", &p.r));
-    CHECK(hrmt_ops_same_rows(ctx, op, "x", &p.x, "out", &p.o));
-    CHECK(hrmt_ops_same_cols(ctx, op, "x", &p.x, "residual", &p.r));
-    CHECK(hrmt_ops_same_cols(ctx, op, "x", &p.x, "out", &p.o));
+    const op_arg args[] = {{"x", x, &p.x}, {"residual", residual, &p.r}, {"out", out, &p.o}};
+    CHECK(view_alike(ctx, op, args, 3));
     CHECK(check_eps(ctx, op, eps));
     if (variant == HRMT_VARIANT_SRAM) {
         p.sram = ctx->be->rowops.residual_rmsnorm_sram[p.x.dtype];
@@ -223,8 +231,7 @@ hrmt_status hrmt_residual_rmsnorm(hrmt_context *ctx, const hrmt_tensor *x,
         return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "%s: unknown variant %d", op, (int)variant);
     }
     p.eps = eps;
-    hrmt_ops_run_rows(ctx, p.x.rows, 3 * p.x.cols * p.x.es, resid_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, p.x.rows, 3 * p.x.cols * p.x.es, resid_body, &p);
 }
 
 /* ---- swiglu ----------------------------------------------------------------- */
@@ -256,8 +263,7 @@ hrmt_status hrmt_swiglu(hrmt_context *ctx, const hrmt_tensor *gate_up, hrmt_tens
     p.fn = ctx->be->rowops.swiglu[p.g.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.g.dtype);
     p.nt = hrmt_ops_stream(ctx, p.o.rows * p.o.cols * p.o.es);
-    hrmt_ops_run_rows(ctx, p.o.rows, 3 * p.o.cols * p.o.es, swiglu_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, p.o.rows, 3 * p.o.cols * p.o.es, swiglu_body, &p);
 }
 
 /* ---- softmax ---------------------------------------------------------------- */
@@ -278,19 +284,14 @@ hrmt_status hrmt_softmax(hrmt_context *ctx, const hrmt_tensor *x, float scale, h
     const char *op = "hrmt_softmax";
     CHECK(hrmt_ops_check_ctx(ctx, op));
     softmax_args p;
-    CHECK(hrmt_ops_view(ctx, op, "x", x, &p.x));
-    CHECK(hrmt_ops_view(ctx, op, "out", out, &p.o));
-    CHECK(hrmt_ops_float_dtype(ctx, op, "x", &p.x));
-    CHECK(hrmt_ops_same_dtype(ctx, op, "x", &p.x, "out", &p.o));
-    CHECK(hrmt_ops_same_rows(ctx, op, "x", &p.x, "out", &p.o));
-    CHECK(hrmt_ops_same_cols(ctx, op, "x", &p.x, "out", &p.o));
+    const op_arg args[] = {{"x", x, &p.x}, {"out", out, &p.o}};
+    CHECK(view_alike(ctx, op, args, 2));
     if (!isfinite(scale)) return hrmt_fail(ctx, HRMT_ERR_NONFINITE, "%s: scale is not finite", op);
     p.fn = ctx->be->rowops.softmax[p.x.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.x.dtype);
     p.scale = scale;
     /* exp dominates: weigh rows as heavier than their bytes */
-    hrmt_ops_run_rows(ctx, p.x.rows, 16 * p.x.cols * p.x.es, softmax_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, p.x.rows, 16 * p.x.cols * p.x.es, softmax_body, &p);
 }
 
 /* ---- rope ------------------------------------------------------------------- */
@@ -376,8 +377,7 @@ hrmt_status hrmt_rope(hrmt_context *ctx, hrmt_tensor *x, const hrmt_tensor *cos_
         fb(batch, p.tokens, p.heads, p.hd, p.x, p.ld_b, p.ld_tok, p.ld_head, p.c, p.s, p.ld_cs);
         return hrmt_ops_finish(ctx, op);
     }
-    hrmt_ops_run_rows(ctx, batch * p.tokens, 2 * p.heads * p.hd * p.es + 8 * p.hd, rope_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, batch * p.tokens, 2 * p.heads * p.hd * p.es + 8 * p.hd, rope_body, &p);
 }
 
 /* ---- embedding -------------------------------------------------------------- */
@@ -445,6 +445,5 @@ hrmt_status hrmt_embedding(hrmt_context *ctx, const hrmt_tensor *table, const hr
     CHECK(check_ids(ctx, op, p.ids, n, p.t.rows));
     p.fn = ctx->be->rowops.embedding[p.t.dtype][p.o.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.o.dtype);
-    hrmt_ops_run_rows(ctx, n, p.o.cols * (p.t.es + p.o.es), emb_body, &p);
-    return hrmt_ops_finish(ctx, op);
+    return run_rows(ctx, op, n, p.o.cols * (p.t.es + p.o.es), emb_body, &p);
 }
