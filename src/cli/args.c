@@ -26,6 +26,12 @@ int cli_arg_error(char *err, size_t errlen, const char *flag, const char *fmt, .
     return -1;
 }
 
+int cli_parse_path(const char *flag, const char *text, const char **out, char *err, size_t errlen) {
+    if (!*text) return cli_arg_error(err, errlen, flag, "empty file name");
+    *out = text;
+    return 0;
+}
+
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* Parses [-]digits exactly, into a long long; 1 ok, 0 not an integer, -1 overflow. */

@@ -28,6 +28,9 @@ int cli_parse_bytes(const char *flag, const char *text, size_t lo, size_t hi, si
 int cli_parse_int_list(const char *flag, const char *text, long lo, long hi, int *out, size_t cap,
                        size_t *n, char *err, size_t errlen);
 
+/* A file name: any text but the empty one; *out = text. */
+int cli_parse_path(const char *flag, const char *text, const char **out, char *err, size_t errlen);
+
 /* One of `names` (exact match); *out is its index. The message lists them. */
 int cli_parse_choice(const char *flag, const char *text, const char *const *names, size_t n,
                      int *out, char *err, size_t errlen);

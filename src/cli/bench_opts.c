@@ -7,7 +7,6 @@
 
 #include "cli/args.h"
 #include "cli/opt_error.h"
-#include "core/text_escape.h"
 
 /* Bounds: far beyond any sensible run, small enough that size products
  * (batch * seq * hidden * 4 bytes) stay well inside size_t. */
@@ -110,8 +109,7 @@ static const struct option g_long_opts[] = {{"mode", required_argument, NULL, OP
 int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, size_t errlen) {
     cli_bench_opts_default(o);
     if (cli_backend_default(&o->backend, err, errlen)) return -1;
-    optind = 0; /* glibc: full re-initialisation, so repeated parses work */
-    opterr = 0; /* we report errors ourselves, naming the flag */
+    cli_getopt_reset();
     char fb[64];
     for (;;) {
         int c = getopt_long(argc, argv, ":o:qh", g_long_opts, NULL);
@@ -163,29 +161,16 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
             break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
         case OPT_BACKEND: r = cli_parse_backend(fl, optarg, &o->backend, err, errlen); break;
-        case OPT_MODEL:
-        case OPT_CONFIG:
-        case 'o':
-            if (!*optarg) return cli_arg_error(err, errlen, fl, "empty file name");
-            if (c == OPT_MODEL)
-                o->model_path = optarg;
-            else if (c == OPT_CONFIG)
-                o->config_path = optarg;
-            else
-                o->output_path = optarg;
-            break;
+        case OPT_MODEL: r = cli_parse_path(fl, optarg, &o->model_path, err, errlen); break;
+        case OPT_CONFIG: r = cli_parse_path(fl, optarg, &o->config_path, err, errlen); break;
+        case 'o': r = cli_parse_path(fl, optarg, &o->output_path, err, errlen); break;
         case 'q': o->quiet = 1; break;
         case 'h': o->help = 1; break;
         default: return cli_getopt_error(c, argc, argv, g_long_opts, err, errlen);
         }
         if (r) return -1;
     }
-    if (optind < argc) {
-        char e[HRMT_ESCAPED_MAX];
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)",
-                 hrmt_text_escape_str(e, sizeof e, argv[optind]));
-        return -1;
-    }
+    if (cli_getopt_leftover(argc, argv, err, errlen)) return -1;
     if (o->hidden_size && o->num_heads && o->hidden_size % o->num_heads)
         return cli_arg_error(err, errlen, "--hidden-size", "%d is not divisible by --num-heads %d",
                              o->hidden_size, o->num_heads);

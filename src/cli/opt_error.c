@@ -18,6 +18,19 @@ const char *cli_flag_name(const struct option *opts, int c, char *buf, size_t le
     return hrmt_text_escape(buf, len, opt, 2);
 }
 
+void cli_getopt_reset(void) {
+    optind = 0;
+    opterr = 0;
+}
+
+int cli_getopt_leftover(int argc, char **argv, char *err, size_t errlen) {
+    if (optind >= argc) return 0;
+    char e[HRMT_ESCAPED_MAX];
+    snprintf(err, errlen, "unexpected argument '%s' (see --help)",
+             hrmt_text_escape_str(e, sizeof e, argv[optind]));
+    return -1;
+}
+
 int cli_getopt_error(int c, int argc, char **argv, const struct option *opts, char *err,
                      size_t errlen) {
     char fb[64], e[HRMT_ESCAPED_MAX];

@@ -77,8 +77,7 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
     static const char *const backends[] = {"cpu", "cuda"};
     cli_probe_opts_default(o);
     int min_given = 0;
-    optind = 0; /* glibc: full re-initialisation, so repeated parses work */
-    opterr = 0;
+    cli_getopt_reset();
     char fb[64], e[HRMT_ESCAPED_MAX];
     for (;;) {
         int c = getopt_long(argc, argv, ":qh", g_long_opts, NULL);
@@ -119,11 +118,7 @@ int cli_probe_opts_parse(int argc, char **argv, cli_probe_opts *o, char *err, si
         }
         if (r) return -1;
     }
-    if (optind < argc) {
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)",
-                 hrmt_text_escape_str(e, sizeof e, argv[optind]));
-        return -1;
-    }
+    if (cli_getopt_leftover(argc, argv, err, errlen)) return -1;
     if (o->quick && !o->max_given) o->max_bytes = GIB / 4;
     if (o->min_bytes > o->max_bytes)
         return cli_arg_error(err, errlen, min_given ? "--min-bytes" : "--max-bytes",

@@ -8,7 +8,6 @@
 #include "cli/args.h"
 #include "cli/opt_error.h"
 #include "cli/run_input.h"
-#include "core/text_escape.h"
 
 enum {
     OPT_MODEL = 256,
@@ -83,8 +82,7 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
     o->dtype = -1;
     o->schedule = HRMT_SCHEDULE_TIERED;
     if (cli_backend_default(&o->backend, err, errlen)) return -1;
-    optind = 0; /* glibc: full re-initialisation, so repeated parses work */
-    opterr = 0;
+    cli_getopt_reset();
     static const char *const dtypes[] = {"bf16", "f32"};
     static const char *const scheds[] = {"tiered", "baseline"};
     char fb[64];
@@ -94,18 +92,11 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
         const char *fl = cli_flag_name(g_opts, c, fb, sizeof fb);
         int r = 0, v = 0;
         switch (c) {
-        case OPT_MODEL:
-        case OPT_CONFIG:
-        case OPT_PUZZLES:
-        case OPT_TOKENS:
-        case OPT_DUMP:
-            if (!*optarg) return cli_arg_error(err, errlen, fl, "empty file name");
-            if (c == OPT_MODEL) o->model_path = optarg;
-            if (c == OPT_CONFIG) o->config_path = optarg;
-            if (c == OPT_PUZZLES) o->puzzles_path = optarg;
-            if (c == OPT_TOKENS) o->tokens_path = optarg;
-            if (c == OPT_DUMP) o->dump_path = optarg;
-            break;
+        case OPT_MODEL: r = cli_parse_path(fl, optarg, &o->model_path, err, errlen); break;
+        case OPT_CONFIG: r = cli_parse_path(fl, optarg, &o->config_path, err, errlen); break;
+        case OPT_PUZZLES: r = cli_parse_path(fl, optarg, &o->puzzles_path, err, errlen); break;
+        case OPT_TOKENS: r = cli_parse_path(fl, optarg, &o->tokens_path, err, errlen); break;
+        case OPT_DUMP: r = cli_parse_path(fl, optarg, &o->dump_path, err, errlen); break;
         case OPT_PUZZLE_ID:
             r = cli_parse_int(fl, optarg, 0, 2147483647L, &o->puzzle_id, err, errlen);
             break;
@@ -132,12 +123,7 @@ int cli_run_opts_parse(int argc, char **argv, cli_run_opts *o, char *err, size_t
         }
         if (r) return -1;
     }
-    if (optind < argc) {
-        char e[HRMT_ESCAPED_MAX];
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)",
-                 hrmt_text_escape_str(e, sizeof e, argv[optind]));
-        return -1;
-    }
+    if (cli_getopt_leftover(argc, argv, err, errlen)) return -1;
     if (o->help) return 0;
     if (o->puzzles_path && o->tokens_path)
         return cli_arg_error(err, errlen, "--tokens",
