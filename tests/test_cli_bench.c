@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 #define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
@@ -22,24 +23,7 @@
 static int run_hrmt_sh(const char *pre, const char *args, const char *redir, char **out) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s %s %s %s", pre, HRMT_BIN, args, redir);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n - 1 == 0) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return hrmt_test_sh(cmd, out);
 }
 
 static int run_hrmt(const char *args, char **out) { return run_hrmt_sh("", args, "2>&1", out); }

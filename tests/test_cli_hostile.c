@@ -21,6 +21,7 @@
 #include "cli/run_dump.h"
 #include "cli/run_input.h"
 #include "core/safetensors.h"
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 #define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
@@ -31,16 +32,9 @@
 
 static char g_dir[256];
 
-static void setup(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/hrmt_hostile_%d_XXXXXX", (int)getpid());
-    cr_assert_not_null(mkdtemp(g_dir));
-}
+static void setup(void) { hrmt_test_mkdtemp(g_dir, sizeof g_dir, "hostile"); }
 
-static void teardown(void) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { hrmt_test_rmtree(g_dir); }
 
 TestSuite(hostile, .init = setup, .fini = teardown);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 /* Runs `hrmt <args>` (stderr merged when merge_stderr); returns its exit
@@ -16,23 +17,7 @@ static int run_hrmt(const char *args, int merge_stderr, char **out) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s/hrmt' %s%s", HRMT_TEST_BINARY_DIR, args,
              merge_stderr ? " 2>&1" : "");
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
+    int st = hrmt_test_popen(cmd, out);
     cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
     return WEXITSTATUS(st);
 }

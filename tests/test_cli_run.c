@@ -17,22 +17,16 @@
 
 #include "cli/run_input.h"
 #include "core/safetensors.h"
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 #define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
 
 static char g_dir[256];
 
-static void setup(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/hrmt_run_%d_XXXXXX", (int)getpid());
-    cr_assert_not_null(mkdtemp(g_dir));
-}
+static void setup(void) { hrmt_test_mkdtemp(g_dir, sizeof g_dir, "run"); }
 
-static void teardown(void) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { hrmt_test_rmtree(g_dir); }
 
 TestSuite(run, .init = setup, .fini = teardown);
 
@@ -40,19 +34,9 @@ TestSuite(run, .init = setup, .fini = teardown);
  * whatever reaches the pipe (redir defaults to merging stderr). */
 static int run_hrmt_sh(const char *pre, const char *args, const char *redir, char **out) {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s run %s %s", pre, HRMT_BIN, args, redir);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, k;
-    char *buf = malloc(cap);
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    int k = snprintf(cmd, sizeof cmd, "%s %s run %s %s", pre, HRMT_BIN, args, redir);
+    cr_assert(k > 0 && (size_t)k < sizeof cmd, "command too long");
+    return hrmt_test_sh(cmd, out);
 }
 
 static int run_hrmt(const char *args, char **out) { return run_hrmt_sh("", args, "2>&1", out); }

@@ -13,20 +13,14 @@
 #include <unistd.h>
 
 #include "core/safetensors.h"
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 static char g_dir[256];
 
-static void make_dir(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/hrmt_convert_%d_XXXXXX", (int)getpid());
-    cr_assert_not_null(mkdtemp(g_dir));
-}
+static void make_dir(void) { hrmt_test_mkdtemp(g_dir, sizeof g_dir, "convert"); }
 
-static void remove_dir(void) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void remove_dir(void) { hrmt_test_rmtree(g_dir); }
 
 TestSuite(convert, .init = make_dir, .fini = remove_dir);
 

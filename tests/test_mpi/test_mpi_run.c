@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/run_cmd.h"
+
 #define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
 #define HRMT_MPI_BIN HRMT_TEST_BINARY_DIR "/hrmt-mpi"
 #define GOLDEN HRMT_TEST_DATA_DIR "/golden/hrm/tiny-rope/"
@@ -29,38 +31,11 @@
 
 static char g_dir[256];
 
-static void setup(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/hrmt_mpi_%d_XXXXXX", (int)getpid());
-    cr_assert_not_null(mkdtemp(g_dir));
-}
+static void setup(void) { hrmt_test_mkdtemp(g_dir, sizeof g_dir, "mpi"); }
 
-static void teardown(void) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { hrmt_test_rmtree(g_dir); }
 
 TestSuite(mpi, .init = setup, .fini = teardown, .timeout = 600);
-
-/* Runs cmd in the shell; *out gets what reaches the pipe. Returns the exit status. */
-static int sh(const char *cmd, char **out) {
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, k;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) {
-            buf = realloc(buf, cap *= 2);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -128,10 +103,10 @@ Test(mpi, three_ranks_give_the_bytes_of_one_process) {
 
     snprintf(cmd, sizeof cmd, "%s run %s --puzzles '%s' --dump '%s' 2>/dev/null", HRMT_BIN,
              model_args(), puz, dump1);
-    cr_assert_eq(sh(cmd, &one), 0, "hrmt run: %s", one);
+    cr_assert_eq(hrmt_test_sh(cmd, &one), 0, "hrmt run: %s", one);
     snprintf(cmd, sizeof cmd, "%s -np 3 %s run %s --puzzles '%s' --dump '%s' 2>/dev/null", MPIRUN,
              HRMT_MPI_BIN, model_args(), puz, dump3);
-    cr_assert_eq(sh(cmd, &three), 0, "hrmt-mpi run: %s", three);
+    cr_assert_eq(hrmt_test_sh(cmd, &three), 0, "hrmt-mpi run: %s", three);
     cr_expect(strstr(three, "puzzle 10 (line 12)") != NULL, "%s", three);
     cut(one, ", ", " ms/step\n");
     cut(three, ", ", " ms/step\n");
@@ -144,10 +119,10 @@ Test(mpi, three_ranks_give_the_bytes_of_one_process) {
 
     snprintf(cmd, sizeof cmd, "%s run %s --puzzles '%s' --json 2>/dev/null", HRMT_BIN, model_args(),
              puz);
-    cr_assert_eq(sh(cmd, &one_json), 0, "%s", one_json);
+    cr_assert_eq(hrmt_test_sh(cmd, &one_json), 0, "%s", one_json);
     snprintf(cmd, sizeof cmd, "%s -np 3 %s run %s --puzzles '%s' --json 2>/dev/null", MPIRUN,
              HRMT_MPI_BIN, model_args(), puz);
-    cr_assert_eq(sh(cmd, &three_json), 0, "%s", three_json);
+    cr_assert_eq(hrmt_test_sh(cmd, &three_json), 0, "%s", three_json);
     cut(one_json, "\"mean_step_ms\"", "\n");
     cut(three_json, "\"mean_step_ms\"", "\n");
     cr_expect_str_eq(three_json, one_json, "--json output differs");
@@ -173,7 +148,7 @@ Test(mpi, malformed_line_in_a_shard_stops_every_rank) {
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "%s -np 3 %s run %s --puzzles '%s' 2>&1", MPIRUN, HRMT_MPI_BIN,
              model_args(), puz);
-    int rc = sh(cmd, &out);
+    int rc = hrmt_test_sh(cmd, &out);
     cr_expect(rc != 0 && rc != 124 && rc != 137, "exit %d: %s", rc, out);
     cr_expect_eq(count(out, "bad.txt:11: a puzzle line needs 81 characters"), 1, "%s", out);
     cr_expect(strstr(out, "puzzle 1 ") == NULL, "output despite the error: %s", out);
@@ -197,7 +172,7 @@ Test(mpi, failure_on_one_rank_stops_every_rank) {
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "%s -np 2 -wdir '%s' %s %s : -np 1 -wdir '%s' %s %s 2>&1", MPIRUN,
              with, HRMT_MPI_BIN, args, without, HRMT_MPI_BIN, args);
-    int rc = sh(cmd, &out);
+    int rc = hrmt_test_sh(cmd, &out);
     cr_expect(rc != 0 && rc != 124 && rc != 137, "exit %d: %s", rc, out);
     cr_expect_eq(count(out, "hrmt run: --model"), 1, "%s", out);
     cr_expect(strstr(out, "rank 2 (") != NULL, "the failing rank is not named: %s", out);
@@ -213,7 +188,7 @@ Test(mpi, different_options_on_one_rank_are_refused) {
         cmd, sizeof cmd,
         "%s -np 2 %s run %s --puzzles x --steps 2 : -np 1 %s run %s --puzzles x --steps 3 2>&1",
         MPIRUN, HRMT_MPI_BIN, model_args(), HRMT_MPI_BIN, model_args());
-    int rc = sh(cmd, &out);
+    int rc = hrmt_test_sh(cmd, &out);
     cr_expect_eq(rc, 2, "exit %d: %s", rc, out);
     cr_expect(strstr(out, "rank 2 (") != NULL && strstr(out, "differs from rank 0") != NULL, "%s",
               out);
