@@ -226,15 +226,6 @@ static void build(bcase *c, op_kind op, hrmt_dtype dt, size_t target) {
         c->out = 2;
         break;
     }
-    case OP_RMSNORM: {
-        /* x read, out written (no weight, as HRM's RMSNorm): 2 x rows x 512 x es */
-        const size_t rows = cdiv(target, 2 * HIDDEN * es), s[2] = {rows, HIDDEN};
-        add_tensor(c, dt, 2, s, FILL_RANDOM);
-        add_tensor(c, dt, 2, s, FILL_RANDOM);
-        c->bytes = 2 * rows * HIDDEN * es;
-        c->out = 1;
-        break;
-    }
     case OP_SWIGLU: {
         /* gate_up [rows, 3072] read, out [rows, 1536] written: rows x 4608 x es */
         const size_t rows = cdiv(target, 3 * INTER * es);
@@ -245,9 +236,11 @@ static void build(bcase *c, op_kind op, hrmt_dtype dt, size_t target) {
         c->out = 1;
         break;
     }
+    case OP_RMSNORM:
     case OP_SOFTMAX82:
     case OP_SOFTMAX512: {
-        /* x read, out written: 2 x rows x cols x es */
+        /* x read, out written (rmsnorm: no weight, as HRM's RMSNorm; 512
+         * columns): 2 x rows x cols x es */
         const size_t cols = op == OP_SOFTMAX82 ? SEQ : HIDDEN;
         const size_t rows = cdiv(target, 2 * cols * es), s[2] = {rows, cols};
         add_tensor(c, dt, 2, s, FILL_RANDOM);
