@@ -106,6 +106,13 @@ static void set_offsets(cJSON *h, const char *name, double b, double e) {
     cJSON_ReplaceItemInArray(o, 1, cJSON_CreateNumber(e));
 }
 
+/* Replaces `key` ("dtype", "shape") of tensor `name`'s header entry with v. */
+static void set_field(cJSON *h, const char *name, const char *key, cJSON *v) {
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(h, name);
+    cr_assert_not_null(t, "%s", name);
+    cr_assert(cJSON_ReplaceItemInObjectCaseSensitive(t, key, v), "%s has no %s", name, key);
+}
+
 static double offset_of(cJSON *h, const char *name, int which) {
     cJSON *t = cJSON_GetObjectItemCaseSensitive(h, name);
     return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "data_offsets"), which)
@@ -143,8 +150,7 @@ Test(model_file, bad_json) {
 
 Test(model_file, unknown_dtype) {
     cJSON *h = header();
-    cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "model.inner.lm_head.weight");
-    cJSON_ReplaceItemInObjectCaseSensitive(t, "dtype", cJSON_CreateString("F8_E4M3"));
+    set_field(h, "model.inner.lm_head.weight", "dtype", cJSON_CreateString("F8_E4M3"));
     EXPECT_LOAD(write_with_header(h), &g_cfg, HRMT_ERR_BAD_DTYPE, "F8_E4M3");
     cJSON_Delete(h);
 }
@@ -152,11 +158,8 @@ Test(model_file, unknown_dtype) {
 Test(model_file, wrong_shape) {
     /* Same bytes, transposed shape: the file is consistent, the model is not. */
     cJSON *h = header();
-    cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "model.inner.lm_head.weight");
-    cJSON *sh = cJSON_CreateArray();
-    cJSON_AddItemToArray(sh, cJSON_CreateNumber(64));
-    cJSON_AddItemToArray(sh, cJSON_CreateNumber(11));
-    cJSON_ReplaceItemInObjectCaseSensitive(t, "shape", sh);
+    const int transposed[2] = {64, 11};
+    set_field(h, "model.inner.lm_head.weight", "shape", cJSON_CreateIntArray(transposed, 2));
     EXPECT_LOAD(write_with_header(h), &g_cfg, HRMT_ERR_TENSOR_SHAPE, "lm_head");
     cJSON_Delete(h);
     /* A config that does not fit the file. */
@@ -169,10 +172,8 @@ Test(model_file, wrong_shape) {
 
 Test(model_file, shape_offsets_disagree) {
     cJSON *h = header();
-    cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "model.inner.q_head.bias");
-    cJSON *sh = cJSON_CreateArray();
-    cJSON_AddItemToArray(sh, cJSON_CreateNumber(3));
-    cJSON_ReplaceItemInObjectCaseSensitive(t, "shape", sh);
+    const int three[1] = {3};
+    set_field(h, "model.inner.q_head.bias", "shape", cJSON_CreateIntArray(three, 1));
     EXPECT_LOAD(write_with_header(h), &g_cfg, HRMT_ERR_BAD_OFFSETS, "q_head.bias");
     cJSON_Delete(h);
 }
@@ -205,8 +206,7 @@ Test(model_file, missing_tensor) {
 
 Test(model_file, integer_weight) {
     cJSON *h = header();
-    cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "model.inner.q_head.bias");
-    cJSON_ReplaceItemInObjectCaseSensitive(t, "dtype", cJSON_CreateString("I32"));
+    set_field(h, "model.inner.q_head.bias", "dtype", cJSON_CreateString("I32"));
     EXPECT_LOAD(write_with_header(h), &g_cfg, HRMT_ERR_DTYPE, "q_head.bias");
     cJSON_Delete(h);
 }

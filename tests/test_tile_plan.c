@@ -24,6 +24,14 @@ static hrmt_topology topo3(size_t l1, int w1, size_t l2, int w2, int s2, size_t 
     return t;
 }
 
+/* The plan's GEMM blocking is KC x MC x NC (a macro: failures name the test's line). */
+#define EXPECT_BLOCKS(p, kc, mc, nc)     \
+    do {                                 \
+        cr_expect_eq((p).gemm_kc, (kc)); \
+        cr_expect_eq((p).gemm_mc, (mc)); \
+        cr_expect_eq((p).gemm_nc, (nc)); \
+    } while (0)
+
 static hrmt_tile_plan plan_of(const hrmt_topology *t, size_t mr, size_t nr, size_t s) {
     hrmt_tile_plan p;
     cr_assert_eq(hrmt_tile_plan_compute(t, mr, nr, s, &p), HRMT_OK);
@@ -40,9 +48,7 @@ Test(tile_plan, zen4_like_f32_14x32) {
     hrmt_topology t = topo3(32768, 8, 1048576, 8, 1, 33554432, 16, 2);
     t.caches[2].measured_bytes = 33554432; /* calibrated: the whole claim is real */
     hrmt_tile_plan p = plan_of(&t, 14, 32, 4);
-    cr_expect_eq(p.gemm_kc, 146);
-    cr_expect_eq(p.gemm_mc, 1344);
-    cr_expect_eq(p.gemm_nc, 25120);
+    EXPECT_BLOCKS(p, 146, 1344, 25120);
     cr_expect_eq(p.gemm_mr, 14);
     cr_expect_eq(p.gemm_nr, 32);
     cr_expect_eq(p.sram_tier_bytes, 1048576);
@@ -55,9 +61,7 @@ Test(tile_plan, zen4_like_bf16_doubles_kc) {
     hrmt_topology t = topo3(32768, 8, 1048576, 8, 1, 33554432, 16, 2);
     t.caches[2].measured_bytes = 33554432; /* calibrated: the whole claim is real */
     hrmt_tile_plan p = plan_of(&t, 14, 32, 2);
-    cr_expect_eq(p.gemm_kc, 292);
-    cr_expect_eq(p.gemm_mc, 1344);
-    cr_expect_eq(p.gemm_nc, 25120);
+    EXPECT_BLOCKS(p, 292, 1344, 25120);
 }
 
 /* 48K/12-way L1, 2M/16-way L2, 8M/16-way L3 shared by 4; 6x16 tile.
@@ -69,9 +73,7 @@ Test(tile_plan, zen4_like_bf16_doubles_kc) {
 Test(tile_plan, intel_like_avx2_6x16) {
     hrmt_topology t = topo3(49152, 12, 2097152, 16, 1, 8388608, 16, 4);
     hrmt_tile_plan p = plan_of(&t, 6, 16, 4);
-    cr_expect_eq(p.gemm_kc, 512);
-    cr_expect_eq(p.gemm_mc, 894);
-    cr_expect_eq(p.gemm_nc, 64);
+    EXPECT_BLOCKS(p, 512, 894, 64);
     cr_expect_eq(p.sram_tier_bytes, 2097152);
     cr_expect_eq(p.l_tile_bytes, 1048576);
 }
@@ -85,9 +87,7 @@ Test(tile_plan, intel_like_avx2_6x16) {
 Test(tile_plan, shared_l2_and_low_associativity) {
     hrmt_topology t = topo3(32768, 4, 1048576, 16, 2, 4194304, 8, 1);
     hrmt_tile_plan p = plan_of(&t, 8, 16, 4);
-    cr_expect_eq(p.gemm_kc, 256);
-    cr_expect_eq(p.gemm_mc, 448);
-    cr_expect_eq(p.gemm_nc, 3072);
+    EXPECT_BLOCKS(p, 256, 448, 3072);
     cr_expect_eq(p.sram_tier_bytes, 524288);
 }
 
@@ -98,9 +98,7 @@ Test(tile_plan, unknown_and_fully_associative) {
     hrmt_topology known = topo3(32768, 8, 1048576, 8, 1, 33554432, 8, 2);
     hrmt_topology unknown = topo3(32768, 0, 1048576, 0, 1, 33554432, 0, 2);
     hrmt_tile_plan a = plan_of(&known, 14, 32, 4), b = plan_of(&unknown, 14, 32, 4);
-    cr_expect_eq(a.gemm_kc, b.gemm_kc);
-    cr_expect_eq(a.gemm_mc, b.gemm_mc);
-    cr_expect_eq(a.gemm_nc, b.gemm_nc);
+    EXPECT_BLOCKS(a, b.gemm_kc, b.gemm_mc, b.gemm_nc);
     hrmt_topology full = topo3(32768, -1, 1048576, 8, 1, 33554432, 16, 2);
     cr_expect_eq(plan_of(&full, 14, 32, 4).gemm_kc, 177);
 }
@@ -112,9 +110,7 @@ Test(tile_plan, missing_l3_uses_l2) {
     hrmt_topology t = topo3(32768, 8, 1048576, 8, 1, 33554432, 16, 2);
     t.num_levels = 2;
     hrmt_tile_plan p = plan_of(&t, 14, 32, 4);
-    cr_expect_eq(p.gemm_kc, 146);
-    cr_expect_eq(p.gemm_mc, 1344);
-    cr_expect_eq(p.gemm_nc, 224);
+    EXPECT_BLOCKS(p, 146, 1344, 224);
 }
 
 Test(tile_plan, monotonic_in_cache_sizes) {
@@ -201,9 +197,7 @@ Test(tile_plan, context_overrides) {
     setenv("HRMT_GEMM_NC", "300", 1);
     hrmt_context *ctx = hrmt_test_context();
     const hrmt_tile_plan *p = hrmt_context_tile_plan(ctx);
-    cr_expect_eq(p->gemm_kc, 100);
-    cr_expect_eq(p->gemm_mc, 200);
-    cr_expect_eq(p->gemm_nc, 300);
+    EXPECT_BLOCKS(*p, 100, 200, 300);
     hrmt_context_destroy(ctx);
 }
 
