@@ -112,18 +112,9 @@ HRMT_HD float to_storage(float v) {
  * conversion (RNE, denormals kept). Its NaN is the canonical 0x7fff, which is
  * what f_to_bf16 gives for the only NaN device arithmetic makes (0x7fffffff),
  * so the bits are f_to_bf16's; a loaded NaN with another payload needs
- * round_bf16 / pack_bf16x2 instead. (With b = 0 the pair conversion leaves
- * the BF16 in the high half: the F32 bits, one instruction.) */
-HRMT_HD float round_bf16_arith(float f) {
-#ifdef __CUDA_ARCH__
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(f), "f"(0.0f));
-    return ffrom(r);
-#else
-    return round_bf16(f);
-#endif
-}
-/* pack_bf16x2 for values from device arithmetic (no NaN test, as above). */
+ * round_bf16 / pack_bf16x2 instead. pack_bf16x2_arith packs two (a low, b
+ * high); round_bf16_arith is the pair with a = 0: the BF16 in the high half
+ * is the rounded F32, one instruction. */
 HRMT_HD uint32_t pack_bf16x2_arith(float a, float b) {
 #ifdef __CUDA_ARCH__
     uint32_t r;
@@ -133,6 +124,7 @@ HRMT_HD uint32_t pack_bf16x2_arith(float a, float b) {
     return pack_bf16x2(a, b);
 #endif
 }
+HRMT_HD float round_bf16_arith(float f) { return ffrom(pack_bf16x2_arith(0.0f, f)); }
 /* BF16 bits of a value from device arithmetic (as round_bf16_arith). */
 HRMT_HD uint16_t bf16_bits_arith(float f) { return (uint16_t)(fbits(round_bf16_arith(f)) >> 16); }
 
@@ -149,20 +141,26 @@ HRMT_HD float fmax_nan(float a, float b) {
     return b > a ? b : a;
 #endif
 }
-HRMT_HD float fmin_nan(float a, float b) {
-#ifdef __CUDA_ARCH__
-    float r;
-    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-#else
-    if (a != a || b != b) return a != a ? a : b;
-    return b < a ? b : a;
-#endif
-}
+HRMT_HD float fmin_nan(float a, float b) { return -fmax_nan(-a, -b); }
 
 /* ---- exp ----------------------------------------------------------------- */
 /* 2^q for q in [-126, 127] (unsigned arithmetic: any q is defined). */
 HRMT_HD float pow2i(int32_t q) { return ffrom(((uint32_t)q + 0x7fu) << 23); }
+
+/* SLEEF's FMA expf_u10 between range reduction and scaling: exp(d - qf ln2)
+ * for integral qf = rint(d / ln2), in [0.7, 1.5]. */
+HRMT_HD float expf_fma_poly(float qf, float d) {
+    float s = ffma(qf, -0.693145751953125f, d);
+    s = ffma(qf, -1.428606765330187045e-06f, s);
+    float u = 0.000198527617612853646278381f;
+    u = ffma(u, s, 0.00139304355252534151077271f);
+    u = ffma(u, s, 0.00833336077630519866943359f);
+    u = ffma(u, s, 0.0416664853692054748535156f);
+    u = ffma(u, s, 0.166666671633720397949219f);
+    u = ffma(u, s, 0.5f);
+    u = fadd(1.0f, ffma(fmul(s, s), u, s));
+    return u;
+}
 
 /* cpu/expf_fma.h (SLEEF's FMA expf_u10): softmax and swiglu. The same bits
  * as hrmt_expf_fma for every one of the 2^32 inputs (NaN for NaN; checked
@@ -180,15 +178,7 @@ HRMT_HD float expf_fma(float x) {
     const float d = fmin_nan(fmax_nan(x, -105.0f), 101.0f);
     const float qf = frint(fmul(d, 1.442695040888963407359924681001892137426645954152985934f));
     const int32_t q = (int32_t)(fbits(fadd(qf, 12582912.0f)) - 0x4B400000u);
-    float s = ffma(qf, -0.693145751953125f, d);
-    s = ffma(qf, -1.428606765330187045e-06f, s);
-    float u = 0.000198527617612853646278381f;
-    u = ffma(u, s, 0.00139304355252534151077271f);
-    u = ffma(u, s, 0.00833336077630519866943359f);
-    u = ffma(u, s, 0.0416664853692054748535156f);
-    u = ffma(u, s, 0.166666671633720397949219f);
-    u = ffma(u, s, 0.5f);
-    u = fadd(1.0f, ffma(fmul(s, s), u, s));
+    const float u = expf_fma_poly(qf, d);
     const int32_t q1 = q >> 1;
     return fmul(fmul(u, pow2i(q1)), pow2i(q - q1));
 }
@@ -203,15 +193,7 @@ HRMT_HD float expf_fma_nonpos(float x) {
     const float d = fmax_nan(x, -105.0f);
     const float qf = frint(fmul(d, 1.442695040888963407359924681001892137426645954152985934f));
     const uint32_t qb = fbits(fadd(qf, 12582912.0f));
-    float s = ffma(qf, -0.693145751953125f, d);
-    s = ffma(qf, -1.428606765330187045e-06f, s);
-    float u = 0.000198527617612853646278381f;
-    u = ffma(u, s, 0.00139304355252534151077271f);
-    u = ffma(u, s, 0.00833336077630519866943359f);
-    u = ffma(u, s, 0.0416664853692054748535156f);
-    u = ffma(u, s, 0.166666671633720397949219f);
-    u = ffma(u, s, 0.5f);
-    u = fadd(1.0f, ffma(fmul(s, s), u, s));
+    const float u = expf_fma_poly(qf, d);
     /* ((q + 64 + 127) << 23) = (qb << 23) + ((64 + 127 - 0x4B400000) << 23) */
     const float p = ffrom((qb << 23) + ((64u + 127u - 0x4B400000u) << 23));
     return fmul(fmul(u, p), 5.42101086242752217004e-20f); /* 2^-64 */

@@ -137,34 +137,10 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
          row += (size_t)gridDim.x * HRMT_NORM_WARPS) {
         const char *xr = (const char *)x + (row * ldx + lane) * es;
         const char *rr = RES ? (const char *)r + (row * ldr + lane) * es : nullptr;
-        uint32_t ux[GM], ur[GM];
-        HRMT_UNROLL
-        for (int g = 0; g < GM; g++) {
-            if ((unsigned)g >= G) break;
-            ux[g] = ld_raw(xr, g);
-            if (RES) ur[g] = ld_raw(rr, g);
-        }
+        /* h[g] = f32(x) or bf16(x + r), all loads issued before any use. */
         float h[GM];
-        float a = 0.0f;
-        HRMT_UNROLL
-        for (int g = 0; g < GM; g++) {
-            if ((unsigned)g >= G) break;
-            h[g] = val(ux[g]);
-            if (RES) {
-                const float t = fadd(h[g], val(ur[g]));
-                h[g] = BF ? round_bf16_arith(t) : t;
-            }
-            a = fadd(a, fmul(h[g], h[g]));
-        }
-        const float b1 = __shfl_down_sync(HRMT_FULL_MASK, a, 8);
-        const float b2 = __shfl_down_sync(HRMT_FULL_MASK, a, 16);
-        const float b3 = __shfl_down_sync(HRMT_FULL_MASK, a, 24);
-        a = fadd(fadd(fadd(a, b1), b2), b3); /* used from lanes 0..7 only */
-        float sum = 0.0f;
-        HRMT_UNROLL
-        for (int l = 0; l < 8; l++) sum = fadd(sum, __shfl_sync(HRMT_FULL_MASK, a, l));
-        const float inv = fdiv(1.0f, fsqrt(fadd(fdiv(sum, cols_f), eps)));
-        if (DRAM) { /* the scale pass reads its inputs again */
+        auto load_h = [&]() {
+            uint32_t ux[GM], ur[GM];
             HRMT_UNROLL
             for (int g = 0; g < GM; g++) {
                 if ((unsigned)g >= G) break;
@@ -180,7 +156,23 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
                     h[g] = BF ? round_bf16_arith(t) : t;
                 }
             }
+        };
+        load_h();
+        float a = 0.0f;
+        HRMT_UNROLL
+        for (int g = 0; g < GM; g++) {
+            if ((unsigned)g >= G) break;
+            a = fadd(a, fmul(h[g], h[g]));
         }
+        const float b1 = __shfl_down_sync(HRMT_FULL_MASK, a, 8);
+        const float b2 = __shfl_down_sync(HRMT_FULL_MASK, a, 16);
+        const float b3 = __shfl_down_sync(HRMT_FULL_MASK, a, 24);
+        a = fadd(fadd(fadd(a, b1), b2), b3); /* used from lanes 0..7 only */
+        float sum = 0.0f;
+        HRMT_UNROLL
+        for (int l = 0; l < 8; l++) sum = fadd(sum, __shfl_sync(HRMT_FULL_MASK, a, l));
+        const float inv = fdiv(1.0f, fsqrt(fadd(fdiv(sum, cols_f), eps)));
+        if (DRAM) load_h(); /* the scale pass reads its inputs again */
         char *o = (char *)out + (row * ldo + lane) * es;
         HRMT_UNROLL
         for (int g = 0; g < GM; g++) {
