@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -280,6 +281,21 @@ int main(int argc, char **argv) {
         execv("/proc/self/exe", argv);
         /* exec failed: carry on with the default policy. */
     }
+#if defined(__x86_64__)
+    /* Debian 12's OpenBLAS (0.3.21) does not know newer Xeons (Sapphire
+     * Rapids, seen in a VM) and falls back to its Prescott (SSE3) kernels, an
+     * eighth of its speed: the F32 baseline would mean nothing. Name the core
+     * it should use (OpenBLAS reads it at load time) and start over. */
+    if (!getenv("OPENBLAS_CORETYPE") && !strcasecmp(openblas_get_corename(), "prescott")) {
+        const char *core = __builtin_cpu_supports("avx512bw") ? "SkylakeX"
+                           : __builtin_cpu_supports("avx2")   ? "Haswell"
+                                                              : NULL;
+        if (core) {
+            setenv("OPENBLAS_CORETYPE", core, 1);
+            execv("/proc/self/exe", argv);
+        }
+    }
+#endif
     int threads = 0, reps = 7, json = 0, c_f32 = 0, use_torch = 1;
     double min_ms = 50.0, gap_ms = 100.0;
     shape custom[64];
@@ -350,6 +366,8 @@ int main(int argc, char **argv) {
             pl->gemm_mr, pl->gemm_nr, c_f32 ? "F32" : "BF16", reps,
             getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)",
             getenv("GOMP_SPINCOUNT") ? getenv("GOMP_SPINCOUNT") : "(unset)");
+        printf("openblas: %s core%s\n", openblas_get_corename(),
+               getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE)" : "");
         printf("torch: %s\n", have_torch  ? tl.version
                               : use_torch ? "not importable (HRMT_PYTHON, --no-torch)"
                                           : "left out (--no-torch)");
