@@ -291,7 +291,12 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
     const size_t panel_bytes = W->k_pad * nr * W->esz, calls = W->nblk * slivers;
     const size_t pf_share = calls ? round_up(ceil_div(panel_bytes, calls), 64) : 0;
     const int tiles = uk == &g->kernels->bf16_tile;
-    if (tiles) g->kernels->tile_begin();
+    hrmt_gemm_deferred deferred;
+    if (tiles) {
+        deferred.next = 2;
+        o.deferred = &deferred;
+        g->kernels->tile_begin();
+    }
     for (size_t j = n0; j < n1; j += nr) {
         o.n = n1 - j < nr ? n1 - j : nr;
         const char *next = j + nr < n1 ? (const char *)W->data + (j / nr + 1) * panel_bytes : NULL;
@@ -322,7 +327,7 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
             }
         }
     }
-    if (tiles) g->kernels->tile_end();
+    if (tiles) g->kernels->tile_end(&deferred);
 }
 
 static void run_units(const gemm_plan *g, char *scratch) {

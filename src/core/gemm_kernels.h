@@ -31,6 +31,8 @@
 
 #include "hrmt.h"
 
+struct hrmt_gemm_deferred;
+
 /* Where a micro-kernel's MR x NR tile of sums goes. */
 typedef struct hrmt_gemm_ukr_out {
     float *partial; /* full MR x NR F32 tile of partial sums, row stride ld_partial */
@@ -48,7 +50,19 @@ typedef struct hrmt_gemm_ukr_out {
      * ignore it. */
     const void *pf;
     size_t pf_bytes;
+    /* Optional (bf16_tile only; NULL: write C before returning): a finished
+     * tile's sums may wait here and go to C during the kernel's next call on
+     * this thread, under its products; tile_end writes what is left. */
+    struct hrmt_gemm_deferred *deferred;
 } hrmt_gemm_ukr_out;
+
+/* A finished 32 x 32 tile whose write to C is put off (see `deferred`): its
+ * F32 sums as four 16 x 16 tiles (C00, C01, C10, C11) and where they go. */
+typedef struct hrmt_gemm_deferred {
+    float sums[4][256] __attribute__((aligned(64)));
+    hrmt_gemm_ukr_out to; /* c, ldc, c_dt, accumulate, m, n */
+    int next;             /* 16-row blocks already written; 2: none pending */
+} hrmt_gemm_deferred;
 
 /* Micro-kernel: multiplies a packed A sliver (kc x MR, see pack_a) by a packed
  * W panel (kc x NR, layout in core/gemm_pack.c) and stores per `out`. For the
@@ -93,9 +107,9 @@ typedef struct hrmt_gemm_kernels {
      * thread, and tear-down after it; the driver brackets each unit of C
      * with them. The AMX kernel loads its tile configuration here (~230
      * cycles, up to a quarter of one 32 x 32 x 512 call) and releases the
-     * tiles at the end. */
+     * tiles at the end. A deferred tile starts with next = 2 (none). */
     void (*tile_begin)(void);
-    void (*tile_end)(void);
+    void (*tile_end)(struct hrmt_gemm_deferred *deferred); /* writes its pending tile first */
 } hrmt_gemm_kernels;
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype);

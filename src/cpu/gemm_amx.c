@@ -68,7 +68,49 @@ static const tile_config k_config __attribute__((aligned(64))) = {
  * loaded once per unit, not per call; tilerelease returns the tiles to
  * their init state, so context switches stop saving 8 KiB of tile data. */
 static void amx_begin(void) { __asm__ volatile("ldtilecfg %0" ::"m"(k_config) : "memory"); }
-static void amx_end(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+
+/* Writes row block rb (16 rows: tiles C(rb,0) and C(rb,1)) of a deferred
+ * tile to C, a whole 32-column row per store where the tile is 32 wide;
+ * BF16 through the hardware conversion (hrmt_cvt_bf16 with hw: the same
+ * bits as the rounding in hrmt_gemm_store16__avx512). */
+static inline void put_deferred(hrmt_gemm_deferred *d) {
+    const size_t rb = (size_t)d->next++;
+    const hrmt_gemm_ukr_out *o = &d->to;
+    if (o->m <= 16 * rb) return;
+    const size_t rows = o->m - 16 * rb < 16 ? o->m - 16 * rb : 16;
+    const int f32 = o->c_dt == HRMT_F32;
+    const size_t esz = f32 ? 4 : 2;
+    const float *s0 = d->sums[2 * rb], *s1 = d->sums[2 * rb + 1];
+    char *c = (char *)o->c + 16 * rb * o->ldc * esz;
+    for (size_t r = 0; r < rows; r++, c += o->ldc * esz) {
+        __m512 v0 = _mm512_load_ps(s0 + 16 * r), v1 = _mm512_load_ps(s1 + 16 * r);
+        if (o->n < NR) {
+            hrmt_gemm_store16__avx512(v0, o->n, c, o->c_dt, o->accumulate);
+            if (o->n > 16)
+                hrmt_gemm_store16__avx512(v1, o->n - 16, c + 16 * esz, o->c_dt, o->accumulate);
+        } else if (f32) {
+            hrmt_gemm_store_row32__avx512(v0, v1, c, o->c_dt, o->accumulate);
+        } else {
+            uint16_t *ch = (uint16_t *)(void *)c;
+            if (o->accumulate) {
+                v0 = _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)ch)), v0);
+                v1 =
+                    _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)(ch + 16))), v1);
+            }
+            _mm512_storeu_si512(ch, _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_cvt_bf16(v0, 1)),
+                                                       hrmt_cvt_bf16(v1, 1), 1));
+        }
+    }
+}
+
+static inline void flush_deferred(hrmt_gemm_deferred *d) {
+    while (d && d->next < 2) put_deferred(d);
+}
+
+static void amx_end(hrmt_gemm_deferred *d) {
+    flush_deferred(d);
+    __asm__ volatile("tilerelease" ::: "memory");
+}
 
 /* Loads (or zeroes) the C tiles of `rows2` (1: both row blocks) from a
  * partial tile of row stride ld floats. */
@@ -120,7 +162,7 @@ static inline const char *prefetch_next(const char *pf, const char *end, size_t 
  * double-buffered (A in 4/5, B in 6,7 / 2,3). Each C tile still adds its K
  * blocks in increasing order: the same bits. */
 static inline void blocks_2x2(size_t nblk, const char *a, const char *b, const char *pf,
-                              const char *pf_end, size_t pf_lines) {
+                              const char *pf_end, size_t pf_lines, hrmt_gemm_deferred *d) {
     const size_t a1 = A_BLOCK / 2;
     TILE_LOAD(4, a, 64);
     TILE_LOAD(6, b, 128);
@@ -131,6 +173,9 @@ static inline void blocks_2x2(size_t nblk, const char *a, const char *b, const c
         const char *an = a + A_BLOCK, *bn = b + B_BLOCK; /* block kb + 1 */
         TILE_DP(0, 4, 6);
         TILE_DP(1, 4, 7);
+        /* 16 rows of the previous call's result per 8 products: vector
+         * work the core can do while the TMUL runs them. */
+        if (d && d->next < 2) put_deferred(d);
         TILE_LOAD(4, an, 64);
         TILE_DP(3, 5, 7);
         TILE_LOAD(7, bn + 64, 128);
@@ -162,7 +207,7 @@ static inline void blocks_2x2(size_t nblk, const char *a, const char *b, const c
 }
 
 static inline void blocks_1x2(size_t nblk, const char *a, const char *b, const char *pf,
-                              const char *pf_end, size_t pf_lines) {
+                              const char *pf_end, size_t pf_lines, hrmt_gemm_deferred *d) {
     TILE_LOAD(4, a, 64);
     TILE_LOAD(6, b, 128);
     TILE_LOAD(7, b + 64, 128);
@@ -190,6 +235,7 @@ static inline void blocks_1x2(size_t nblk, const char *a, const char *b, const c
             TILE_LOAD(3, b + B_BLOCK + 64, 128);
         }
         pf = prefetch_next(pf, pf_end, 2 * pf_lines);
+        if (d && d->next < 2) put_deferred(d); /* as in blocks_2x2 */
     }
     if (kb < nblk) {
         TILE_DP(0, 4, 6);
@@ -226,15 +272,29 @@ static void bf16_gemm_ukr__amx_32x32(size_t kc, const void *a, const void *b,
     const size_t nblk = kc / KB;
     const char *pf = o->pf, *pf_end = pf ? pf + o->pf_bytes : pf;
     const size_t pf_lines = nblk ? (o->pf_bytes / 64 + nblk) / nblk : 0; /* per K block */
+    hrmt_gemm_deferred *d = o->deferred;
     start_c(o, rows2);
     if (nblk) {
         if (rows2)
-            blocks_2x2(nblk, a, b, pf, pf_end, pf_lines);
+            blocks_2x2(nblk, a, b, pf, pf_end, pf_lines, d);
         else
-            blocks_1x2(nblk, a, b, pf, pf_end, pf_lines);
+            blocks_1x2(nblk, a, b, pf, pf_end, pf_lines, d);
     }
+    flush_deferred(d); /* what the products did not cover (short K) */
     if (!o->final) {
         store_c(o->partial, o->ld_partial, rows2);
+        return;
+    }
+    if (d) {
+        /* Park the sums; the next call (or tile_end) writes them to C. */
+        TILE_STORE(0, d->sums[0], 64);
+        TILE_STORE(1, d->sums[1], 64);
+        if (rows2) {
+            TILE_STORE(2, d->sums[2], 64);
+            TILE_STORE(3, d->sums[3], 64);
+        }
+        d->to = *o;
+        d->next = 0;
         return;
     }
     /* Finished tiles in the order their last products run (blocks_2x2: an

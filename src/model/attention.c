@@ -71,9 +71,9 @@ static void kernel_rows(const ukr_ctx *x, size_t rows, size_t n, size_t kc, cons
         size_t mi = rows - i0 < mr ? rows - i0 : mr;
         x->pack_a(mi, kc, (const char *)a + i0 * lda * a_esz, a_dt, lda, abuf);
         for (size_t j0 = 0; j0 < n; j0 += nr) {
-            hrmt_gemm_ukr_out o = {part, nr,   0, 1,  (char *)c + (i0 * ldc + j0) * c_esz,
-                                   ldc,  c_dt, 0, mi, n - j0 < nr ? n - j0 : nr,
-                                   NULL, 0};
+            hrmt_gemm_ukr_out o = {part, nr,   0,   1,  (char *)c + (i0 * ldc + j0) * c_esz,
+                                   ldc,  c_dt, 0,   mi, n - j0 < nr ? n - j0 : nr,
+                                   NULL, 0,    NULL};
             uk->run(kc, abuf, (const char *)panels + (j0 / nr) * panel_bytes, &o);
         }
     }
