@@ -6,17 +6,17 @@
  * message instead of crashing. Without a CUDA build or device the device
  * tests skip with the reason (fail when HRMT_TEST_REQUIRE_CUDA=1, as
  * bench/gpu.sh sets it); the CLI's no-device path is checked instead. */
-#define _POSIX_C_SOURCE 200809L /* popen */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/probe_gpu.h"
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 #define HRMT_BIN HRMT_TEST_BINARY_DIR "/hrmt"
@@ -63,24 +63,8 @@ static void check_bw(const hrmt_bandwidth *bw, size_t bytes) {
  * frees) receives the output. */
 static int run_hrmt(const char *args, char **out) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", HRMT_BIN, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    size_t cap = 1 << 16, n = 0, k;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    cr_assert(snprintf(cmd, sizeof cmd, "%s %s 2>&1", HRMT_BIN, args) < (int)sizeof cmd);
+    return hrmt_test_sh(cmd, out);
 }
 
 static double num(const cJSON *o, const char *key) {
