@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 static char g_tmp[64];
@@ -23,18 +24,7 @@ static char *slurp(const char *path) {
         e[0] = '\0';
         return e;
     }
-    size_t cap = 1 << 14, n = 0, got;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
-    }
-    buf[n] = '\0';
+    char *buf = hrmt_test_read_all(f);
     fclose(f);
     return buf;
 }

@@ -20,13 +20,11 @@ void hrmt_test_rmtree(const char *dir) {
     cr_assert_eq(system(cmd), 0);
 }
 
-int hrmt_test_popen(const char *cmd, char **out) {
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
+char *hrmt_test_read_all(FILE *f) {
     size_t cap = 1 << 16, n = 0, k;
     char *buf = malloc(cap);
     cr_assert_not_null(buf);
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+    while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += k;
         if (n + 1 == cap) {
             buf = realloc(buf, cap *= 2);
@@ -34,9 +32,14 @@ int hrmt_test_popen(const char *cmd, char **out) {
         }
     }
     buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
-    return st;
+    return buf;
+}
+
+int hrmt_test_popen(const char *cmd, char **out) {
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    *out = hrmt_test_read_all(p);
+    return pclose(p);
 }
 
 int hrmt_test_sh(const char *cmd, char **out) {
