@@ -78,27 +78,17 @@ static inline void put_deferred(hrmt_gemm_deferred *d) {
     const hrmt_gemm_ukr_out *o = &d->to;
     if (o->m <= 16 * rb) return;
     const size_t rows = o->m - 16 * rb < 16 ? o->m - 16 * rb : 16;
-    const int f32 = o->c_dt == HRMT_F32;
-    const size_t esz = f32 ? 4 : 2;
+    const size_t esz = o->c_dt == HRMT_F32 ? 4 : 2;
     const float *s0 = d->sums[2 * rb], *s1 = d->sums[2 * rb + 1];
     char *c = (char *)o->c + 16 * rb * o->ldc * esz;
     for (size_t r = 0; r < rows; r++, c += o->ldc * esz) {
-        __m512 v0 = _mm512_load_ps(s0 + 16 * r), v1 = _mm512_load_ps(s1 + 16 * r);
+        const __m512 v0 = _mm512_load_ps(s0 + 16 * r), v1 = _mm512_load_ps(s1 + 16 * r);
         if (o->n < NR) {
             hrmt_gemm_store16__avx512(v0, o->n, c, o->c_dt, o->accumulate);
             if (o->n > 16)
                 hrmt_gemm_store16__avx512(v1, o->n - 16, c + 16 * esz, o->c_dt, o->accumulate);
-        } else if (f32) {
-            hrmt_gemm_store_row32__avx512(v0, v1, c, o->c_dt, o->accumulate);
         } else {
-            uint16_t *ch = (uint16_t *)(void *)c;
-            if (o->accumulate) {
-                v0 = _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)ch)), v0);
-                v1 =
-                    _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)(ch + 16))), v1);
-            }
-            _mm512_storeu_si512(ch, _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_cvt_bf16(v0, 1)),
-                                                       hrmt_cvt_bf16(v1, 1), 1));
+            hrmt_gemm_store_row32__avx512(v0, v1, c, o->c_dt, o->accumulate, 1);
         }
     }
 }

@@ -27,9 +27,10 @@ static inline void hrmt_gemm_store16__avx512(__m512 s, size_t n, void *c, hrmt_d
 }
 
 /* Writes one whole 32-column row of finished sums (s0: columns 0..15, s1:
- * 16..31) to C: F32 or BF16, optionally added to C first. */
+ * 16..31) to C: F32 or BF16, optionally added to C first. hw: round to BF16
+ * with the AVX512_BF16 conversion (same bits; only where the CPU has it). */
 static inline void hrmt_gemm_store_row32__avx512(__m512 s0, __m512 s1, void *c, hrmt_dtype c_dt,
-                                                 int accumulate) {
+                                                 int accumulate, int hw) {
     if (c_dt == HRMT_F32) {
         float *cf = c;
         if (accumulate) {
@@ -44,8 +45,8 @@ static inline void hrmt_gemm_store_row32__avx512(__m512 s0, __m512 s1, void *c, 
             s0 = _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)ch)), s0);
             s1 = _mm512_add_ps(hrmt_widen_bf16(_mm256_loadu_si256((const void *)(ch + 16))), s1);
         }
-        const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_cvt_bf16(s0, 0)),
-                                             hrmt_cvt_bf16(s1, 0), 1);
+        const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(hrmt_cvt_bf16(s0, hw)),
+                                             hrmt_cvt_bf16(s1, hw), 1);
         _mm512_storeu_si512(ch, h);
     }
 }
@@ -73,7 +74,7 @@ static inline __attribute__((always_inline)) void hrmt_gemm_finish14x32__avx512(
 #pragma GCC unroll 14
         for (int i = 0; i < R; i++)
             hrmt_gemm_store_row32__avx512(c0[i], c1[i], (char *)o->c + (size_t)i * o->ldc * esz,
-                                          o->c_dt, o->accumulate);
+                                          o->c_dt, o->accumulate, 0);
         return;
     }
     float tile[14 * 32];

@@ -6,8 +6,9 @@
  * longer rows: one warp per row, 1, 2 or 4 rows per block (grid-stride), as
  * below.
  * Order:
- *  - m = max(scale * x): order-free (a NaN anywhere gives NaN; which of +0
- *    and -0 wins cannot change exp(v - m)), lane maxima then shuffles;
+ *  - m = max(scale * x): order-free (fmax_nan: a NaN anywhere gives NaN;
+ *    which of +0 and -0 wins cannot change exp(v - m)), lane maxima then
+ *    shuffles;
  *  - e_j = expf_fma(scale * x_j - m) (expf_fma_nonpos: the argument is <= 0
  *    or NaN), every lane, parked in shared memory as
  *    F32 (the reference parks them in `out` for F32 and recomputes the same
@@ -27,10 +28,6 @@ using namespace hrmt_rowops_cuda;
 namespace {
 
 #define HRMT_SOFTMAX_WARPS 4
-
-/* NaN-propagating max (either NaN gives NaN); which of +0 and -0 wins cannot
- * change exp(v - m). */
-__device__ __forceinline__ float nan_max(float a, float b) { return fmax_nan(a, b); }
 
 /* The reference's fold of its 8 chain sums (cpu/softmax_order.h): halves,
  * then quarters; rows shorter than 8 have `cols` chains, added in order. */
@@ -65,12 +62,12 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
             float a[8];
             ld_vec<BF>(xr, v * N, a);
             HRMT_UNROLL
-            for (int k = 0; k < N; k++) m = nan_max(m, fmul(scale, a[k]));
+            for (int k = 0; k < N; k++) m = fmax_nan(m, fmul(scale, a[k]));
         }
         for (size_t j = tail + lane; j < cols; j += 32)
-            m = nan_max(m, fmul(scale, ld_el<BF>(xr, j)));
+            m = fmax_nan(m, fmul(scale, ld_el<BF>(xr, j)));
         HRMT_UNROLL
-        for (int d = 16; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
+        for (int d = 16; d >= 1; d /= 2) m = fmax_nan(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
         auto ex = [&](size_t j) { return expf_fma_nonpos(fsub(fmul(scale, ld_el<BF>(xr, j)), m)); };
         if (SMEM) {
             for (size_t v = lane; VEC && v < nv; v += 32) {
@@ -162,10 +159,10 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
         HRMT_UNROLL
         for (int i = 0; i < NCH; i++) {
             v[i] = fmul(scale, BF ? bf16_to_f((uint16_t)raw[i]) : ffrom(raw[i]));
-            if (i < NCH - 1 || has_last) m = nan_max(m, v[i]);
+            if (i < NCH - 1 || has_last) m = fmax_nan(m, v[i]);
         }
         HRMT_UNROLL
-        for (int d = 4; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
+        for (int d = 4; d >= 1; d /= 2) m = fmax_nan(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
         float l = 0.0f;
         HRMT_UNROLL
         for (int i = 0; i < NCH; i++) {
@@ -218,10 +215,10 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
         for (int i = 0; i < NCH; i++) {
             v0[i] = fmul(scale, bf16_to_f((uint16_t)(raw[i] & 0xffffu)));
             v1[i] = fmul(scale, bf16_to_f((uint16_t)(raw[i] >> 16)));
-            if (i < NCH - 1 || has_last) m = nan_max(m, nan_max(v0[i], v1[i]));
+            if (i < NCH - 1 || has_last) m = fmax_nan(m, fmax_nan(v0[i], v1[i]));
         }
-        m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, 2));
-        m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, 1));
+        m = fmax_nan(m, __shfl_xor_sync(HRMT_FULL_MASK, m, 2));
+        m = fmax_nan(m, __shfl_xor_sync(HRMT_FULL_MASK, m, 1));
         float l0 = 0.0f, l1 = 0.0f;
         HRMT_UNROLL
         for (int i = 0; i < NCH; i++) {
@@ -331,11 +328,11 @@ __global__ void __launch_bounds__(HRMT_SOFTMAX_WARPS * 32)
             for (int p = 0; p < N; p++) {
                 v[a * N + p] = fmul(scale, v[a * N + p]);
                 /* Vectors are whole (cols % N == 0): one test per access. */
-                if (col(a, VEC ? 0 : p) < c) m = nan_max(m, v[a * N + p]);
+                if (col(a, VEC ? 0 : p) < c) m = fmax_nan(m, v[a * N + p]);
             }
         }
         HRMT_UNROLL
-        for (int d = 8; d >= 1; d /= 2) m = nan_max(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
+        for (int d = 8; d >= 1; d /= 2) m = fmax_nan(m, __shfl_xor_sync(HRMT_FULL_MASK, m, d));
         HRMT_UNROLL
         for (int a = 0; a < NA; a++) {
             HRMT_UNROLL
