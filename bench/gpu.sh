@@ -33,6 +33,7 @@ san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
 left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
 # ctest bench probe install sanitizers cpu (the hook runs before the sanitizers).
+# HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck").
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -176,7 +177,7 @@ fi
 if skip sanitizers; then
   record sanitizers SKIP "HRMT_GPU_SKIP"
 elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
+  for tool in ${HRMT_GPU_SAN_TOOLS:-memcheck racecheck}; do
     stamp "compute-sanitizer --tool $tool"
     : >"$out/$tool.log"
     rc_all=0
