@@ -877,6 +877,24 @@ typedef struct hrmt_step_options {
     int early_halt;         /* opt-in: also halt when q_halt > q_continue (training rule) */
 } hrmt_step_options;
 
+/* The parts of a step that hrmt_step_timing.part_us splits its time into. */
+typedef enum hrmt_step_part {
+    HRMT_PART_EMBED = 0,     /* input embeddings (and puzzle prefix) */
+    HRMT_PART_ADD = 1,       /* injections: z + injection, zH + x */
+    HRMT_PART_QKV = 2,       /* qkv_proj GEMM */
+    HRMT_PART_ATTENTION = 3, /* RoPE + scaled dot-product attention */
+    HRMT_PART_O_PROJ = 4,    /* o_proj GEMM */
+    HRMT_PART_NORM = 5,      /* residual + RMSNorm (both per block) */
+    HRMT_PART_GATE_UP = 6,   /* gate_up_proj GEMM */
+    HRMT_PART_SWIGLU = 7,    /* silu(gate) * up */
+    HRMT_PART_DOWN = 8,      /* down_proj GEMM */
+    HRMT_PART_HEADS = 9,     /* lm_head and q_head GEMMs */
+    HRMT_PART_COUNT = 10
+} hrmt_step_part;
+
+/* "embed", "add", "qkv", ...: a short lower-case name; NULL when p is out of range. */
+const char *hrmt_step_part_name(hrmt_step_part p);
+
 /* Timings of the last step (filled when non-NULL), microseconds. */
 typedef struct hrmt_step_timing {
     double l_level_us_total;         /* all L-level calls in the step */
@@ -887,6 +905,12 @@ typedef struct hrmt_step_timing {
         l_to_h_transfer_us_total;    /* tiered: copying z_L back out of tiles */
     int transfers;                   /* tiered: tile copies (2 per tile per H cycle) */
     double step_us;                  /* the whole step, output copies excluded */
+    /* Where the step went, per hrmt_step_part (CPU contexts; zeros on CUDA,
+     * whose kernels run asynchronously). Where the tiered schedule runs tiles
+     * on several threads at once, their parts are scaled by wall / busy time
+     * as the L-level total is, so the parts never add up to more than step_us;
+     * the rest is tile copies, carry bookkeeping and waiting. */
+    double part_us[HRMT_PART_COUNT];
 } hrmt_step_timing;
 
 /* Outputs of one ACT call, all host F32 except halted (I32). Buffers are

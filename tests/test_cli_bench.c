@@ -73,14 +73,17 @@ Test(cli_bench, compare_run_writes_every_field) {
     char path[256];
     temp_path(path, sizeof path, ".json");
     char args[512], *out;
-    snprintf(args, sizeof args,
-             "bench --mode compare --batch-sizes 1,2 --seq-lens 81 --iterations 2 --warmup 1 "
-             "--hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --quiet --output %s",
-             path);
+    snprintf(
+        args, sizeof args,
+        "bench --mode compare --batch-sizes 1,2 --seq-lens 81 --iterations 2 --warmup 1 "
+        "--hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --quiet --profile --output %s",
+        path);
     int rc = run_hrmt(args, &out);
     cr_assert_eq(rc, 0, "hrmt bench failed (%d):\n%s", rc, out);
     cr_expect(strstr(out, "byte-identical"), "table reports the identity check:\n%s", out);
     cr_expect(!strchr(out, '\r'), "no progress bar when stderr is not a terminal");
+    cr_expect(strstr(out, "Where the step goes") && strstr(out, "gate_up") && strstr(out, "rest"),
+              "--profile prints the per-part table:\n%s", out);
     free(out);
 
     char *text = read_file(path);
@@ -133,6 +136,19 @@ Test(cli_bench, compare_run_writes_every_field) {
         cr_expect_float_eq(num(row, "h_over_l_latency_ratio"), hm / lm, 1e-9 * hm / lm);
         cr_expect(num(row, "sram_probe_latency_ns") < num(row, "dram_probe_latency_ns"),
                   "L1-sized probe faster than beyond-L3 probe");
+        /* Every part ran, and the parts fit inside the mean step. */
+        const cJSON *parts = cJSON_GetObjectItemCaseSensitive(row, "step_parts_ms");
+        cr_assert(cJSON_IsObject(parts), "step_parts_ms is an object");
+        double psum = 0.0;
+        for (int p = 0; p < HRMT_PART_COUNT; p++) {
+            double v = num(parts, hrmt_step_part_name((hrmt_step_part)p));
+            cr_expect(v > 0, "step_parts_ms.%s = %g > 0", hrmt_step_part_name((hrmt_step_part)p),
+                      v);
+            psum += v;
+        }
+        double step_mean =
+            num(cJSON_GetObjectItemCaseSensitive(row, "total_inference_latency_ms"), "mean");
+        cr_expect(psum <= step_mean * (1.0 + 1e-6), "parts %g ms <= step %g ms", psum, step_mean);
         cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "outputs_identical")),
                   "outputs_identical true");
         const cJSON *sp = cJSON_GetObjectItemCaseSensitive(row, "speedup_vs_baseline");
@@ -193,9 +209,10 @@ Test(cli_bench, help_lists_the_flags) {
     char *out;
     cr_assert_eq(run_hrmt("bench --help", &out), 0);
     static const char *const flags[] = {
-        "--mode",      "--batch-sizes", "--seq-lens", "--hidden-size", "--H-cycles", "--L-cycles",
-        "--H-layers",  "--L-layers",    "--warmup",   "--iterations",  "--output",   "--num-heads",
-        "--expansion", "--dtype",       "--threads",  "--backend",     "--model",    "--quiet"};
+        "--mode",     "--batch-sizes", "--seq-lens",  "--hidden-size", "--H-cycles",
+        "--L-cycles", "--H-layers",    "--L-layers",  "--warmup",      "--iterations",
+        "--output",   "--num-heads",   "--expansion", "--dtype",       "--threads",
+        "--backend",  "--model",       "--quiet",     "--profile"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_expect(strstr(out, flags[i]), "--help mentions %s", flags[i]);
     free(out);

@@ -41,6 +41,21 @@ static void expect_same(const void *a, const void *b, size_t bytes, const char *
     cr_expect_eq(memcmp(a, b, bytes), 0, "%s differs between schedules at step %d", what, step);
 }
 
+/* Every part of the forward was timed (each runs at least once per step) and
+ * the parts, disjoint intervals of the step, add up to no more than it. */
+static void expect_parts(const hrmt_step_timing *t, const char *sched) {
+    double sum = 0.0;
+    for (int p = 0; p < HRMT_PART_COUNT; p++) {
+        const char *name = hrmt_step_part_name((hrmt_step_part)p);
+        cr_assert_not_null(name);
+        cr_expect_gt(t->part_us[p], 0.0, "%s: part %s not timed", sched, name);
+        sum += t->part_us[p];
+    }
+    /* 1e-6 relative: the tiered parts are rescaled (wall / busy) in floating point. */
+    cr_expect_leq(sum, t->step_us * (1.0 + 1e-6), "%s: parts %.3f us > step %.3f us", sched, sum,
+                  t->step_us);
+}
+
 /* Runs `steps` ACT calls under both schedules from the initial carry. */
 static void compare_schedules(hrmt_context *ctx, hrmt_model *m, int B, int steps, int want_tiles) {
     const hrmt_model_config *c = hrmt_model_get_config(m);
@@ -102,6 +117,8 @@ static void compare_schedules(hrmt_context *ctx, hrmt_model *m, int B, int steps
         cr_expect_eq(sram.current_alloc_bytes, 0, "tile buffers freed after the step");
         cr_expect_gt(tt.step_us, 0.0);
         cr_expect_geq(tt.step_us, tt.l_level_us_total + tt.h_level_us_total);
+        expect_parts(&tb, "baseline");
+        expect_parts(&tt, "tiered");
     }
     outs_free(&ot);
     outs_free(&ob);
@@ -208,4 +225,11 @@ Test(schedules, golden_model_several_tiles) {
     compare_schedules(ctx, m, 5, 2, -1);
     hrmt_model_destroy(m);
     hrmt_context_destroy(ctx);
+}
+
+Test(schedules, step_part_names) {
+    cr_expect_str_eq(hrmt_step_part_name(HRMT_PART_EMBED), "embed");
+    cr_expect_str_eq(hrmt_step_part_name(HRMT_PART_HEADS), "heads");
+    cr_expect_null(hrmt_step_part_name(HRMT_PART_COUNT));
+    cr_expect_null(hrmt_step_part_name((hrmt_step_part)-1));
 }

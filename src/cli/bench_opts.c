@@ -60,6 +60,7 @@ void cli_bench_usage(FILE *f) {
             "  --model FILE                     safetensors model instead of the built-in one\n"
             "  --config FILE                    architecture JSON (arch of case.json/all_config)\n"
             "  --output FILE                    write results as a JSON array\n"
+            "  --profile                        also print where the step goes (ms per part)\n"
             "  --quiet                          no progress bar\n"
             "  --help                           this text\n");
 }
@@ -81,7 +82,8 @@ enum {
     OPT_THREADS,
     OPT_BACKEND,
     OPT_MODEL,
-    OPT_CONFIG
+    OPT_CONFIG,
+    OPT_PROFILE
 };
 
 static const struct option g_long_opts[] = {{"mode", required_argument, NULL, OPT_MODE},
@@ -103,6 +105,7 @@ static const struct option g_long_opts[] = {{"mode", required_argument, NULL, OP
                                             {"config", required_argument, NULL, OPT_CONFIG},
                                             {"output", required_argument, NULL, 'o'},
                                             {"quiet", no_argument, NULL, 'q'},
+                                            {"profile", no_argument, NULL, OPT_PROFILE},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
 
@@ -165,6 +168,7 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
         case OPT_CONFIG: r = cli_parse_path(fl, optarg, &o->config_path, err, errlen); break;
         case 'o': r = cli_parse_path(fl, optarg, &o->output_path, err, errlen); break;
         case 'q': o->quiet = 1; break;
+        case OPT_PROFILE: o->profile = 1; break;
         case 'h': o->help = 1; break;
         default: return cli_getopt_error(c, argc, argv, g_long_opts, err, errlen);
         }

@@ -31,6 +31,7 @@ typedef struct cli_bench_opts {
     hrmt_backend_kind backend;
     const char *model_path, *config_path, *output_path;
     int quiet, help;
+    int profile; /* --profile: print the per-part table */
 } cli_bench_opts;
 
 /* The defaults: a compare run of the built-in Sudoku-sized model that takes

@@ -35,6 +35,10 @@ static cJSON *row_json(const cli_bench_row *r, const char *dtype, const char *is
               cli_json_add_num(o, "gflops", r->gflops) ||
               cli_json_add_num(o, "gemm_peak_gflops", r->gemm_peak_gflops) ||
               cli_json_add_num(o, "gemm_peak_fraction", r->gemm_peak_fraction);
+    cJSON *parts = bad ? NULL : cJSON_AddObjectToObject(o, "step_parts_ms");
+    bad = bad || !parts;
+    for (int p = 0; !bad && p < HRMT_PART_COUNT; p++)
+        bad = cli_json_add_num(parts, hrmt_step_part_name((hrmt_step_part)p), r->part_ms[p]);
     if (!bad && r->has_speedup)
         bad = cli_json_add_num(o, "speedup_vs_baseline", r->speedup_vs_baseline);
     if (!bad && r->outputs_checked)
@@ -161,4 +165,38 @@ void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machin
     else
         fprintf(f, "\ntiered vs baseline outputs: DIFFERENT in %zu of %zu configurations\n",
                 checked - same, checked);
+}
+
+void cli_bench_print_parts(const cli_bench_row *rows, size_t n, FILE *f) {
+    enum { NC = 3 + HRMT_PART_COUNT + 1 };
+    const char *h[NC];
+    cli_align al[NC];
+    h[0] = "mode", h[1] = "batch", h[2] = "step ms";
+    for (int p = 0; p < HRMT_PART_COUNT; p++) h[3 + p] = hrmt_step_part_name((hrmt_step_part)p);
+    h[NC - 1] = "rest";
+    for (int k = 0; k < NC; k++) al[k] = k ? CLI_ALIGN_RIGHT : CLI_ALIGN_LEFT;
+    cli_table *t = cli_table_create(NC, h, al);
+    char c[NC][CELL];
+    for (size_t i = 0; t && i < n; i++) {
+        const cli_bench_row *r = &rows[i];
+        const double step = r->total_inference_latency_ms.mean;
+        double left = step;
+        snprintf(c[0], CELL, "%s", cli_bench_mode_name(r->mode));
+        snprintf(c[1], CELL, "%d", r->batch_size);
+        snprintf(c[2], CELL, "%.2f", step);
+        for (int p = 0; p < HRMT_PART_COUNT; p++) {
+            snprintf(c[3 + p], CELL, "%.2f %2.0f%%", r->part_ms[p],
+                     step > 0 ? 100.0 * r->part_ms[p] / step : 0.0);
+            left -= r->part_ms[p];
+        }
+        snprintf(c[NC - 1], CELL, "%.2f %2.0f%%", left, step > 0 ? 100.0 * left / step : 0.0);
+        const char *row[NC];
+        for (int k = 0; k < NC; k++) row[k] = c[k];
+        cli_table_add_row(t, row);
+    }
+    fprintf(f,
+            "\nWhere the step goes (ms per step and share; parts of tiles that run in parallel "
+            "scaled to wall time; rest: copies, bookkeeping, waiting)\n");
+    if (t) cli_table_print(t, f);
+    cli_table_destroy(t);
 }

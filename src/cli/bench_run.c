@@ -211,7 +211,7 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
         cli_progress_advance(bar, 1, label);
     }
     hrmt_tiers_reset_stats(tiers);
-    double level_us = 0.0, wall_us = 0.0;
+    double level_us = 0.0, wall_us = 0.0, part_us[HRMT_PART_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
         hrmt_step_timing tm;
         memset(&tm, 0, sizeof tm);
@@ -222,6 +222,7 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
         h_us[i] = tm.h_level_calls ? tm.h_level_us_total / tm.h_level_calls : 0.0;
         t_ms[i] = wall / 1e3;
         level_us += tm.l_level_us_total + tm.h_level_us_total;
+        for (int p = 0; p < HRMT_PART_COUNT; p++) part_us[p] += tm.part_us[p];
         wall_us += wall;
         cli_progress_advance(bar, 1, label);
     }
@@ -251,6 +252,7 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
     r.l_h_transfer_mean_us = sram.mean_transfer_us;
     r.sram_hit_rate = sram.hit_rate;
     r.memory_efficiency = wall_us > 0 ? level_us / wall_us : 0.0;
+    for (int p = 0; p < HRMT_PART_COUNT; p++) r.part_ms[p] = part_us[p] / 1e3 / (double)n;
     r.sram_probe_latency_ns = mach->sram_probe_ns;
     r.dram_probe_latency_ns = mach->dram_probe_ns;
     double step_s = r.total_inference_latency_ms.mean / 1e3;

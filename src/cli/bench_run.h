@@ -35,6 +35,7 @@ typedef struct cli_bench_row {
     int has_speedup;
     double speedup_vs_baseline; /* baseline mean step / tiered mean step */
     int outputs_checked, outputs_identical;
+    double part_ms[HRMT_PART_COUNT]; /* mean per step (hrmt_step_timing.part_us) */
 } cli_bench_row;
 
 /* Probes the SRAM-tier (L1-sized) and beyond-L3 latencies and the GEMM peak
@@ -59,5 +60,8 @@ cJSON *cli_bench_json(const cli_bench_row *rows, size_t n, const char *dtype, co
 /* The human-readable tables. */
 void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machine *mach,
                      const char *dtype, const char *isa, int threads, FILE *f);
+/* Where the step goes: ms per step of each hrmt_step_part, its share, and
+ * what is left of the step (copies, bookkeeping, waiting). */
+void cli_bench_print_parts(const cli_bench_row *rows, size_t n, FILE *f);
 
 #endif

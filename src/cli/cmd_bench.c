@@ -223,6 +223,7 @@ static int report(bench *b) {
     const char *isa = hrmt_isa_name(hrmt_context_isa(b->ctx));
     int threads = hrmt_context_threads(b->ctx);
     cli_bench_print(b->rows, b->n_rows, &b->mach, dtype, isa, threads, stdout);
+    if (b->o.profile) cli_bench_print_parts(b->rows, b->n_rows, stdout);
     fflush(stdout);
     if (!b->o.output_path) return 0;
     cJSON *j = cli_bench_json(b->rows, b->n_rows, dtype, isa, threads);

@@ -6,6 +6,7 @@
 
 #include "core/bf16.h"
 #include "model/model.h"
+#include "model/part_clock.h"
 #if defined(HRMT_HAVE_CUDA)
 #include "cuda/model_cuda.h"
 #endif
@@ -118,10 +119,20 @@ hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *input
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);
     double t0 = now_us();
+    /* Parts are timed only for a caller that asked for timings. */
+    carry->ws.part_us = timing ? tm.part_us : NULL;
     reset_halted(m, carry, inputs, puzzle_ids);
+    double tp = hrmt_part_begin(&carry->ws);
     hrmt_embed(m, carry->inputs, carry->puzzle_ids, (size_t)carry->batch, carry->x);
-    if ((s = hrmt_inner_forward(m, carry, o.schedule, &tm)) != HRMT_OK) return s;
-    if ((s = heads(m, carry)) != HRMT_OK) return s;
+    hrmt_part_end(&carry->ws, HRMT_PART_EMBED, tp);
+    s = hrmt_inner_forward(m, carry, o.schedule, &tm);
+    if (s == HRMT_OK) {
+        tp = hrmt_part_begin(&carry->ws);
+        s = heads(m, carry);
+        hrmt_part_end(&carry->ws, HRMT_PART_HEADS, tp);
+    }
+    carry->ws.part_us = NULL; /* tm is about to go out of scope */
+    if (s != HRMT_OK) return s;
     /* steps += 1; halted = steps >= halt_max_steps (every sample runs the
      * maximum at inference). early_halt adds the training-time rule. */
     for (int i = 0; i < carry->batch; i++) {

@@ -34,6 +34,7 @@ size_t hrmt_level_ws_layout(const hrmt_model *m, size_t rows, int threads, void 
     }
     ws->attn_stride = hrmt_level_ws_attn_floats(m);
     ws->threads = threads;
+    ws->part_us = NULL; /* hrmt_act_step points it at a timed step's counters */
     if (p) ws->attn = (float *)(p + off);
     off += ALIGN64((size_t)threads * ws->attn_stride * sizeof(float));
     return off;

@@ -7,6 +7,7 @@
 #include "core/gemm.h"
 #include "core/ops_util.h"
 #include "model/model.h"
+#include "model/part_clock.h"
 
 static inline char *row_at(const hrmt_model *m, const void *base, size_t row, size_t width) {
     return (char *)base + row * width * m->esz;
@@ -158,27 +159,41 @@ void hrmt_embed(const hrmt_model *m, const int32_t *inputs, const int32_t *puzzl
         if (s_ != HRMT_OK) return s_; \
     } while (0)
 
+/* One part of a block, timed into ws->part_us when the step is timed. */
+#define PART(p, stmt)                         \
+    do {                                      \
+        double t_ = hrmt_part_begin(ws);      \
+        stmt;                                 \
+        hrmt_part_end(ws, HRMT_PART_##p, t_); \
+    } while (0)
+
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const hrmt_level_ws *ws, int sram) {
     size_t rows = n * m->T, H = m->hidden;
+    hrmt_status s = HRMT_OK;
     /* Attention: h = rms_norm(h + o_proj(attn(rope(qkv_proj(h))))); the
      * attention applies the RoPE per (sample, head). */
-    TRY(hrmt_linear_apply(m, &b->qkv, h, H, ws->qkv, 3 * H, m->dt, rows, ws));
-    hrmt_rope_attention(m, ws->qkv, ws->att, n, ws);
-    TRY(hrmt_linear_apply(m, &b->o, ws->att, H, ws->proj, H, m->dt, rows, ws));
-    residual_norm(m, h, ws->proj, rows, sram);
+    PART(QKV, s = hrmt_linear_apply(m, &b->qkv, h, H, ws->qkv, 3 * H, m->dt, rows, ws));
+    TRY(s);
+    PART(ATTENTION, hrmt_rope_attention(m, ws->qkv, ws->att, n, ws));
+    PART(O_PROJ, s = hrmt_linear_apply(m, &b->o, ws->att, H, ws->proj, H, m->dt, rows, ws));
+    TRY(s);
+    PART(NORM, residual_norm(m, h, ws->proj, rows, sram));
     /* MLP: h = rms_norm(h + down_proj(silu(gate) * up)). */
-    TRY(hrmt_linear_apply(m, &b->gate_up, h, H, ws->gu, 2 * m->inter, m->dt, rows, ws));
-    swiglu(m, ws->gu, ws->act, rows);
-    TRY(hrmt_linear_apply(m, &b->down, ws->act, m->inter, ws->proj, H, m->dt, rows, ws));
-    residual_norm(m, h, ws->proj, rows, sram);
+    PART(GATE_UP,
+         s = hrmt_linear_apply(m, &b->gate_up, h, H, ws->gu, 2 * m->inter, m->dt, rows, ws));
+    TRY(s);
+    PART(SWIGLU, swiglu(m, ws->gu, ws->act, rows));
+    PART(DOWN, s = hrmt_linear_apply(m, &b->down, ws->act, m->inter, ws->proj, H, m->dt, rows, ws));
+    TRY(s);
+    PART(NORM, residual_norm(m, h, ws->proj, rows, sram));
     return HRMT_OK;
 }
 
 hrmt_status hrmt_level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers, void *z,
                        const void *inj, size_t n, const hrmt_level_ws *ws, int sram) {
     /* ReasoningModule: z = z + injection, then each layer in order. */
-    hrmt_rows_add(m, z, inj, z, n * m->T);
+    PART(ADD, hrmt_rows_add(m, z, inj, z, n * m->T));
     for (int i = 0; i < nlayers; i++) TRY(block(m, &blocks[i], z, n, ws, sram));
     return HRMT_OK;
 }

@@ -56,6 +56,7 @@ typedef struct hrmt_level_ws {
     int threads; /* team size of this workspace's kernels (1 inside a tile-parallel region) */
     void *gemm_scratch; /* GEMM packing scratch (carry-owned, DRAM) */
     size_t gemm_scratch_bytes;
+    double *part_us; /* hrmt_step_timing.part_us of the running step, or NULL: not timed */
 } hrmt_level_ws;
 
 struct hrmt_carry {

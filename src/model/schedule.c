@@ -23,6 +23,7 @@
 
 #include "core/tiers.h"
 #include "model/model.h"
+#include "model/part_clock.h"
 
 static double now_us(void) {
     struct timespec ts;
@@ -51,7 +52,9 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
         for (int l = 0; l < cfg->L_cycles && s == HRMT_OK; l++) {
             double t0 = now_us();
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
+            double ta = hrmt_part_begin(&c->ws);
             hrmt_rows_add(m, c->zH, c->x, c->inj, rows);
+            hrmt_part_end(&c->ws, HRMT_PART_ADD, ta);
             s = hrmt_level(m, m->L, cfg->L_layers, c->zL, c->inj, B, &c->ws, 0);
             hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
             tm->l_level_us_total += now_us() - t0;
@@ -200,7 +203,9 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, tile_set *t, size_t s0
     double t0 = now_us();
     hrmt_status s = hrmt_tiers_copy(tiers, &dst, &src);
     if (s != HRMT_OK) return s;
+    double ta = hrmt_part_begin(&t->ws);
     hrmt_rows_add(m, (char *)c->zH + r0 * hb, (char *)c->x + r0 * hb, t->inj.data, rows);
+    hrmt_part_end(&t->ws, HRMT_PART_ADD, ta);
     double t1 = now_us();
     clk->in_us += t1 - t0;
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
@@ -225,6 +230,8 @@ static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_til
     const long tiles = (long)tl->tiles;
     tile_clock sum = {0, 0, 0, 0};
     hrmt_status first = HRMT_OK;
+    double parts0[HRMT_PART_COUNT] = {0};
+    if (c->ws.part_us) memcpy(parts0, c->ws.part_us, sizeof parts0);
     double w0 = now_us();
 #pragma omp parallel num_threads(tl->team)
     {
@@ -251,6 +258,10 @@ static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_til
     tm->h_to_l_transfer_us_total += sum.in_us * f;
     tm->l_to_h_transfer_us_total += sum.out_us * f;
     tm->l_level_us_total += sum.level_us * f;
+    /* The tiles' parts were summed over the threads: scale them alike. */
+    if (c->ws.part_us)
+        for (int p = 0; p < HRMT_PART_COUNT; p++)
+            c->ws.part_us[p] = parts0[p] + (c->ws.part_us[p] - parts0[p]) * f;
     tm->l_level_calls += sum.level_calls;
     tm->transfers += 2 * (int)tiles;
     if (first != HRMT_OK)
@@ -291,6 +302,7 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
         s = alloc_tile(m, c, tl.samples, tl.parallel ? 1 : tl.team, made, &sets[made]);
     }
     if (s != HRMT_OK) made--; /* the failed set freed itself */
+    for (int i = 0; i < made; i++) sets[i].ws.part_us = c->ws.part_us;
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         s = tl.parallel ? l_phase_parallel(m, c, &tl, sets, tm)
                         : l_phase_sequential(m, c, &tl, &sets[0], tm);
