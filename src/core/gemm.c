@@ -65,6 +65,12 @@ typedef struct gemm_plan {
 #define MIN_SLIVERS 8
 #define MIN_PANELS 8
 #define SERIAL_MACS (2.0 * 1024 * 1024)
+/* Above that, at least this much work per thread (~10 us on one AMX core):
+ * on the 16-core GPU host, o_proj at batch 1 (82x512x512, 21M MACs) took
+ * 330-460 us a call on 16 threads in the step against 37-49 us on 2 or 8
+ * (bench/threads.sh, hrmt bench --profile); 5 threads keep it near the
+ * latter. No effect on 2 threads (the cap is never below 2). */
+#define MIN_THREAD_MACS (4.0 * 1024 * 1024)
 /* A unit's cost beside its slivers x panels products: per sliver and per
  * panel it streams in (see grid_cost). */
 #define UNIT_EDGE_COST 0.25
@@ -166,7 +172,13 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
 
     size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
     /* Below ~40 us of work, waking other threads costs more than it saves. */
-    if ((double)g->M * (double)g->N * (double)g->K < SERIAL_MACS) threads = 1;
+    const double macs = (double)g->M * (double)g->N * (double)g->K;
+    if (macs < SERIAL_MACS) {
+        threads = 1;
+    } else {
+        const double cap = macs / MIN_THREAD_MACS < 2.0 ? 2.0 : macs / MIN_THREAD_MACS;
+        if ((double)threads > cap) threads = (int)cap;
+    }
     if (threads > 1) pick_grid(g->M, g->N, mr, nr, threads, &mt, &nt);
     g->m_chunk = round_up(ceil_div(g->M, mt), mr);
     g->n_chunk = round_up(ceil_div(g->N, nt), nr);
