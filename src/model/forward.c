@@ -1,5 +1,6 @@
 /* HRM forward pieces: input embeddings, a reasoning level (blocks), linear
  * layers. Read top to bottom it follows models/hrm/hrm_act_v1.py. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (model/part_clock.h) */
 #include <math.h>
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* Per-part step timing (hrmt_step_timing.part_us): a clock read before and
- * after each part of the forward, only while a step is being timed. */
+ * after each part of the forward, only while a step is being timed. The
+ * including file defines _POSIX_C_SOURCE (clock_gettime) before any header. */
 #ifndef HRMT_MODEL_PART_CLOCK_H
 #define HRMT_MODEL_PART_CLOCK_H
 
