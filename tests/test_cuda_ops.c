@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "support/mat.h"
+#include "support/st_reader.h"
 #include "support/test_common.h"
 
 static hrmt_context *g_gpu; /* CUDA context, NULL when there is no device */
@@ -442,16 +443,74 @@ static dten dten_new(hrmt_dtype dt, int nd, const size_t *shape) {
     return t;
 }
 
-static void engram_case(size_t T, size_t hc, size_t H, hrmt_test_rng *rng) {
+/* TileKernels' golden vectors for one shape (tests/test_engram.c checks the
+ * CPU against them); NULL file: random inputs. */
+typedef struct engram_gold {
+    const st_file *f;
+    const char *prefix; /* "7x4x256", ... */
+    float eps, clamp;
+} engram_gold;
+
+/* Copies golden tensor `name` (dtype dt, `bytes` long) to dst. */
+static void gold_copy(const engram_gold *g, const char *name, hrmt_dtype dt, void *dst,
+                      size_t bytes) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", g->prefix, name);
+    st_tensor st;
+    cr_assert_eq(st_get(g->f, key, &st), 0, "golden tensor %s", key);
+    cr_assert_eq(st.dtype, dt, "golden %s dtype", key);
+    cr_assert_eq(st.nbytes, bytes, "golden %s size", key);
+    memcpy(dst, st.data, bytes);
+}
+
+/* Fills t's host side from golden tensor `name` and uploads it. */
+static void gold_fill(const engram_gold *g, const char *name, dten *t) {
+    gold_copy(g, name, t->m.h.dt, t->m.h.p, t->m.bytes);
+    dmat_up(&t->m);
+}
+
+/* Golden tensor `name` against the GPU's result: |got - want| <= tol (1 + |want|),
+ * TileKernels' assert_close(rtol = atol = tol), as tests/test_engram.c. */
+static void gold_close(const engram_gold *g, const char *name, const tmat *got, double tol) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", g->prefix, name);
+    st_tensor st;
+    cr_assert_eq(st_get(g->f, key, &st), 0, "golden tensor %s", key);
+    cr_assert_eq(st.dtype, got->dt, "golden %s dtype", key);
+    tmat want = tmat_new(st.dtype, got->rows, got->cols, got->cols);
+    cr_assert_eq(st.nbytes, got->rows * got->cols * want.es, "golden %s size", key);
+    memcpy(want.p, st.data, st.nbytes);
+    size_t bad = 0;
+    for (size_t i = 0; i < got->rows; i++)
+        for (size_t j = 0; j < got->cols; j++) {
+            const double a = tmat_get(got, i, j), w = tmat_get(&want, i, j);
+            if (!(fabs(a - w) <= tol * (1.0 + fabs(w))) && bad++ < 3)
+                fprintf(stderr, "GPU engram %s[%zu, %zu]: %.8g, golden %.8g\n", key, i, j, a, w);
+        }
+    cr_expect_eq(bad, 0, "GPU engram %s: %zu values off the golden ones (tol %g)", key, bad, tol);
+    tmat_free(&want);
+}
+
+static void engram_case(size_t T, size_t hc, size_t H, hrmt_test_rng *rng,
+                        const engram_gold *gold) {
     const size_t xs[3] = {T, hc, H}, kvs[3] = {T, hc + 1, H}, ws[2] = {hc, H}, ph[2] = {T, hc};
     dten x = dten_new(HRMT_BF16, 3, xs), kv = dten_new(HRMT_BF16, 3, kvs);
-    dten wh = dten_new(HRMT_BF16, 2, ws), we = dten_new(HRMT_F32, 2, ws);
+    /* weight_embed: F32 in the random cases, BF16 as the golden file stores it */
+    dten wh = dten_new(HRMT_BF16, 2, ws), we = dten_new(gold ? HRMT_BF16 : HRMT_F32, 2, ws);
     dten wf = dten_new(HRMT_F32, 2, ws), go = dten_new(HRMT_BF16, 3, xs);
-    dmat_rand(&x.m, rng, 2.0f);
-    dmat_rand(&kv.m, rng, 2.0f);
-    dmat_rand(&wh.m, rng, 1.0f);
-    dmat_rand(&we.m, rng, 1.0f);
-    dmat_rand(&go.m, rng, 1.0f);
+    if (gold) {
+        gold_fill(gold, "x", &x);
+        gold_fill(gold, "kv", &kv);
+        gold_fill(gold, "weight_hidden", &wh);
+        gold_fill(gold, "weight_embed", &we);
+        gold_fill(gold, "grad_out", &go);
+    } else {
+        dmat_rand(&x.m, rng, 2.0f);
+        dmat_rand(&kv.m, rng, 2.0f);
+        dmat_rand(&wh.m, rng, 1.0f);
+        dmat_rand(&we.m, rng, 1.0f);
+        dmat_rand(&go.m, rng, 1.0f);
+    }
     dmat_poison(&wf.m);
     OK_GPU(hrmt_engram_fuse_weight(g_gpu, &wh.g, &we.g, &wf.g));
     tmat wf_cpu = tmat_new(HRMT_F32, hc, H, H);
@@ -476,7 +535,7 @@ static void engram_case(size_t T, size_t hc, size_t H, hrmt_test_rng *rng) {
         wt[i] = outs[i]->c;
         wt[i].data = want[i].p;
     }
-    const float eps = 1e-6f, clamp = 1e-6f;
+    const float eps = gold ? gold->eps : 1e-6f, clamp = gold ? gold->clamp : 1e-6f;
     hrmt_engram_fwd_out og = {&out.g, &dot.g, &gate.g, &rx.g, &rk.g};
     hrmt_engram_fwd_out oc = {&wt[0], &wt[1], &wt[2], &wt[3], &wt[4]};
     OK_GPU(hrmt_engram_gate_fwd(g_gpu, &x.g, &kv.g, &wf.g, eps, clamp, &og));
@@ -489,9 +548,17 @@ static void engram_case(size_t T, size_t hc, size_t H, hrmt_test_rng *rng) {
         snprintf(what, sizeof what, "engram %s T %zu hc %zu H %zu", names[i], T, hc, H);
         cr_expect_eq(same_bits(&outs[i]->m.h, &want[i], what), 0, "%s differs", what);
     }
+    if (gold) { /* the tolerances of tests/test_engram.c */
+        static const char *const gnames[5] = {"out", "dot", "gate_score", "rstd_x", "rstd_k"};
+        static const double tol[5] = {8e-3, 2e-4, 1e-4, 1e-5, 1e-5};
+        for (int i = 0; i < 5; i++) gold_close(gold, gnames[i], &outs[i]->m.h, tol[i]);
+    }
 
-    /* backward from the CPU's saved values on both sides */
+    /* backward from the CPU's saved values on both sides; from the golden
+     * file's with golden inputs, as TileKernels (and tests/test_engram.c) test it */
     for (int i = 1; i < 5; i++) {
+        static const char *const saved[5] = {NULL, "dot", "gate_score", "rstd_x", "rstd_k"};
+        if (gold) gold_copy(gold, saved[i], want[i].dt, want[i].p, outs[i]->m.bytes);
         memcpy(outs[i]->m.h.p, want[i].p, outs[i]->m.bytes);
         dmat_up(&outs[i]->m);
     }
@@ -517,6 +584,12 @@ static void engram_case(size_t T, size_t hc, size_t H, hrmt_test_rng *rng) {
         char what[96];
         snprintf(what, sizeof what, "engram %s T %zu hc %zu H %zu", gnames[i], T, hc, H);
         cr_expect_eq(same_bits(&gouts[i]->m.h, &gwant[i], what), 0, "%s differs", what);
+    }
+    /* The weight gradients are checked against the golden file by
+     * tests/test_engram.c, on the CPU whose bits they equal here. */
+    if (gold) {
+        gold_close(gold, "grad_x", &gx.m.h, 8e-3);
+        gold_close(gold, "grad_kv", &gkv.m.h, 7e-3);
     }
 
     /* split from the CPU's weight gradient */
@@ -556,9 +629,32 @@ static void engram_case(size_t T, size_t hc, size_t H, hrmt_test_rng *rng) {
 Test(cuda_ops, engram_fwd_bwd_fuse_split) {
     NEED_CUDA();
     hrmt_test_rng rng = {31337};
-    engram_case(1, 1, 8, &rng);
-    engram_case(7, 4, 130, &rng);
-    engram_case(200, 4, 512, &rng); /* T > 64: the chunked weight-gradient reduction */
+    engram_case(1, 1, 8, &rng, NULL);
+    engram_case(7, 4, 130, &rng, NULL);
+    engram_case(200, 4, 512, &rng, NULL); /* T > 64: the chunked weight-gradient reduction */
+}
+
+/* TileKernels' golden vectors (all five shapes, H up to 4096) on the GPU: the
+ * same bits as the CPU scalar table and within the golden tolerances. */
+Test(cuda_ops, engram_golden_vectors) {
+    NEED_CUDA();
+    st_file f;
+    cr_assert_eq(st_open(hrmt_test_data("golden/engram/engram-gate.safetensors"), &f), 0);
+    const char *shapes = st_meta(&f, "shapes"), *eps_s = st_meta(&f, "eps"),
+               *cl_s = st_meta(&f, "clamp_value");
+    cr_assert(shapes && eps_s && cl_s, "golden metadata");
+    char list[256];
+    snprintf(list, sizeof list, "%s", shapes);
+    int n = 0;
+    for (char *save = NULL, *sh = strtok_r(list, ",", &save); sh; sh = strtok_r(NULL, ",", &save)) {
+        size_t T, hc, H;
+        cr_assert_eq(sscanf(sh, "%zux%zux%zu", &T, &hc, &H), 3, "shape %s", sh);
+        const engram_gold g = {&f, sh, strtof(eps_s, NULL), strtof(cl_s, NULL)};
+        engram_case(T, hc, H, NULL, &g);
+        n++;
+    }
+    cr_expect_eq(n, 5, "the golden file lists five shapes");
+    st_close(&f);
 }
 
 /* ---- GEMM ------------------------------------------------------------------- */
