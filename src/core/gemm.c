@@ -68,8 +68,8 @@ typedef struct gemm_plan {
 /* Above that, at least this much work per thread (~10 us on one AMX core):
  * on the 16-core GPU host, o_proj at batch 1 (82x512x512, 21M MACs) took
  * 330-460 us a call on 16 threads in the step against 37-49 us on 2 or 8
- * (bench/threads.sh, hrmt bench --profile); 5 threads keep it near the
- * latter. No effect on 2 threads (the cap is never below 2). */
+ * (bench/threads.sh, hrmt bench --profile). It gets 5 threads now (not yet
+ * measured there). No effect on 2 threads (the cap is never below 2). */
 #define MIN_THREAD_MACS (4.0 * 1024 * 1024)
 /* A unit's cost beside its slivers x panels products: per sliver and per
  * panel it streams in (see grid_cost). */
