@@ -7,7 +7,12 @@
  *   final      the last K block, the finished tile written to BF16 C before
  *              the call returns;
  *   deferred   the same, but the write waits for the next call and runs under
- *              its products (what the GEMM driver does).
+ *              its products (what the GEMM driver does);
+ *   a_from_l2  partial, each call on the next of 24 A slivers (24 x 32 x kc
+ *              BF16: 384 KiB at kc 256, out of L1, in L2), W in L1;
+ *   w_from_l2  partial, A in L1, each call on the next of 24 W panels: as the
+ *              driver's loops feed the kernel, one operand always comes from
+ *              L2; these two say what that costs.
  *
  * The three alternate in rounds (a busy or throttled machine hits all alike);
  * per variant the best and the median round are printed, ns per call and
@@ -26,8 +31,9 @@
 #include "core/gemm_kernels.h"
 #include "hrmt.h"
 
-enum { V_PARTIAL, V_FINAL, V_DEFERRED, NV };
-static const char *const k_names[NV] = {"partial", "final", "deferred"};
+enum { V_PARTIAL, V_FINAL, V_DEFERRED, V_A_L2, V_W_L2, NV };
+static const char *const k_names[NV] = {"partial", "final", "deferred", "a_from_l2", "w_from_l2"};
+#define L2_SET 24 /* slivers or panels cycled through by a_from_l2 / w_from_l2 */
 
 static double now_s(void) {
     struct timespec ts;
@@ -48,7 +54,7 @@ static double time_variant(const hrmt_gemm_kernels *t, int v, size_t kc, const v
     memset(&o, 0, sizeof o);
     o.partial = partial;
     o.ld_partial = 32;
-    o.final = v != V_PARTIAL;
+    o.final = v == V_FINAL || v == V_DEFERRED;
     o.c = c;
     o.ldc = 32;
     o.c_dt = HRMT_BF16;
@@ -60,8 +66,12 @@ static double time_variant(const hrmt_gemm_kernels *t, int v, size_t kc, const v
     long calls = 0;
     const double t0 = now_s();
     double t1;
+    const size_t step = (size_t)32 * kc * 2; /* bytes of one sliver or panel */
+    const size_t a_step = v == V_A_L2 ? step : 0, b_step = v == V_W_L2 ? step : 0;
     do {
-        for (int r = 0; r < 256; r++) t->bf16_tile.run(kc, a, b, &o);
+        for (int r = 0; r < 256; r++)
+            t->bf16_tile.run(kc, (const char *)a + (size_t)(r % L2_SET) * a_step,
+                             (const char *)b + (size_t)(r % L2_SET) * b_step, &o);
         calls += 256;
         t1 = now_s();
     } while (t1 - t0 < ms * 1e-3);
@@ -111,7 +121,7 @@ int main(int argc, char **argv) {
     }
     /* A sliver and W panel of kc (any bf16 values: the time does not depend
      * on them), 64-byte aligned; the partial tile and C. */
-    const size_t bytes = 32 * kc * 2;
+    const size_t bytes = 32 * kc * 2 * L2_SET; /* room for the L2 variants' sets */
     uint16_t *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes);
     float *partial = aligned_alloc(64, (size_t)32 * 32 * sizeof(float));
     uint16_t *c = aligned_alloc(64, (size_t)32 * 32 * sizeof(uint16_t));
