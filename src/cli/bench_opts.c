@@ -60,7 +60,7 @@ void cli_bench_usage(FILE *f) {
             "  --model FILE                     safetensors model instead of the built-in one\n"
             "  --config FILE                    architecture JSON (arch of case.json/all_config)\n"
             "  --output FILE                    write results as a JSON array\n"
-            "  --profile                        also print where the step goes (ms per part)\n"
+            "  --profile                        also print where the step goes (ms per part; CPU)\n"
             "  --quiet                          no progress bar\n"
             "  --help                           this text\n");
 }

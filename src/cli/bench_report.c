@@ -35,10 +35,12 @@ static cJSON *row_json(const cli_bench_row *r, const char *dtype, const char *is
               cli_json_add_num(o, "gflops", r->gflops) ||
               cli_json_add_num(o, "gemm_peak_gflops", r->gemm_peak_gflops) ||
               cli_json_add_num(o, "gemm_peak_fraction", r->gemm_peak_fraction);
-    cJSON *parts = bad ? NULL : cJSON_AddObjectToObject(o, "step_parts_ms");
-    bad = bad || !parts;
-    for (int p = 0; !bad && p < HRMT_PART_COUNT; p++)
-        bad = cli_json_add_num(parts, hrmt_step_part_name((hrmt_step_part)p), r->part_ms[p]);
+    if (!bad && r->has_parts) {
+        cJSON *parts = cJSON_AddObjectToObject(o, "step_parts_ms");
+        bad = !parts;
+        for (int p = 0; !bad && p < HRMT_PART_COUNT; p++)
+            bad = cli_json_add_num(parts, hrmt_step_part_name((hrmt_step_part)p), r->part_ms[p]);
+    }
     if (!bad && r->has_speedup)
         bad = cli_json_add_num(o, "speedup_vs_baseline", r->speedup_vs_baseline);
     if (!bad && r->outputs_checked)
@@ -175,10 +177,19 @@ void cli_bench_print_parts(const cli_bench_row *rows, size_t n, FILE *f) {
     for (int p = 0; p < HRMT_PART_COUNT; p++) h[3 + p] = hrmt_step_part_name((hrmt_step_part)p);
     h[NC - 1] = "rest";
     for (int k = 0; k < NC; k++) al[k] = k ? CLI_ALIGN_RIGHT : CLI_ALIGN_LEFT;
+    size_t with = 0;
+    for (size_t i = 0; i < n; i++) with += rows[i].has_parts != 0;
+    if (with == 0) { /* CUDA: kernels run asynchronously to the host's clock */
+        fprintf(f,
+                "\nWhere the step goes: per-part timing is measured on CPU contexts only; on "
+                "the GPU, bench/gpu_profile.sh times every kernel (ncu)\n");
+        return;
+    }
     cli_table *t = cli_table_create(NC, h, al);
     char c[NC][CELL];
     for (size_t i = 0; t && i < n; i++) {
         const cli_bench_row *r = &rows[i];
+        if (!r->has_parts) continue;
         const double step = r->total_inference_latency_ms.mean;
         double left = step;
         snprintf(c[0], CELL, "%s", cli_bench_mode_name(r->mode));

@@ -252,6 +252,7 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
     r.l_h_transfer_mean_us = sram.mean_transfer_us;
     r.sram_hit_rate = sram.hit_rate;
     r.memory_efficiency = wall_us > 0 ? level_us / wall_us : 0.0;
+    r.has_parts = hrmt_context_backend(ctx) == HRMT_BACKEND_CPU;
     for (int p = 0; p < HRMT_PART_COUNT; p++) r.part_ms[p] = part_us[p] / 1e3 / (double)n;
     r.sram_probe_latency_ns = mach->sram_probe_ns;
     r.dram_probe_latency_ns = mach->dram_probe_ns;

@@ -35,6 +35,7 @@ typedef struct cli_bench_row {
     int has_speedup;
     double speedup_vs_baseline; /* baseline mean step / tiered mean step */
     int outputs_checked, outputs_identical;
+    int has_parts;                   /* CPU contexts: part_ms measured (CUDA: none) */
     double part_ms[HRMT_PART_COUNT]; /* mean per step (hrmt_step_timing.part_us) */
 } cli_bench_row;
 
