@@ -2,7 +2,7 @@
  * consistency, tiered == baseline, flag errors) and `hrmt probe` (JSON shape,
  * tier latencies in order, plot, GPU slots). The binary runs through popen;
  * HRMT_ISA in the environment reaches it, so each ISA's run tests that ISA. */
-#define _POSIX_C_SOURCE 200809L /* popen, mkstemp, mkfifo, symlink */
+#define _POSIX_C_SOURCE 200809L /* popen, mkstemp, mkfifo, symlink, open_memstream */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/bench_run.h"
 #include "support/run_cmd.h"
 #include "support/test_common.h"
 
@@ -481,4 +482,40 @@ Test(cli_bench, output_must_not_overwrite_an_input) {
     free(text);
     unlink(link);
     unlink(cfg);
+}
+
+/* Rows without part timings (CUDA contexts) print a pointer to the kernel
+ * profile instead of a table of zeros, and their JSON has no step_parts_ms;
+ * a CPU row keeps both. */
+Test(cli_bench, parts_only_where_measured) {
+    cli_bench_row rows[2];
+    memset(rows, 0, sizeof rows);
+    rows[0].mode = rows[1].mode = CLI_MODE_BASELINE;
+    rows[0].batch_size = rows[1].batch_size = 1;
+    rows[0].total_inference_latency_ms.mean = rows[1].total_inference_latency_ms.mean = 2.0;
+    rows[1].has_parts = 1;
+    rows[1].part_ms[HRMT_PART_GATE_UP] = 0.5;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cli_bench_print_parts(rows, 1, f);
+    fflush(f);
+    cr_expect(strstr(buf, "CPU contexts only") && !strstr(buf, "gate_up"), "%s", buf);
+    fclose(f);
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cli_bench_print_parts(rows, 2, f);
+    fflush(f);
+    cr_expect(strstr(buf, "gate_up") && strstr(buf, "0.50 25%"), "%s", buf);
+    fclose(f);
+    free(buf);
+    cJSON *j = cli_bench_json(rows, 2, "bf16", "avx512", 2);
+    cr_assert_not_null(j);
+    cr_expect_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(j, 0), "step_parts_ms"));
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(j, 1), "step_parts_ms");
+    cr_expect_float_eq(num(p, "gate_up"), 0.5, 1e-12);
+    cJSON_Delete(j);
 }
