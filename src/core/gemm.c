@@ -176,7 +176,8 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     if (macs < SERIAL_MACS) {
         threads = 1;
     } else {
-        const double cap = macs / MIN_THREAD_MACS < 2.0 ? 2.0 : macs / MIN_THREAD_MACS;
+        double cap = macs / MIN_THREAD_MACS;
+        if (cap < 2.0) cap = 2.0;
         if ((double)threads > cap) threads = (int)cap;
     }
     if (threads > 1) pick_grid(g->M, g->N, mr, nr, threads, &mt, &nt);

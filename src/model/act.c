@@ -1,8 +1,7 @@
 /* The ACT wrapper (HierarchicalReasoningModel_ACTV1.forward, eval mode):
  * reset halted samples, run the inner model once, count steps, halt. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime (model/part_clock.h) */
 #include <string.h>
-#include <time.h>
 
 #include "core/bf16.h"
 #include "model/model.h"
@@ -10,12 +9,6 @@
 #if defined(HRMT_HAVE_CUDA)
 #include "cuda/model_cuda.h"
 #endif
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 static hrmt_status check_data(hrmt_model *m, const hrmt_carry *c, const int32_t *inputs,
                               const int32_t *puzzle_ids) {
@@ -118,7 +111,7 @@ hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *input
 
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);
-    double t0 = now_us();
+    double t0 = hrmt_now_us();
     /* Parts are timed only for a caller that asked for timings. */
     carry->ws.part_us = timing ? tm.part_us : NULL;
     reset_halted(m, carry, inputs, puzzle_ids);
@@ -143,7 +136,7 @@ hrmt_status hrmt_act_step(hrmt_model *m, hrmt_carry *carry, const int32_t *input
             halt = 1;
         carry->halted[i] = halt;
     }
-    tm.step_us = now_us() - t0;
+    tm.step_us = hrmt_now_us() - t0;
     if (outs) copy_out(m, carry, outs);
     if (timing) *timing = tm;
     return HRMT_OK;

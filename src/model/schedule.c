@@ -19,26 +19,19 @@
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/tiers.h"
 #include "model/model.h"
 #include "model/part_clock.h"
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 /* The H-level over the whole batch, from DRAM: zH = H(zH, zL). */
 static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
-    double t0 = now_us();
+    double t0 = hrmt_now_us();
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
     hrmt_status s = hrmt_level(m, m->H, m->cfg.H_layers, c->zH, c->zL, (size_t)c->batch, &c->ws, 0);
     hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
-    tm->h_level_us_total += now_us() - t0;
+    tm->h_level_us_total += hrmt_now_us() - t0;
     tm->h_level_calls++;
     return s;
 }
@@ -50,14 +43,14 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
     hrmt_status s = HRMT_OK;
     for (int h = 0; h < cfg->H_cycles && s == HRMT_OK; h++) {
         for (int l = 0; l < cfg->L_cycles && s == HRMT_OK; l++) {
-            double t0 = now_us();
+            double t0 = hrmt_now_us();
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
             double ta = hrmt_part_begin(&c->ws);
             hrmt_rows_add(m, c->zH, c->x, c->inj, rows);
             hrmt_part_end(&c->ws, HRMT_PART_ADD, ta);
             s = hrmt_level(m, m->L, cfg->L_layers, c->zL, c->inj, B, &c->ws, 0);
             hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
-            tm->l_level_us_total += now_us() - t0;
+            tm->l_level_us_total += hrmt_now_us() - t0;
             tm->l_level_calls++;
         }
         if (s == HRMT_OK) s = h_level(m, c, tm);
@@ -200,13 +193,13 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, tile_set *t, size_t s0
     const size_t r0 = s0 * m->T, rows = n * m->T, hb = m->hidden * m->esz;
     hrmt_tensor src = dram_rows(m, c->zL, r0, rows), dst = t->z;
     dst.shape[0] = rows;
-    double t0 = now_us();
+    double t0 = hrmt_now_us();
     hrmt_status s = hrmt_tiers_copy(tiers, &dst, &src);
     if (s != HRMT_OK) return s;
     double ta = hrmt_part_begin(&t->ws);
     hrmt_rows_add(m, (char *)c->zH + r0 * hb, (char *)c->x + r0 * hb, t->inj.data, rows);
     hrmt_part_end(&t->ws, HRMT_PART_ADD, ta);
-    double t1 = now_us();
+    double t1 = hrmt_now_us();
     clk->in_us += t1 - t0;
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
     for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
@@ -214,11 +207,11 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, tile_set *t, size_t s0
         clk->level_calls++;
     }
     hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
-    double t2 = now_us();
+    double t2 = hrmt_now_us();
     clk->level_us += t2 - t1;
     if (s != HRMT_OK) return s;
     s = hrmt_tiers_copy(tiers, &src, &dst);
-    clk->out_us += now_us() - t2;
+    clk->out_us += hrmt_now_us() - t2;
     return s;
 }
 
@@ -232,7 +225,7 @@ static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_til
     hrmt_status first = HRMT_OK;
     double parts0[HRMT_PART_COUNT] = {0};
     if (c->ws.part_us) memcpy(parts0, c->ws.part_us, sizeof parts0);
-    double w0 = now_us();
+    double w0 = hrmt_now_us();
 #pragma omp parallel num_threads(tl->team)
     {
         tile_clock clk = {0, 0, 0, 0};
@@ -253,7 +246,7 @@ static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_til
             if (first == HRMT_OK) first = st;
         }
     }
-    double wall = now_us() - w0, busy = sum.in_us + sum.out_us + sum.level_us;
+    double wall = hrmt_now_us() - w0, busy = sum.in_us + sum.out_us + sum.level_us;
     double f = busy > 0.0 ? wall / busy : 0.0;
     tm->h_to_l_transfer_us_total += sum.in_us * f;
     tm->l_to_h_transfer_us_total += sum.out_us * f;
