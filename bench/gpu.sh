@@ -92,7 +92,8 @@ elif [ $build_rc -eq 0 ]; then
 fi
 
 # ---- 3. the table: ACT steps, fused-op bandwidth, memory tiers ----------
-# One ACT step (bf16, default model) at batch 1, 8, 64, 256, both schedules
+# One ACT step (bf16, default model) at batch 1, 8, 64, 256, both schedules, as
+# graph replays (the default) and kernel by kernel
 # (plus f32 at 1 and 64); every fused op at >= 512 MB next to a device copy
 # of the same size measured in the same run; CPU vs GPU memory tiers.
 if [ $build_rc -eq 0 ] && skip bench; then
@@ -102,6 +103,9 @@ elif [ $build_rc -eq 0 ]; then
   {
     "$build/hrmt" info
     "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 --iterations 10 --quiet
+    echo "--- the same steps launched kernel by kernel (HRMT_CUDA_GRAPHS=0)"
+    HRMT_CUDA_GRAPHS=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
+      --iterations 10 --quiet
     "$build/hrmt" bench --backend cuda --dtype f32 --batch-sizes 1,64 --iterations 5 --quiet
   } >"$out/model.log" 2>&1
   rc=$?

@@ -305,6 +305,9 @@ typedef struct hrmt_context_options {
     int event_log_enabled;     /* nonzero to record events */
     const hrmt_limits *limits; /* NULL: hrmt_limits_default() with HRMT_LIMIT_* overrides from
                                 * the environment; else exactly these (environment ignored) */
+    int cuda_graphs; /* CUDA contexts: 1 records each carry's ACT step once as a CUDA graph and
+                      * replays it (same kernels, same bits, far fewer launches), -1 launches
+                      * kernel by kernel, 0 the default: on unless HRMT_CUDA_GRAPHS=0 */
 } hrmt_context_options;
 
 /* Default options (CPU, auto ISA, default threads, event log on). */
@@ -312,7 +315,7 @@ hrmt_context_options hrmt_context_default_options(void);
 
 /* Creates a context; the caller destroys it with hrmt_context_destroy(). opts may
  * be NULL (defaults). Reads HRMT_ISA, HRMT_CACHE_*, HRMT_GEMM_KC/MC/NC and, without
- * opts->limits, HRMT_LIMIT_*. When a
+ * opts->limits, HRMT_LIMIT_*; CUDA contexts HRMT_CUDA_DEVICE and HRMT_CUDA_GRAPHS. When a
  * claimed shared cache is implausible (hrmt_topology_needs_calibration), runs
  * hrmt_topology_calibrate once for this context unless HRMT_CALIBRATE=0 (then the
  * plausibility cap applies); the tile plan sizes from the effective sizes. On

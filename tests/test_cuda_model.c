@@ -17,7 +17,7 @@
 #include "core/safetensors.h"
 #include "support/test_common.h"
 
-static hrmt_context *cuda_ctx(void) {
+static hrmt_context *cuda_ctx_graphs(int graphs) {
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
     hrmt_cuda_query(&ci);
@@ -26,12 +26,16 @@ static hrmt_context *cuda_ctx(void) {
                      ci.built ? "none found" : "hrmt was built without the CUDA backend");
     hrmt_context_options o = hrmt_context_default_options();
     o.backend = HRMT_BACKEND_CUDA;
+    o.cuda_graphs = graphs;
     hrmt_context *ctx = NULL;
     char err[256] = "";
     hrmt_status s = hrmt_context_create(&o, &ctx, err, sizeof err);
     cr_assert_eq(s, HRMT_OK, "CUDA context: %s: %s", hrmt_status_str(s), err);
     return ctx;
 }
+
+/* The default context: steps replayed as CUDA graphs unless HRMT_CUDA_GRAPHS=0. */
+static hrmt_context *cuda_ctx(void) { return cuda_ctx_graphs(0); }
 
 static double rel_l2(const float *x, const float *ref, size_t n) {
     double num = 0.0, den = 0.0;
@@ -308,6 +312,76 @@ Test(cuda_model, gpu_matches_cpu) {
     hrmt_context_destroy(gctx);
 }
 
+/* Graph replays against kernel-by-kernel launches, one carry each, through
+ * every change a replay must honour: samples halting and restarting with new
+ * inputs, the schedule, early_halt and puzzle ids switching (new graphs), and
+ * the same option set again (a replay). Same bytes, same call counts, and
+ * device timings that add up. */
+Test(cuda_model, graph_replay_equals_launches) {
+    hrmt_context *ctx[2] = {cuda_ctx_graphs(1), cuda_ctx_graphs(-1)};
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    const int B = 5, steps = 7;
+    const struct {
+        hrmt_schedule sched;
+        int early_halt, pids;
+    } plan[7] = {{HRMT_SCHEDULE_TIERED, 0, 1},   {HRMT_SCHEDULE_TIERED, 0, 1},
+                 {HRMT_SCHEDULE_BASELINE, 1, 1}, {HRMT_SCHEDULE_BASELINE, 0, 1},
+                 {HRMT_SCHEDULE_TIERED, 0, 0},   {HRMT_SCHEDULE_TIERED, 0, 1},
+                 {HRMT_SCHEDULE_TIERED, 0, 1}};
+    outs x[2][7];
+    hrmt_step_timing tm[2][7];
+    int32_t *in = malloc((size_t)B * (size_t)cfg.seq_len * 4), pid[5];
+    cr_assert(in);
+    setenv("HRMT_CUDA_TILE_SAMPLES", "2", 1); /* ragged tiles: 2 + 2 + 1 */
+    for (int k = 0; k < 2; k++) {
+        hrmt_model *m = NULL;
+        cr_assert_eq(hrmt_model_create_random(ctx[k], &cfg, 11, &m), HRMT_OK, "%s",
+                     hrmt_last_error(ctx[k]));
+        hrmt_carry *c = NULL;
+        cr_assert_eq(hrmt_carry_create(m, B, &c), HRMT_OK, "%s", hrmt_last_error(ctx[k]));
+        for (int s = 0; s < steps; s++) {
+            make_inputs(&cfg, B, s, in, pid);
+            outs_init(&x[k][s], &cfg, hrmt_model_puzzle_len(m), B);
+            hrmt_step_options opt = {plan[s].sched, plan[s].early_halt};
+            cr_assert_eq(hrmt_act_step(m, c, in, plan[s].pids ? pid : NULL, &opt, &x[k][s].o,
+                                       &tm[k][s]),
+                         HRMT_OK, "graphs %d step %d: %s", k == 0, s, hrmt_last_error(ctx[k]));
+        }
+        hrmt_carry_destroy(c);
+        hrmt_model_destroy(m);
+    }
+    unsetenv("HRMT_CUDA_TILE_SAMPLES");
+    /* halt_max_steps 2: every sample halts at step 1 and restarts with step
+     * 2's inputs (then early halting mixes them), so replays must follow
+     * device-side state. */
+    for (int i = 0; i < B; i++) {
+        cr_expect_eq(x[0][0].halted[i], 0, "sample %d", i);
+        cr_expect_eq(x[0][1].halted[i], 1, "sample %d", i);
+    }
+    for (int s = 0; s < steps; s++) {
+        for (int f = 0; f < 5; f++)
+            cr_expect(!memcmp(x[0][s].f[f], x[1][s].f[f], x[0][s].n[f] * sizeof(float)),
+                      "step %d %s: graph replay != launches", s, k_fields[f]);
+        cr_expect(!memcmp(x[0][s].halted, x[1][s].halted, (size_t)B * 4), "step %d halted", s);
+        cr_expect_eq(tm[0][s].l_level_calls, tm[1][s].l_level_calls, "step %d", s);
+        cr_expect_eq(tm[0][s].h_level_calls, tm[1][s].h_level_calls, "step %d", s);
+        cr_expect_eq(tm[0][s].transfers, tm[1][s].transfers, "step %d", s);
+        for (int k = 0; k < 2; k++) {
+            const hrmt_step_timing *t = &tm[k][s];
+            cr_expect_gt(t->l_level_us_total, 0.0, "graphs %d step %d", k == 0, s);
+            cr_expect_gt(t->h_level_us_total, 0.0, "graphs %d step %d", k == 0, s);
+            cr_expect_leq(t->l_level_us_total + t->h_level_us_total, t->step_us * 1.001 + 1.0,
+                          "graphs %d step %d: levels %.1f + %.1f us > step %.1f us", k == 0, s,
+                          t->l_level_us_total, t->h_level_us_total, t->step_us);
+        }
+        outs_free(&x[0][s]);
+        outs_free(&x[1][s]);
+    }
+    free(in);
+    hrmt_context_destroy(ctx[0]);
+    hrmt_context_destroy(ctx[1]);
+}
+
 /* ---- errors -------------------------------------------------------------------- */
 
 Test(cuda_model, carry_of_another_model) {
@@ -327,6 +401,22 @@ Test(cuda_model, carry_of_another_model) {
     hrmt_model_destroy(a);
     hrmt_model_destroy(b);
     hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, bad_cuda_graphs_setting) {
+    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
+    hrmt_context_options o = hrmt_context_default_options();
+    o.backend = HRMT_BACKEND_CUDA;
+    hrmt_context *ctx = NULL;
+    char err[256] = "";
+    setenv("HRMT_CUDA_GRAPHS", "yes", 1);
+    cr_expect_eq(hrmt_context_create(&o, &ctx, err, sizeof err), HRMT_ERR_INVALID_ARG);
+    cr_expect_null(ctx);
+    cr_expect_not_null(strstr(err, "HRMT_CUDA_GRAPHS"), "%s", err);
+    o.cuda_graphs = -1; /* the option wins over the environment */
+    cr_expect_eq(hrmt_context_create(&o, &ctx, err, sizeof err), HRMT_OK, "%s", err);
+    hrmt_context_destroy(ctx);
+    unsetenv("HRMT_CUDA_GRAPHS");
 }
 
 Test(cuda_model, huge_batch_is_out_of_memory) {

@@ -106,6 +106,13 @@ Test(errors, context_creation_failures_explain_themselves) {
     cr_expect_not_null(strstr(err, "num_threads"), "%s", err);
 
     o = hrmt_context_default_options();
+    o.cuda_graphs = 2; /* -1, 0 or 1 */
+    err[0] = '\0';
+    cr_expect_eq(hrmt_context_create(&o, &ctx, err, sizeof err), HRMT_ERR_INVALID_ARG);
+    cr_expect_null(ctx);
+    cr_expect_not_null(strstr(err, "cuda_graphs"), "%s", err);
+
+    o = hrmt_context_default_options();
     o.backend = HRMT_BACKEND_CUDA;
     hrmt_cuda_info ci;
     cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);

@@ -184,6 +184,30 @@ static int env_is_zero(const char *name) {
     return v && !strcmp(v, "0");
 }
 
+/* CUDA graphs: opts->cuda_graphs (-1 off, 1 on), else HRMT_CUDA_GRAPHS=0|1,
+ * else on. Read on CUDA contexts only, like HRMT_CUDA_DEVICE. */
+static hrmt_status choose_graphs(const hrmt_context_options *o, int *on, char *errbuf,
+                                 size_t errlen) {
+    *on = 0;
+    if (o->cuda_graphs < -1 || o->cuda_graphs > 1) {
+        set_errbuf(errbuf, errlen, "cuda_graphs %d is not -1 (off), 0 (default) or 1 (on)",
+                   o->cuda_graphs);
+        return HRMT_ERR_INVALID_ARG;
+    }
+    if (o->backend != HRMT_BACKEND_CUDA) return HRMT_OK;
+    if (o->cuda_graphs != 0) {
+        *on = o->cuda_graphs > 0;
+        return HRMT_OK;
+    }
+    const char *v = getenv("HRMT_CUDA_GRAPHS");
+    if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        set_errbuf(errbuf, errlen, "HRMT_CUDA_GRAPHS='%s' is not 0 or 1", v);
+        return HRMT_ERR_INVALID_ARG;
+    }
+    *on = !(v && !strcmp(v, "0"));
+    return HRMT_OK;
+}
+
 hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context **out, char *errbuf,
                                 size_t errbuf_len) {
     if (!out) return HRMT_ERR_INVALID_ARG;
@@ -200,6 +224,9 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
     int cuda_device = 0;
     hrmt_status sb = choose_backend(opts, &o.backend, &cuda_device, errbuf, errbuf_len);
     if (sb != HRMT_OK) return sb;
+    int cuda_graphs = 0;
+    sb = choose_graphs(&o, &cuda_graphs, errbuf, errbuf_len);
+    if (sb != HRMT_OK) return sb;
 
     hrmt_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
@@ -207,6 +234,7 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
         return HRMT_ERR_OUT_OF_MEMORY;
     }
     ctx->backend_kind = o.backend;
+    ctx->cuda_graphs = cuda_graphs;
     hrmt_status s = choose_isa(o.isa, &ctx->isa, errbuf, errbuf_len);
     if (s != HRMT_OK) goto fail;
     ctx->be = hrmt_backend_cpu(ctx->isa);

@@ -19,6 +19,7 @@ struct hrmt_context {
     hrmt_tile_plan plan; /* after HRMT_GEMM_KC/MC/NC overrides */
     hrmt_tiers *tiers;
     hrmt_limits limits; /* checked by the loaders, the config and the carry (core/limits.h) */
+    int cuda_graphs;    /* CUDA: ACT steps replayed as CUDA graphs (opts->cuda_graphs resolved) */
     char err[HRMT_ERRMSG_LEN];
 };
 

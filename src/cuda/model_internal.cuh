@@ -58,6 +58,13 @@ struct hrmt_carry_cuda {
     int nev, evcap;
     cu_seg *seg;
     int nseg, segcap;
+    /* The step as a CUDA graph (model_step.cu), made for one key (schedule,
+     * early_halt, puzzle ids given) and replayed while the key holds; its
+     * timeline events and segments stay as recorded at capture. */
+    cudaGraphExec_t graph;
+    int graph_key;               /* -1: none */
+    int capturing;               /* events become external graph nodes */
+    hrmt_step_timing graph_tm;   /* the step's call counts, from the capture */
 };
 
 static inline cudaStream_t cu_stream(const hrmt_model *m) {

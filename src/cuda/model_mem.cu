@@ -179,6 +179,7 @@ hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     c->m = m;
     c->batch = batch;
     c->cu = g;
+    g->graph_key = -1;
     g->tile_samples = tile_samples(m, batch);
     layout l = {NULL, 0, 1};
     carve(m, B, g->tile_samples, &l, g);
@@ -227,6 +228,7 @@ void hrmt_cuda_carry_destroy(hrmt_carry *c) {
     if (!c) return;
     struct hrmt_carry_cuda *g = cu_carry(c);
     if (g) {
+        if (g->graph) cudaGraphExecDestroy(g->graph);
         for (int i = 0; i < g->evcap; i++) cudaEventDestroy(g->ev[i]);
         free(g->ev);
         free(g->seg);

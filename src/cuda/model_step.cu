@@ -11,7 +11,10 @@
  *    hrm.L_tile0.*, hits/misses), the copies as transfers (device-timed).
  * Every kernel is row-independent with per-row deterministic bits (the
  * model's own GEMMs, per (sample, head) attention, the row-op table), so the
- * two schedules give the same bytes. Timings come from CUDA events. */
+ * two schedules give the same bytes. Timings come from CUDA events.
+ * By default (ctx->cuda_graphs) the device work of a step is captured once
+ * per carry as a CUDA graph and replayed: ~20 launches per block become one
+ * graph launch, the launch latency that dominates small batches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +34,11 @@ extern "C" {
 
 /* ---- event timeline ------------------------------------------------------------ */
 
-static hrmt_status ev_rec(const hrmt_model *m, struct hrmt_carry_cuda *g, int *idx) {
-    if (g->nev == g->evcap) {
-        int cap = g->evcap ? 2 * g->evcap : 32;
+/* Makes sure event `idx` of the pool exists. */
+static hrmt_status ev_reserve(const hrmt_model *m, struct hrmt_carry_cuda *g, int idx) {
+    if (idx >= g->evcap) {
+        int cap = g->evcap ? g->evcap : 32;
+        while (cap <= idx) cap *= 2;
         cudaEvent_t *ev = (cudaEvent_t *)realloc(g->ev, (size_t)cap * sizeof *ev);
         if (!ev) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda step: event pool");
         g->ev = ev;
@@ -42,7 +47,16 @@ static hrmt_status ev_rec(const hrmt_model *m, struct hrmt_carry_cuda *g, int *i
             if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaEventCreate");
         }
     }
-    cudaError_t e = cudaEventRecord(g->ev[g->nev], cu_stream(m));
+    return HRMT_OK;
+}
+
+/* Records the next event of the pool; while a graph is being captured it
+ * becomes an event-record node that every replay records again. */
+static hrmt_status ev_rec(const hrmt_model *m, struct hrmt_carry_cuda *g, int *idx) {
+    TRY(ev_reserve(m, g, g->nev));
+    cudaError_t e =
+        cudaEventRecordWithFlags(g->ev[g->nev], cu_stream(m),
+                                 g->capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaEventRecord");
     *idx = g->nev++;
     return HRMT_OK;
@@ -122,7 +136,7 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
 static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
-    int e0, e1;
+    int e0 = 0, e1 = 0;
     TRY(ev_rec(m, g, &e0));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
     hrmt_status s = level(m, m->H, m->cfg.H_layers, g->zH, g->zL, (size_t)c->batch, &g->ws, 0);
@@ -139,7 +153,7 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
     const size_t B = (size_t)c->batch;
     for (int h = 0; h < m->cfg.H_cycles; h++) {
         for (int l = 0; l < m->cfg.L_cycles; l++) {
-            int e0, e1;
+            int e0 = 0, e1 = 0;
             TRY(ev_rec(m, g, &e0));
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
             hrmt_status s = add_rows(m, g->zH, g->x, g->inj, B * m->T);
@@ -166,7 +180,7 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n,
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t r0 = s0 * m->T, rows = n * m->T, hb = m->hidden * m->esz, bytes = rows * hb;
-    int e0, e1, e2, e3;
+    int e0 = 0, e1 = 0, e2 = 0, e3 = 0;
     TRY(ev_rec(m, g, &e0));
     TRY(d2d(m, g->tz, (char *)g->zL + r0 * hb, bytes));
     TRY(add_rows(m, (char *)g->zH + r0 * hb, (char *)g->x + r0 * hb, g->tinj, rows));
@@ -222,7 +236,6 @@ static hrmt_status alloc_tile_tensors(hrmt_model *m, size_t samples, int *have) 
 
 static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
-    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t B = (size_t)c->batch, ts = g->tile_samples;
     hrmt_status s = HRMT_OK;
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
@@ -230,13 +243,16 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
             s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
         if (s == HRMT_OK) s = h_level(m, c, tm);
     }
-    if (s != HRMT_OK) return s;
-    /* The tier manager's tile tensors are bookkeeping only here (the tile
-     * lives in device memory): they are taken and given back while the GPU
-     * runs the work enqueued above, so their host zeroing costs no step time. */
+    return s;
+}
+
+/* The tier manager's tile tensors are bookkeeping only on the GPU (the tile
+ * lives in device memory): taken and given back once per tiered step, while
+ * the GPU runs the step, so their host zeroing costs no step time. */
+static hrmt_status tile_bookkeeping(hrmt_model *m, const hrmt_carry *c) {
     int have = 0;
-    s = alloc_tile_tensors(m, ts, &have);
-    free_tile_tensors(tiers, have);
+    hrmt_status s = alloc_tile_tensors(m, cu_carry(c)->tile_samples, &have);
+    free_tile_tensors(hrmt_context_tiers(m->ctx), have);
     return s;
 }
 
@@ -322,34 +338,103 @@ static hrmt_status copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) 
     return HRMT_OK;
 }
 
+/* Everything a step runs on the device after the inputs are uploaded. */
+static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_options *o,
+                                int has_pids, hrmt_step_timing *tm) {
+    TRY(cu_reset(m, c, has_pids));
+    TRY(cu_embed(m, c));
+    TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm) : tiered(m, c, tm));
+    return heads(m, c, o->early_halt);
+}
+
+/* Captures enqueue_step as a graph for `key` (replacing any other). Every
+ * pointer and shape it bakes in belongs to this carry and model, and the
+ * step's data-dependent choices (which samples restart, halting) are made
+ * by kernels from device memory, so replays compute what launches would.
+ * Relaxed mode: the opt-in attribute calls made on first use are allowed. */
+static hrmt_status build_graph(hrmt_model *m, hrmt_carry *c, const hrmt_step_options *o,
+                               int has_pids, int key) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    cudaStream_t st = cu_stream(m);
+    if (g->graph) {
+        cudaError_t e = cudaGraphExecDestroy(g->graph);
+        g->graph = NULL;
+        g->graph_key = -1;
+        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step graph: cudaGraphExecDestroy");
+    }
+    cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step graph: cudaStreamBeginCapture");
+    hrmt_step_timing tm;
+    memset(&tm, 0, sizeof tm);
+    g->capturing = 1;
+    hrmt_status s = enqueue_step(m, c, o, has_pids, &tm);
+    g->capturing = 0;
+    cudaGraph_t graph = NULL;
+    e = cudaStreamEndCapture(st, &graph);
+    if (s != HRMT_OK || e != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        (void)cudaGetLastError(); /* an invalidated capture is not sticky */
+        return s != HRMT_OK ? s : cu_fail(m->ctx, e, "cuda step graph: cudaStreamEndCapture");
+    }
+    e = cudaGraphInstantiate(&g->graph, graph, 0);
+    cudaError_t e2 = cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        g->graph = NULL;
+        return cu_fail(m->ctx, e, "cuda step graph: cudaGraphInstantiate");
+    }
+    if (e2 != cudaSuccess) return cu_fail(m->ctx, e2, "cuda step graph: cudaGraphDestroy");
+    g->graph_tm = tm;
+    g->graph_key = key;
+    return HRMT_OK;
+}
+
+/* Events 0 and 1 of the pool time the whole step, around the uploads and the
+ * device work; the timeline's segments use events from 2 on. */
+enum { EV_START = 0, EV_END = 1, EV_FIRST_SEG = 2 };
+
 hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
                                const int32_t *puzzle_ids, const hrmt_step_options *o,
                                hrmt_step_outputs *outs, hrmt_step_timing *timing) {
     hrmt_context *ctx = m->ctx;
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch;
+    const int has_pids = puzzle_ids != NULL;
+    const int key = (o->schedule == HRMT_SCHEDULE_BASELINE) | (o->early_halt ? 2 : 0) |
+                    (has_pids ? 4 : 0);
+    const int use_graph = ctx->cuda_graphs;
+    const int rebuild = use_graph && g->graph_key != key;
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);
-    g->nev = g->nseg = 0;
-    int e_start, e_end;
-    TRY(ev_rec(m, g, &e_start));
+    TRY(ev_reserve(m, g, EV_END));
+    if (!use_graph || rebuild) { /* a new timeline; a replay reuses the captured one */
+        g->nev = EV_FIRST_SEG;
+        g->nseg = 0;
+    }
+    cudaError_t e = cudaEventRecord(g->ev[EV_START], cu_stream(m));
+    if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step: cudaEventRecord");
     /* Only halted samples take the new data, on the device (cu_reset). */
     TRY(hrmt_cuda_memcpy(ctx->cuda, g->new_inputs, inputs, B * m->seq * 4, 0, ctx->err,
                          sizeof ctx->err));
     if (puzzle_ids)
         TRY(hrmt_cuda_memcpy(ctx->cuda, g->new_pids, puzzle_ids, B * 4, 0, ctx->err,
                              sizeof ctx->err));
-    TRY(cu_reset(m, c, puzzle_ids != NULL));
-    TRY(cu_embed(m, c));
-    TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, &tm) : tiered(m, c, &tm));
-    TRY(heads(m, c, o->early_halt));
-    TRY(ev_rec(m, g, &e_end));
+    if (use_graph) {
+        if (rebuild) TRY(build_graph(m, c, o, has_pids, key));
+        tm = g->graph_tm;
+        e = cudaGraphLaunch(g->graph, cu_stream(m));
+        if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step graph: cudaGraphLaunch");
+    } else {
+        TRY(enqueue_step(m, c, o, has_pids, &tm));
+    }
+    e = cudaEventRecord(g->ev[EV_END], cu_stream(m));
+    if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step: cudaEventRecord");
+    if (o->schedule != HRMT_SCHEDULE_BASELINE) TRY(tile_bookkeeping(m, c));
     /* Waits for the step; an asynchronous fault surfaces here. */
     TRY(hrmt_cuda_sync(ctx->cuda, ctx->err, sizeof ctx->err));
     TRY(hrmt_cuda_memcpy(ctx->cuda, c->q, g->q, 2 * B * 4, 1, ctx->err, sizeof ctx->err));
     TRY(hrmt_cuda_memcpy(ctx->cuda, c->halted, g->halted, B * 4, 1, ctx->err, sizeof ctx->err));
     TRY(hrmt_cuda_memcpy(ctx->cuda, c->steps, g->steps, B * 4, 1, ctx->err, sizeof ctx->err));
-    TRY(account(m, g, e_start, e_end, &tm));
+    TRY(account(m, g, EV_START, EV_END, &tm));
     if (outs) TRY(copy_out(m, c, outs));
     if (timing) *timing = tm;
     return HRMT_OK;
