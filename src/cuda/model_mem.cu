@@ -153,10 +153,12 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
     g->q = (float *)take(l, 2 * B, 4);
     g->steps = (int32_t *)take(l, B, 4);
     g->halted = (int32_t *)take(l, B, 4);
-    g->inputs = (int32_t *)take(l, B * m->seq, 4);
+    /* q, steps, halted and new_inputs, new_pids adjacent, in this order:
+     * each group crosses the bus in one copy per step (model_step.cu). */
     g->new_inputs = (int32_t *)take(l, B * m->seq, 4);
-    g->pids = (int32_t *)take(l, B, 4);
     g->new_pids = (int32_t *)take(l, B, 4);
+    g->inputs = (int32_t *)take(l, B * m->seq, 4);
+    g->pids = (int32_t *)take(l, B, 4);
     g->ws.qkv = take(l, rows * 3 * H, es);
     g->ws.att = take(l, rows * H, es);
     g->ws.proj = take(l, rows * H, es);

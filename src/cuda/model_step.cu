@@ -292,14 +292,20 @@ static hrmt_status account(hrmt_model *m, struct hrmt_carry_cuda *g, int e_start
     return elapsed_us(m, g, e_start, e_end, &tm->step_us);
 }
 
-static hrmt_status download(hrmt_model *m, struct hrmt_carry_cuda *g, const void *src, size_t bytes,
-                            void **host) {
+/* Grows the host staging buffer to `bytes`. */
+static hrmt_status stage(hrmt_model *m, struct hrmt_carry_cuda *g, size_t bytes) {
     if (bytes > g->host_bytes) {
         void *p = realloc(g->host, bytes);
-        if (!p) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda step: output staging");
+        if (!p) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda step: host staging");
         g->host = p;
         g->host_bytes = bytes;
     }
+    return HRMT_OK;
+}
+
+static hrmt_status download(hrmt_model *m, struct hrmt_carry_cuda *g, const void *src, size_t bytes,
+                            void **host) {
+    TRY(stage(m, g, bytes));
     *host = g->host;
     return hrmt_cuda_memcpy(m->ctx->cuda, g->host, src, bytes, 1, m->ctx->err, sizeof m->ctx->err);
 }
@@ -335,6 +341,34 @@ static hrmt_status copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) 
         to_f32(m, h, o->z_L, B * T * H);
     }
     if (o->halted) memcpy(o->halted, c->halted, B * sizeof(int32_t));
+    return HRMT_OK;
+}
+
+/* inputs then puzzle ids, adjacent on the device (model_mem.cu): one copy. */
+static hrmt_status upload_inputs(hrmt_model *m, struct hrmt_carry_cuda *g, size_t B,
+                                 const int32_t *inputs, const int32_t *puzzle_ids) {
+    const size_t in_bytes = B * m->seq * 4;
+    if (!puzzle_ids)
+        return hrmt_cuda_memcpy(m->ctx->cuda, g->new_inputs, inputs, in_bytes, 0, m->ctx->err,
+                                sizeof m->ctx->err);
+    const size_t off = (size_t)((char *)g->new_pids - (char *)g->new_inputs);
+    TRY(stage(m, g, off + B * 4));
+    memcpy(g->host, inputs, in_bytes);
+    memcpy((char *)g->host + off, puzzle_ids, B * 4);
+    return hrmt_cuda_memcpy(m->ctx->cuda, g->new_inputs, g->host, off + B * 4, 0, m->ctx->err,
+                            sizeof m->ctx->err);
+}
+
+/* q, steps, halted: adjacent on the device (model_mem.cu), one download. */
+static hrmt_status download_act_state(hrmt_model *m, hrmt_carry *c) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    const size_t B = (size_t)c->batch;
+    char *q0 = (char *)g->q;
+    void *h = NULL;
+    TRY(download(m, g, g->q, (size_t)((char *)g->halted - q0) + B * 4, &h));
+    memcpy(c->q, h, 2 * B * 4);
+    memcpy(c->steps, (char *)h + ((char *)g->steps - q0), B * 4);
+    memcpy(c->halted, (char *)h + ((char *)g->halted - q0), B * 4);
     return HRMT_OK;
 }
 
@@ -413,11 +447,7 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     cudaError_t e = cudaEventRecord(g->ev[EV_START], cu_stream(m));
     if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step: cudaEventRecord");
     /* Only halted samples take the new data, on the device (cu_reset). */
-    TRY(hrmt_cuda_memcpy(ctx->cuda, g->new_inputs, inputs, B * m->seq * 4, 0, ctx->err,
-                         sizeof ctx->err));
-    if (puzzle_ids)
-        TRY(hrmt_cuda_memcpy(ctx->cuda, g->new_pids, puzzle_ids, B * 4, 0, ctx->err,
-                             sizeof ctx->err));
+    TRY(upload_inputs(m, g, B, inputs, puzzle_ids));
     if (use_graph) {
         if (rebuild) TRY(build_graph(m, c, o, has_pids, key));
         tm = g->graph_tm;
@@ -431,9 +461,7 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     if (o->schedule != HRMT_SCHEDULE_BASELINE) TRY(tile_bookkeeping(m, c));
     /* Waits for the step; an asynchronous fault surfaces here. */
     TRY(hrmt_cuda_sync(ctx->cuda, ctx->err, sizeof ctx->err));
-    TRY(hrmt_cuda_memcpy(ctx->cuda, c->q, g->q, 2 * B * 4, 1, ctx->err, sizeof ctx->err));
-    TRY(hrmt_cuda_memcpy(ctx->cuda, c->halted, g->halted, B * 4, 1, ctx->err, sizeof ctx->err));
-    TRY(hrmt_cuda_memcpy(ctx->cuda, c->steps, g->steps, B * 4, 1, ctx->err, sizeof ctx->err));
+    TRY(download_act_state(m, c));
     TRY(account(m, g, EV_START, EV_END, &tm));
     if (outs) TRY(copy_out(m, c, outs));
     if (timing) *timing = tm;
