@@ -314,8 +314,8 @@ Test(cuda_model, gpu_matches_cpu) {
 
 /* Graph replays against kernel-by-kernel launches, one carry each, through
  * every change a replay must honour: samples halting and restarting with new
- * inputs, the schedule, early_halt and puzzle ids switching (new graphs), and
- * the same option set again (a replay). Same bytes, same call counts, and
+ * inputs, the schedule and early_halt switching (new graphs), and the same
+ * options again (replays). Same bytes, same call counts, and
  * device timings that add up. */
 Test(cuda_model, graph_replay_equals_launches) {
     hrmt_context *ctx[2] = {cuda_ctx_graphs(1), cuda_ctx_graphs(-1)};
@@ -323,11 +323,11 @@ Test(cuda_model, graph_replay_equals_launches) {
     const int B = 5, steps = 7;
     const struct {
         hrmt_schedule sched;
-        int early_halt, pids;
-    } plan[7] = {{HRMT_SCHEDULE_TIERED, 0, 1},   {HRMT_SCHEDULE_TIERED, 0, 1},
-                 {HRMT_SCHEDULE_BASELINE, 1, 1}, {HRMT_SCHEDULE_BASELINE, 0, 1},
-                 {HRMT_SCHEDULE_TIERED, 0, 0},   {HRMT_SCHEDULE_TIERED, 0, 1},
-                 {HRMT_SCHEDULE_TIERED, 0, 1}};
+        int early_halt;
+    } plan[7] = {{HRMT_SCHEDULE_TIERED, 0},   {HRMT_SCHEDULE_TIERED, 0},
+                 {HRMT_SCHEDULE_BASELINE, 1}, {HRMT_SCHEDULE_BASELINE, 0},
+                 {HRMT_SCHEDULE_TIERED, 1},   {HRMT_SCHEDULE_TIERED, 0},
+                 {HRMT_SCHEDULE_TIERED, 0}};
     outs x[2][7];
     hrmt_step_timing tm[2][7];
     int32_t *in = malloc((size_t)B * (size_t)cfg.seq_len * 4), pid[5];
@@ -343,9 +343,8 @@ Test(cuda_model, graph_replay_equals_launches) {
             make_inputs(&cfg, B, s, in, pid);
             outs_init(&x[k][s], &cfg, hrmt_model_puzzle_len(m), B);
             hrmt_step_options opt = {plan[s].sched, plan[s].early_halt};
-            cr_assert_eq(hrmt_act_step(m, c, in, plan[s].pids ? pid : NULL, &opt, &x[k][s].o,
-                                       &tm[k][s]),
-                         HRMT_OK, "graphs %d step %d: %s", k == 0, s, hrmt_last_error(ctx[k]));
+            cr_assert_eq(hrmt_act_step(m, c, in, pid, &opt, &x[k][s].o, &tm[k][s]), HRMT_OK,
+                         "graphs %d step %d: %s", k == 0, s, hrmt_last_error(ctx[k]));
         }
         hrmt_carry_destroy(c);
         hrmt_model_destroy(m);

@@ -62,9 +62,9 @@ struct hrmt_carry_cuda {
      * early_halt, puzzle ids given) and replayed while the key holds; its
      * timeline events and segments stay as recorded at capture. */
     cudaGraphExec_t graph;
-    int graph_key;               /* -1: none */
-    int capturing;               /* events become external graph nodes */
-    hrmt_step_timing graph_tm;   /* the step's call counts, from the capture */
+    int graph_key;             /* -1: none */
+    int capturing;             /* events become external graph nodes */
+    hrmt_step_timing graph_tm; /* the step's call counts, from the capture */
 };
 
 static inline cudaStream_t cu_stream(const hrmt_model *m) {

@@ -433,8 +433,8 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch;
     const int has_pids = puzzle_ids != NULL;
-    const int key = (o->schedule == HRMT_SCHEDULE_BASELINE) | (o->early_halt ? 2 : 0) |
-                    (has_pids ? 4 : 0);
+    const int key =
+        (o->schedule == HRMT_SCHEDULE_BASELINE) | (o->early_halt ? 2 : 0) | (has_pids ? 4 : 0);
     const int use_graph = ctx->cuda_graphs;
     const int rebuild = use_graph && g->graph_key != key;
     hrmt_step_timing tm;
