@@ -42,6 +42,8 @@ void hrmt_gemm_fill_avx512(hrmt_gemm_kernels *t);
 #if defined(HRMT_HAVE_AMX)
 /* Adds the AMX tile kernel (bf16_tile) to a filled avx512 GEMM table. */
 void hrmt_gemm_fill_amx(hrmt_gemm_kernels *t);
+/* Adds the AMX attention (attend_bf16) to a table with bf16_tile. */
+void hrmt_attention_fill_amx(hrmt_gemm_kernels *t);
 #endif
 #if defined(HRMT_HAVE_NEON)
 void hrmt_rowops_fill_neon(hrmt_rowops *t);

@@ -46,8 +46,8 @@ static void build_tables(void) {
     }
 #endif
 #if defined(HRMT_HAVE_AMX)
-    /* amx: the avx512 table (its vdpbf16ps kernel stays for the model's
-     * attention) plus the AMX tile kernel for BF16 x BF16 GEMM. */
+    /* amx: the avx512 table plus the AMX tile kernel for BF16 x BF16 GEMM
+     * and the model's BF16 attention. */
     if (f->amx_bf16 && f->avx512_bf16 && f->avx512 && f->avx2_fma) {
         b = &g_tables[HRMT_ISA_AMX];
         b->name = "cpu-amx";
@@ -56,6 +56,7 @@ static void build_tables(void) {
         hrmt_rowops_fill_avx512(&b->rowops);
         hrmt_gemm_fill_avx512(&b->gemm);
         hrmt_gemm_fill_amx(&b->gemm);
+        hrmt_attention_fill_amx(&b->gemm);
         g_table_ok[HRMT_ISA_AMX] = 1;
     }
 #endif

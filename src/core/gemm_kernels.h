@@ -28,10 +28,34 @@
 #define HRMT_CORE_GEMM_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hrmt.h"
 
 struct hrmt_gemm_deferred;
+struct hrmt_gemm_kernels;
+
+/* The row op's softmax (core/rowops.h hrmt_softmax_fn), for attend_bf16. */
+typedef void (*hrmt_attend_softmax_fn)(size_t rows, size_t cols, const void *x, size_t ldx,
+                                       float scale, void *out, size_t ldo);
+
+/* One (sample, head) of BF16 attention: q, k, v hold T rows of d (even)
+ * elements at row stride ld (ld * 32 < 2^31), out T rows at stride ldo;
+ * softmax(S * scale) by `softmax` on F32 scores; scratch holds
+ * hrmt_attend_tile_scratch_bytes(T, d) bytes, any alignment. */
+typedef void (*hrmt_attend_bf16_fn)(const struct hrmt_gemm_kernels *t, size_t T, size_t d,
+                                    const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                                    size_t ld, float scale, hrmt_attend_softmax_fn softmax,
+                                    uint16_t *out, size_t ldo, void *scratch);
+
+/* attend_bf16's scratch: F32 scores [T, T], K and V^T as 32-wide tile
+ * panels, three A slivers (P's parts), one 32 x 32 partial tile, 64 bytes of
+ * alignment slack. */
+static inline size_t hrmt_attend_tile_scratch_bytes(size_t T, size_t d) {
+    const size_t Tp = (T + 31) / 32 * 32, dp = (d + 31) / 32 * 32;
+    const size_t kmax = Tp > dp ? Tp : dp;
+    return 64 + (T * T * 4 + 63) / 64 * 64 + 2 * Tp * dp * 2 + 3 * 32 * kmax * 2 + 32 * 32 * 4;
+}
 
 /* Where a micro-kernel's MR x NR tile of sums goes. */
 typedef struct hrmt_gemm_ukr_out {
@@ -110,6 +134,9 @@ typedef struct hrmt_gemm_kernels {
      * tiles at the end. A deferred tile starts with next = 2 (none). */
     void (*tile_begin)(void);
     void (*tile_end)(struct hrmt_gemm_deferred *deferred); /* writes its pending tile first */
+    /* amx table: BF16 attention of one (sample, head) on the tile kernel
+     * (src/cpu/attention_amx.c); NULL elsewhere (the model's F32 kernels). */
+    hrmt_attend_bf16_fn attend_bf16;
 } hrmt_gemm_kernels;
 
 int hrmt_gemm_supports(const hrmt_gemm_kernels *t, hrmt_op op, hrmt_dtype dtype);

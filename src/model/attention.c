@@ -11,9 +11,12 @@
  * the F32 kernels and the scalar table (same bits for normal numbers; the
  * pair kernel flushes denormals). O = P V stays on the F32 kernel: P is F32.
  * Every element is one deterministic chain, so a (sample, head) gives the
- * same bits however the samples are tiled. */
+ * same bits however the samples are tiled. The amx table runs BF16 models'
+ * attention on AMX tiles instead (gemm.attend_bf16, src/cpu/attention_amx.c):
+ * AMX's K order, P split into two BF16 parts for O = P V. */
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -38,7 +41,23 @@ static attn_layout layout(const hrmt_model *m) {
     return l;
 }
 
-size_t hrmt_level_ws_attn_floats(const hrmt_model *m) { return layout(m).total; }
+/* The table's tile attention (amx) when it applies to this model: BF16
+ * activations, an even head_dim, row strides its gathers can index. */
+static hrmt_attend_bf16_fn tile_attention(const hrmt_model *m) {
+    const hrmt_attend_bf16_fn f = m->ctx->be->gemm.attend_bf16;
+    if (!f || m->dt != HRMT_BF16 || m->head_dim % 2 || 3 * m->hidden > (size_t)INT32_MAX / 32)
+        return NULL;
+    return f;
+}
+
+size_t hrmt_level_ws_attn_floats(const hrmt_model *m) {
+    size_t floats = layout(m).total;
+    if (tile_attention(m)) {
+        const size_t t = (hrmt_attend_tile_scratch_bytes(m->T, m->head_dim) + 3) / 4;
+        if (t > floats) floats = t;
+    }
+    return floats;
+}
 
 /* A micro-kernel with the A packing to feed it, and this thread's A sliver /
  * partial-tile scratch. */
@@ -129,6 +148,13 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
     const attn_layout L = layout(m);
     const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, nr = uk->nr, es = m->esz;
     const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
+    const hrmt_attend_bf16_fn tile = tile_attention(m);
+    if (tile) {
+        tile(&m->ctx->be->gemm, T, d, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
+             ld, (float)(1.0 / sqrt((double)d)), m->ctx->be->rowops.softmax[HRMT_F32],
+             (uint16_t *)out, m->hidden, scr);
+        return;
+    }
     float *S = scr + L.s, *KP = scr + L.kp, *VP = scr + L.vp;
     /* The A-sliver area is free until the kernels run: it holds K's slivers
      * on their way into the panels. */
