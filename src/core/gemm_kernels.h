@@ -52,9 +52,10 @@ typedef void (*hrmt_attend_bf16_fn)(const struct hrmt_gemm_kernels *t, size_t T,
  * panels, three A slivers (P's parts), one 32 x 32 partial tile, 64 bytes of
  * alignment slack. */
 static inline size_t hrmt_attend_tile_scratch_bytes(size_t T, size_t d) {
-    const size_t Tp = (T + 31) / 32 * 32, dp = (d + 31) / 32 * 32;
+    const size_t tile = 32, Tp = (T + 31) / tile * tile, dp = (d + 31) / tile * tile;
     const size_t kmax = Tp > dp ? Tp : dp;
-    return 64 + (T * T * 4 + 63) / 64 * 64 + 2 * Tp * dp * 2 + 3 * 32 * kmax * 2 + 32 * 32 * 4;
+    return 64 + (T * T * 4 + 63) / 64 * 64 + 2 * Tp * dp * 2 + 3 * tile * kmax * 2 +
+           tile * tile * 4;
 }
 
 /* Where a micro-kernel's MR x NR tile of sums goes. */

@@ -18,7 +18,7 @@
 
 #include "core/backend.h"
 
-#define TB 32 /* the tile kernel's MR = NR = K block */
+#define TB ((size_t)32) /* the tile kernel's MR = NR = K block */
 
 static size_t up32(size_t x) { return (x + TB - 1) / TB * TB; }
 
