@@ -25,19 +25,6 @@
 
 #define PAD 5 /* NaN elements after each row */
 
-static hrmt_context *amx_ctx(void) {
-    hrmt_context_options o = hrmt_context_default_options();
-    o.isa = "amx";
-    o.num_threads = 1;
-    o.event_log_enabled = 0;
-    hrmt_context *ctx = NULL;
-    char err[256] = "";
-    hrmt_status s = hrmt_context_create(&o, &ctx, err, sizeof err);
-    if (s == HRMT_ERR_ISA) cr_skip_test("no amx table here: %s", err);
-    cr_assert_eq(s, HRMT_OK, "%s", err);
-    return ctx;
-}
-
 /* T rows of d BF16 values in [-scale, scale), stride d + PAD, NaN padded. */
 static uint16_t *rows_new(size_t T, size_t d, uint64_t seed, float scale) {
     const size_t ld = d + PAD;
@@ -138,7 +125,7 @@ static void run_shape(const hrmt_context *ctx, size_t T, size_t d, uint64_t seed
 }
 
 Test(attention_amx, bitwise_against_the_reference) {
-    hrmt_context *ctx = amx_ctx();
+    hrmt_context *ctx = hrmt_test_amx_context(1);
     /* HRM's 82 tokens x 64; one token; tile edges; head dims off the K block. */
     const size_t shapes[][2] = {{82, 64}, {1, 64}, {32, 32}, {33, 128},
                                 {64, 48}, {17, 2}, {96, 96}};

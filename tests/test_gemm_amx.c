@@ -23,20 +23,6 @@
 #include "support/ref_bf16.h"
 #include "support/test_common.h"
 
-/* Context on the amx table, or the case skips (with the reason). */
-static hrmt_context *amx_ctx(int threads) {
-    hrmt_context_options o = hrmt_context_default_options();
-    o.isa = "amx";
-    o.num_threads = threads;
-    o.event_log_enabled = 0;
-    hrmt_context *ctx = NULL;
-    char err[256] = "";
-    hrmt_status s = hrmt_context_create(&o, &ctx, err, sizeof err);
-    if (s == HRMT_ERR_ISA) cr_skip_test("no amx table here: %s", err);
-    cr_assert_eq(s, HRMT_OK, "%s", err);
-    return ctx;
-}
-
 typedef struct bmat {
     size_t rows, cols, ld;
     hrmt_dtype dt;
@@ -171,13 +157,13 @@ static void run_all(hrmt_context *ctx, uint64_t seed) {
 }
 
 Test(gemm_amx, bitwise_against_the_reference) {
-    hrmt_context *ctx = amx_ctx(1);
+    hrmt_context *ctx = hrmt_test_amx_context(1);
     run_all(ctx, 100);
     hrmt_context_destroy(ctx);
 }
 
 Test(gemm_amx, bitwise_with_two_threads) {
-    hrmt_context *ctx = amx_ctx(2);
+    hrmt_context *ctx = hrmt_test_amx_context(2);
     run_all(ctx, 200);
     run_shape(ctx, 200, 100, 96, HRMT_BF16, 0, 7); /* several units per thread */
     hrmt_context_destroy(ctx);
@@ -189,13 +175,13 @@ Test(gemm_amx, bitwise_with_two_threads) {
 Test(gemm_amx, bitwise_with_threads_sharing_packed_a) {
     const int threads[] = {3, 16};
     for (size_t t = 0; t < 2; t++) {
-        hrmt_context *ctx = amx_ctx(threads[t]);
+        hrmt_context *ctx = hrmt_test_amx_context(threads[t]);
         run_shape(ctx, 100, 300, 96, HRMT_BF16, 0, 11);
         run_shape(ctx, 64, 520, 96, HRMT_F32, 37, 12);
         hrmt_context_destroy(ctx);
     }
     setenv("HRMT_GEMM_KC", "8", 1);
-    hrmt_context *ctx = amx_ctx(4);
+    hrmt_context *ctx = hrmt_test_amx_context(4);
     unsetenv("HRMT_GEMM_KC");
     run_shape(ctx, 82, 400, 96, HRMT_BF16, 41, 13);
     hrmt_context_destroy(ctx);
@@ -206,7 +192,7 @@ Test(gemm_amx, bitwise_with_threads_sharing_packed_a) {
 Test(gemm_amx, bitwise_across_k_blocks) {
     setenv("HRMT_GEMM_KC", "8", 1);
     setenv("HRMT_GEMM_MC", "40", 1);
-    hrmt_context *ctx = amx_ctx(2);
+    hrmt_context *ctx = hrmt_test_amx_context(2);
     unsetenv("HRMT_GEMM_KC");
     unsetenv("HRMT_GEMM_MC");
     run_all(ctx, 300);
@@ -217,7 +203,7 @@ Test(gemm_amx, bitwise_across_k_blocks) {
  * go denormal must flush to zero the way TDPBF16PS does (and the reference
  * says), and denormal bf16 inputs count as zero. */
 Test(gemm_amx, denormals_flush_like_the_hardware) {
-    hrmt_context *ctx = amx_ctx(1);
+    hrmt_context *ctx = hrmt_test_amx_context(1);
     const size_t M = 19, N = 37, K = 70;
     bmat a = bmat_new(M, K, 0, HRMT_BF16, 11, 1.0f), w = bmat_new(N, K, 0, HRMT_BF16, 12, 1.0f);
     bmat c = bmat_new(M, N, 0, HRMT_F32, 13, 1.0f);
@@ -243,7 +229,7 @@ Test(gemm_amx, denormals_flush_like_the_hardware) {
 
 /* F32 A or F32 W: the avx512 table's kernels, so its bits. */
 Test(gemm_amx, other_dtypes_are_the_avx512_tables) {
-    hrmt_context *ctx = amx_ctx(1);
+    hrmt_context *ctx = hrmt_test_amx_context(1);
     hrmt_context_options o = hrmt_context_default_options();
     o.isa = "avx512";
     o.num_threads = 1;

@@ -1,5 +1,7 @@
 #include "support/test_common.h"
 
+#include <criterion/criterion.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,19 @@ hrmt_context *hrmt_test_context_opts(const hrmt_context_options *o) {
 }
 
 hrmt_context *hrmt_test_context(void) { return hrmt_test_context_opts(NULL); }
+
+hrmt_context *hrmt_test_amx_context(int threads) {
+    hrmt_context_options o = hrmt_context_default_options();
+    o.isa = "amx";
+    o.num_threads = threads;
+    o.event_log_enabled = 0;
+    hrmt_context *ctx = NULL;
+    char err[256] = "";
+    hrmt_status s = hrmt_context_create(&o, &ctx, err, sizeof err);
+    if (s == HRMT_ERR_ISA) cr_skip_test("no amx table here: %s", err);
+    cr_assert_eq(s, HRMT_OK, "%s", err);
+    return ctx;
+}
 
 float hrmt_test_uniform(hrmt_test_rng *r) {
     uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ull;

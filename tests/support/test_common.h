@@ -12,6 +12,9 @@
 hrmt_context *hrmt_test_context(void);
 /* The same with explicit options (isa/threads/sram capacity). */
 hrmt_context *hrmt_test_context_opts(const hrmt_context_options *o);
+/* A context on the amx table with `threads` threads (event log off); the
+ * calling Criterion test skips, saying why, where the table is missing. */
+hrmt_context *hrmt_test_amx_context(int threads);
 
 /* Deterministic xorshift random numbers in [-1, 1). */
 typedef struct {
