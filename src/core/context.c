@@ -204,7 +204,7 @@ static hrmt_status choose_graphs(const hrmt_context_options *o, int *on, char *e
         set_errbuf(errbuf, errlen, "HRMT_CUDA_GRAPHS='%s' is not 0 or 1", v);
         return HRMT_ERR_INVALID_ARG;
     }
-    *on = !(v && !strcmp(v, "0"));
+    *on = !env_is_zero("HRMT_CUDA_GRAPHS");
     return HRMT_OK;
 }
 

@@ -52,12 +52,14 @@ static void pack_k(size_t T, size_t d, const uint16_t *k, size_t ld, uint32_t *p
  * 32 words (V[2p][col] low, V[2p+1][col] high): rows 2p and 2p + 1
  * interleaved. Keys past T and columns past d are zero. */
 static void pack_v(size_t T, size_t d, const uint16_t *v, size_t ld, uint16_t *panels) {
+    /* Words n = 0..15 of the first (second) 16 columns: (a[n], b[n]) ((a[n + 16], b[n + 16]));
+     * permutex2var indexes a as 0..31 and b as 32..63. */
+    static const uint16_t lo_i[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    static const uint16_t hi_i[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                      53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                      27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
     const size_t kp = up32(T) / 2;
-    uint16_t lo_i[32], hi_i[32];
-    for (int i = 0; i < 32; i++) {
-        lo_i[i] = (uint16_t)((i & 1 ? 32 : 0) + i / 2);
-        hi_i[i] = (uint16_t)(lo_i[i] + 16);
-    }
     const __m512i lo = _mm512_loadu_si512(lo_i), hi = _mm512_loadu_si512(hi_i);
     for (size_t c = 0; c * TB < d; c++) {
         const size_t nc = d - c * TB < TB ? d - c * TB : TB;

@@ -13,7 +13,7 @@
  * Every element is one deterministic chain, so a (sample, head) gives the
  * same bits however the samples are tiled. The amx table runs BF16 models'
  * attention on AMX tiles instead (gemm.attend_bf16, src/cpu/attention_amx.c):
- * AMX's K order, P split into two BF16 parts for O = P V. */
+ * AMX's K order, P split into three exact BF16 parts for O = P V. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -144,17 +144,18 @@ static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, flo
 }
 
 static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr) {
-    const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
-    const attn_layout L = layout(m);
-    const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, nr = uk->nr, es = m->esz;
+    const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, es = m->esz;
     const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
+    const float scale = (float)(1.0 / sqrt((double)d));
     const hrmt_attend_bf16_fn tile = tile_attention(m);
     if (tile) {
         tile(&m->ctx->be->gemm, T, d, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
-             ld, (float)(1.0 / sqrt((double)d)), m->ctx->be->rowops.softmax[HRMT_F32],
-             (uint16_t *)out, m->hidden, scr);
+             ld, scale, m->ctx->be->rowops.softmax[HRMT_F32], (uint16_t *)out, m->hidden, scr);
         return;
     }
+    const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
+    const attn_layout L = layout(m);
+    const size_t nr = uk->nr;
     float *S = scr + L.s, *KP = scr + L.kp, *VP = scr + L.vp;
     /* The A-sliver area is free until the kernels run: it holds K's slivers
      * on their way into the panels. */
@@ -170,7 +171,7 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
         pack_k(&x, d, m, k, ld, KP, tmp);
         kernel_rows(&x, T, T, d, q, m->dt, ld, KP, d * nr * 4, S, HRMT_F32, T);
     }
-    m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, (float)(1.0 / sqrt((double)d)), S, T);
+    m->ctx->be->rowops.softmax[HRMT_F32](T, T, S, T, scale, S, T);
     kernel_rows(&x, T, d, T, S, HRMT_F32, T, VP, T * nr * 4, out, m->dt, m->hidden);
 }
 
