@@ -95,9 +95,17 @@ hrmt_status cu_gemm(const hrmt_model *m, size_t rows, size_t n, size_t k, const 
 hrmt_status cu_gemm_pin(hrmt_model *m);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
- * att [n*T, hidden], RoPE on Q and K fused (rope models). One block per
- * (sample, head) (BF16: per (sample, head, 64 query rows), tensor cores for
- * Q K^T and P V); F32 scores and softmax, O rounded once. */
+ * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and
+ * softmax, O rounded once. BF16 with head_dim 32 or 64 and T <= 128: the
+ * register kernel of model_attn_mma.cu; other BF16: wmma, one block per
+ * (sample, head); F32: SIMT FMA chains. */
 hrmt_status cu_attention(const hrmt_model *m, const void *qkv, void *att, size_t n);
+
+/* model_attn_mma.cu: whether its kernel serves this model, and the launch
+ * (cs/sn: RoPE tables or NULL; sms and per_block: the device's). */
+int cu_attention_mma_applies(const hrmt_model *m);
+hrmt_status cu_attention_mma(const hrmt_model *m, const void *qkv, void *att, size_t n,
+                             const float *cs, const float *sn, float scale, int sms,
+                             size_t per_block);
 
 #endif

@@ -1,0 +1,279 @@
+/* BF16 attention for short sequences (T <= 128, head_dim 32 or 64) with the
+ * scores, probabilities and outputs in registers (mma.sync m16n8k16).
+ *
+ * One block per (sample, head, group of 16-row query tiles); each warp owns
+ * one query tile. K (RoPE'd, exact BF16 values) and V sit in shared memory,
+ * keys padded to Tp (a multiple of 16) with zero rows. Per warp:
+ *     S = Q K^T: per 8-key tile, one m16n8k16 per 16-wide k step from a zero
+ *         accumulator, the steps' partial tiles added in F32 in ascending k;
+ *     P = softmax(S * scale) in F32 over the T real keys (max subtracted,
+ *         e_j * (1 / sum)); each thread holds two rows' slices, reduced
+ *         across the four threads that share a row;
+ *     O = P_hi V + P_lo V, P_hi = bf16(P), P_lo = bf16(P - P_hi) (P keeps
+ *         ~16 significant bits), each 16-key step's partial tile added in
+ *         F32 in ascending keys, rounded once.
+ * S's accumulator fragments are P's operand fragments (the m16n8 C layout of
+ * two adjacent key tiles is the m16k16 A layout), so S and P never touch
+ * shared memory. How query tiles are grouped into blocks (chosen from the
+ * batch to fill the GPU) never changes a row's arithmetic: a row's bits
+ * depend only on its (sample, head) data, so tiered == baseline stays
+ * bitwise. The register kernel replaces model_attn.cu's wmma kernel where it
+ * applies (that one round-trips S and P through shared memory and runs one
+ * block per (sample, head): 8 blocks at batch 1). */
+#include "cuda/attn_rope.cuh"
+#include "cuda/bf16.cuh"
+#include "cuda/model_internal.cuh"
+
+namespace {
+
+constexpr int MAX_KT = 8;     /* key (and query) tiles of 16: T <= 128 */
+constexpr int LOAD_WARPS = 4; /* warps that load K and V, even for one query tile */
+
+struct mma_layout {
+    int Tp, nkt, ldk; /* ldk: bf16 row stride of K, V and the warp tiles */
+    size_t v_off, q_off, bytes;
+};
+
+__host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
+    mma_layout L;
+    L.Tp = (T + 15) / 16 * 16;
+    L.nkt = L.Tp / 16;
+    L.ldk = d + 8; /* 16-byte rows, staggered banks */
+    L.v_off = (size_t)L.Tp * L.ldk * 2;
+    L.q_off = 2 * L.v_off;
+    L.bytes = L.q_off + (size_t)warps * 16 * L.ldk * 2;
+    return L;
+}
+
+__device__ __forceinline__ void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
+                                         const float c[4]) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]),
+          "f"(c[2]), "f"(c[3]));
+}
+
+/* Four 8x8 bf16 matrices, transposed: lane l addresses row (l & 15) of a
+ * 16-row slab at column block (l >> 4); gives the B fragments of two 8-wide
+ * column tiles of V. */
+__device__ __forceinline__ void ldsm_x4_trans(const void *p, uint32_t r[4]) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    return (uint32_t)hrmt_cu_f32_to_bf16(lo) | (uint32_t)hrmt_cu_f32_to_bf16(hi) << 16;
+}
+
+/* P's hi and lo parts of one fragment register (two adjacent keys). */
+__device__ __forceinline__ void split_pair(float p0, float p1, uint32_t *hi, uint32_t *lo) {
+    const __nv_bfloat16 h0 = __float2bfloat16_rn(p0), h1 = __float2bfloat16_rn(p1);
+    const __nv_bfloat16 l0 = __float2bfloat16_rn(__fsub_rn(p0, __bfloat162float(h0)));
+    const __nv_bfloat16 l1 = __float2bfloat16_rn(__fsub_rn(p1, __bfloat162float(h1)));
+    *hi = (uint32_t)__bfloat16_as_ushort(h0) | (uint32_t)__bfloat16_as_ushort(h1) << 16;
+    *lo = (uint32_t)__bfloat16_as_ushort(l0) | (uint32_t)__bfloat16_as_ushort(l1) << 16;
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float v) {
+    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+/* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps, the first
+ * W of which take query tiles group * W + warp. */
+template <int D>
+__global__ void __launch_bounds__(MAX_KT * 32)
+    attend_mma(int T, int hidden, int W, int groups, const void *__restrict__ qkv,
+               void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
+               float scale) {
+    constexpr int HALF = D / 2, PAIRS = D / 16, KD = D / 16, ND = D / 8;
+    extern __shared__ __align__(128) unsigned char mma_smem[];
+    const mma_layout L = mma_plan(T, D, W);
+    const int h = blockIdx.x / groups, grp = blockIdx.x % groups;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const size_t s = blockIdx.y, ld3 = 3 * (size_t)hidden;
+    uint16_t *Ks = (uint16_t *)mma_smem, *Vs = (uint16_t *)(mma_smem + L.v_off);
+    const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
+    const uint4 z4 = make_uint4(0, 0, 0, 0);
+    for (int e = threadIdx.x; e < L.Tp * PAIRS; e += blockDim.x) {
+        const int t = e / PAIRS, c = (e % PAIRS) * 8;
+        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
+        if (t < T) {
+            const uint16_t *row = base + (size_t)t * ld3;
+            load_pair(row + hidden, c, HALF, D, t, cs, sn, &k1, &k2);
+            v1 = *(const uint4 *)(row + 2 * hidden + c);
+            v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
+        }
+        *(uint4 *)(Ks + t * L.ldk + c) = k1;
+        *(uint4 *)(Ks + t * L.ldk + c + HALF) = k2;
+        *(uint4 *)(Vs + t * L.ldk + c) = v1;
+        *(uint4 *)(Vs + t * L.ldk + c + HALF) = v2;
+    }
+    __syncthreads();
+    const int rt = grp * W + warp;
+    if (warp >= W || rt >= L.nkt) return; /* no block barrier follows */
+    const int r0 = rt * 16, g = lane / 4, tg = lane % 4;
+    uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)warp * 16 * L.ldk;
+    for (int e = lane; e < 16 * PAIRS; e += 32) {
+        const int i = e / PAIRS, c = (e % PAIRS) * 8, t = r0 + i;
+        uint4 q1 = z4, q2 = z4;
+        if (t < T) load_pair(base + (size_t)t * ld3, c, HALF, D, t, cs, sn, &q1, &q2);
+        *(uint4 *)(Qs + i * L.ldk + c) = q1;
+        *(uint4 *)(Qs + i * L.ldk + c + HALF) = q2;
+    }
+    __syncwarp();
+    uint32_t qa[KD][4];
+#pragma unroll
+    for (int kk = 0; kk < KD; kk++) {
+        const uint16_t *q = Qs + g * L.ldk + kk * 16 + 2 * tg;
+        qa[kk][0] = *(const uint32_t *)q;
+        qa[kk][1] = *(const uint32_t *)(q + 8 * L.ldk);
+        qa[kk][2] = *(const uint32_t *)(q + 8);
+        qa[kk][3] = *(const uint32_t *)(q + 8 * L.ldk + 8);
+    }
+    const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* S, scaled and masked: sc[nt][0..1] row g, [2..3] row g + 8, keys nt*8 + 2tg + {0,1}. */
+    float sc[2 * MAX_KT][4];
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2 * MAX_KT; nt++) {
+        if (nt >= 2 * L.nkt) break;
+        const uint16_t *kr = Ks + (nt * 8 + g) * L.ldk + 2 * tg;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            float part[4];
+            mma_bf16(part, qa[kk], *(const uint32_t *)(kr + kk * 16),
+                     *(const uint32_t *)(kr + kk * 16 + 8), zero);
+#pragma unroll
+            for (int x = 0; x < 4; x++) acc[x] = __fadd_rn(acc[x], part[x]);
+        }
+#pragma unroll
+        for (int x = 0; x < 4; x++) {
+            const int j = nt * 8 + 2 * tg + (x & 1);
+            sc[nt][x] = j < T ? __fmul_rn(acc[x], scale) : -INFINITY;
+        }
+        mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
+    }
+    mx0 = quad_max(mx0);
+    mx1 = quad_max(mx1);
+    float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 2 * MAX_KT; nt++) {
+        if (nt >= 2 * L.nkt) break;
+#pragma unroll
+        for (int x = 0; x < 4; x++) {
+            const int j = nt * 8 + 2 * tg + (x & 1);
+            const float e = j < T ? expf(__fsub_rn(sc[nt][x], x < 2 ? mx0 : mx1)) : 0.0f;
+            sc[nt][x] = e;
+            if (x < 2)
+                sum0 = __fadd_rn(sum0, e);
+            else
+                sum1 = __fadd_rn(sum1, e);
+        }
+    }
+    const float inv0 = __fdiv_rn(1.0f, quad_sum(sum0)), inv1 = __fdiv_rn(1.0f, quad_sum(sum1));
+    /* P's A fragments per 16-key step kb: key tiles 2kb (regs 0, 1) and 2kb + 1 (regs 2, 3). */
+    uint32_t ph[MAX_KT][4], pl[MAX_KT][4];
+#pragma unroll
+    for (int kb = 0; kb < MAX_KT; kb++) {
+        if (kb >= L.nkt) break;
+        const float *a = sc[2 * kb], *b = sc[2 * kb + 1];
+        split_pair(__fmul_rn(a[0], inv0), __fmul_rn(a[1], inv0), &ph[kb][0], &pl[kb][0]);
+        split_pair(__fmul_rn(a[2], inv1), __fmul_rn(a[3], inv1), &ph[kb][1], &pl[kb][1]);
+        split_pair(__fmul_rn(b[0], inv0), __fmul_rn(b[1], inv0), &ph[kb][2], &pl[kb][2]);
+        split_pair(__fmul_rn(b[2], inv1), __fmul_rn(b[3], inv1), &ph[kb][3], &pl[kb][3]);
+    }
+    float o[ND][4];
+#pragma unroll
+    for (int nt = 0; nt < ND; nt++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) o[nt][x] = 0.0f;
+#pragma unroll
+    for (int kb = 0; kb < MAX_KT; kb++) {
+        if (kb >= L.nkt) break;
+        const uint16_t *vr = Vs + (kb * 16 + (lane & 15)) * L.ldk + (lane >> 4) * 8;
+#pragma unroll
+        for (int np = 0; np < ND / 2; np++) { /* two 8-wide column tiles per ldmatrix */
+            uint32_t b[4];
+            ldsm_x4_trans(vr + np * 16, b);
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                float part[4];
+                mma_bf16(part, ph[kb], b[2 * u], b[2 * u + 1], zero);
+                mma_bf16(part, pl[kb], b[2 * u], b[2 * u + 1], part);
+#pragma unroll
+                for (int x = 0; x < 4; x++)
+                    o[2 * np + u][x] = __fadd_rn(o[2 * np + u][x], part[x]);
+            }
+        }
+    }
+    /* O rounded once, staged in the warp's Q tile for 16-byte stores. */
+#pragma unroll
+    for (int nt = 0; nt < ND; nt++) {
+        *(uint32_t *)(Qs + g * L.ldk + nt * 8 + 2 * tg) = pack_bf16(o[nt][0], o[nt][1]);
+        *(uint32_t *)(Qs + (g + 8) * L.ldk + nt * 8 + 2 * tg) = pack_bf16(o[nt][2], o[nt][3]);
+    }
+    __syncwarp();
+    uint16_t *out = (uint16_t *)att + s * T * (size_t)hidden + (size_t)h * D;
+    for (int e = lane; e < 16 * (D / 8); e += 32) {
+        const int i = e / (D / 8), c = (e % (D / 8)) * 8, t = r0 + i;
+        if (t < T) *(uint4 *)(out + (size_t)t * hidden + c) = *(const uint4 *)(Qs + i * L.ldk + c);
+    }
+}
+
+template <int D>
+cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
+                   size_t bytes, const float *cs, const float *sn, float scale) {
+    cudaError_t e =
+        cudaFuncSetAttribute(attend_mma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
+    const int threads = 32 * (W > LOAD_WARPS ? W : LOAD_WARPS);
+    for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
+        const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
+        dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
+        attend_mma<D><<<grid, threads, bytes, cu_stream(m)>>>(
+            (int)m->T, (int)m->hidden, W, groups, (const char *)qkv + s0 * rows3,
+            (char *)att + s0 * rows1, cs, sn, scale);
+    }
+    return e;
+}
+
+} // namespace
+
+int cu_attention_mma_applies(const hrmt_model *m) {
+    const size_t d = m->head_dim;
+    return m->dt == HRMT_BF16 && (d == 32 || d == 64) && m->T >= 1 && m->T <= 16 * MAX_KT &&
+           m->hidden % 8 == 0;
+}
+
+hrmt_status cu_attention_mma(const hrmt_model *m, const void *qkv, void *att, size_t n,
+                             const float *cs, const float *sn, float scale, int sms,
+                             size_t per_block) {
+    const int d = (int)m->head_dim, nkt = mma_plan((int)m->T, d, 1).nkt;
+    /* Query tiles per block: all of a head's tiles (K and V loaded once)
+     * when the batch fills the GPU twice over, else fewer, so that small
+     * batches still spread over the SMs. */
+    const size_t units = n * m->heads, want = 2 * (size_t)(sms > 0 ? sms : 1);
+    size_t split = units >= want ? 1 : (want + units - 1) / units;
+    if (split > (size_t)nkt) split = (size_t)nkt;
+    const int W = (int)((nkt + split - 1) / split), groups = (nkt + W - 1) / W;
+    const size_t bytes = mma_plan((int)m->T, d, W).bytes;
+    if (bytes > per_block)
+        return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
+                         "cuda attention: %zu bytes of shared memory needed (device: %zu)", bytes,
+                         per_block);
+    const cudaError_t e = d == 32 ? launch<32>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                                  : launch<64>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda attention: shared memory opt-in");
+    return cu_check(m->ctx, "cuda attention (registers)");
+}
