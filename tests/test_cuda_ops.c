@@ -323,6 +323,33 @@ Test(cuda_ops, swiglu) {
             }
 }
 
+/* Every one of the 65536 BF16 gate patterns (both zeros, subnormals,
+ * infinities, NaNs) through the GPU's table path against the CPU scalar
+ * kernel, each with a random up value; rows of 256 gates, one per pattern. */
+Test(cuda_ops, swiglu_bf16_every_gate) {
+    NEED_CUDA();
+    hrmt_test_rng rng = {2718};
+    const size_t rows = 256, inter = 256;
+    dmat g = dmat_new(HRMT_BF16, rows, 2 * inter, 2 * inter),
+         o = dmat_new(HRMT_BF16, rows, inter, inter);
+    tmat_fill(&g.h, &rng, 3.0f);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < inter; j++)
+            ((uint16_t *)g.h.p)[r * 2 * inter + j] = (uint16_t)(r * inter + j);
+    dmat_up(&g);
+    dmat_poison(&o);
+    tmat want = tmat_new(HRMT_BF16, rows, inter, inter);
+    hrmt_tensor gg = dmat_t(&g), go = dmat_t(&o);
+    hrmt_tensor cg = tmat_tensor(&g.h), co = tmat_tensor(&want);
+    OK_GPU(hrmt_swiglu(g_gpu, &gg, &go));
+    OK_CPU(hrmt_swiglu(g_cpu, &cg, &co));
+    dmat_down(&o);
+    cr_expect_eq(same_bits(&o.h, &want, "swiglu bf16 every gate"), 0, "swiglu bf16 differs");
+    tmat_free(&want);
+    dmat_free(&g);
+    dmat_free(&o);
+}
+
 /* x [batch?, tokens, heads, hd] with a padded head stride for odd cases. */
 Test(cuda_ops, rope) {
     NEED_CUDA();

@@ -263,6 +263,13 @@ hrmt_status hrmt_swiglu(hrmt_context *ctx, const hrmt_tensor *gate_up, hrmt_tens
     p.fn = ctx->be->rowops.swiglu[p.g.dtype];
     if (!p.fn) return no_kernel(ctx, op, p.g.dtype);
     p.nt = hrmt_ops_stream(ctx, p.o.rows * p.o.cols * p.o.es);
+#if defined(HRMT_HAVE_CUDA)
+    if (ctx->cuda && p.g.dtype == HRMT_BF16) { /* the same bits, by table */
+        hrmt_cuda_swiglu_bf16_lut(hrmt_cuda_silu_table(ctx->cuda), p.o.rows, p.o.cols, p.g.data,
+                                  p.g.ld, p.o.data, p.o.ld, p.nt);
+        return hrmt_ops_finish(ctx, op);
+    }
+#endif
     return run_rows(ctx, op, p.o.rows, 3 * p.o.cols * p.o.es, swiglu_body, &p);
 }
 

@@ -54,6 +54,18 @@ hrmt_status hrmt_cuda_memcpy(hrmt_cuda *c, void *dst, const void *src, size_t nb
 /* Fills every entry of `t` with device launchers (core/rowops.h signatures). */
 void hrmt_rowops_fill_cuda(hrmt_rowops *t);
 
+/* BF16 SwiGLU by table (rowops_elem.cu): s(g) = bf16(g / bf16(1 + bf16(exp(-g))))
+ * for each of the 65536 BF16 gates, computed on the device by the rowops
+ * kernel's own arithmetic when a context is created; the op then looks s up
+ * and rounds s * u, which gives the rowops kernel's bits for every input.
+ * The launch is asynchronous (errors pending for hrmt_cuda_check). */
+#define HRMT_CUDA_SILU_ENTRIES 65536
+hrmt_status hrmt_cuda_silu_table_fill(uint16_t *table, char *err, size_t errlen);
+void hrmt_cuda_swiglu_bf16_lut(const uint16_t *table, size_t rows, size_t inter, const void *gu,
+                               size_t ldg, void *out, size_t ldo, int nt);
+/* The context's table. */
+const uint16_t *hrmt_cuda_silu_table(const hrmt_cuda *c);
+
 /* C = A * W^T (accumulate: C += A * W^T) through cuBLASLt: A [m,k] row-major
  * lda, W [n,k] row-major ldw, C [m,n] ldc; F32 (TF32 off) or BF16 tensor
  * cores with F32 accumulation; C F32 or BF16 (rounded once). */

@@ -105,13 +105,15 @@ static void add_cuda(size_t rows, size_t cols, const void *a, size_t lda, const 
 /* Every value rounded here comes out of device arithmetic (a NaN input turns
  * into the canonical NaN in expf_fma's clamp), so the hardware conversion
  * gives f_to_bf16's bits: round_bf16_arith. */
+/* BF16: s(g) = bf16(g / bf16(1 + bf16(exp(-g)))), the factor of u. */
+__device__ __forceinline__ float silu_bf16(float g) {
+    const float e = round_bf16_arith(expf_fma(-g));
+    return round_bf16_arith(fdiv(g, round_bf16_arith(fadd(1.0f, e))));
+}
+
 template <int BF>
 __device__ __forceinline__ float swiglu_el(float g, float u) {
-    if (BF) {
-        const float e = round_bf16_arith(expf_fma(-g));
-        const float s = round_bf16_arith(fdiv(g, round_bf16_arith(fadd(1.0f, e))));
-        return fmul(s, u);
-    }
+    if (BF) return fmul(silu_bf16(g), u);
     return fmul(fdiv(g, fadd(1.0f, expf_fma(-g))), u);
 }
 
@@ -156,7 +158,66 @@ static void swiglu_cuda(size_t rows, size_t inter, const void *gu, size_t ldg, v
                     tile_chunks(inter, false));
 }
 
+/* ---- BF16 SwiGLU through a table ------------------------------------------
+ * s depends on the 16 bits of g alone, so a context computes s once for all
+ * 65536 gates (silu_table, with silu_bf16 itself) and the op becomes a
+ * lookup, one product and the storage rounding: the same bits as swiglu_el,
+ * by construction, at memory speed instead of issuing ~40 instructions per
+ * element (exp, an IEEE division, four roundings). */
+__global__ void silu_table(uint16_t *t) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < HRMT_CUDA_SILU_ENTRIES) t[i] = (uint16_t)(fbits(silu_bf16(bf16_to_f((uint16_t)i))) >> 16);
+}
+
+template <bool VEC>
+struct SwigluLutOp {
+    const uint16_t *gu, *lut;
+    uint16_t *o;
+    size_t ldg, ldo, inter;
+    int nt;
+    __device__ void operator()(size_t r, size_t c) const {
+        const uint16_t *g = gu + r * ldg, *u = g + inter;
+        uint16_t *orow = o + r * ldo;
+        if (VEC && c * HRMT_TILE_N + HRMT_TILE_N <= inter) {
+            const uint4 gq = *(const uint4 *)(g + c * HRMT_TILE_N);
+            const uint32_t w[4] = {gq.x, gq.y, gq.z, gq.w};
+            float x[HRMT_TILE_N], y[HRMT_TILE_N];
+            ld8<1>(u, c * HRMT_TILE_N, y);
+            HRMT_UNROLL
+            for (int k = 0; k < 4; k++) {
+                x[2 * k] = fmul(bf16_to_f(__ldg(lut + (w[k] & 0xffffu))), y[2 * k]);
+                x[2 * k + 1] = fmul(bf16_to_f(__ldg(lut + (w[k] >> 16))), y[2 * k + 1]);
+            }
+            st8<1, true>(orow, c * HRMT_TILE_N, x, nt);
+            return;
+        }
+        const size_t j0 = VEC ? c * HRMT_TILE_N : c, j1 = VEC ? inter : c + 1;
+        for (size_t j = j0; j < j1; j++)
+            st_el<1>(orow, j, fmul(bf16_to_f(__ldg(lut + g[j])), ld_el<1>(u, j)));
+    }
+};
+
 } // namespace
+
+hrmt_status hrmt_cuda_silu_table_fill(uint16_t *table, char *err, size_t errlen) {
+    silu_table<<<HRMT_CUDA_SILU_ENTRIES / 256, 256, 0, cudaStreamPerThread>>>(table);
+    return hrmt_cuda_check("cuda swiglu table", err, errlen);
+}
+
+void hrmt_cuda_swiglu_bf16_lut(const uint16_t *table, size_t rows, size_t inter, const void *gu,
+                               size_t ldg, void *out, size_t ldo, int nt) {
+    if (rows == 0 || inter == 0) return;
+    const bool vec =
+        rows_aligned(gu, ldg, 2, 16) && (inter * 2) % 16 == 0 && rows_aligned(out, ldo, 2, 16);
+    const uint16_t *g = (const uint16_t *)gu;
+    uint16_t *o = (uint16_t *)out;
+    if (vec)
+        tile_launch(SwigluLutOp<true>{g, table, o, ldg, ldo, inter, nt}, rows,
+                    tile_chunks(inter, true));
+    else
+        tile_launch(SwigluLutOp<false>{g, table, o, ldg, ldo, inter, nt}, rows,
+                    tile_chunks(inter, false));
+}
 
 void hrmt_rowops_fill_cuda_elem(hrmt_rowops *t) {
     t->copy = copy_cuda;

@@ -59,6 +59,11 @@ hrmt_status hrmt_cuda_create(int device, hrmt_cuda **out, char *err, size_t errl
         s = hrmt_cuda_map(cudaGetDeviceProperties(&c->prop, device), "cudaGetDeviceProperties", err,
                           errlen);
     if (s == HRMT_OK) s = hrmt_cuda_gemm_init(c, err, errlen);
+    if (s == HRMT_OK)
+        s = hrmt_cuda_malloc(c, HRMT_CUDA_SILU_ENTRIES * sizeof(uint16_t), (void **)&c->silu_bf16,
+                             err, errlen);
+    if (s == HRMT_OK) s = hrmt_cuda_silu_table_fill(c->silu_bf16, err, errlen);
+    if (s == HRMT_OK) s = hrmt_cuda_sync(c, err, errlen);
     if (s != HRMT_OK) {
         hrmt_cuda_destroy(c);
         return s;
@@ -73,9 +78,12 @@ void hrmt_cuda_destroy(hrmt_cuda *c) {
     if (cudaSetDevice(c->device) == cudaSuccess) (void)cudaStreamSynchronize(cudaStreamPerThread);
     hrmt_cuda_gemm_fini(c);
     if (c->ids_scratch) (void)cudaFree(c->ids_scratch);
+    if (c->silu_bf16) (void)cudaFree(c->silu_bf16);
     (void)cudaGetLastError();
     free(c);
 }
+
+const uint16_t *hrmt_cuda_silu_table(const hrmt_cuda *c) { return c->silu_bf16; }
 
 void *hrmt_cuda_stream(const hrmt_cuda *c) {
     (void)c;
