@@ -418,6 +418,51 @@ Test(cuda_model, bad_cuda_graphs_setting) {
     unsetenv("HRMT_CUDA_GRAPHS");
 }
 
+/* The small-M GEMM algorithms chosen at load (model_gemm_tune.cu) against
+ * the pinned algorithm alone (HRMT_CUDA_GEMM_TUNE=0): the same bytes at
+ * batches whose rows fall in different buckets. */
+Test(cuda_model, gemm_tuning_keeps_bits) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *tuned = NULL, *pinned = NULL;
+    setenv("HRMT_CUDA_GEMM_TUNE", "1", 1); /* whatever the caller's environment says */
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &tuned), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &pinned), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_GEMM_TUNE");
+    const int batches[] = {1, 2, 13, 50};
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+        outs x[2], y[2];
+        run_steps(tuned, batches[b], HRMT_SCHEDULE_BASELINE, 2, x);
+        run_steps(pinned, batches[b], HRMT_SCHEDULE_BASELINE, 2, y);
+        for (int s = 0; s < 2; s++) {
+            for (int f = 0; f < 5; f++)
+                cr_expect(!memcmp(x[s].f[f], y[s].f[f], x[s].n[f] * sizeof(float)),
+                          "batch %d step %d %s: tuned != pinned", batches[b], s, k_fields[f]);
+            outs_free(&x[s]);
+            outs_free(&y[s]);
+        }
+    }
+    hrmt_model_destroy(tuned);
+    hrmt_model_destroy(pinned);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, bad_gemm_tune_setting) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *m = NULL;
+    setenv("HRMT_CUDA_GEMM_TUNE", "fast", 1);
+    cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 3, &m), HRMT_ERR_INVALID_ARG);
+    cr_expect_null(m);
+    cr_expect_not_null(strstr(hrmt_last_error(ctx), "HRMT_CUDA_GEMM_TUNE"), "%s",
+                       hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_GEMM_TUNE");
+    hrmt_context_destroy(ctx);
+}
+
 Test(cuda_model, huge_batch_is_out_of_memory) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model *m = NULL;

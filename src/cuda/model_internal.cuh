@@ -11,15 +11,22 @@
 
 #include <cublasLt.h>
 
+/* Row buckets of the small-M algorithms: bucket b serves rows <= 128 << b. */
+#define CU_LT_BUCKETS 6
+
 /* A block GEMM shape served by cuBLASLt with one pinned algorithm
  * (model_gemm.cu): descriptor and W layout made once, A and C layouts per
- * call on the stack (they carry M). */
+ * call on the stack (they carry M). small[b]: the fastest algorithm found at
+ * load for bucket b among those that give the pinned algorithm's bits
+ * (model_gemm_tune.cu); nsmall 0: the pinned one for every M. */
 typedef struct cu_lt_slot {
     size_t n, k, lda, ldc;
     cublasLtMatmulDescOpaque_t desc;
     cublasLtMatrixLayoutOpaque_t lw;
     cublasLtMatmulAlgo_t algo;
     size_t ws; /* workspace the algorithm needs */
+    cublasLtMatmulAlgo_t small[CU_LT_BUCKETS];
+    int nsmall;
 } cu_lt_slot;
 
 #define CU_LT_SLOTS 4
@@ -93,6 +100,9 @@ hrmt_status cu_gemm(const hrmt_model *m, size_t rows, size_t n, size_t k, const 
  * depend on M. Leaves nlt 0 (the own kernel everywhere) when it does not
  * apply; fails only on a CUDA error. */
 hrmt_status cu_gemm_pin(hrmt_model *m);
+/* model_gemm_tune.cu: fills each pinned slot's small-M algorithms (skipped
+ * when HRMT_CUDA_GEMM_TUNE=0). */
+hrmt_status cu_gemm_tune(hrmt_model *m);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

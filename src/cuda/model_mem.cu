@@ -81,6 +81,7 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK && m->rope_sin)
         s = upload(m, m->rope_sin, m->T * m->head_dim * 4, (void **)&g->rope_sin);
     if (s == HRMT_OK) s = cu_gemm_pin(m);
+    if (s == HRMT_OK) s = cu_gemm_tune(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 

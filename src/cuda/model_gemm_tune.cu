@@ -1,0 +1,223 @@
+/* Small-M algorithms for the pinned block GEMMs (model_gemm.cu).
+ *
+ * The pinned algorithm is chosen for large M (whole batches): at one or a
+ * few samples its big tiles cover a handful of SMs (at batch 1 the down
+ * projection ran on 4 CTAs of 132). cuBLASLt has algorithms with smaller
+ * tiles that compute every output with the same MMA sequence over k, so the
+ * same bits; others (other kernels, other k chunking) do not. So, at model
+ * load, for each shape and each row bucket (rows <= 128 << b):
+ *  - the heuristic's candidates at the bucket's top M, split-K excluded;
+ *  - a candidate is kept only when it reproduces the pinned algorithm's bits
+ *    on a random product, at the bucket's M and at one sample's rows (so a
+ *    row's bits stay the same whatever M and whatever tile of samples: the
+ *    tiered == baseline guarantee);
+ *  - the fastest kept one (the pinned one included) serves the bucket.
+ * Bits are checked, not assumed: a cuBLASLt that ships different kernels can
+ * only lose speed here, never change an answer. HRMT_CUDA_GEMM_TUNE=0 skips
+ * all this (the pinned algorithm for every M). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.cuh"
+#include "cuda/model_internal.cuh"
+
+#define TRY(expr)                     \
+    do {                              \
+        hrmt_status s_ = (expr);      \
+        if (s_ != HRMT_OK) return s_; \
+    } while (0)
+
+namespace {
+
+constexpr int CANDIDATES = 8;
+constexpr int TIMED_RUNS = 5;
+constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows */
+
+struct tune_ctx {
+    hrmt_model *m;
+    uint16_t *a, *w, *c0, *c1, *c2; /* device: random A and W, three outputs */
+    unsigned char *h0, *h1, *h2;    /* host copies of c0..c2 */
+    cudaEvent_t ev0, ev1;
+};
+
+cublasStatus_t layouts(const cu_lt_slot *sl, uint64_t M, cublasLtMatrixLayoutOpaque_t *la,
+                       cublasLtMatrixLayoutOpaque_t *lc) {
+    cublasStatus_t st = cublasLtMatrixLayoutInit(la, CUDA_R_16BF, sl->k, M, sl->k);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutInit(lc, CUDA_R_16BF, sl->n, M, sl->n);
+    return st;
+}
+
+/* C [M, n] = A [M, k] W^T with algorithm `al` (dense rows: the probe's own buffers). */
+cublasStatus_t run(const tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
+                   void *c) {
+    hrmt_cuda *cu = t->m->ctx->cuda;
+    cublasLtMatrixLayoutOpaque_t la, lc;
+    cublasStatus_t st = layouts(sl, M, &la, &lc);
+    const float one = 1.0f, zero = 0.0f;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmul(cu->lt, &sl->desc, &one, t->w, &sl->lw, t->a, &la, &zero, c, &lc, c,
+                            &lc, al, cu->workspace, cu->ws_bytes, cu_stream(t->m));
+    return st;
+}
+
+hrmt_status cuda_err(const tune_ctx *t, cudaError_t e, const char *what) {
+    return e == cudaSuccess ? HRMT_OK : cu_fail(t->m->ctx, e, what);
+}
+
+/* *same = 1 when `al` gives the pinned algorithm's bits at M rows and at
+ * one sample's rows. A candidate cuBLASLt refuses to run is not the same. */
+hrmt_status same_bits(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
+                      int *same) {
+    *same = 0;
+    const uint64_t T = t->m->T, mp = M < PROBE_ROWS ? M : PROBE_ROWS;
+    const size_t row = sl->n * 2;
+    if (run(t, sl, &sl->algo, mp, t->c0) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    if (run(t, sl, al, mp, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    if (run(t, sl, al, T, t->c2) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    cudaStream_t st = cu_stream(t->m);
+    const char *what = "cuda gemm tuning: probe download";
+    TRY(cuda_err(t, cudaMemcpyAsync(t->h0, t->c0, mp * row, cudaMemcpyDeviceToHost, st), what));
+    TRY(cuda_err(t, cudaMemcpyAsync(t->h1, t->c1, mp * row, cudaMemcpyDeviceToHost, st), what));
+    TRY(cuda_err(t, cudaMemcpyAsync(t->h2, t->c2, T * row, cudaMemcpyDeviceToHost, st), what));
+    TRY(cuda_err(t, cudaStreamSynchronize(st), what));
+    const uint64_t cmp = T < mp ? T : mp;
+    *same = !memcmp(t->h0, t->h1, mp * row) && !memcmp(t->h0, t->h2, cmp * row);
+    return HRMT_OK;
+}
+
+/* Mean microseconds of `al` at M rows over TIMED_RUNS after one warm-up. */
+hrmt_status time_us(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
+                    float *us) {
+    cudaStream_t st = cu_stream(t->m);
+    const char *what = "cuda gemm tuning: timing";
+    *us = INFINITY;
+    if (run(t, sl, al, M, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    TRY(cuda_err(t, cudaEventRecord(t->ev0, st), what));
+    for (int i = 0; i < TIMED_RUNS; i++)
+        if (run(t, sl, al, M, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    TRY(cuda_err(t, cudaEventRecord(t->ev1, st), what));
+    TRY(cuda_err(t, cudaEventSynchronize(t->ev1), what));
+    float ms = 0.0f;
+    TRY(cuda_err(t, cudaEventElapsedTime(&ms, t->ev0, t->ev1), what));
+    *us = ms * 1000.0f / TIMED_RUNS;
+    return HRMT_OK;
+}
+
+hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
+    hrmt_cuda *cu = t->m->ctx->cuda;
+    const uint64_t M = (uint64_t)128 << b;
+    sl->small[b] = sl->algo;
+    float best = 0.0f;
+    TRY(time_us(t, sl, &sl->algo, M, &best));
+    cublasLtMatrixLayoutOpaque_t la, lc;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st = layouts(sl, M, &la, &lc);
+    const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &cu->ws_bytes, sizeof cu->ws_bytes);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                  &no_reduction, sizeof no_reduction);
+    cublasLtMatmulHeuristicResult_t res[CANDIDATES];
+    int got = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(cu->lt, &sl->desc, &sl->lw, &la, &lc, &lc, pref,
+                                            CANDIDATES, res, &got);
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS) return HRMT_OK; /* no candidates: the pinned one serves */
+    for (int i = 0; i < got; i++) {
+        int32_t splitk = 1;
+        size_t wr = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                 &splitk, sizeof splitk,
+                                                 &wr) != CUBLAS_STATUS_SUCCESS ||
+            splitk > 1)
+            continue;
+        int same = 0;
+        TRY(same_bits(t, sl, &res[i].algo, M, &same));
+        if (!same) continue;
+        float us = 0.0f;
+        TRY(time_us(t, sl, &res[i].algo, M, &us));
+        if (us < best) {
+            best = us;
+            sl->small[b] = res[i].algo;
+        }
+    }
+    return HRMT_OK;
+}
+
+void fill_random(uint16_t *h, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        /* bf16 in [-1, 1): sign, exponent 119..126, 7 random mantissa bits */
+        const uint32_t r = (uint32_t)(seed >> 33);
+        h[i] = (uint16_t)((r & 0x8000u) | ((119u + (r >> 7) % 8u) << 7) | (r & 0x7fu));
+    }
+}
+
+} // namespace
+
+hrmt_status cu_gemm_tune(hrmt_model *m) {
+    struct hrmt_model_cuda *g = cu_model(m);
+    const char *env = getenv("HRMT_CUDA_GEMM_TUNE");
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_GEMM_TUNE='%s' is not 0 or 1",
+                         env);
+    if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
+    const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);
+    if (m->T > rows) return HRMT_OK; /* one sample fills the buckets: the pinned one serves */
+    size_t maxn = 0, maxk = 0;
+    for (int i = 0; i < g->nlt; i++) {
+        maxn = g->lt[i].n > maxn ? g->lt[i].n : maxn;
+        maxk = g->lt[i].k > maxk ? g->lt[i].k : maxk;
+    }
+    const size_t probe = PROBE_ROWS > m->T ? PROBE_ROWS : m->T;
+    const size_t a_el = rows * maxk, w_el = maxn * maxk, c_el = rows * maxn;
+    tune_ctx t;
+    memset(&t, 0, sizeof t);
+    t.m = m;
+    hrmt_status s = HRMT_OK;
+    uint16_t *host = (uint16_t *)malloc((a_el > w_el ? a_el : w_el) * 2);
+    t.h0 = (unsigned char *)malloc(probe * maxn * 2);
+    t.h1 = (unsigned char *)malloc(probe * maxn * 2);
+    t.h2 = (unsigned char *)malloc(probe * maxn * 2);
+    if (!host || !t.h0 || !t.h1 || !t.h2)
+        s = hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda gemm tuning: host buffers");
+    hrmt_cuda *cu = m->ctx->cuda;
+    char *err = m->ctx->err;
+    const size_t el = sizeof m->ctx->err;
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, a_el * 2, (void **)&t.a, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, w_el * 2, (void **)&t.w, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, c_el * 2, (void **)&t.c0, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, c_el * 2, (void **)&t.c1, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, probe * maxn * 2, (void **)&t.c2, err, el);
+    if (s == HRMT_OK) {
+        fill_random(host, a_el, 0x5eed);
+        s = hrmt_cuda_memcpy(cu, t.a, host, a_el * 2, 0, err, el);
+    }
+    if (s == HRMT_OK) {
+        fill_random(host, w_el, 0xbeef);
+        s = hrmt_cuda_memcpy(cu, t.w, host, w_el * 2, 0, err, el);
+    }
+    if (s == HRMT_OK) s = cuda_err(&t, cudaEventCreate(&t.ev0), "cuda gemm tuning: event");
+    if (s == HRMT_OK) s = cuda_err(&t, cudaEventCreate(&t.ev1), "cuda gemm tuning: event");
+    for (int i = 0; i < g->nlt && s == HRMT_OK; i++) {
+        for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK; b++) s = tune_bucket(&t, &g->lt[i], b);
+        if (s == HRMT_OK) g->lt[i].nsmall = CU_LT_BUCKETS;
+    }
+    if (s != HRMT_OK)
+        for (int i = 0; i < g->nlt; i++) g->lt[i].nsmall = 0;
+    if (t.ev0) (void)cudaEventDestroy(t.ev0);
+    if (t.ev1) (void)cudaEventDestroy(t.ev1);
+    void *dev[5] = {t.a, t.w, t.c0, t.c1, t.c2};
+    for (int i = 0; i < 5; i++)
+        if (dev[i]) hrmt_cuda_free(cu, dev[i]);
+    free(host);
+    free(t.h0);
+    free(t.h1);
+    free(t.h2);
+    return s;
+}
