@@ -32,7 +32,8 @@ budget=${HRMT_GPU_BUDGET_S:-560}
 san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
 left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
-# ctest bench probe install sanitizers cpu (the hook runs before the sanitizers).
+# ctest bench anchors probe install sanitizers cpu (the hook runs before the
+# sanitizers).
 # HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck").
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
@@ -102,7 +103,11 @@ elif [ $build_rc -eq 0 ]; then
   stamp "model step benchmark"
   {
     "$build/hrmt" info
-    "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 --iterations 10 --quiet
+    "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 --iterations 10 --quiet \
+      --mode compare --output "$out/steps.json"
+    echo "--- the same with the pinned GEMM algorithm at every M (HRMT_CUDA_GEMM_TUNE=0)"
+    HRMT_CUDA_GEMM_TUNE=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
+      --iterations 10 --quiet --mode compare --output "$out/steps_pinned.json"
     echo "--- the same steps launched kernel by kernel (HRMT_CUDA_GRAPHS=0)"
     HRMT_CUDA_GRAPHS=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
       --iterations 10 --quiet
@@ -111,6 +116,28 @@ elif [ $build_rc -eq 0 ]; then
   rc=$?
   record "model step bench" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
     "$(grep -c '^tiered\|^baseline' "$out/model.log") rows; model.log"
+  # PyTorch on the official HRM code (sapientinc/HRM's models/ and config/ in
+  # HRMT_GPU_HRM_SRC, default .hrm-src), eager and torch.compile + CUDA graphs,
+  # in this same call; then the side-by-side table.
+  hrm_src=${HRMT_GPU_HRM_SRC:-.hrm-src}
+  if skip anchors; then
+    record "torch anchors" SKIP "HRMT_GPU_SKIP"
+  elif [ ! -d "$hrm_src/models" ]; then
+    record "torch anchors" SKIP "no official HRM sources in $hrm_src"
+  else
+    stamp "PyTorch anchors (official HRM code)"
+    timeout $(($(left) > 300 ? 300 : $(left) - 30)) python3 bench/torch_anchor.py \
+      --hrm-src "$hrm_src" --batches 1,8,64,256 --modes eager,reduce-overhead --iters 20 \
+      --json "$out/torch.json" >"$out/torch_anchor.log" 2>&1
+    rc=$?
+    record "torch anchors" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "rc $rc; torch_anchor.log"
+  fi
+  targs=("$out/steps.json" --pinned "$out/steps_pinned.json")
+  [ -f "$out/torch.json" ] && targs+=(--torch "$out/torch.json")
+  python3 bench/gpu_table.py "${targs[@]}" >"$out/step_table.log" 2>&1
+  rc=$?
+  record "step table" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
+    "$(tail -n 1 "$out/step_table.log" | cut -c1-80)"
   stamp "fused-op bandwidth"
   "$build/hrmt-bench-cuda-ops" --mb 512 --reps 20 >"$out/cuda_ops.log" 2>&1
   rc=$?
@@ -197,7 +224,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       if [ "$tool" = racecheck ]; then
         case "$(basename "$t")" in
           test_cuda_ops) filter=(--filter '!(*gemm*)') ;;
-          test_cuda_model) filter=(--filter 'cuda_model/golden_tiny_rope_bf16') ;;
+          test_cuda_model) filter=(--filter 'cuda_model/golden_*_bf16') ;;
           test_cuda_probe) filter=(--filter 'cuda_probe/caps_describe_every_tier') ;;
         esac
       fi
@@ -207,8 +234,10 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         continue
       fi
       echo "### $(basename "$t")" >>"$out/$tool.log"
+      # GEMM tuning (thousands of small cuBLASLt calls per model load) only
+      # where a test asks for it (cuda_model/gemm_tuning_keeps_bits sets it).
       # shellcheck disable=SC2086
-      HRMT_TEST_REQUIRE_CUDA=1 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
+      HRMT_CUDA_GEMM_TUNE=0 HRMT_TEST_REQUIRE_CUDA=1 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
         --target-processes all --error-exitcode 86 "$t" --jobs 1 "${filter[@]}" \
         >>"$out/$tool.log" 2>&1
       rc=$?
@@ -253,11 +282,17 @@ fail=0
     printf '%-24s %-6s %s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${NOTES[$i]}"
     [ "${RESULTS[$i]}" = FAIL ] && fail=1
   done
+  if [ -f "$out/step_table.log" ]; then
+    echo
+    echo "ms per ACT step, bf16, default model (medians; steps.json, torch.json):"
+    cat "$out/step_table.log"
+  fi
 } | tee "$summary_log"
 for i in "${!RESULTS[@]}"; do [ "${RESULTS[$i]}" = FAIL ] && fail=1; done
 # The device tool brings back at most 8 files: every log in one archive, the
 # summary and the probe JSON (for --plot off the GPU machine) beside it.
 if [ -n "${OUT:-}" ]; then
-  (cd "$out" && ls *.log >/dev/null 2>&1 && tar czf logs.tgz ./*.log && rm -f ./*.log)
+  (cd "$out" && ls *.log >/dev/null 2>&1 && tar czf logs.tgz ./*.log ./*.json 2>/dev/null &&
+    rm -f ./*.log ./steps*.json ./torch.json)
 fi
 exit $fail
