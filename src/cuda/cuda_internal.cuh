@@ -34,7 +34,7 @@ struct hrmt_cuda {
     size_t ws_bytes;
     void *scratch; /* GEMM staging (widened operands, F32 C for BF16 outputs), grow-only */
     size_t scratch_bytes;
-    void *ids_scratch; /* one unsigned long long for hrmt_cuda_check_ids */
+    void *ids_scratch;   /* one unsigned long long for hrmt_cuda_check_ids */
     uint16_t *silu_bf16; /* HRMT_CUDA_SILU_ENTRIES: BF16 SwiGLU's s(g) */
     hrmt_gemm_plan plans[HRMT_CUDA_GEMM_CACHE];
     unsigned next_plan; /* round-robin replacement */

@@ -6,9 +6,11 @@
  * keys padded to Tp (a multiple of 16) with zero rows. Per warp:
  *     S = Q K^T: per 8-key tile, one m16n8k16 per 16-wide k step from a zero
  *         accumulator, the steps' partial tiles added in F32 in ascending k;
- *     P = softmax(S * scale) in F32 over the T real keys (max subtracted,
- *         e_j * (1 / sum)); each thread holds two rows' slices, reduced
- *         across the four threads that share a row;
+ *     P = softmax(S * scale) in F32 over the T real keys: max subtracted,
+ *         exponentials as 2^((S * scale * log2 e) - max) with the hardware
+ *         exp2 (~2 ulp; P enters P V with ~16 significant bits), e_j *
+ *         (1 / sum); each thread holds two rows' slices, reduced across the
+ *         four threads that share a row;
  *     O = P_hi V + P_lo V, P_hi = bf16(P), P_lo = bf16(P - P_hi) (P keeps
  *         ~16 significant bits), each 16-key step's partial tile added in
  *         F32 in ascending keys, rounded once.
@@ -27,6 +29,7 @@
 namespace {
 
 constexpr int MAX_KT = 8;     /* key (and query) tiles of 16: T <= 128 */
+constexpr int MID_KT = 6;     /* T <= 96 (HRM's Sudoku: 82): a smaller register cap */
 constexpr int LOAD_WARPS = 4; /* warps that load K and V, even for one query tile */
 
 struct mma_layout {
@@ -89,8 +92,11 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 /* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps, the first
  * W of which take query tiles group * W + warp. */
-template <int D>
-__global__ void __launch_bounds__(MAX_KT * 32)
+/* KT: key tiles the registers are sized for; the register cap lets three
+ * blocks of KT warps share an SM at KT = MID_KT (loads of one block overlap
+ * another's arithmetic), two at MAX_KT. */
+template <int D, int KT>
+__global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
     attend_mma(int T, int hidden, int W, int groups, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
@@ -117,19 +123,21 @@ __global__ void __launch_bounds__(MAX_KT * 32)
         *(uint4 *)(Vs + t * L.ldk + c) = v1;
         *(uint4 *)(Vs + t * L.ldk + c + HALF) = v2;
     }
-    __syncthreads();
+    /* The warp's query tile, in the same phase as K and V (one round trip). */
     const int rt = grp * W + warp;
-    if (warp >= W || rt >= L.nkt) return; /* no block barrier follows */
+    const bool active = warp < W && rt < L.nkt;
     const int r0 = rt * 16, g = lane / 4, tg = lane % 4;
     uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)warp * 16 * L.ldk;
-    for (int e = lane; e < 16 * PAIRS; e += 32) {
-        const int i = e / PAIRS, c = (e % PAIRS) * 8, t = r0 + i;
-        uint4 q1 = z4, q2 = z4;
-        if (t < T) load_pair(base + (size_t)t * ld3, c, HALF, D, t, cs, sn, &q1, &q2);
-        *(uint4 *)(Qs + i * L.ldk + c) = q1;
-        *(uint4 *)(Qs + i * L.ldk + c + HALF) = q2;
-    }
-    __syncwarp();
+    if (active)
+        for (int e = lane; e < 16 * PAIRS; e += 32) {
+            const int i = e / PAIRS, c = (e % PAIRS) * 8, t = r0 + i;
+            uint4 q1 = z4, q2 = z4;
+            if (t < T) load_pair(base + (size_t)t * ld3, c, HALF, D, t, cs, sn, &q1, &q2);
+            *(uint4 *)(Qs + i * L.ldk + c) = q1;
+            *(uint4 *)(Qs + i * L.ldk + c + HALF) = q2;
+        }
+    __syncthreads();
+    if (!active) return; /* no block barrier follows */
     uint32_t qa[KD][4];
 #pragma unroll
     for (int kk = 0; kk < KD; kk++) {
@@ -140,11 +148,13 @@ __global__ void __launch_bounds__(MAX_KT * 32)
         qa[kk][3] = *(const uint32_t *)(q + 8 * L.ldk + 8);
     }
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    /* S, scaled and masked: sc[nt][0..1] row g, [2..3] row g + 8, keys nt*8 + 2tg + {0,1}. */
-    float sc[2 * MAX_KT][4];
+    /* S in log2 units, masked: sc[nt][0..1] row g, [2..3] row g + 8, keys
+     * nt*8 + 2tg + {0,1}. */
+    const float scale2 = scale * 1.4426950408889634f;
+    float sc[2 * KT][4];
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-    for (int nt = 0; nt < 2 * MAX_KT; nt++) {
+    for (int nt = 0; nt < 2 * KT; nt++) {
         if (nt >= 2 * L.nkt) break;
         const uint16_t *kr = Ks + (nt * 8 + g) * L.ldk + 2 * tg;
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -159,21 +169,22 @@ __global__ void __launch_bounds__(MAX_KT * 32)
 #pragma unroll
         for (int x = 0; x < 4; x++) {
             const int j = nt * 8 + 2 * tg + (x & 1);
-            sc[nt][x] = j < T ? __fmul_rn(acc[x], scale) : -INFINITY;
+            sc[nt][x] = j < T ? __fmul_rn(acc[x], scale2) : -INFINITY;
         }
         mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
         mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
     }
     mx0 = quad_max(mx0);
     mx1 = quad_max(mx1);
+    /* e = 2^(s - max) (the hardware exp2, ~2 ulp: P is used to ~16 bits);
+     * masked keys give exp2(-inf) = 0. */
     float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
-    for (int nt = 0; nt < 2 * MAX_KT; nt++) {
+    for (int nt = 0; nt < 2 * KT; nt++) {
         if (nt >= 2 * L.nkt) break;
 #pragma unroll
         for (int x = 0; x < 4; x++) {
-            const int j = nt * 8 + 2 * tg + (x & 1);
-            const float e = j < T ? expf(__fsub_rn(sc[nt][x], x < 2 ? mx0 : mx1)) : 0.0f;
+            const float e = exp2f(__fsub_rn(sc[nt][x], x < 2 ? mx0 : mx1));
             sc[nt][x] = e;
             if (x < 2)
                 sum0 = __fadd_rn(sum0, e);
@@ -182,38 +193,34 @@ __global__ void __launch_bounds__(MAX_KT * 32)
         }
     }
     const float inv0 = __fdiv_rn(1.0f, quad_sum(sum0)), inv1 = __fdiv_rn(1.0f, quad_sum(sum1));
-    /* P's A fragments per 16-key step kb: key tiles 2kb (regs 0, 1) and 2kb + 1 (regs 2, 3). */
-    uint32_t ph[MAX_KT][4], pl[MAX_KT][4];
-#pragma unroll
-    for (int kb = 0; kb < MAX_KT; kb++) {
-        if (kb >= L.nkt) break;
-        const float *a = sc[2 * kb], *b = sc[2 * kb + 1];
-        split_pair(__fmul_rn(a[0], inv0), __fmul_rn(a[1], inv0), &ph[kb][0], &pl[kb][0]);
-        split_pair(__fmul_rn(a[2], inv1), __fmul_rn(a[3], inv1), &ph[kb][1], &pl[kb][1]);
-        split_pair(__fmul_rn(b[0], inv0), __fmul_rn(b[1], inv0), &ph[kb][2], &pl[kb][2]);
-        split_pair(__fmul_rn(b[2], inv1), __fmul_rn(b[3], inv1), &ph[kb][3], &pl[kb][3]);
-    }
     float o[ND][4];
 #pragma unroll
     for (int nt = 0; nt < ND; nt++)
 #pragma unroll
         for (int x = 0; x < 4; x++) o[nt][x] = 0.0f;
 #pragma unroll
-    for (int kb = 0; kb < MAX_KT; kb++) {
+    for (int kb = 0; kb < KT; kb++) {
         if (kb >= L.nkt) break;
+        /* P's A fragments for keys kb*16..+16: key tiles 2kb (regs 0, 1) and
+         * 2kb + 1 (regs 2, 3), made here so that only one step's live. */
+        uint32_t ph[4], pl[4];
+        const float *a = sc[2 * kb], *b = sc[2 * kb + 1];
+        split_pair(__fmul_rn(a[0], inv0), __fmul_rn(a[1], inv0), &ph[0], &pl[0]);
+        split_pair(__fmul_rn(a[2], inv1), __fmul_rn(a[3], inv1), &ph[1], &pl[1]);
+        split_pair(__fmul_rn(b[0], inv0), __fmul_rn(b[1], inv0), &ph[2], &pl[2]);
+        split_pair(__fmul_rn(b[2], inv1), __fmul_rn(b[3], inv1), &ph[3], &pl[3]);
         const uint16_t *vr = Vs + (kb * 16 + (lane & 15)) * L.ldk + (lane >> 4) * 8;
 #pragma unroll
         for (int np = 0; np < ND / 2; np++) { /* two 8-wide column tiles per ldmatrix */
-            uint32_t b[4];
-            ldsm_x4_trans(vr + np * 16, b);
+            uint32_t bv[4];
+            ldsm_x4_trans(vr + np * 16, bv);
 #pragma unroll
             for (int u = 0; u < 2; u++) {
                 float part[4];
-                mma_bf16(part, ph[kb], b[2 * u], b[2 * u + 1], zero);
-                mma_bf16(part, pl[kb], b[2 * u], b[2 * u + 1], part);
+                mma_bf16(part, ph, bv[2 * u], bv[2 * u + 1], zero);
+                mma_bf16(part, pl, bv[2 * u], bv[2 * u + 1], part);
 #pragma unroll
-                for (int x = 0; x < 4; x++)
-                    o[2 * np + u][x] = __fadd_rn(o[2 * np + u][x], part[x]);
+                for (int x = 0; x < 4; x++) o[2 * np + u][x] = __fadd_rn(o[2 * np + u][x], part[x]);
             }
         }
     }
@@ -231,17 +238,17 @@ __global__ void __launch_bounds__(MAX_KT * 32)
     }
 }
 
-template <int D>
+template <int D, int KT>
 cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
                    size_t bytes, const float *cs, const float *sn, float scale) {
-    cudaError_t e =
-        cudaFuncSetAttribute(attend_mma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
     const int threads = 32 * (W > LOAD_WARPS ? W : LOAD_WARPS);
     for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
-        attend_mma<D><<<grid, threads, bytes, cu_stream(m)>>>(
+        attend_mma<D, KT><<<grid, threads, bytes, cu_stream(m)>>>(
             (int)m->T, (int)m->hidden, W, groups, (const char *)qkv + s0 * rows3,
             (char *)att + s0 * rows1, cs, sn, scale);
     }
@@ -272,8 +279,13 @@ hrmt_status cu_attention_mma(const hrmt_model *m, const void *qkv, void *att, si
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
                          "cuda attention: %zu bytes of shared memory needed (device: %zu)", bytes,
                          per_block);
-    const cudaError_t e = d == 32 ? launch<32>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
-                                  : launch<64>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    cudaError_t e;
+    if (nkt <= MID_KT)
+        e = d == 32 ? launch<32, MID_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                    : launch<64, MID_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    else
+        e = d == 32 ? launch<32, MAX_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                    : launch<64, MAX_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda attention: shared memory opt-in");
     return cu_check(m->ctx, "cuda attention (registers)");
 }

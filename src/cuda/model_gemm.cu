@@ -109,7 +109,7 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
     const float one = 1.0f, zero = 0.0f;
     const cublasLtMatmulAlgo_t *algo = &sl->algo;
     for (int b = 0; b < sl->nsmall; b++)
-        if (rows <= ((size_t)128 << b)) {
+        if (rows <= ((size_t)128 << b) || b == sl->nsmall - 1) {
             algo = &sl->small[b];
             break;
         }

@@ -11,8 +11,9 @@
 
 #include <cublasLt.h>
 
-/* Row buckets of the small-M algorithms: bucket b serves rows <= 128 << b. */
-#define CU_LT_BUCKETS 6
+/* Row buckets of the tuned algorithms: bucket b serves rows <= 128 << b,
+ * the last one every M above too. */
+#define CU_LT_BUCKETS 8
 
 /* A block GEMM shape served by cuBLASLt with one pinned algorithm
  * (model_gemm.cu): descriptor and W layout made once, A and C layouts per

@@ -166,7 +166,8 @@ static void swiglu_cuda(size_t rows, size_t inter, const void *gu, size_t ldg, v
  * element (exp, an IEEE division, four roundings). */
 __global__ void silu_table(uint16_t *t) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < HRMT_CUDA_SILU_ENTRIES) t[i] = (uint16_t)(fbits(silu_bf16(bf16_to_f((uint16_t)i))) >> 16);
+    if (i < HRMT_CUDA_SILU_ENTRIES)
+        t[i] = (uint16_t)(fbits(silu_bf16(bf16_to_f((uint16_t)i))) >> 16);
 }
 
 template <bool VEC>
