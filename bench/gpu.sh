@@ -34,7 +34,8 @@ left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
 # ctest bench anchors ops probe install sanitizers cpu (the hook runs before
 # the sanitizers; ops: the fused-op bandwidth table).
-# HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck").
+# HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck");
+# HRMT_GPU_SAN_BINS: which test binaries (a glob under tests/, default test_cuda_*).
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -126,8 +127,8 @@ elif [ $build_rc -eq 0 ]; then
     record "torch anchors" SKIP "no official HRM sources in $hrm_src"
   else
     stamp "PyTorch anchors (official HRM code)"
-    timeout $(($(left) > 400 ? 360 : $(left) - 40)) python3 bench/torch_anchor.py \
-      --hrm-src "$hrm_src" --batches 1,8,64,256 --modes eager,reduce-overhead --iters 20 \
+    timeout $(($(left) > 360 ? 300 : $(left) - 60)) python3 bench/torch_anchor.py \
+      --hrm-src "$hrm_src" --batches 1,8,64,256 --modes eager,reduce-overhead --iters 10 \
       --json "$out/torch.json" >"$out/torch_anchor.log" 2>&1
     rc=$?
     record "torch anchors" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "rc $rc; torch_anchor.log"
@@ -216,7 +217,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
     stamp "compute-sanitizer --tool $tool"
     : >"$out/$tool.log"
     rc_all=0
-    for t in "$build"/tests/test_cuda_*; do
+    for t in "$build"/tests/${HRMT_GPU_SAN_BINS:-test_cuda_*}; do
       [ -x "$t" ] || continue
       extra=""
       # API errors are not reported: the tests provoke cudaMalloc failures on
