@@ -117,6 +117,8 @@ elif [ $build_rc -eq 0 ]; then
   rc=$?
   record "model step bench" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
     "$(grep -c '^tiered\|^baseline' "$out/model.log") rows; model.log"
+  # Shown at once too: a call cut short still reports the steps.
+  python3 bench/gpu_table.py "$out/steps.json" --pinned "$out/steps_pinned.json" || true
   # PyTorch on the official HRM code (sapientinc/HRM's models/ and config/ in
   # HRMT_GPU_HRM_SRC, default .hrm-src), eager and torch.compile + CUDA graphs,
   # in this same call; then the side-by-side table.
@@ -129,8 +131,8 @@ elif [ $build_rc -eq 0 ]; then
     stamp "PyTorch anchors (official HRM code)"
     timeout $(($(left) > 360 ? 300 : $(left) - 60)) python3 bench/torch_anchor.py \
       --hrm-src "$hrm_src" --batches 1,8,64,256 --modes eager,reduce-overhead --iters 10 \
-      --json "$out/torch.json" >"$out/torch_anchor.log" 2>&1
-    rc=$?
+      --json "$out/torch.json" 2>&1 | tee "$out/torch_anchor.log"
+    rc=${PIPESTATUS[0]}
     record "torch anchors" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "rc $rc; torch_anchor.log"
   fi
   targs=("$out/steps.json" --pinned "$out/steps_pinned.json")

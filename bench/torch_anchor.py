@@ -263,6 +263,9 @@ def main():
                 row["error"] = one_line(e)
                 print(f"batch {bsz:4d}  {mode:27s} FAILED {row['error']}", flush=True)
             results.append(row)
+            if args.json:  # after every row: a run cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     print(f"\nPyTorch reference, median ms per ACT step ({args.iters} steps): {what}")
