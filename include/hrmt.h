@@ -352,6 +352,10 @@ const hrmt_topology *hrmt_context_topology(const hrmt_context *ctx);
 const hrmt_tile_plan *hrmt_context_tile_plan(const hrmt_context *ctx);
 /* Backend the context was created for. */
 hrmt_backend_kind hrmt_context_backend(const hrmt_context *ctx);
+/* 1 when a CUDA context replays each carry's ACT step as a CUDA graph (the
+ * option or HRMT_CUDA_GRAPHS as resolved at creation), 0 otherwise (and for
+ * CPU contexts and NULL). */
+int hrmt_context_cuda_graphs(const hrmt_context *ctx);
 
 /* Ops a backend can be asked about (ggml's supports_op). */
 typedef enum hrmt_op {

@@ -414,8 +414,17 @@ Test(cuda_model, bad_cuda_graphs_setting) {
     cr_expect_not_null(strstr(err, "HRMT_CUDA_GRAPHS"), "%s", err);
     o.cuda_graphs = -1; /* the option wins over the environment */
     cr_expect_eq(hrmt_context_create(&o, &ctx, err, sizeof err), HRMT_OK, "%s", err);
+    cr_expect_eq(hrmt_context_cuda_graphs(ctx), 0);
+    hrmt_context_destroy(ctx);
+    setenv("HRMT_CUDA_GRAPHS", "0", 1);
+    o.cuda_graphs = 0;
+    cr_expect_eq(hrmt_context_create(&o, &ctx, err, sizeof err), HRMT_OK, "%s", err);
+    cr_expect_eq(hrmt_context_cuda_graphs(ctx), 0, "HRMT_CUDA_GRAPHS=0");
     hrmt_context_destroy(ctx);
     unsetenv("HRMT_CUDA_GRAPHS");
+    cr_expect_eq(hrmt_context_create(&o, &ctx, err, sizeof err), HRMT_OK, "%s", err);
+    cr_expect_eq(hrmt_context_cuda_graphs(ctx), 1, "graphs are the default");
+    hrmt_context_destroy(ctx);
 }
 
 /* The small-M GEMM algorithms chosen at load (model_gemm_tune.cu) against

@@ -890,6 +890,8 @@ Test(cuda_ops, hrmt_backend_environment_variable) {
     setenv("HRMT_BACKEND", "cpu", 1);
     cr_assert_eq(hrmt_context_create(NULL, &ctx, err, sizeof err), HRMT_OK, "%s", err);
     cr_expect_eq(hrmt_context_backend(ctx), HRMT_BACKEND_CPU);
+    cr_expect_eq(hrmt_context_cuda_graphs(ctx), 0, "a CPU context replays no CUDA graphs");
+    cr_expect_eq(hrmt_context_cuda_graphs(NULL), 0);
     hrmt_context_destroy(ctx);
     ctx = NULL;
     setenv("HRMT_BACKEND", "cuda", 1);

@@ -139,15 +139,20 @@ static void print_memory(const cli_bench_row *rows, size_t n, FILE *f) {
 }
 
 void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machine *mach,
-                     const char *dtype, const char *isa, int threads, FILE *f) {
+                     const char *dtype, const char *isa, int threads, const char *gpu, FILE *f) {
     char a[32], b[32];
-    fprintf(f,
-            "hrmt bench: ISA %s, %d thread%s, %s; GEMM peak %.1f GFLOP/s (%dx%dx%d); "
-            "probe latency %.2f ns at %s, %.1f ns at %s\n\n",
-            isa, threads, threads == 1 ? "" : "s", dtype, mach->gemm_peak_gflops, mach->gemm_m,
-            mach->gemm_n, mach->gemm_k, mach->sram_probe_ns,
-            cli_format_bytes(mach->sram_probe_bytes, a, 32), mach->dram_probe_ns,
-            cli_format_bytes(mach->dram_probe_bytes, b, 32));
+    if (gpu) /* no host GEMM peak on a CUDA context (bench_run.c) */
+        fprintf(f, "hrmt bench: %s, %s; probe latency %.2f ns at %s, %.1f ns at %s\n\n", gpu,
+                dtype, mach->sram_probe_ns, cli_format_bytes(mach->sram_probe_bytes, a, 32),
+                mach->dram_probe_ns, cli_format_bytes(mach->dram_probe_bytes, b, 32));
+    else
+        fprintf(f,
+                "hrmt bench: ISA %s, %d thread%s, %s; GEMM peak %.1f GFLOP/s (%dx%dx%d); "
+                "probe latency %.2f ns at %s, %.1f ns at %s\n\n",
+                isa, threads, threads == 1 ? "" : "s", dtype, mach->gemm_peak_gflops, mach->gemm_m,
+                mach->gemm_n, mach->gemm_k, mach->sram_probe_ns,
+                cli_format_bytes(mach->sram_probe_bytes, a, 32), mach->dram_probe_ns,
+                cli_format_bytes(mach->dram_probe_bytes, b, 32));
     fprintf(f, "Latency (mean ± std over iterations; L/H: one level call, step: one ACT step)\n");
     print_latency(rows, n, f);
     fprintf(f, "\nThroughput and memory tiers\n");

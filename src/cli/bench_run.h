@@ -58,9 +58,10 @@ hrmt_status cli_bench_check_identical(hrmt_context *ctx, hrmt_model *m, int batc
 /* The JSON array of rows (the seed's results.json shape). */
 cJSON *cli_bench_json(const cli_bench_row *rows, size_t n, const char *dtype, const char *isa,
                       int threads);
-/* The human-readable tables. */
+/* The human-readable tables. gpu: NULL on the CPU (the header names the ISA,
+ * threads and GEMM peak), else what the header says of the GPU run instead. */
 void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machine *mach,
-                     const char *dtype, const char *isa, int threads, FILE *f);
+                     const char *dtype, const char *isa, int threads, const char *gpu, FILE *f);
 /* Where the step goes: ms per step of each hrmt_step_part, its share, and
  * what is left of the step (copies, bookkeeping, waiting). */
 void cli_bench_print_parts(const cli_bench_row *rows, size_t n, FILE *f);

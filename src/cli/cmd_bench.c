@@ -222,7 +222,21 @@ static int report(bench *b) {
     const char *dtype = b->cfg.forward_dtype == HRMT_F32 ? "f32" : "bf16";
     const char *isa = hrmt_isa_name(hrmt_context_isa(b->ctx));
     int threads = hrmt_context_threads(b->ctx);
-    cli_bench_print(b->rows, b->n_rows, &b->mach, dtype, isa, threads, stdout);
+    char gpu[384];
+    const char *g = NULL;
+    if (hrmt_context_backend(b->ctx) == HRMT_BACKEND_CUDA) {
+        hrmt_cuda_info ci;
+        memset(&ci, 0, sizeof ci);
+        (void)hrmt_cuda_query(&ci);
+        const char *tune = getenv("HRMT_CUDA_GEMM_TUNE");
+        snprintf(gpu, sizeof gpu, "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s",
+                 ci.device, ci.name[0] ? ci.name : "unnamed",
+                 hrmt_context_cuda_graphs(b->ctx) ? "replayed as CUDA graphs"
+                                                  : "launched kernel by kernel",
+                 tune && !strcmp(tune, "0") ? "pinned (HRMT_CUDA_GEMM_TUNE=0)" : "tuned per M");
+        g = gpu;
+    }
+    cli_bench_print(b->rows, b->n_rows, &b->mach, dtype, isa, threads, g, stdout);
     if (b->o.profile) cli_bench_print_parts(b->rows, b->n_rows, stdout);
     fflush(stdout);
     if (!b->o.output_path) return 0;

@@ -315,6 +315,9 @@ int hrmt_context_threads(const hrmt_context *ctx) { return ctx->threads; }
 const hrmt_topology *hrmt_context_topology(const hrmt_context *ctx) { return &ctx->topo; }
 const hrmt_tile_plan *hrmt_context_tile_plan(const hrmt_context *ctx) { return &ctx->plan; }
 hrmt_backend_kind hrmt_context_backend(const hrmt_context *ctx) { return ctx->backend_kind; }
+int hrmt_context_cuda_graphs(const hrmt_context *ctx) {
+    return ctx && ctx->backend_kind == HRMT_BACKEND_CUDA && ctx->cuda_graphs;
+}
 hrmt_tiers *hrmt_context_tiers(hrmt_context *ctx) { return ctx ? ctx->tiers : NULL; }
 
 int hrmt_supports(const hrmt_context *ctx, hrmt_op op, hrmt_dtype dtype) {
