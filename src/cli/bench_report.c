@@ -122,7 +122,10 @@ static void print_memory(const cli_bench_row *rows, size_t n, FILE *f) {
         snprintf(c[2], CELL, "%d", r->seq_len);
         snprintf(c[3], CELL, "%.0f", r->tokens_per_s);
         snprintf(c[4], CELL, "%.1f", r->gflops);
-        snprintf(c[5], CELL, "%.0f%%", 100.0 * r->gemm_peak_fraction);
+        if (r->gemm_peak_gflops > 0) /* no host GEMM peak on a CUDA context */
+            snprintf(c[5], CELL, "%.0f%%", 100.0 * r->gemm_peak_fraction);
+        else
+            snprintf(c[5], CELL, "-");
         snprintf(c[6], CELL, "%.2f", r->sram_peak_mb);
         snprintf(c[7], CELL, "%.2f", r->dram_peak_mb);
         snprintf(c[8], CELL, "%.2f", r->total_memory_mb);
