@@ -145,8 +145,8 @@ void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machin
                      const char *dtype, const char *isa, int threads, const char *gpu, FILE *f) {
     char a[32], b[32];
     if (gpu) /* no host GEMM peak on a CUDA context (bench_run.c) */
-        fprintf(f, "hrmt bench: %s, %s; probe latency %.2f ns at %s, %.1f ns at %s\n\n", gpu,
-                dtype, mach->sram_probe_ns, cli_format_bytes(mach->sram_probe_bytes, a, 32),
+        fprintf(f, "hrmt bench: %s, %s; probe latency %.2f ns at %s, %.1f ns at %s\n\n", gpu, dtype,
+                mach->sram_probe_ns, cli_format_bytes(mach->sram_probe_bytes, a, 32),
                 mach->dram_probe_ns, cli_format_bytes(mach->dram_probe_bytes, b, 32));
     else
         fprintf(f,
