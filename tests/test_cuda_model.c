@@ -270,8 +270,8 @@ Test(cuda_model, tiered_equals_baseline_f32) { schedules_equal(HRMT_F32); }
 Test(cuda_model, tiered_equals_baseline_bf16) { schedules_equal(HRMT_BF16); }
 
 /* GPU vs CPU: F32 within 1e-4; BF16 no more than 1.5x as far from the F32
- * run as the CPU's BF16 run is. */
-Test(cuda_model, gpu_matches_cpu) {
+ * run as the CPU's BF16 run is. hidden / heads / seq_len: 0 keeps small_cfg's. */
+static void gpu_vs_cpu(int hidden, int heads, int seq_len) {
     hrmt_context *gctx = cuda_ctx(), *cctx = hrmt_test_context();
     /* 32 samples: the q heads give one value per sample, and a distance over
      * five values is too noisy to hold to a 1.5x bound. */
@@ -279,13 +279,16 @@ Test(cuda_model, gpu_matches_cpu) {
     outs ref[2], cpu16[2], gpu32[2], gpu16[2];
     hrmt_model *m;
     hrmt_model_config cfg = small_cfg(HRMT_F32);
+    if (hidden) cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
+    if (heads) cfg.num_heads = heads;
+    if (seq_len) cfg.seq_len = seq_len;
     cr_assert_eq(hrmt_model_create_random(cctx, &cfg, 9, &m), HRMT_OK);
     run_steps(m, B, HRMT_SCHEDULE_TIERED, steps, ref);
     hrmt_model_destroy(m);
     cr_assert_eq(hrmt_model_create_random(gctx, &cfg, 9, &m), HRMT_OK);
     run_steps(m, B, HRMT_SCHEDULE_TIERED, steps, gpu32);
     hrmt_model_destroy(m);
-    cfg = small_cfg(HRMT_BF16);
+    cfg.forward_dtype = HRMT_BF16;
     cr_assert_eq(hrmt_model_create_random(cctx, &cfg, 9, &m), HRMT_OK);
     run_steps(m, B, HRMT_SCHEDULE_TIERED, steps, cpu16);
     hrmt_model_destroy(m);
@@ -311,6 +314,12 @@ Test(cuda_model, gpu_matches_cpu) {
     hrmt_context_destroy(cctx);
     hrmt_context_destroy(gctx);
 }
+
+Test(cuda_model, gpu_matches_cpu) { gpu_vs_cpu(0, 0, 0); }
+
+/* The register attention's other instantiations: head_dim 32, and T = 101
+ * (key tiles past the 96 of the default model's register plan). */
+Test(cuda_model, gpu_matches_cpu_head_dim_32_long_seq) { gpu_vs_cpu(64, 2, 100); }
 
 /* Graph replays against kernel-by-kernel launches, one carry each, through
  * every change a replay must honour: samples halting and restarting with new
