@@ -16,14 +16,7 @@
 
 #include "../src/cuda/model_gemm_kernels.cuh"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "cuda_check.cuh"
 
 /* ---- reference: the first kernel of model_gemm.cu, verbatim ------------------ */
 namespace ref {

@@ -27,23 +27,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                           \
-        }                                                                                      \
-    } while (0)
-#define LT(x)                                                         \
-    do {                                                              \
-        cublasStatus_t s_ = (x);                                      \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                            \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, \
-                    cublasLtGetStatusString(s_));                     \
-            exit(2);                                                  \
-        }                                                             \
-    } while (0)
+#include "cuda_check.cuh"
 
 static cublasLtHandle_t g_lt;
 static void *g_ws;

@@ -264,9 +264,9 @@ hrmt_status hrmt_swiglu(hrmt_context *ctx, const hrmt_tensor *gate_up, hrmt_tens
     if (!p.fn) return no_kernel(ctx, op, p.g.dtype);
     p.nt = hrmt_ops_stream(ctx, p.o.rows * p.o.cols * p.o.es);
 #if defined(HRMT_HAVE_CUDA)
-    if (ctx->cuda && p.g.dtype == HRMT_BF16) { /* the same bits, by table */
-        hrmt_cuda_swiglu_bf16_lut(hrmt_cuda_silu_table(ctx->cuda), p.o.rows, p.o.cols, p.g.data,
-                                  p.g.ld, p.o.data, p.o.ld, p.nt);
+    if (ctx->cuda) { /* BF16 by the context's table: the same bits */
+        hrmt_cuda_swiglu(ctx->cuda, p.g.dtype, p.o.rows, p.o.cols, p.g.data, p.g.ld, p.o.data,
+                         p.o.ld, p.nt);
         return hrmt_ops_finish(ctx, op);
     }
 #endif

@@ -1,5 +1,6 @@
-/* RoPE'd loads of attention head vectors, shared by the tensor-core
- * attention kernels (model_attn.cu, model_attn_mma.cu): the row op's
+/* RoPE'd loads of attention head vectors (a Q tile's rows, a head's K and
+ * V), shared by the tensor-core attention kernels (model_attn.cu,
+ * model_attn_mma.cu): the row op's
  * arithmetic (cpu/rope_scalar.c: each product and the sum rounded
  * separately, then the storage rounding), applied while a head's Q or K is
  * read, so qkv is never rewritten. */
@@ -41,6 +42,33 @@ __device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, in
     }
     *lo = *(const uint4 *)y1;
     *hi = *(const uint4 *)y2;
+}
+
+/* One head's K (RoPE'd) and V into shared memory as BF16 rows of ld
+ * elements, Tp rows with the ones past T zero; `base` points at the head's
+ * slice of row 0 of qkv [T, 3 * hidden]. All the block's threads take part;
+ * the caller synchronises. */
+template <int D>
+__device__ __forceinline__ void load_kv(const uint16_t *base, int T, int Tp, int hidden, int ld,
+                                        const float *cs, const float *sn, uint16_t *Ks,
+                                        uint16_t *Vs) {
+    constexpr int HALF = D / 2, PAIRS = D / 16; /* 8-wide chunk pairs per row */
+    const size_t ld3 = 3 * (size_t)hidden;
+    const uint4 z4 = make_uint4(0, 0, 0, 0);
+    for (int e = threadIdx.x; e < Tp * PAIRS; e += blockDim.x) {
+        const int t = e / PAIRS, c = (e % PAIRS) * 8;
+        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
+        if (t < T) {
+            const uint16_t *row = base + (size_t)t * ld3;
+            load_pair(row + hidden, c, HALF, D, t, cs, sn, &k1, &k2);
+            v1 = *(const uint4 *)(row + 2 * hidden + c);
+            v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
+        }
+        *(uint4 *)(Ks + t * ld + c) = k1;
+        *(uint4 *)(Ks + t * ld + c + HALF) = k2;
+        *(uint4 *)(Vs + t * ld + c) = v1;
+        *(uint4 *)(Vs + t * ld + c + HALF) = v2;
+    }
 }
 
 } // namespace

@@ -61,10 +61,10 @@ void hrmt_rowops_fill_cuda(hrmt_rowops *t);
  * The launch is asynchronous (errors pending for hrmt_cuda_check). */
 #define HRMT_CUDA_SILU_ENTRIES 65536
 hrmt_status hrmt_cuda_silu_table_fill(uint16_t *table, char *err, size_t errlen);
-void hrmt_cuda_swiglu_bf16_lut(const uint16_t *table, size_t rows, size_t inter, const void *gu,
-                               size_t ldg, void *out, size_t ldo, int nt);
-/* The context's table. */
-const uint16_t *hrmt_cuda_silu_table(const hrmt_cuda *c);
+/* SwiGLU on c's device, the row-op signature plus the dtype: BF16 through
+ * c's table, F32 by the row-op kernel. hrmt_swiglu and the model call this. */
+void hrmt_cuda_swiglu(const hrmt_cuda *c, hrmt_dtype dt, size_t rows, size_t inter, const void *gu,
+                      size_t ldg, void *out, size_t ldo, int nt);
 
 /* C = A * W^T (accumulate: C += A * W^T) through cuBLASLt: A [m,k] row-major
  * lda, W [n,k] row-major ldw, C [m,n] ldc; F32 (TF32 off) or BF16 tensor

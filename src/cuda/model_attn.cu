@@ -175,6 +175,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32)
     __nv_bfloat16 *Wb = (__nv_bfloat16 *)W; /* the same region as bf16 */
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
+    /* attn_rope.cuh's load_kv, written out: called, ptxas spills 8 bytes here. */
     for (int e = threadIdx.x; e < L.Tp * PAIRS; e += blockDim.x) {
         const int t = e / PAIRS, c = (e % PAIRS) * 8;
         uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;

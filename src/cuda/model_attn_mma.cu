@@ -109,20 +109,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
     uint16_t *Ks = (uint16_t *)mma_smem, *Vs = (uint16_t *)(mma_smem + L.v_off);
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
-    for (int e = threadIdx.x; e < L.Tp * PAIRS; e += blockDim.x) {
-        const int t = e / PAIRS, c = (e % PAIRS) * 8;
-        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
-        if (t < T) {
-            const uint16_t *row = base + (size_t)t * ld3;
-            load_pair(row + hidden, c, HALF, D, t, cs, sn, &k1, &k2);
-            v1 = *(const uint4 *)(row + 2 * hidden + c);
-            v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
-        }
-        *(uint4 *)(Ks + t * L.ldk + c) = k1;
-        *(uint4 *)(Ks + t * L.ldk + c + HALF) = k2;
-        *(uint4 *)(Vs + t * L.ldk + c) = v1;
-        *(uint4 *)(Vs + t * L.ldk + c + HALF) = v2;
-    }
+    load_kv<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, Ks, Vs);
     /* The warp's query tile, in the same phase as K and V (one round trip). */
     const int rt = grp * W + warp;
     const bool active = warp < W && rt < L.nkt;

@@ -29,15 +29,6 @@ hrmt_status lt_fail(const hrmt_model *m, cublasStatus_t st, const char *what) {
     return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "%s: %s", what, cublasLtGetStatusString(st));
 }
 
-/* C^T [n, M] = W [n, k] A^T [k, M] in column-major terms (gemm_cublaslt.cu). */
-cublasStatus_t lt_layouts(const cu_lt_slot *sl, uint64_t M, cublasLtMatrixLayoutOpaque_t *la,
-                          cublasLtMatrixLayoutOpaque_t *lc) {
-    cublasStatus_t st = cublasLtMatrixLayoutInit(la, CUDA_R_16BF, sl->k, M, sl->lda);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutInit(lc, CUDA_R_16BF, sl->n, M, sl->ldc);
-    return st;
-}
-
 hrmt_status pin_one(hrmt_model *m, cu_lt_slot *sl, int *ok) {
     *ok = 0;
     hrmt_cuda *cu = m->ctx->cuda;
@@ -53,7 +44,7 @@ hrmt_status pin_one(hrmt_model *m, cu_lt_slot *sl, int *ok) {
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutInit(&sl->lw, CUDA_R_16BF, sl->k, sl->n, sl->k);
     cublasLtMatrixLayoutOpaque_t la, lc;
-    if (st == CUBLAS_STATUS_SUCCESS) st = lt_layouts(sl, PIN_M, &la, &lc);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cu_lt_layouts(sl, PIN_M, &la, &lc);
     cublasLtMatmulPreference_t pref = NULL;
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
     const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
@@ -82,7 +73,7 @@ hrmt_status pin_one(hrmt_model *m, cu_lt_slot *sl, int *ok) {
         return HRMT_OK;
     /* The smallest M the model runs (one sample) must take the same algorithm. */
     cublasLtMatmulHeuristicResult_t chk;
-    if (lt_layouts(sl, m->T, &la, &lc) != CUBLAS_STATUS_SUCCESS ||
+    if (cu_lt_layouts(sl, m->T, &la, &lc) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatmulAlgoCheck(cu->lt, &sl->desc, &sl->lw, &la, &lc, &lc, &res.algo, &chk) !=
             CUBLAS_STATUS_SUCCESS)
         return HRMT_OK;
@@ -105,7 +96,7 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
                     const void *w, void *c) {
     hrmt_cuda *cu = m->ctx->cuda;
     cublasLtMatrixLayoutOpaque_t la, lc;
-    cublasStatus_t st = lt_layouts(sl, rows, &la, &lc);
+    cublasStatus_t st = cu_lt_layouts(sl, rows, &la, &lc);
     const float one = 1.0f, zero = 0.0f;
     const cublasLtMatmulAlgo_t *algo = &sl->algo;
     for (int b = 0; b < sl->nsmall; b++)

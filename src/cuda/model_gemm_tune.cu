@@ -43,20 +43,13 @@ struct tune_ctx {
     cudaEvent_t ev0, ev1;
 };
 
-cublasStatus_t layouts(const cu_lt_slot *sl, uint64_t M, cublasLtMatrixLayoutOpaque_t *la,
-                       cublasLtMatrixLayoutOpaque_t *lc) {
-    cublasStatus_t st = cublasLtMatrixLayoutInit(la, CUDA_R_16BF, sl->k, M, sl->k);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutInit(lc, CUDA_R_16BF, sl->n, M, sl->n);
-    return st;
-}
-
-/* C [M, n] = A [M, k] W^T with algorithm `al` (dense rows: the probe's own buffers). */
+/* C [M, n] = A [M, k] W^T with algorithm `al` on the probe's buffers (rows
+ * strided as the slot's, so the layouts are the model's own). */
 cublasStatus_t run(const tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
                    void *c) {
     hrmt_cuda *cu = t->m->ctx->cuda;
     cublasLtMatrixLayoutOpaque_t la, lc;
-    cublasStatus_t st = layouts(sl, M, &la, &lc);
+    cublasStatus_t st = cu_lt_layouts(sl, M, &la, &lc);
     const float one = 1.0f, zero = 0.0f;
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmul(cu->lt, &sl->desc, &one, t->w, &sl->lw, t->a, &la, &zero, c, &lc, c,
@@ -74,7 +67,7 @@ hrmt_status same_bits(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *a
                       int *same) {
     *same = 0;
     const uint64_t T = t->m->T, mp = M < PROBE_ROWS ? M : PROBE_ROWS;
-    const size_t row = sl->n * 2;
+    const size_t row = sl->ldc * 2;
     if (run(t, sl, &sl->algo, mp, t->c0) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
     if (run(t, sl, al, mp, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
     if (run(t, sl, al, T, t->c2) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
@@ -115,7 +108,7 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
     TRY(time_us(t, sl, &sl->algo, M, &best));
     cublasLtMatrixLayoutOpaque_t la, lc;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasStatus_t st = layouts(sl, M, &la, &lc);
+    cublasStatus_t st = cu_lt_layouts(sl, M, &la, &lc);
     const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -171,14 +164,15 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
                          env);
     if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
     const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);
-    if (m->T > rows) return HRMT_OK; /* one sample fills the buckets: the pinned one serves */
-    size_t maxn = 0, maxk = 0;
+    if (m->T > rows) return HRMT_OK;     /* one sample fills the buckets: the pinned one serves */
+    size_t maxn = 0, maxk = 0, maxw = 0; /* widest C and A rows, largest W */
     for (int i = 0; i < g->nlt; i++) {
-        maxn = g->lt[i].n > maxn ? g->lt[i].n : maxn;
-        maxk = g->lt[i].k > maxk ? g->lt[i].k : maxk;
+        maxn = g->lt[i].ldc > maxn ? g->lt[i].ldc : maxn;
+        maxk = g->lt[i].lda > maxk ? g->lt[i].lda : maxk;
+        maxw = g->lt[i].n * g->lt[i].k > maxw ? g->lt[i].n * g->lt[i].k : maxw;
     }
     const size_t probe = PROBE_ROWS > m->T ? PROBE_ROWS : m->T;
-    const size_t a_el = rows * maxk, w_el = maxn * maxk, c_el = rows * maxn;
+    const size_t a_el = rows * maxk, w_el = maxw, c_el = rows * maxn;
     tune_ctx t;
     memset(&t, 0, sizeof t);
     t.m = m;

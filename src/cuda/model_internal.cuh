@@ -32,6 +32,17 @@ typedef struct cu_lt_slot {
 
 #define CU_LT_SLOTS 4
 
+/* A [M, k] and C [M, n] layouts of a slot's call with M rows: C^T [n, M] =
+ * W [n, k] A^T [k, M] in column-major terms (gemm_cublaslt.cu). */
+static inline cublasStatus_t cu_lt_layouts(const cu_lt_slot *sl, uint64_t M,
+                                           cublasLtMatrixLayoutOpaque_t *la,
+                                           cublasLtMatrixLayoutOpaque_t *lc) {
+    cublasStatus_t st = cublasLtMatrixLayoutInit(la, CUDA_R_16BF, sl->k, M, sl->lda);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutInit(lc, CUDA_R_16BF, sl->n, M, sl->ldc);
+    return st;
+}
+
 /* Device copies of the model's tables (forward dtype; rope F32). */
 struct hrmt_model_cuda {
     void *embed_tokens, *puzzle_emb, *embed_pos, *H_init, *L_init;

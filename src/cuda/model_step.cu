@@ -104,17 +104,12 @@ static hrmt_status resnorm(const hrmt_model *m, void *h, const void *r, size_t r
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
-    const hrmt_rowops *k = &m->ctx->be->rowops;
     TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
     TRY(cu_attention(m, ws->qkv, ws->att, n));
     TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
     TRY(resnorm(m, h, ws->proj, rows, sram));
     TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
-    if (m->dt == HRMT_BF16)
-        hrmt_cuda_swiglu_bf16_lut(hrmt_cuda_silu_table(m->ctx->cuda), rows, I, ws->gu, 2 * I,
-                                  ws->act, I, 0);
-    else
-        k->swiglu[m->dt](rows, I, ws->gu, 2 * I, ws->act, I, 0);
+    hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
     TRY(row_check(m, "cuda swiglu"));
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     return resnorm(m, h, ws->proj, rows, sram);

@@ -8,6 +8,7 @@
  *    s = bf16(g / bf16(1 + e)), out = bf16(s * u); exp is expf_fma;
  *  - copy is hrmt_cuda_copy_bytes (runtime.cu). */
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_internal.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_tile.cuh"
 
@@ -205,9 +206,14 @@ hrmt_status hrmt_cuda_silu_table_fill(uint16_t *table, char *err, size_t errlen)
     return hrmt_cuda_check("cuda swiglu table", err, errlen);
 }
 
-void hrmt_cuda_swiglu_bf16_lut(const uint16_t *table, size_t rows, size_t inter, const void *gu,
-                               size_t ldg, void *out, size_t ldo, int nt) {
+void hrmt_cuda_swiglu(const hrmt_cuda *cu, hrmt_dtype dt, size_t rows, size_t inter, const void *gu,
+                      size_t ldg, void *out, size_t ldo, int nt) {
+    if (dt != HRMT_BF16) {
+        swiglu_cuda<0>(rows, inter, gu, ldg, out, ldo, nt);
+        return;
+    }
     if (rows == 0 || inter == 0) return;
+    const uint16_t *table = cu->silu_bf16;
     const bool vec =
         rows_aligned(gu, ldg, 2, 16) && (inter * 2) % 16 == 0 && rows_aligned(out, ldo, 2, 16);
     const uint16_t *g = (const uint16_t *)gu;

@@ -83,8 +83,6 @@ void hrmt_cuda_destroy(hrmt_cuda *c) {
     free(c);
 }
 
-const uint16_t *hrmt_cuda_silu_table(const hrmt_cuda *c) { return c->silu_bf16; }
-
 void *hrmt_cuda_stream(const hrmt_cuda *c) {
     (void)c;
     return (void *)cudaStreamPerThread;
