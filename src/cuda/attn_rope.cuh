@@ -56,7 +56,10 @@ __device__ __forceinline__ void load_kv(const uint16_t *base, int T, int Tp, int
     const size_t ld3 = 3 * (size_t)hidden;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
     for (int e = threadIdx.x; e < Tp * PAIRS; e += blockDim.x) {
-        const int t = e / PAIRS, c = (e % PAIRS) * 8;
+        /* Eight rows per chunk column in each quarter warp: its 16-byte
+         * stores land on distinct banks (one row per quarter warp took two
+         * rows' chunks onto the same banks). */
+        const int t = e % 8 + e / (8 * PAIRS) * 8, c = e / 8 % PAIRS * 8;
         uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
         if (t < T) {
             const uint16_t *row = base + (size_t)t * ld3;

@@ -71,13 +71,23 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return (uint32_t)hrmt_cu_f32_to_bf16(lo) | (uint32_t)hrmt_cu_f32_to_bf16(hi) << 16;
 }
 
-/* P's hi and lo parts of one fragment register (two adjacent keys). */
+/* P's hi and lo parts of one fragment register (two adjacent keys): one
+ * paired conversion each (RNE; P is finite), hi's F32 values by shifts. */
 __device__ __forceinline__ void split_pair(float p0, float p1, uint32_t *hi, uint32_t *lo) {
-    const __nv_bfloat16 h0 = __float2bfloat16_rn(p0), h1 = __float2bfloat16_rn(p1);
-    const __nv_bfloat16 l0 = __float2bfloat16_rn(__fsub_rn(p0, __bfloat162float(h0)));
-    const __nv_bfloat16 l1 = __float2bfloat16_rn(__fsub_rn(p1, __bfloat162float(h1)));
-    *hi = (uint32_t)__bfloat16_as_ushort(h0) | (uint32_t)__bfloat16_as_ushort(h1) << 16;
-    *lo = (uint32_t)__bfloat16_as_ushort(l0) | (uint32_t)__bfloat16_as_ushort(l1) << 16;
+    const __nv_bfloat162 h = __floats2bfloat162_rn(p0, p1);
+    const uint32_t hb = *(const uint32_t *)&h;
+    const __nv_bfloat162 l = __floats2bfloat162_rn(__fsub_rn(p0, __uint_as_float(hb << 16)),
+                                                   __fsub_rn(p1, __uint_as_float(hb & 0xffff0000u)));
+    *hi = hb;
+    *lo = *(const uint32_t *)&l;
+}
+
+/* 2^x with flush to zero: results below 2^-126 become 0 (a P that small
+ * cannot move an output), saving exp2f's denormal handling. */
+__device__ __forceinline__ float exp2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 
 __device__ __forceinline__ float quad_max(float v) {
@@ -92,15 +102,18 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 /* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps, the first
  * W of which take query tiles group * W + warp. */
-/* KT: key tiles the registers are sized for; the register cap lets three
- * blocks of KT warps share an SM at KT = MID_KT (loads of one block overlap
- * another's arithmetic), two at MAX_KT. */
+/* KT: key tiles the registers are sized for. At KT = MID_KT the cap of 80
+ * registers gives six warps per scheduler: four blocks of KT warps share an
+ * SM, so that one block's loads overlap the others' arithmetic (at 112, two
+ * blocks did; ncu: 2.8 active warps per scheduler, half the issue slots
+ * idle); two at MAX_KT. */
 template <int D, int KT>
-__global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
+__global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     attend_mma(int T, int hidden, int W, int groups, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
     constexpr int HALF = D / 2, PAIRS = D / 16, KD = D / 16, ND = D / 8;
+    constexpr int NC = 2; /* 8-wide output column tiles per pass (one ldmatrix.x4) */
     extern __shared__ __align__(128) unsigned char mma_smem[];
     const mma_layout L = mma_plan(T, D, W);
     const int h = blockIdx.x / groups, grp = blockIdx.x % groups;
@@ -117,7 +130,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
     uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)warp * 16 * L.ldk;
     if (active)
         for (int e = lane; e < 16 * PAIRS; e += 32) {
-            const int i = e / PAIRS, c = (e % PAIRS) * 8, t = r0 + i;
+            const int i = e % 8 + e / (8 * PAIRS) * 8, c = e / 8 % PAIRS * 8, t = r0 + i;
             uint4 q1 = z4, q2 = z4;
             if (t < T) load_pair(base + (size_t)t * ld3, c, HALF, D, t, cs, sn, &q1, &q2);
             *(uint4 *)(Qs + i * L.ldk + c) = q1;
@@ -125,38 +138,58 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
         }
     __syncthreads();
     if (!active) return; /* no block barrier follows */
-    uint32_t qa[KD][4];
+    const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* S in log2 units, masked: sc[nt][0..1] row g, [2..3] row g + 8, keys
+     * nt*8 + 2tg + {0,1}. k steps outermost, so that one step's Q fragment
+     * is live rather than all of Q; each tile's partial products are still
+     * added in ascending k, the first being the accumulator (0 + x would
+     * only turn -0 into +0, which no later step can tell apart). Tiles
+     * wholly past T are -inf without arithmetic; masks only where a tile
+     * straddles T (both warp-uniform). */
+    const float scale2 = scale * 1.4426950408889634f;
+    float sc[2 * KT][4];
 #pragma unroll
     for (int kk = 0; kk < KD; kk++) {
         const uint16_t *q = Qs + g * L.ldk + kk * 16 + 2 * tg;
-        qa[kk][0] = *(const uint32_t *)q;
-        qa[kk][1] = *(const uint32_t *)(q + 8 * L.ldk);
-        qa[kk][2] = *(const uint32_t *)(q + 8);
-        qa[kk][3] = *(const uint32_t *)(q + 8 * L.ldk + 8);
+        uint32_t qa[4];
+        qa[0] = *(const uint32_t *)q;
+        qa[1] = *(const uint32_t *)(q + 8 * L.ldk);
+        qa[2] = *(const uint32_t *)(q + 8);
+        qa[3] = *(const uint32_t *)(q + 8 * L.ldk + 8);
+#pragma unroll
+        for (int nt = 0; nt < 2 * KT; nt++) {
+            if (nt >= 2 * L.nkt) break;
+            if (nt * 8 >= T) continue;
+            const uint16_t *kr = Ks + (nt * 8 + g) * L.ldk + kk * 16 + 2 * tg;
+            if (kk == 0) {
+                mma_bf16(sc[nt], qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
+            } else {
+                float part[4];
+                mma_bf16(part, qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
+#pragma unroll
+                for (int x = 0; x < 4; x++) sc[nt][x] = __fadd_rn(sc[nt][x], part[x]);
+            }
+        }
     }
-    const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    /* S in log2 units, masked: sc[nt][0..1] row g, [2..3] row g + 8, keys
-     * nt*8 + 2tg + {0,1}. */
-    const float scale2 = scale * 1.4426950408889634f;
-    float sc[2 * KT][4];
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < 2 * KT; nt++) {
         if (nt >= 2 * L.nkt) break;
-        const uint16_t *kr = Ks + (nt * 8 + g) * L.ldk + 2 * tg;
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float *acc = sc[nt];
+        if (nt * 8 >= T) {
 #pragma unroll
-        for (int kk = 0; kk < KD; kk++) {
-            float part[4];
-            mma_bf16(part, qa[kk], *(const uint32_t *)(kr + kk * 16),
-                     *(const uint32_t *)(kr + kk * 16 + 8), zero);
-#pragma unroll
-            for (int x = 0; x < 4; x++) acc[x] = __fadd_rn(acc[x], part[x]);
+            for (int x = 0; x < 4; x++) acc[x] = -INFINITY;
+            continue;
         }
+        if ((nt + 1) * 8 <= T) {
 #pragma unroll
-        for (int x = 0; x < 4; x++) {
-            const int j = nt * 8 + 2 * tg + (x & 1);
-            sc[nt][x] = j < T ? __fmul_rn(acc[x], scale2) : -INFINITY;
+            for (int x = 0; x < 4; x++) acc[x] = __fmul_rn(acc[x], scale2);
+        } else {
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                const int j = nt * 8 + 2 * tg + (x & 1);
+                acc[x] = j < T ? __fmul_rn(acc[x], scale2) : -INFINITY;
+            }
         }
         mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
         mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
@@ -164,14 +197,14 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
     mx0 = quad_max(mx0);
     mx1 = quad_max(mx1);
     /* e = 2^(s - max) (the hardware exp2, ~2 ulp: P is used to ~16 bits);
-     * masked keys give exp2(-inf) = 0. */
+     * masked keys give 2^-inf = 0. */
     float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < 2 * KT; nt++) {
         if (nt >= 2 * L.nkt) break;
 #pragma unroll
         for (int x = 0; x < 4; x++) {
-            const float e = exp2f(__fsub_rn(sc[nt][x], x < 2 ? mx0 : mx1));
+            const float e = exp2_ftz(__fsub_rn(sc[nt][x], x < 2 ? mx0 : mx1));
             sc[nt][x] = e;
             if (x < 2)
                 sum0 = __fadd_rn(sum0, e);
@@ -180,42 +213,57 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 112 : 128)
         }
     }
     const float inv0 = __fdiv_rn(1.0f, quad_sum(sum0)), inv1 = __fdiv_rn(1.0f, quad_sum(sum1));
-    float o[ND][4];
-#pragma unroll
-    for (int nt = 0; nt < ND; nt++)
-#pragma unroll
-        for (int x = 0; x < 4; x++) o[nt][x] = 0.0f;
+    /* P's A fragments per 16-key step: key tiles 2kb (regs 0, 1) and 2kb + 1
+     * (regs 2, 3); packed hi/lo pairs take the registers the F32 scores
+     * held, so that O can be made in column passes. */
+    uint32_t ph[KT][4], pl[KT][4];
 #pragma unroll
     for (int kb = 0; kb < KT; kb++) {
         if (kb >= L.nkt) break;
-        /* P's A fragments for keys kb*16..+16: key tiles 2kb (regs 0, 1) and
-         * 2kb + 1 (regs 2, 3), made here so that only one step's live. */
-        uint32_t ph[4], pl[4];
         const float *a = sc[2 * kb], *b = sc[2 * kb + 1];
-        split_pair(__fmul_rn(a[0], inv0), __fmul_rn(a[1], inv0), &ph[0], &pl[0]);
-        split_pair(__fmul_rn(a[2], inv1), __fmul_rn(a[3], inv1), &ph[1], &pl[1]);
-        split_pair(__fmul_rn(b[0], inv0), __fmul_rn(b[1], inv0), &ph[2], &pl[2]);
-        split_pair(__fmul_rn(b[2], inv1), __fmul_rn(b[3], inv1), &ph[3], &pl[3]);
-        const uint16_t *vr = Vs + (kb * 16 + (lane & 15)) * L.ldk + (lane >> 4) * 8;
+        split_pair(__fmul_rn(a[0], inv0), __fmul_rn(a[1], inv0), &ph[kb][0], &pl[kb][0]);
+        split_pair(__fmul_rn(a[2], inv1), __fmul_rn(a[3], inv1), &ph[kb][1], &pl[kb][1]);
+        split_pair(__fmul_rn(b[0], inv0), __fmul_rn(b[1], inv0), &ph[kb][2], &pl[kb][2]);
+        split_pair(__fmul_rn(b[2], inv1), __fmul_rn(b[3], inv1), &ph[kb][3], &pl[kb][3]);
+    }
+    /* O in passes of NC column tiles (8 accumulators live, not D / 2: what
+     * fits the register cap); an output's sum runs
+     * over the key steps in ascending order either way, so the bits do not
+     * depend on the pass width. Each pass is rounded once and staged in the
+     * warp's Q tile for 16-byte stores. */
 #pragma unroll
-        for (int np = 0; np < ND / 2; np++) { /* two 8-wide column tiles per ldmatrix */
-            uint32_t bv[4];
-            ldsm_x4_trans(vr + np * 16, bv);
+    for (int pass = 0; pass < ND / NC; pass++) {
+        float o[NC][4];
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
-                float part[4];
-                mma_bf16(part, ph, bv[2 * u], bv[2 * u + 1], zero);
-                mma_bf16(part, pl, bv[2 * u], bv[2 * u + 1], part);
+        for (int nt = 0; nt < NC; nt++)
 #pragma unroll
-                for (int x = 0; x < 4; x++) o[2 * np + u][x] = __fadd_rn(o[2 * np + u][x], part[x]);
+            for (int x = 0; x < 4; x++) o[nt][x] = 0.0f;
+#pragma unroll
+        for (int kb = 0; kb < KT; kb++) {
+            if (kb >= L.nkt) break;
+            const uint16_t *vr =
+                Vs + (kb * 16 + (lane & 15)) * L.ldk + pass * 8 * NC + (lane >> 4) * 8;
+#pragma unroll
+            for (int np = 0; np < NC / 2; np++) { /* two 8-wide column tiles per ldmatrix */
+                uint32_t bv[4];
+                ldsm_x4_trans(vr + np * 16, bv);
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    float part[4];
+                    mma_bf16(part, ph[kb], bv[2 * u], bv[2 * u + 1], zero);
+                    mma_bf16(part, pl[kb], bv[2 * u], bv[2 * u + 1], part);
+#pragma unroll
+                    for (int x = 0; x < 4; x++)
+                        o[2 * np + u][x] = __fadd_rn(o[2 * np + u][x], part[x]);
+                }
             }
         }
-    }
-    /* O rounded once, staged in the warp's Q tile for 16-byte stores. */
 #pragma unroll
-    for (int nt = 0; nt < ND; nt++) {
-        *(uint32_t *)(Qs + g * L.ldk + nt * 8 + 2 * tg) = pack_bf16(o[nt][0], o[nt][1]);
-        *(uint32_t *)(Qs + (g + 8) * L.ldk + nt * 8 + 2 * tg) = pack_bf16(o[nt][2], o[nt][3]);
+        for (int nt = 0; nt < NC; nt++) {
+            const int col = pass * 8 * NC + nt * 8 + 2 * tg;
+            *(uint32_t *)(Qs + g * L.ldk + col) = pack_bf16(o[nt][0], o[nt][1]);
+            *(uint32_t *)(Qs + (g + 8) * L.ldk + col) = pack_bf16(o[nt][2], o[nt][3]);
+        }
     }
     __syncwarp();
     uint16_t *out = (uint16_t *)att + s * T * (size_t)hidden + (size_t)h * D;
