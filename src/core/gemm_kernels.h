@@ -35,27 +35,22 @@
 struct hrmt_gemm_deferred;
 struct hrmt_gemm_kernels;
 
-/* The row op's softmax (core/rowops.h hrmt_softmax_fn), for attend_bf16. */
-typedef void (*hrmt_attend_softmax_fn)(size_t rows, size_t cols, const void *x, size_t ldx,
-                                       float scale, void *out, size_t ldo);
-
 /* One (sample, head) of BF16 attention: q, k, v hold T rows of d (even)
  * elements at row stride ld (ld * 32 < 2^31), out T rows at stride ldo;
- * softmax(S * scale) by `softmax` on F32 scores; scratch holds
- * hrmt_attend_tile_scratch_bytes(T, d) bytes, any alignment. */
+ * softmax(S * scale) on F32 scores with the F32 softmax row op's bits;
+ * scratch holds hrmt_attend_tile_scratch_bytes(T, d) bytes, any alignment. */
 typedef void (*hrmt_attend_bf16_fn)(const struct hrmt_gemm_kernels *t, size_t T, size_t d,
                                     const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                    size_t ld, float scale, hrmt_attend_softmax_fn softmax,
-                                    uint16_t *out, size_t ldo, void *scratch);
+                                    size_t ld, float scale, uint16_t *out, size_t ldo,
+                                    void *scratch);
 
-/* attend_bf16's scratch: F32 scores [T, T], K and V^T as 32-wide tile
- * panels, three A slivers (P's parts), one 32 x 32 partial tile, 64 bytes of
- * alignment slack. */
+/* attend_bf16's scratch: F32 scores of 32 query rows x T padded to 32, K and
+ * V^T as 32-wide tile panels, one A sliver of 32 rows x max(3 T, d) padded
+ * (Q's, then P's three parts), 64 bytes of alignment slack. */
 static inline size_t hrmt_attend_tile_scratch_bytes(size_t T, size_t d) {
     const size_t tile = 32, Tp = (T + 31) / tile * tile, dp = (d + 31) / tile * tile;
-    const size_t kmax = Tp > dp ? Tp : dp;
-    return 64 + (T * T * 4 + 63) / 64 * 64 + 2 * Tp * dp * 2 + 3 * tile * kmax * 2 +
-           tile * tile * 4;
+    const size_t kmax = 3 * Tp > dp ? 3 * Tp : dp;
+    return 64 + tile * Tp * 4 + 2 * Tp * dp * 2 + tile * kmax * 2;
 }
 
 /* Where a micro-kernel's MR x NR tile of sums goes. */

@@ -23,11 +23,12 @@
  * The tile configuration is a static const (ldtilecfg reads 64 bytes; gcc
  * 12's _tile_loadconfig tells the compiler it reads 8, so a configuration
  * built on the stack lost its stores at -O2), and the tile loads and stores
- * below are asm with a memory clobber (gcc's tileloadd has none). */
+ * are asm with a memory clobber (cpu/amx_tile.h: gcc's tileloadd has none). */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "core/backend.h"
+#include "cpu/amx_tile.h"
 #include "cpu/gemm_avx512_common.h"
 
 #define MR 32
@@ -51,17 +52,6 @@ static const tile_config k_config __attribute__((aligned(64))) = {
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
-
-#define TILE_LOAD(t, base, stride)                                                \
-    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void *)(base)), \
-                     "r"((long)(stride))                                          \
-                     : "memory")
-#define TILE_STORE(t, base, stride)                                             \
-    __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"((void *)(base)), \
-                     "r"((long)(stride))                                        \
-                     : "memory")
-#define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
-#define TILE_DP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 
 /* The driver's begin/end around each unit (core/gemm_kernels.h): the tile
  * configuration is per thread and costs ~230 cycles to load, so it is

@@ -150,7 +150,7 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
     const hrmt_attend_bf16_fn tile = tile_attention(m);
     if (tile) {
         tile(&m->ctx->be->gemm, T, d, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
-             ld, scale, m->ctx->be->rowops.softmax[HRMT_F32], (uint16_t *)out, m->hidden, scr);
+             ld, scale, (uint16_t *)out, m->hidden, scr);
         return;
     }
     const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
