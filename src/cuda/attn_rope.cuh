@@ -1,9 +1,8 @@
-/* RoPE'd loads of attention head vectors (a Q tile's rows, a head's K and
- * V), shared by the tensor-core attention kernels (model_attn.cu,
- * model_attn_mma.cu): the row op's
- * arithmetic (cpu/rope_scalar.c: each product and the sum rounded
- * separately, then the storage rounding), applied while a head's Q or K is
- * read, so qkv is never rewritten. */
+/* RoPE'd loads of attention head vectors (a Q tile's rows, a head's Q, K
+ * and V), shared by the tensor-core attention kernels (model_attn.cu,
+ * model_attn_mma.cu): the row op's arithmetic (cpu/rope_scalar.c: each
+ * product and the sum rounded separately, then the storage rounding),
+ * applied while a head's Q or K is read, so qkv is never rewritten. */
 #ifndef HRMT_CUDA_ATTN_ROPE_CUH
 #define HRMT_CUDA_ATTN_ROPE_CUH
 
@@ -12,6 +11,41 @@
 #include "cuda/bf16.cuh"
 
 namespace {
+
+/* The RoPE factors of elements c..c+8 of position t. The tables are
+ * model/weights.c's rope_tables, emb = cat(freqs, freqs): a row's second
+ * half repeats its first bit for bit, so elements c + half use the same
+ * factors and only the first half is read (half the table traffic). */
+struct rope8 {
+    float c[8], s[8];
+};
+
+__device__ __forceinline__ void rope_factors(const float *cs, const float *sn, int t, int d, int c,
+                                             rope8 *r) {
+    /* Table rows are d F32 wide, c a multiple of 8: 16-byte loads. */
+    const float4 *c1 = (const float4 *)(cs + (size_t)t * d + c);
+    const float4 *s1 = (const float4 *)(sn + (size_t)t * d + c);
+    *(float4 *)r->c = c1[0], *(float4 *)(r->c + 4) = c1[1];
+    *(float4 *)r->s = s1[0], *(float4 *)(r->s + 4) = s1[1];
+}
+
+/* x1 = elements c..c+8, x2 = c+half..c+half+8 of a head vector, rotated:
+ * the row op's arithmetic (each product and the sum rounded separately,
+ * then the storage rounding), as exact BF16 values. */
+__device__ __forceinline__ void rope_rotate(uint4 a, uint4 b, const rope8 &r, uint4 *lo,
+                                            uint4 *hi) {
+    const uint16_t *x1 = (const uint16_t *)&a, *x2 = (const uint16_t *)&b;
+    uint16_t y1[8], y2[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float f1 = __uint_as_float((uint32_t)x1[k] << 16);
+        const float f2 = __uint_as_float((uint32_t)x2[k] << 16);
+        y1[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f1, r.c[k]), __fmul_rn(-f2, r.s[k])));
+        y2[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f2, r.c[k]), __fmul_rn(f1, r.s[k])));
+    }
+    *lo = *(const uint4 *)y1;
+    *hi = *(const uint4 *)y2;
+}
 
 /* Elements c..c+8 and c+half..c+half+8 of the head vector at `v` (16-byte
  * aligned), RoPE'd at position t when cs is set, as exact BF16 values. */
@@ -23,35 +57,21 @@ __device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, in
         *hi = b;
         return;
     }
-    const uint16_t *x1 = (const uint16_t *)&a, *x2 = (const uint16_t *)&b;
-    /* Table rows are d F32 wide, c and half multiples of 8: 16-byte loads. */
-    const float4 *c1 = (const float4 *)(cs + (size_t)t * d + c), *c2 = c1 + half / 4;
-    const float4 *s1 = (const float4 *)(sn + (size_t)t * d + c), *s2 = s1 + half / 4;
-    float cv1[8], cv2[8], sv1[8], sv2[8];
-    *(float4 *)cv1 = c1[0], *(float4 *)(cv1 + 4) = c1[1];
-    *(float4 *)cv2 = c2[0], *(float4 *)(cv2 + 4) = c2[1];
-    *(float4 *)sv1 = s1[0], *(float4 *)(sv1 + 4) = s1[1];
-    *(float4 *)sv2 = s2[0], *(float4 *)(sv2 + 4) = s2[1];
-    uint16_t y1[8], y2[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const float f1 = __uint_as_float((uint32_t)x1[k] << 16);
-        const float f2 = __uint_as_float((uint32_t)x2[k] << 16);
-        y1[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f1, cv1[k]), __fmul_rn(-f2, sv1[k])));
-        y2[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f2, cv2[k]), __fmul_rn(f1, sv2[k])));
-    }
-    *lo = *(const uint4 *)y1;
-    *hi = *(const uint4 *)y2;
+    rope8 r;
+    rope_factors(cs, sn, t, d, c, &r);
+    rope_rotate(a, b, r, lo, hi);
 }
 
 /* One head's K (RoPE'd) and V into shared memory as BF16 rows of ld
- * elements, Tp rows with the ones past T zero; `base` points at the head's
- * slice of row 0 of qkv [T, 3 * hidden]. All the block's threads take part;
- * the caller synchronises. */
+ * elements, Tp rows with the ones past T zero, and Q (RoPE'd, same rule)
+ * for rows q0..q1 into Qs (row t at Qs + (t - q0) * ld) with the same
+ * factor loads as K's; `base` points at the head's slice of row 0 of qkv
+ * [T, 3 * hidden]. All the block's threads take part; the caller
+ * synchronises. */
 template <int D>
-__device__ __forceinline__ void load_kv(const uint16_t *base, int T, int Tp, int hidden, int ld,
-                                        const float *cs, const float *sn, uint16_t *Ks,
-                                        uint16_t *Vs) {
+__device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, int hidden, int ld,
+                                         const float *cs, const float *sn, uint16_t *Ks,
+                                         uint16_t *Vs, int q0, int q1, uint16_t *Qs) {
     constexpr int HALF = D / 2, PAIRS = D / 16; /* 8-wide chunk pairs per row */
     const size_t ld3 = 3 * (size_t)hidden;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
@@ -60,17 +80,33 @@ __device__ __forceinline__ void load_kv(const uint16_t *base, int T, int Tp, int
          * stores land on distinct banks (one row per quarter warp took two
          * rows' chunks onto the same banks). */
         const int t = e % 8 + e / (8 * PAIRS) * 8, c = e / 8 % PAIRS * 8;
-        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
+        const bool wq = t >= q0 && t < q1;
+        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4, u1 = z4, u2 = z4;
         if (t < T) {
             const uint16_t *row = base + (size_t)t * ld3;
-            load_pair(row + hidden, c, HALF, D, t, cs, sn, &k1, &k2);
+            k1 = *(const uint4 *)(row + hidden + c);
+            k2 = *(const uint4 *)(row + hidden + c + HALF);
             v1 = *(const uint4 *)(row + 2 * hidden + c);
             v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
+            if (wq) {
+                u1 = *(const uint4 *)(row + c);
+                u2 = *(const uint4 *)(row + c + HALF);
+            }
+            if (cs) {
+                rope8 r;
+                rope_factors(cs, sn, t, D, c, &r);
+                rope_rotate(k1, k2, r, &k1, &k2);
+                if (wq) rope_rotate(u1, u2, r, &u1, &u2);
+            }
         }
         *(uint4 *)(Ks + t * ld + c) = k1;
         *(uint4 *)(Ks + t * ld + c + HALF) = k2;
         *(uint4 *)(Vs + t * ld + c) = v1;
         *(uint4 *)(Vs + t * ld + c + HALF) = v2;
+        if (wq) {
+            *(uint4 *)(Qs + (t - q0) * ld + c) = u1;
+            *(uint4 *)(Qs + (t - q0) * ld + c + HALF) = u2;
+        }
     }
 }
 

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     attend_mma(int T, int hidden, int W, int groups, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
-    constexpr int HALF = D / 2, PAIRS = D / 16, KD = D / 16, ND = D / 8;
+    constexpr int KD = D / 16, ND = D / 8;
     constexpr int NC = 2; /* 8-wide output column tiles per pass (one ldmatrix.x4) */
     extern __shared__ __align__(128) unsigned char mma_smem[];
     const mma_layout L = mma_plan(T, D, W);
@@ -121,21 +121,15 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     const size_t s = blockIdx.y, ld3 = 3 * (size_t)hidden;
     uint16_t *Ks = (uint16_t *)mma_smem, *Vs = (uint16_t *)(mma_smem + L.v_off);
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
-    const uint4 z4 = make_uint4(0, 0, 0, 0);
-    load_kv<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, Ks, Vs);
-    /* The warp's query tile, in the same phase as K and V (one round trip). */
+    /* The block's query tiles (consecutive 16-row slabs of the Q area) in
+     * the same pass as K and V: one round trip, one RoPE factor load. */
     const int rt = grp * W + warp;
     const bool active = warp < W && rt < L.nkt;
     const int r0 = rt * 16, g = lane / 4, tg = lane % 4;
+    const int q0 = grp * W * 16, q1 = min(q0 + W * 16, L.Tp);
     uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)warp * 16 * L.ldk;
-    if (active)
-        for (int e = lane; e < 16 * PAIRS; e += 32) {
-            const int i = e % 8 + e / (8 * PAIRS) * 8, c = e / 8 % PAIRS * 8, t = r0 + i;
-            uint4 q1 = z4, q2 = z4;
-            if (t < T) load_pair(base + (size_t)t * ld3, c, HALF, D, t, cs, sn, &q1, &q2);
-            *(uint4 *)(Qs + i * L.ldk + c) = q1;
-            *(uint4 *)(Qs + i * L.ldk + c + HALF) = q2;
-        }
+    load_qkv<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, Ks, Vs, q0, q1,
+                (uint16_t *)(mma_smem + L.q_off));
     __syncthreads();
     if (!active) return; /* no block barrier follows */
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -57,7 +57,9 @@ hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size
 
 static void rope_tables(size_t T, size_t dim, double base, float *cos_t, float *sin_t) {
     /* RotaryEmbedding in F32: inv_freq = 1 / base^(arange(0, dim, 2) / dim),
-     * freqs = outer(t, inv_freq), emb = cat(freqs, freqs). */
+     * freqs = outer(t, inv_freq), emb = cat(freqs, freqs). A row's halves
+     * are equal bit for bit: the GPU attention reads only the first
+     * (cuda/attn_rope.cuh). */
     size_t half = dim / 2;
     for (size_t t = 0; t < T; t++) {
         for (size_t i = 0; i < half; i++) {
