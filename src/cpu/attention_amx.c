@@ -146,9 +146,10 @@ AI __m256 add_halves(__m256 acc, __m512 e) {
     return _mm256_add_ps(acc, _mm512_extractf32x8_ps(e, 1));
 }
 
-/* The F32 values of 16 BF16 numbers. */
-AI __m512 widen(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+/* The F32 values of BF16 words w[0..15] of h (one vpermw into the upper
+ * halves, the lower halves zeroed). */
+AI __m512 widen(__m512i h, __m512i w) {
+    return _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, w, h));
 }
 
 /* Softmax(scale * row) of R rows of S (stride lds, T scores each) in the
@@ -164,6 +165,10 @@ AI __m512 widen(__m256i h) {
 AI void softmax_split(const int R, size_t T, size_t Tp, float *S, size_t lds, float scale,
                       uint16_t *a, size_t i) {
     const __m512 sc = _mm512_set1_ps(scale);
+    /* word 2n + 1 <- word n (lo_w) or n + 16 (hi_w) */
+    const __m512i lo_w = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7,
+                                          0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+    const __m512i hi_w = _mm512_add_epi16(lo_w, _mm512_set1_epi16(16));
     __m512 m0[4], m1[4], mx[4], inv[4];
     __m256 acc[4];
     for (int r = 0; r < R; r++) m0[r] = m1[r] = _mm512_set1_ps(-INFINITY);
@@ -184,12 +189,24 @@ AI void softmax_split(const int R, size_t T, size_t Tp, float *S, size_t lds, fl
         mx[r] = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(m0[r], m1[r])));
         acc[r] = _mm256_setzero_ps();
     }
-    for (j = 0; j < T; j += 16) {
+    /* scale * x - max <= 0 (or NaN) on every key: the overflow test of the
+     * exp cannot fire. The upper half of e is added from its store (no
+     * extract: the vector ports are this loop's bound). */
+    for (j = 0; j + 16 <= T; j += 16)
+        for (int r = 0; r < R; r++) {
+            float *x = S + r * lds + j;
+            const __m512 e =
+                hrmt_expf16_fma_le100(_mm512_sub_ps(_mm512_mul_ps(sc, _mm512_loadu_ps(x)), mx[r]));
+            _mm512_storeu_ps(x, e);
+            acc[r] = _mm256_add_ps(acc[r], _mm512_castps512_ps256(e));
+            acc[r] = _mm256_add_ps(acc[r], _mm256_loadu_ps(x + 8));
+        }
+    if (j < T) {
         const __mmask16 m = mask16(T - j);
         for (int r = 0; r < R; r++) {
             float *x = S + r * lds + j;
             const __m512 s = _mm512_mul_ps(sc, _mm512_maskz_loadu_ps(m, x));
-            const __m512 e = _mm512_maskz_mov_ps(m, hrmt_expf16_fma(_mm512_sub_ps(s, mx[r])));
+            const __m512 e = _mm512_maskz_mov_ps(m, hrmt_expf16_fma_le100(_mm512_sub_ps(s, mx[r])));
             acc[r] = add_halves(acc[r], e);
             _mm512_storeu_ps(x, e); /* S has Tp >= j + 16 columns */
         }
@@ -210,8 +227,8 @@ AI void softmax_split(const int R, size_t T, size_t Tp, float *S, size_t lds, fl
             for (size_t q = 0; q < 3; q++) {
                 const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0); /* x0 low, x1 high */
                 _mm512_storeu_si512(blk + q * TB * Tp + r * TB, h);
-                x0 = _mm512_sub_ps(x0, widen(_mm512_castsi512_si256(h)));
-                x1 = _mm512_sub_ps(x1, widen(_mm512_extracti64x4_epi64(h, 1)));
+                x0 = _mm512_sub_ps(x0, widen(h, lo_w));
+                x1 = _mm512_sub_ps(x1, widen(h, hi_w));
             }
         }
     }
