@@ -317,9 +317,13 @@ static void gpu_vs_cpu(int hidden, int heads, int seq_len) {
 
 Test(cuda_model, gpu_matches_cpu) { gpu_vs_cpu(0, 0, 0); }
 
-/* The register attention's other instantiations: head_dim 32, and T = 101
- * (key tiles past the 96 of the default model's register plan). */
+/* The register attention's other instantiations (the default model, T = 82,
+ * runs the 6-tile plan with all tiles in use): head_dim 32 at T = 101 (8-tile
+ * plan, tiles unused), T = 61 (6-tile plan, tiles unused) and head_dim 32 at
+ * T = 121 (8-tile plan, all in use). */
 Test(cuda_model, gpu_matches_cpu_head_dim_32_long_seq) { gpu_vs_cpu(64, 2, 100); }
+Test(cuda_model, gpu_matches_cpu_short_seq) { gpu_vs_cpu(0, 0, 60); }
+Test(cuda_model, gpu_matches_cpu_head_dim_32_seq_121) { gpu_vs_cpu(64, 2, 120); }
 
 /* Graph replays against kernel-by-kernel launches, one carry each, through
  * every change a replay must honour: samples halting and restarting with new

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include <cuda_bf16.h>
+
 #include "cuda/bf16.cuh"
 
 namespace {
@@ -34,14 +36,25 @@ __device__ __forceinline__ void rope_factors(const float *cs, const float *sn, i
  * then the storage rounding), as exact BF16 values. */
 __device__ __forceinline__ void rope_rotate(uint4 a, uint4 b, const rope8 &r, uint4 *lo,
                                             uint4 *hi) {
-    const uint16_t *x1 = (const uint16_t *)&a, *x2 = (const uint16_t *)&b;
-    uint16_t y1[8], y2[8];
+    const uint32_t *x1 = (const uint32_t *)&a, *x2 = (const uint32_t *)&b;
+    uint32_t y1[4], y2[4];
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const float f1 = __uint_as_float((uint32_t)x1[k] << 16);
-        const float f2 = __uint_as_float((uint32_t)x2[k] << 16);
-        y1[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f1, r.c[k]), __fmul_rn(-f2, r.s[k])));
-        y2[k] = hrmt_cu_f32_to_bf16(__fadd_rn(__fmul_rn(f2, r.c[k]), __fmul_rn(f1, r.s[k])));
+    for (int k = 0; k < 4; k++) { /* two elements per word */
+        float o1[2], o2[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const float f1 = __uint_as_float(j ? x1[k] & 0xffff0000u : x1[k] << 16);
+            const float f2 = __uint_as_float(j ? x2[k] & 0xffff0000u : x2[k] << 16);
+            const float c = r.c[2 * k + j], sn = r.s[2 * k + j];
+            o1[j] = __fadd_rn(__fmul_rn(f1, c), __fmul_rn(-f2, sn));
+            o2[j] = __fadd_rn(__fmul_rn(f2, c), __fmul_rn(f1, sn));
+        }
+        /* The hardware's paired RNE conversion: core/bf16.h's bits for
+         * every non-NaN (a NaN stays a NaN, its payload may differ). */
+        const __nv_bfloat162 p1 = __floats2bfloat162_rn(o1[0], o1[1]);
+        const __nv_bfloat162 p2 = __floats2bfloat162_rn(o2[0], o2[1]);
+        y1[k] = *(const uint32_t *)&p1;
+        y2[k] = *(const uint32_t *)&p2;
     }
     *lo = *(const uint4 *)y1;
     *hi = *(const uint4 *)y2;
@@ -84,13 +97,15 @@ __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, in
         uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4, u1 = z4, u2 = z4;
         if (t < T) {
             const uint16_t *row = base + (size_t)t * ld3;
-            k1 = *(const uint4 *)(row + hidden + c);
-            k2 = *(const uint4 *)(row + hidden + c + HALF);
-            v1 = *(const uint4 *)(row + 2 * hidden + c);
-            v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
+            /* qkv is read once: streaming loads (evict first), so that L1
+             * keeps the RoPE factors every block of the launch reads. */
+            k1 = __ldcs((const uint4 *)(row + hidden + c));
+            k2 = __ldcs((const uint4 *)(row + hidden + c + HALF));
+            v1 = __ldcs((const uint4 *)(row + 2 * hidden + c));
+            v2 = __ldcs((const uint4 *)(row + 2 * hidden + c + HALF));
             if (wq) {
-                u1 = *(const uint4 *)(row + c);
-                u2 = *(const uint4 *)(row + c + HALF);
+                u1 = __ldcs((const uint4 *)(row + c));
+                u2 = __ldcs((const uint4 *)(row + c + HALF));
             }
             if (cs) {
                 rope8 r;

@@ -8,7 +8,8 @@
  *         accumulator, the steps' partial tiles added in F32 in ascending k;
  *     P = softmax(S * scale) in F32 over the T real keys: max subtracted,
  *         exponentials as 2^((S * scale * log2 e) - max) with the hardware
- *         exp2 (~2 ulp; P enters P V with ~16 significant bits), e_j *
+ *         exp2 (~2 ulp, results below 2^-126 flushed to 0; P enters P V
+ *         with ~16 significant bits), e_j *
  *         (1 / sum); each thread holds two rows' slices, reduced across the
  *         four threads that share a row;
  *     O = P_hi V + P_lo V, P_hi = bf16(P), P_lo = bf16(P - P_hi) (P keeps
@@ -67,8 +68,11 @@ __device__ __forceinline__ void ldsm_x4_trans(const void *p, uint32_t r[4]) {
                  : "r"(a));
 }
 
+/* Two outputs as BF16 by the hardware's paired RNE conversion (core/bf16.h's
+ * bits for every non-NaN; a NaN stays a NaN). */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    return (uint32_t)hrmt_cu_f32_to_bf16(lo) | (uint32_t)hrmt_cu_f32_to_bf16(hi) << 16;
+    const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&p;
 }
 
 /* P's hi and lo parts of one fragment register (two adjacent keys): one
@@ -107,7 +111,7 @@ __device__ __forceinline__ float quad_sum(float v) {
  * SM, so that one block's loads overlap the others' arithmetic (at 112, two
  * blocks did; ncu: 2.8 active warps per scheduler, half the issue slots
  * idle); two at MAX_KT. */
-template <int D, int KT>
+template <int D, int KT, bool FULL>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     attend_mma(int T, int hidden, int W, int groups, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
@@ -132,6 +136,12 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
                 (uint16_t *)(mma_smem + L.q_off));
     __syncthreads();
     if (!active) return; /* no block barrier follows */
+    /* FULL: T fills all KT key tiles (T > 16 (KT - 1)), so that the loop
+     * bounds are constants and only the last 16 keys can be masked: the
+     * compiler drops the other tiles' tests. */
+    const int nkt = FULL ? KT : L.nkt;
+    auto dead = [&](int nt) { return (!FULL || nt >= 2 * KT - 2) && nt * 8 >= T; };
+    auto whole = [&](int nt) { return (FULL && nt < 2 * KT - 2) || (nt + 1) * 8 <= T; };
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     /* S in log2 units, masked: sc[nt][0..1] row g, [2..3] row g + 8, keys
      * nt*8 + 2tg + {0,1}. k steps outermost, so that one step's Q fragment
@@ -152,8 +162,8 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
         qa[3] = *(const uint32_t *)(q + 8 * L.ldk + 8);
 #pragma unroll
         for (int nt = 0; nt < 2 * KT; nt++) {
-            if (nt >= 2 * L.nkt) break;
-            if (nt * 8 >= T) continue;
+            if (nt >= 2 * nkt) break;
+            if (dead(nt)) continue;
             const uint16_t *kr = Ks + (nt * 8 + g) * L.ldk + kk * 16 + 2 * tg;
             if (kk == 0) {
                 mma_bf16(sc[nt], qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
@@ -168,14 +178,14 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < 2 * KT; nt++) {
-        if (nt >= 2 * L.nkt) break;
+        if (nt >= 2 * nkt) break;
         float *acc = sc[nt];
-        if (nt * 8 >= T) {
+        if (dead(nt)) {
 #pragma unroll
             for (int x = 0; x < 4; x++) acc[x] = -INFINITY;
             continue;
         }
-        if ((nt + 1) * 8 <= T) {
+        if (whole(nt)) {
 #pragma unroll
             for (int x = 0; x < 4; x++) acc[x] = __fmul_rn(acc[x], scale2);
         } else {
@@ -195,7 +205,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < 2 * KT; nt++) {
-        if (nt >= 2 * L.nkt) break;
+        if (nt >= 2 * nkt) break;
 #pragma unroll
         for (int x = 0; x < 4; x++) {
             const float e = exp2_ftz(__fsub_rn(sc[nt][x], x < 2 ? mx0 : mx1));
@@ -213,7 +223,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     uint32_t ph[KT][4], pl[KT][4];
 #pragma unroll
     for (int kb = 0; kb < KT; kb++) {
-        if (kb >= L.nkt) break;
+        if (kb >= nkt) break;
         const float *a = sc[2 * kb], *b = sc[2 * kb + 1];
         split_pair(__fmul_rn(a[0], inv0), __fmul_rn(a[1], inv0), &ph[kb][0], &pl[kb][0]);
         split_pair(__fmul_rn(a[2], inv1), __fmul_rn(a[3], inv1), &ph[kb][1], &pl[kb][1]);
@@ -225,7 +235,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
      * over the key steps in ascending order either way, so the bits do not
      * depend on the pass width. Each pass is rounded once and staged in the
      * warp's Q tile for 16-byte stores. */
-#pragma unroll
+#pragma unroll 1 /* at the cap, unrolled passes spilled 132 bytes (hoisted V loads), rolled 36 */
     for (int pass = 0; pass < ND / NC; pass++) {
         float o[NC][4];
 #pragma unroll
@@ -234,7 +244,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
             for (int x = 0; x < 4; x++) o[nt][x] = 0.0f;
 #pragma unroll
         for (int kb = 0; kb < KT; kb++) {
-            if (kb >= L.nkt) break;
+            if (kb >= nkt) break;
             const uint16_t *vr =
                 Vs + (kb * 16 + (lane & 15)) * L.ldk + pass * 8 * NC + (lane >> 4) * 8;
 #pragma unroll
@@ -267,17 +277,17 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     }
 }
 
-template <int D, int KT>
+template <int D, int KT, bool FULL>
 cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
                    size_t bytes, const float *cs, const float *sn, float scale) {
-    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT>,
+    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT, FULL>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
     const int threads = 32 * (W > LOAD_WARPS ? W : LOAD_WARPS);
     for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
-        attend_mma<D, KT><<<grid, threads, bytes, cu_stream(m)>>>(
+        attend_mma<D, KT, FULL><<<grid, threads, bytes, cu_stream(m)>>>(
             (int)m->T, (int)m->hidden, W, groups, (const char *)qkv + s0 * rows3,
             (char *)att + s0 * rows1, cs, sn, scale);
     }
@@ -309,12 +319,18 @@ hrmt_status cu_attention_mma(const hrmt_model *m, const void *qkv, void *att, si
                          "cuda attention: %zu bytes of shared memory needed (device: %zu)", bytes,
                          per_block);
     cudaError_t e;
-    if (nkt <= MID_KT)
-        e = d == 32 ? launch<32, MID_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
-                    : launch<64, MID_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    if (nkt == MID_KT)
+        e = d == 32 ? launch<32, MID_KT, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                    : launch<64, MID_KT, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    else if (nkt < MID_KT)
+        e = d == 32 ? launch<32, MID_KT, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                    : launch<64, MID_KT, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    else if (nkt == MAX_KT)
+        e = d == 32 ? launch<32, MAX_KT, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                    : launch<64, MAX_KT, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
     else
-        e = d == 32 ? launch<32, MAX_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
-                    : launch<64, MAX_KT>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+        e = d == 32 ? launch<32, MAX_KT, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale)
+                    : launch<64, MAX_KT, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda attention: shared memory opt-in");
     return cu_check(m->ctx, "cuda attention (registers)");
 }
