@@ -16,6 +16,7 @@
  * AMX's K order, P split into three exact BF16 parts for O = P V. */
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -209,6 +210,19 @@ static void attend_job(const hrmt_model *m, void *qkv, void *att, long job, long
     attend_one(m, q, o, scr);
 }
 
+/* Claims the next run of jobs [first, *end) from `counter`; jobs when none
+ * is left. */
+static long claim_run(atomic_long *counter, long jobs, long threads, long *end) {
+    long first = atomic_load(counter), n;
+    do {
+        if (first >= jobs) return jobs;
+        n = (jobs - first) / (2 * threads);
+        if (n < 1) n = 1;
+    } while (!atomic_compare_exchange_weak(counter, &first, first + n));
+    *end = first + n;
+    return first;
+}
+
 static void attention_run(const hrmt_model *m, void *qkv, void *att, size_t n,
                           const hrmt_level_ws *ws, int rope) {
     const long jobs = (long)(n * m->heads);
@@ -220,15 +234,27 @@ static void attention_run(const hrmt_model *m, void *qkv, void *att, size_t n,
             attend_job(m, qkv, att, job, job + 1 < jobs ? job + 1 : -1, ws->attn, rope);
         return;
     }
+    /* Jobs go out in shrinking runs of consecutive jobs (guided: a run is a
+     * (2 threads)-th of what is left), each thread claiming its next run
+     * before the last job of the current one, so that it always knows the
+     * job to prefetch. With fixed ranges one thread's share took 1.5x the
+     * other's on the 2-core guest (a busy host) while the other waited; runs
+     * of consecutive heads keep the locality of ranges (one job a claim put
+     * the rows of neighbouring heads on both cores: RoPE took twice as long).
+     * Which thread runs a job changes no bit. */
+    atomic_long counter = 0;
 #pragma omp parallel num_threads(nt)
     {
-        /* Contiguous job ranges per thread, so each knows its next job. */
-        const long t = omp_get_thread_num(), per = jobs / nt, extra = jobs % nt;
-        const long j0 = t * per + (t < extra ? t : extra), j1 = j0 + per + (t < extra);
-        float *scr = ws->attn + (size_t)t * ws->attn_stride;
-        if (j0 < j1) prefetch_head(m, head_q(m, qkv, j0));
-        for (long job = j0; job < j1; job++)
-            attend_job(m, qkv, att, job, job + 1 < j1 ? job + 1 : -1, scr, rope);
+        float *scr = ws->attn + (size_t)omp_get_thread_num() * ws->attn_stride;
+        long end = 0, job = claim_run(&counter, jobs, nt, &end);
+        if (job < jobs) prefetch_head(m, head_q(m, qkv, job));
+        while (job < jobs) {
+            long next = job + 1, next_end = end;
+            if (next >= end) next = claim_run(&counter, jobs, nt, &next_end);
+            attend_job(m, qkv, att, job, next < jobs ? next : -1, scr, rope);
+            job = next;
+            end = next_end;
+        }
     }
 }
 
