@@ -80,8 +80,8 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 __device__ __forceinline__ void split_pair(float p0, float p1, uint32_t *hi, uint32_t *lo) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(p0, p1);
     const uint32_t hb = *(const uint32_t *)&h;
-    const __nv_bfloat162 l = __floats2bfloat162_rn(__fsub_rn(p0, __uint_as_float(hb << 16)),
-                                                   __fsub_rn(p1, __uint_as_float(hb & 0xffff0000u)));
+    const __nv_bfloat162 l = __floats2bfloat162_rn(
+        __fsub_rn(p0, __uint_as_float(hb << 16)), __fsub_rn(p1, __uint_as_float(hb & 0xffff0000u)));
     *hi = hb;
     *lo = *(const uint32_t *)&l;
 }
