@@ -96,7 +96,7 @@ static void run_shape(const hrmt_context *ctx, size_t T, size_t d, uint64_t seed
     const uint16_t poison = out[d];
     void *scr = malloc(hrmt_attend_tile_scratch_bytes(T, d) + 1); /* +1: unaligned on purpose */
     cr_assert_not_null(scr);
-    t->attend_bf16(t, T, d, q, k, v, ld, scale, out, ldo, (char *)scr + 1);
+    t->attend_bf16(t, T, d, q, k, v, ld, scale, NULL, NULL, out, ldo, (char *)scr + 1);
     uint16_t *ref = reference(T, d, q, k, v, scale);
     size_t diff = 0, far = 0;
     for (size_t i = 0; i < T; i++) {
@@ -130,5 +130,60 @@ Test(attention_amx, bitwise_against_the_reference) {
                                 {64, 48}, {17, 2}, {96, 96}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         run_shape(ctx, shapes[i][0], shapes[i][1], 100 + 10 * i);
+    hrmt_context_destroy(ctx);
+}
+
+/* With RoPE tables the attention rotates Q and K itself: the same bits as
+ * the table's BF16 rope row op run in place first (the model's path for the
+ * other tables) and the attention without tables, and q, k untouched. */
+static void run_rope_shape(const hrmt_context *ctx, size_t T, size_t d, uint64_t seed) {
+    const hrmt_gemm_kernels *t = &ctx->be->gemm;
+    const size_t ld = d + PAD, ldo = d + PAD;
+    const float scale = (float)(1.0 / sqrt((double)d));
+    uint16_t *q = rows_new(T, d, seed, 2.0f), *k = rows_new(T, d, seed + 1, 2.0f),
+             *v = rows_new(T, d, seed + 2, 1.0f), *out = rows_new(T, d, seed + 3, 1.0f),
+             *ref = rows_new(T, d, seed + 3, 1.0f), *qr = malloc(T * ld * 2),
+             *kr = malloc(T * ld * 2);
+    float *cs = malloc(T * d * sizeof *cs), *sn = malloc(T * d * sizeof *sn);
+    void *scr = malloc(hrmt_attend_tile_scratch_bytes(T, d) + 3);
+    cr_assert(qr && kr && cs && sn && scr);
+    for (size_t i = 0; i < T; i++)
+        for (size_t j = 0; j < d; j++) {
+            const double a = (double)i / pow(10000.0, (double)(2 * (j % (d / 2))) / (double)d);
+            cs[i * d + j] = (float)cos(a);
+            sn[i * d + j] = (float)sin(a);
+        }
+    memcpy(qr, q, T * ld * 2);
+    memcpy(kr, k, T * ld * 2);
+    ctx->be->rowops.rope[HRMT_BF16](T, 1, d, qr, ld, 0, cs, sn, d);
+    ctx->be->rowops.rope[HRMT_BF16](T, 1, d, kr, ld, 0, cs, sn, d);
+    t->attend_bf16(t, T, d, qr, kr, v, ld, scale, NULL, NULL, ref, ldo, (char *)scr + 3);
+    uint16_t *q0 = malloc(T * ld * 2), *k0 = malloc(T * ld * 2);
+    cr_assert(q0 && k0);
+    memcpy(q0, q, T * ld * 2);
+    memcpy(k0, k, T * ld * 2);
+    t->attend_bf16(t, T, d, q, k, v, ld, scale, cs, sn, out, ldo, (char *)scr + 3);
+    cr_expect_eq(memcmp(out, ref, T * ldo * 2), 0, "T %zu d %zu: RoPE inside differs", T, d);
+    cr_expect_eq(memcmp(q, q0, T * ld * 2), 0, "T %zu d %zu: q written", T, d);
+    cr_expect_eq(memcmp(k, k0, T * ld * 2), 0, "T %zu d %zu: k written", T, d);
+    free(q0);
+    free(k0);
+    free(scr);
+    free(cs);
+    free(sn);
+    free(qr);
+    free(kr);
+    free(ref);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+}
+
+Test(attention_amx, rope_inside_equals_the_row_op_first) {
+    hrmt_context *ctx = hrmt_test_amx_context(1);
+    const size_t shapes[][2] = {{82, 64}, {1, 64}, {33, 128}, {17, 2}, {40, 96}, {9, 36}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        run_rope_shape(ctx, shapes[i][0], shapes[i][1], 500 + 10 * i);
     hrmt_context_destroy(ctx);
 }

@@ -37,20 +37,24 @@ struct hrmt_gemm_kernels;
 
 /* One (sample, head) of BF16 attention: q, k, v hold T rows of d (even)
  * elements at row stride ld (ld * 32 < 2^31), out T rows at stride ldo;
+ * with rope_cos / rope_sin ([T, d] F32; NULL: none) Q and K are rotated
+ * first, with the BF16 rope row op's bits (q and k are not written);
  * softmax(S * scale) on F32 scores with the F32 softmax row op's bits;
  * scratch holds hrmt_attend_tile_scratch_bytes(T, d) bytes, any alignment. */
 typedef void (*hrmt_attend_bf16_fn)(const struct hrmt_gemm_kernels *t, size_t T, size_t d,
                                     const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                    size_t ld, float scale, uint16_t *out, size_t ldo,
+                                    size_t ld, float scale, const float *rope_cos,
+                                    const float *rope_sin, uint16_t *out, size_t ldo,
                                     void *scratch);
 
 /* attend_bf16's scratch: F32 scores of 32 query rows x T padded to 32, K and
  * V^T as 32-wide tile panels, one A sliver of 32 rows x max(3 T, d) padded
- * (Q's, then P's three parts), 64 bytes of alignment slack. */
+ * (Q's, then P's three parts), rotated copies of Q and K (T x d each), 64
+ * bytes of alignment slack. */
 static inline size_t hrmt_attend_tile_scratch_bytes(size_t T, size_t d) {
     const size_t tile = 32, Tp = (T + 31) / tile * tile, dp = (d + 31) / tile * tile;
     const size_t kmax = 3 * Tp > dp ? 3 * Tp : dp;
-    return 64 + tile * Tp * 4 + 2 * Tp * dp * 2 + tile * kmax * 2;
+    return 64 + tile * Tp * 4 + 2 * Tp * dp * 2 + tile * kmax * 2 + 2 * T * d * 2;
 }
 
 /* Where a micro-kernel's MR x NR tile of sums goes. */

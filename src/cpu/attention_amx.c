@@ -59,6 +59,33 @@ static void pack_k(size_t T, size_t d, const uint16_t *k, size_t ld, uint32_t *p
     }
 }
 
+/* T rows of d elements of x (stride ld) rotated by RoPE into dst (stride
+ * d): the rope row op's products and sums on the same lanes (rope_avx512.c,
+ * BF16 with the hardware rounding: the same bits as the model's in-place
+ * pass, which the tile attention replaces; the copy stays in L1 for the
+ * packing). cos_t, sin_t: [T, d]. */
+static void rope_copy(size_t T, size_t d, const uint16_t *x, size_t ld, const float *cos_t,
+                      const float *sin_t, uint16_t *dst) {
+    const size_t half = d / 2;
+    for (size_t t = 0; t < T; t++) {
+        const float *c = cos_t + t * d, *s = sin_t + t * d;
+        const uint16_t *v = x + t * ld, *v2 = v + half;
+        uint16_t *o = dst + t * d, *o2 = o + half;
+        for (size_t i = 0; i < half; i += 16) {
+            const __mmask16 m = mask16(half - i);
+            const __m512 x1 = hrmt_ld16m(v, i, 1, m), x2 = hrmt_ld16m(v2, i, 1, m);
+            const __m512 c1 = _mm512_maskz_loadu_ps(m, c + i), s1 = _mm512_maskz_loadu_ps(m, s + i);
+            const __m512 c2 = _mm512_maskz_loadu_ps(m, c + half + i);
+            const __m512 s2 = _mm512_maskz_loadu_ps(m, s + half + i);
+            const __m512 nx2 = _mm512_xor_ps(x2, _mm512_set1_ps(-0.0f));
+            const __m512 y1 = _mm512_add_ps(_mm512_mul_ps(x1, c1), _mm512_mul_ps(nx2, s1));
+            const __m512 y2 = _mm512_add_ps(_mm512_mul_ps(x2, c2), _mm512_mul_ps(x1, s2));
+            hrmt_st16m(o, i, y1, 1, 1, m);
+            hrmt_st16m(o2, i, y2, 1, 1, m);
+        }
+    }
+}
+
 /* V^T as W panels (N = d, K = keys): panel c = columns 32c.., per key pair p
  * 32 words (V[2p][col] low, V[2p+1][col] high): rows 2p and 2p + 1
  * interleaved. Keys past T and columns past d are zero. */
@@ -267,19 +294,29 @@ static void put_out(size_t m, size_t n, uint16_t *out, size_t ldo) {
 
 static void bf16_attention__amx(const hrmt_gemm_kernels *t, size_t T, size_t d, const uint16_t *q,
                                 const uint16_t *k, const uint16_t *v, size_t ld, float scale,
-                                uint16_t *out, size_t ldo, void *scratch) {
+                                const float *rope_cos, const float *rope_sin, uint16_t *out,
+                                size_t ldo, void *scratch) {
     const size_t Tp = up32(T), dp = up32(d), tb = Tp / TB;
     char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *S = (float *)base;                              /* [32, Tp] scores of one row block */
     uint32_t *KP = (uint32_t *)(base + TB * Tp * 4);       /* Tp / 32 panels of dp / 2 pairs */
     uint16_t *VP = (uint16_t *)((char *)KP + Tp * dp * 2); /* dp / 32 panels of Tp / 2 pairs */
     uint16_t *A = (uint16_t *)((char *)VP + dp * Tp * 2);  /* Q's sliver, then [hi | mid | lo] */
-    pack_k(T, d, k, ld, KP);
+    size_t ldqk = ld; /* Q's and K's row stride */
+    if (rope_cos) {
+        uint16_t *qr = A + TB * (3 * Tp > dp ? 3 * Tp : dp), *kr = qr + T * d; /* rotated Q, K */
+        rope_copy(T, d, q, ld, rope_cos, rope_sin, qr);
+        rope_copy(T, d, k, ld, rope_cos, rope_sin, kr);
+        q = qr;
+        k = kr;
+        ldqk = d;
+    }
+    pack_k(T, d, k, ldqk, KP);
     pack_v(T, d, v, ld, VP);
     t->tile_begin();
     for (size_t r0 = 0; r0 < T; r0 += TB) {
         const size_t mi = T - r0 < TB ? T - r0 : TB;
-        t->bf16_tile.pack_a(mi, d, q + r0 * ld, HRMT_BF16, ld, A);
+        t->bf16_tile.pack_a(mi, d, q + r0 * ldqk, HRMT_BF16, ldqk, A);
         for (size_t j = 0; j < tb; j++) {
             product_2x2(dp / TB, (const char *)A, (const char *)KP + j * (dp / TB) * BLOCK,
                         dp / TB);

@@ -144,14 +144,17 @@ static void pack_v(const hrmt_model *m, const char *v, size_t ld, size_t nr, flo
     }
 }
 
-static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr) {
+/* `rope`: Q and K were rotated in place (the F32 kernels' path), or are
+ * rotated by the tile attention on their way into its panels. */
+static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr, int rope) {
     const size_t T = m->T, d = m->head_dim, ld = 3 * m->hidden, es = m->esz;
     const char *k = q + m->hidden * es, *v = q + 2 * m->hidden * es;
     const float scale = (float)(1.0 / sqrt((double)d));
     const hrmt_attend_bf16_fn tile = tile_attention(m);
     if (tile) {
         tile(&m->ctx->be->gemm, T, d, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
-             ld, scale, (uint16_t *)out, m->hidden, scr);
+             ld, scale, rope ? m->rope_cos : NULL, rope ? m->rope_sin : NULL, (uint16_t *)out,
+             m->hidden, scr);
         return;
     }
     const hrmt_gemm_ukernel *uk = &m->ctx->be->gemm.f32;
@@ -179,7 +182,8 @@ static void attend_one(const hrmt_model *m, const char *q, char *out, float *scr
 /* Job = one (sample, head): sample job / heads, head job % heads. With
  * `rope`, first rotates this head's Q and K in place (the row op on these two
  * head vectors of every token: the same bits as one pass over all heads,
- * while the rows are on their way into the caches anyway). */
+ * while the rows are on their way into the caches anyway); the tile
+ * attention rotates them on their way into its panels instead. */
 static char *head_q(const hrmt_model *m, void *qkv, long job) {
     size_t s = (size_t)job / m->heads, h = (size_t)job % m->heads;
     return (char *)qkv + (s * m->T * 3 * m->hidden + h * m->head_dim) * m->esz;
@@ -204,10 +208,10 @@ static void attend_job(const hrmt_model *m, void *qkv, void *att, long job, long
     char *o = (char *)att + (s * T * m->hidden + h * d) * es;
     /* The next job's rows arrive while this one computes. */
     if (next >= 0) prefetch_head(m, head_q(m, qkv, next));
-    if (rope)
+    if (rope && !tile_attention(m))
         m->ctx->be->rowops.rope[m->dt](T, 2, d, q, 3 * m->hidden, m->hidden, m->rope_cos,
                                        m->rope_sin, d);
-    attend_one(m, q, o, scr);
+    attend_one(m, q, o, scr, rope);
 }
 
 /* Claims the next run of jobs [first, *end) from `counter`; jobs when none
