@@ -302,7 +302,7 @@ static void bf16_attention__amx(const hrmt_gemm_kernels *t, size_t T, size_t d, 
     uint32_t *KP = (uint32_t *)(base + TB * Tp * 4);       /* Tp / 32 panels of dp / 2 pairs */
     uint16_t *VP = (uint16_t *)((char *)KP + Tp * dp * 2); /* dp / 32 panels of Tp / 2 pairs */
     uint16_t *A = (uint16_t *)((char *)VP + dp * Tp * 2);  /* Q's sliver, then [hi | mid | lo] */
-    size_t ldqk = ld; /* Q's and K's row stride */
+    size_t ldqk = ld;                                      /* Q's and K's row stride */
     if (rope_cos) {
         uint16_t *qr = A + TB * (3 * Tp > dp ? 3 * Tp : dp), *kr = qr + T * d; /* rotated Q, K */
         rope_copy(T, d, q, ld, rope_cos, rope_sin, qr);
