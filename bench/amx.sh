@@ -13,13 +13,13 @@
 #  2. the BF16 GEMM table on HRM shapes at 2 and HIGH_THREADS threads:
 #     hrmt amx, hrmt avx512 (vdpbf16ps), OpenBLAS F32, torch F.linear BF16,
 #     with the ratio hrmt/torch per shape and its median;
-#  3. the ACT step (default model, bf16) at batch 1/8/64 with 2 and
+#  3. the ACT step (default model, bf16) at batch 1/8/32/64 with 2 and
 #     HIGH_THREADS threads: PyTorch eager, hrmt baseline and tiered (both
 #     schedules in one process, alternating rounds with PyTorch), speed-ups;
 #  4. parallel efficiency from 2 to HIGH_THREADS threads per batch:
 #     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules.
-# About 2-3 minutes on 16 cores. Exit status 0 when every part ran.
-# HRMT_AMX_BATCHES (default 1,8,64) changes the step's batch sizes;
+# About 3 minutes on 16 cores (152 s with batches 1,8,64). Exit status 0 when every part ran.
+# HRMT_AMX_BATCHES (default 1,8,32,64) changes the step's batch sizes;
 # HRMT_AMX_MID_THREADS (e.g. 8) adds step runs at those thread counts.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
@@ -68,7 +68,7 @@ done
 for t in 2 ${HRMT_AMX_MID_THREADS:-} "$high"; do
   stamp "ACT step, default model, bf16, $t threads (ms per step; speed-up = PyTorch / hrmt)"
   OMP_NUM_THREADS=$t "$py" "$root/bench/pytorch_vs_hrmt.py" "$build" --threads "$t" \
-    --batches "${HRMT_AMX_BATCHES:-1,8,64}" --rounds 2 --iters 2 --modes baseline,tiered --json "$tmp/step$t.json" || rc=1
+    --batches "${HRMT_AMX_BATCHES:-1,8,32,64}" --rounds 2 --iters 2 --modes baseline,tiered --json "$tmp/step$t.json" || rc=1
 done
 
 stamp "parallel efficiency 2 -> $high threads: t(2) / (t($high) x $high/2)"
