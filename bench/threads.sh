@@ -7,7 +7,8 @@
 # BUILD_DIR: a Release build with hrmt and hrmt-bench-gemm. For each thread
 # count: `hrmt bench --profile` (both schedules, bf16, default model, batch
 # 1/8/64; HRMT_THREADS_BATCHES changes them) and the BF16 GEMM alone on HRM
-# shapes (hrmt-bench-gemm --no-torch). Then the largest count again under
+# shapes (hrmt-bench-gemm --no-torch); what one OpenMP region costs
+# (hrmt-bench-omp, when built). Then the largest count again under
 # OMP_WAIT_POLICY=active and under OMP_PROC_BIND=close/OMP_PLACES=cores, to
 # tell thread wake-ups and migration from the work itself.
 set -uo pipefail
@@ -43,6 +44,15 @@ for t in "${counts[@]}"; do
   "$build/hrmt-bench-gemm" --no-torch --threads "$t" --reps 3 || rc=1
 done
 hi=${counts[${#counts[@]}-1]}
+# What a parallel region itself costs at 1..hi threads, with libgomp's default
+# spinning and with sleeping waiters (hrmt-bench-omp: back to back, after idle).
+if [ -x "$build/hrmt-bench-omp" ]; then
+  for policy in "" passive; do
+    echo
+    echo "=== one OpenMP region, 1..$hi threads${policy:+, OMP_WAIT_POLICY=$policy}"
+    env ${policy:+OMP_WAIT_POLICY=$policy} "$build/hrmt-bench-omp" --threads "$hi" || rc=1
+  done
+fi
 step ", OMP_WAIT_POLICY=active" "$hi" OMP_WAIT_POLICY=active
 step ", OMP_PROC_BIND=close OMP_PLACES=cores" "$hi" OMP_PROC_BIND=close OMP_PLACES=cores
 exit $rc
