@@ -14,6 +14,7 @@
  * Read it against an op's work per thread: an M = 82 GEMM slice on one AMX
  * core is ~2-10 us. Prints the OpenMP wait settings in force; no library
  * call, nothing written. Exit 0, or 2 on bad arguments. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,14 +84,12 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 
 int main(int argc, char **argv) {
     long threads = omp_get_max_threads(), regions = 2000;
-    for (int i = 1; i < argc; i++) {
-        const int more = i + 1 < argc;
-        if (!strcmp(argv[i], "--threads") && more && parse_long(argv[i + 1], 1, 1024, &threads)) {
-            i++;
-        } else if (!strcmp(argv[i], "--regions") && more &&
-                   parse_long(argv[i + 1], 1, 10000000, &regions)) {
-            i++;
-        } else {
+    for (int i = 1; i < argc; i += 2) {
+        long *dst = !strcmp(argv[i], "--threads")   ? &threads
+                    : !strcmp(argv[i], "--regions") ? &regions
+                                                    : NULL;
+        const long hi = dst == &threads ? 1024 : 10000000;
+        if (!dst || i + 1 >= argc || !parse_long(argv[i + 1], 1, hi, dst)) {
             fprintf(stderr, "usage: %s [--threads N (1..1024)] [--regions R (1..10^7)]\n", argv[0]);
             return 2;
         }
