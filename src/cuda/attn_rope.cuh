@@ -77,7 +77,7 @@ __device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, in
 
 /* One head's K (RoPE'd) and V into shared memory as BF16 rows of ld
  * elements, Tp rows with the ones past T zero, and Q (RoPE'd, same rule)
- * for rows q0..q1 into Qs (row t at Qs + (t - q0) * ld) with the same
+ * for rows q0..q1 (none when q0 == q1) into Qs (row t at Qs + (t - q0) * ld) with the same
  * factor loads as K's; `base` points at the head's slice of row 0 of qkv
  * [T, 3 * hidden]. All the block's threads take part; the caller
  * synchronises. */

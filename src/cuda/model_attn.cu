@@ -175,21 +175,8 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32)
     __nv_bfloat16 *Wb = (__nv_bfloat16 *)W; /* the same region as bf16 */
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
-    /* attn_rope.cuh's load_kv, written out: called, ptxas spills 8 bytes here. */
-    for (int e = threadIdx.x; e < L.Tp * PAIRS; e += blockDim.x) {
-        const int t = e / PAIRS, c = (e % PAIRS) * 8;
-        uint4 k1 = z4, k2 = z4, v1 = z4, v2 = z4;
-        if (t < T) {
-            const uint16_t *row = base + (size_t)t * ld3;
-            load_pair(row + hidden, c, HALF, D, t, cs, sn, &k1, &k2);
-            v1 = *(const uint4 *)(row + 2 * hidden + c);
-            v2 = *(const uint4 *)(row + 2 * hidden + c + HALF);
-        }
-        *(uint4 *)(Ks + t * L.ldk + c) = k1;
-        *(uint4 *)(Ks + t * L.ldk + c + HALF) = k2;
-        *(uint4 *)(Vs + t * L.ldk + c) = v1;
-        *(uint4 *)(Vs + t * L.ldk + c + HALF) = v2;
-    }
+    load_qkv<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, (uint16_t *)Ks, (uint16_t *)Vs, 0, 0,
+                nullptr);
     __syncthreads();
     const int nkt = L.Tp / 16, ldp = 2 * L.lds;
     for (int rt = warp; rt < nkt; rt += L.nw) {
