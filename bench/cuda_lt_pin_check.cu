@@ -156,11 +156,23 @@ int main() {
             const float tl = median_ms([&] { run_lt(big, algo, A, W, C); }, 20);
             const float tw = median_ms(
                 [&] { gemm_bf16_launch<cfg_large>(MB, N, K, A, K, W, K, C2, N, 1, 0); }, 20);
+            /* C2 holds the own wmma kernel's product (its last timed run): do
+             * its ascending-k mma.sync steps give cuBLASLt's bits? If so an own
+             * fused kernel could keep tiered == baseline bitwise. */
+            CK(cudaMemcpy(part.data(), C2, (size_t)MB * N * 2, cudaMemcpyDeviceToHost));
+            size_t own_diff = 0;
+            int own_ulp = 0;
+            for (size_t i = 0; i < (size_t)MB * N; i++)
+                if (part[i] != whole[i]) {
+                    own_diff++;
+                    int d = abs((int)(int16_t)part[i] - (int)(int16_t)whole[i]);
+                    own_ulp = d > own_ulp ? d : own_ulp;
+                }
             printf(
                 "%6d %5d %5d | %9.1f %9.1f | algo %d tile %d splitK %d red %d: %d/%d slices "
-                "differ, %d unsupported\n",
+                "differ, %d unsupported; own wmma vs lt: %zu of %zu differ (max %d ulp)\n",
                 MB, N, K, fl / tw / 1e9, fl / tl / 1e9, id, tile, splitk, red, bad, tried,
-                unsupported);
+                unsupported, own_diff, (size_t)MB * N, own_ulp);
             if (a == 0 && bad) fails++;
             fflush(stdout);
         }
