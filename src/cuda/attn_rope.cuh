@@ -77,14 +77,15 @@ __device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, in
 
 /* One head's K (RoPE'd) and V into shared memory as BF16 rows of ld
  * elements, Tp rows with the ones past T zero, and Q (RoPE'd, same rule)
- * for rows q0..q1 (none when q0 == q1) into Qs (row t at Qs + (t - q0) * ld) with the same
- * factor loads as K's; `base` points at the head's slice of row 0 of qkv
+ * for rows q0..q1 (none when q0 == q1) into Qs (row t at Qs + (t - q0) * ldq) with the
+ * same factor loads as K's; `base` points at the head's slice of row 0 of qkv
  * [T, 3 * hidden]. All the block's threads take part; the caller
  * synchronises. */
 template <int D>
 __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, int hidden, int ld,
                                          const float *cs, const float *sn, uint16_t *Ks,
-                                         uint16_t *Vs, int q0, int q1, uint16_t *Qs) {
+                                         uint16_t *Vs, int q0, int q1, uint16_t *Qs,
+                                         int ldq) {
     constexpr int HALF = D / 2, PAIRS = D / 16; /* 8-wide chunk pairs per row */
     const size_t ld3 = 3 * (size_t)hidden;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
@@ -119,8 +120,8 @@ __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, in
         *(uint4 *)(Vs + t * ld + c) = v1;
         *(uint4 *)(Vs + t * ld + c + HALF) = v2;
         if (wq) {
-            *(uint4 *)(Qs + (t - q0) * ld + c) = u1;
-            *(uint4 *)(Qs + (t - q0) * ld + c + HALF) = u2;
+            *(uint4 *)(Qs + (t - q0) * ldq + c) = u1;
+            *(uint4 *)(Qs + (t - q0) * ldq + c + HALF) = u2;
         }
     }
 }

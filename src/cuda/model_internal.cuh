@@ -49,6 +49,7 @@ struct hrmt_model_cuda {
     float *rope_cos, *rope_sin;
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
+    int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
 };
 
 /* Level scratch on the device, [rows, width] each. */

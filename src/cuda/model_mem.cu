@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda/model_internal.cuh"
+#include "cuda/model_l_persist.h"
 
 extern "C" {
 #include "core/checked.h"
@@ -82,6 +83,7 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
         s = upload(m, m->rope_sin, m->T * m->head_dim * 4, (void **)&g->rope_sin);
     if (s == HRMT_OK) s = cu_gemm_pin(m);
     if (s == HRMT_OK) s = cu_gemm_tune(m);
+    if (s == HRMT_OK) s = cu_l_persist_setting(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cuda/model_kernels.cuh"
+#include "cuda/model_l_persist.h"
 
 extern "C" {
 #include "core/bf16.h"
@@ -233,10 +234,31 @@ static hrmt_status alloc_tile_tensors(hrmt_model *m, size_t samples, int *have) 
     return HRMT_OK;
 }
 
+/* The tiered schedule with the persistent L-level kernel: one launch per H
+ * cycle runs all L cycles and layers, each CTA's z_L in shared memory. */
+static hrmt_status tiered_persistent(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    for (int h = 0; h < m->cfg.H_cycles; h++) {
+        int e0 = 0, e1 = 0;
+        TRY(ev_rec(m, g, &e0));
+        hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
+        hrmt_status s = cu_l_persist(m, g->zL, g->zH, g->x, (size_t)c->batch, g->ws.qkv, g->ws.act);
+        hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
+        TRY(s);
+        TRY(ev_rec(m, g, &e1));
+        TRY(seg_add(m, g, e0, e1, SEG_L, 0));
+        tm->l_level_calls += m->cfg.L_cycles;
+        TRY(h_level(m, c, tm));
+    }
+    return HRMT_OK;
+}
+
 static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch, ts = g->tile_samples;
     hrmt_status s = HRMT_OK;
+    if (cu_model(m)->l_persist) return tiered_persistent(m, c, tm);
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
             s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);

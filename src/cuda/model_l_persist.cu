@@ -1,0 +1,457 @@
+/* The tiered schedule's L level as one persistent kernel: each CTA holds one
+ * sample's z_L in shared memory for all L_cycles x L_layers of an H cycle and
+ * streams the L weights from L2 (the seed's SRAM/DRAM split on the GPU's own
+ * SRAM). One launch per H cycle replaces ~8 launches per layer.
+ *
+ * Per sample (CTAs loop over samples blockIdx.x, + gridDim.x, ...):
+ *   z (T x H BF16, shared) <- z_L; per L cycle z = z + (zH + x); per layer:
+ *   qkv  = z W_qkv^T      -> global scratch (the CTA's own rows, L2-resident)
+ *   att  = attention(qkv) -> shared (per head: K, V in the W stages, each
+ *                            warp's Q tile where its output goes)
+ *   z    = rmsnorm(z + att W_o^T)               (in place, shared)
+ *   act  = SwiGLU(z W_gate_up^T)                -> global scratch
+ *   z    = rmsnorm(z + act W_down^T)            (act in 512-wide K chunks
+ *                                                staged through shared)
+ *   z_L <- z.
+ *
+ * Bits: every op is the baseline's arithmetic, so tiered == baseline stays
+ * bitwise (the tests compare them):
+ *  - GEMM: each C element is one chain of mma.sync m16n8k16 (BF16 in, F32
+ *    accumulate) over 16-wide k steps in ascending k from +0: the own wmma
+ *    kernel's arithmetic (model_gemm_kernels.cuh), which the pinned cuBLASLt
+ *    algorithms reproduce bit for bit at the four HRM shapes on the H200
+ *    (bench/cuda_lt_pin_check.cu: 0 of 118M outputs differ); rounded to BF16
+ *    as both do;
+ *  - attention: attn_mma_tile.cuh, the same function the baseline's
+ *    attend_mma runs, with RoPE through attn_rope.cuh's load_qkv;
+ *  - add, residual + RMSNorm and SwiGLU: the row-op kernels' operations in
+ *    the same order (rowops_elem.cu, rowops_norm.cu's register form:
+ *    lane l sums elements g * 32 + l in g order, then the same shuffles).
+ *
+ * Shared memory (H = hidden, rows padded to 96 = six m16 tiles, row stride
+ * H + 8 elements so ldmatrix rows fall on distinct banks): z and a buffer
+ * (att, then the act chunks), 96 x (H + 8) BF16 each, and three W stages of
+ * 128 rows x 32 k (stride 40). At H = 512: 230,400 bytes, one CTA per SM. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_bf16.h>
+
+#include "cuda/attn_mma_tile.cuh"
+#include "cuda/attn_rope.cuh"
+#include "cuda/bf16.cuh"
+#include "cuda/cuda_internal.cuh"
+#include "cuda/model_internal.cuh"
+#include "cuda/model_l_persist.h"
+#include "cuda/rowops_common.cuh"
+
+namespace rc = hrmt_rowops_cuda;
+
+namespace {
+
+constexpr int LP_MAX_LAYERS = 8;
+constexpr int LP_D = 64;       /* head_dim */
+constexpr int LP_TP = 96;      /* padded rows: six m16 tiles, T <= 96 */
+constexpr int LP_KT = 6;       /* key tiles of attention */
+constexpr int LP_NT = 128;     /* GEMM N tile (W rows per pass) */
+constexpr int LP_BK = 32;      /* k per W stage */
+constexpr int LP_LDW = 40;     /* W stage row stride (elements) */
+constexpr int LP_STAGES = 3;   /* cp.async ring */
+constexpr int LP_THREADS = 256;
+constexpr int LP_LDK = LP_D + 8; /* attention K, V row stride */
+constexpr int LP_MAX_H = 512;  /* rmsnorm keeps H / 32 <= 16 values per lane */
+constexpr size_t LP_W_BYTES = (size_t)LP_STAGES * LP_NT * LP_LDW * 2;
+
+static_assert(2 * LP_TP * LP_LDK * 2 <= (int)LP_W_BYTES, "K and V must fit the W stages");
+
+struct lp_params {
+    const uint16_t *wqkv[LP_MAX_LAYERS], *wo[LP_MAX_LAYERS], *wgu[LP_MAX_LAYERS],
+        *wdown[LP_MAX_LAYERS];
+    uint16_t *zL;
+    const uint16_t *zH, *x;
+    uint16_t *qkv, *act; /* per CTA: T x 3H and T x I */
+    const float *cs, *sn;
+    const uint16_t *lut; /* SwiGLU's s(g) per BF16 gate */
+    float scale, eps;
+    int B, T, H, I, heads, L_cycles, L_layers;
+};
+
+__device__ __forceinline__ void cp16(void *s, const void *g) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Four 8x8 BF16 matrices (not transposed) from shared memory. */
+__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+__device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
+
+/* The GEMM's rounding of an F32 sum to BF16 (the own kernel's store_c). */
+__device__ __forceinline__ uint32_t rnd(float v) { return hrmt_cu_f32_to_bf16(v); }
+
+typedef float lp_acc[3][4][4];
+
+__device__ __forceinline__ void zero_acc(lp_acc &acc) {
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int x = 0; x < 4; x++) acc[i][j][x] = 0.0f;
+}
+
+/* acc (96 rows x 128 columns of C, warp (wm, wn) owning rows 48 wm.. and
+ * columns 32 wn..) += A[:, 0:K] W^T over this tile's 128 W rows, where A is
+ * in shared memory (row stride lda) and W row r of the tile starts at
+ * wrow(r) in global memory. Ends with the W stages and A free. */
+template <class WROW>
+__device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int lda, int K,
+                                          WROW wrow, uint16_t *wst) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
+    const int nkb = K / LP_BK;
+    auto load = [&](int kb) {
+        uint16_t *st = wst + (kb % LP_STAGES) * LP_NT * LP_LDW;
+#pragma unroll
+        for (int c = tid; c < LP_NT * 4; c += LP_THREADS) {
+            const int r = c >> 2, part = c & 3;
+            cp16(st + r * LP_LDW + part * 8, wrow(r) + kb * LP_BK + part * 8);
+        }
+    };
+    load(0);
+    cp_commit();
+    if (nkb > 1) load(1);
+    cp_commit();
+    for (int kb = 0; kb < nkb; kb++) {
+        cp_wait<1>(); /* stage kb has landed (for this thread) */
+        __syncthreads(); /* ... for every thread; stage kb - 1 is free */
+        if (kb + 2 < nkb) load(kb + 2);
+        cp_commit();
+        const uint16_t *st = wst + (kb % LP_STAGES) * LP_NT * LP_LDW;
+#pragma unroll
+        for (int ks = 0; ks < 2; ks++) {
+            uint32_t a[3][4], b[4][2];
+#pragma unroll
+            for (int mi = 0; mi < 3; mi++)
+                ldsm_x4(As + (wm * 48 + mi * 16 + (lane & 15)) * lda + kb * LP_BK + ks * 16 +
+                            (lane >> 4) * 8,
+                        a[mi]);
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                uint32_t r[4];
+                ldsm_x4(st + (wn * 32 + np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LP_LDW +
+                            ks * 16 + ((lane >> 3) & 1) * 8,
+                        r);
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mi = 0; mi < 3; mi++)
+#pragma unroll
+                for (int ni = 0; ni < 4; ni++)
+                    mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
+        }
+    }
+    cp_wait<0>();
+    __syncthreads();
+}
+
+/* Visits the thread's C pairs: f(row, col, v0, v1) for columns col, col + 1
+ * of the tile (rows past T skipped). */
+template <class F>
+__device__ __forceinline__ void each_pair(const lp_acc &acc, int T, F f) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
+    const int g = lane >> 2, tg = lane & 3;
+#pragma unroll
+    for (int mi = 0; mi < 3; mi++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int row = wm * 48 + mi * 16 + g + hf * 8;
+            if (row >= T) continue;
+#pragma unroll
+            for (int ni = 0; ni < 4; ni++)
+                f(row, wn * 32 + ni * 8 + 2 * tg, acc[mi][ni][2 * hf], acc[mi][ni][2 * hf + 1]);
+        }
+}
+
+/* z[:, n0 + col] = bf16(z + bf16(acc)): the residual add of the row op
+ * (h = bf16(x + r), r the GEMM's BF16 output), before the norm. */
+__device__ __forceinline__ void residual_tile(const lp_acc &acc, uint16_t *zs, int ldz, int n0,
+                                              int T) {
+    each_pair(acc, T, [&](int row, int col, float v0, float v1) {
+        uint32_t *p = (uint32_t *)(zs + row * ldz + n0 + col);
+        const uint32_t z = *p;
+        *p = rc::pack_bf16x2_arith(rc::fadd(bf(z & 0xffffu), bf(rnd(v0))),
+                                   rc::fadd(bf(z >> 16), bf(rnd(v1))));
+    });
+}
+
+/* rows 0..T-1 of z = rmsnorm(h) in place, h already bf16(x + r): one warp
+ * per row, rowops_norm.cu's register form (lane l sums h[g * 32 + l] over g
+ * from 0, then its shuffles), H = 32 G. */
+__device__ __forceinline__ void rmsnorm_rows(uint16_t *zs, int ldz, int T, int H, float eps) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = H / 32;
+    const float cols_f = (float)H;
+    for (int row = warp; row < T; row += LP_THREADS / 32) {
+        uint16_t *zr = zs + row * ldz + lane;
+        float h[LP_MAX_H / 32];
+#pragma unroll
+        for (int g = 0; g < LP_MAX_H / 32; g++)
+            if (g < G) h[g] = bf(zr[g * 32]);
+        float a = 0.0f;
+#pragma unroll
+        for (int g = 0; g < LP_MAX_H / 32; g++)
+            if (g < G) a = rc::fadd(a, rc::fmul(h[g], h[g]));
+        const float b1 = __shfl_down_sync(0xffffffffu, a, 8);
+        const float b2 = __shfl_down_sync(0xffffffffu, a, 16);
+        const float b3 = __shfl_down_sync(0xffffffffu, a, 24);
+        a = rc::fadd(rc::fadd(rc::fadd(a, b1), b2), b3);
+        float sum = 0.0f;
+#pragma unroll
+        for (int l = 0; l < 8; l++) sum = rc::fadd(sum, __shfl_sync(0xffffffffu, a, l));
+        const float inv = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, cols_f), eps)));
+#pragma unroll
+        for (int g = 0; g < LP_MAX_H / 32; g++)
+            if (g < G) zr[g * 32] = rc::bf16_bits_arith(rc::fmul(h[g], inv));
+    }
+}
+
+/* z += bf16(zH + x) for the sample's rows: the baseline's two add row ops
+ * (injection once, then the level's add). */
+__device__ __forceinline__ void inject(uint16_t *zs, int ldz, const uint16_t *zh,
+                                       const uint16_t *x, int T, int H) {
+    const int per_row = H / 8;
+    for (int e = threadIdx.x; e < T * per_row; e += LP_THREADS) {
+        const int row = e / per_row, c = (e % per_row) * 8;
+        const uint4 a = *(const uint4 *)(zh + (size_t)row * H + c);
+        const uint4 b = *(const uint4 *)(x + (size_t)row * H + c);
+        uint4 *zp = (uint4 *)(zs + row * ldz + c);
+        const uint4 z = *zp;
+        const uint32_t *aw = (const uint32_t *)&a, *bw = (const uint32_t *)&b,
+                       *zw = (const uint32_t *)&z;
+        uint32_t o[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t inj = rc::pack_bf16x2_arith(rc::fadd(bf(aw[k] & 0xffffu), bf(bw[k] & 0xffffu)),
+                                                       rc::fadd(bf(aw[k] >> 16), bf(bw[k] >> 16)));
+            o[k] = rc::pack_bf16x2_arith(rc::fadd(bf(zw[k] & 0xffffu), bf(inj & 0xffffu)),
+                                         rc::fadd(bf(zw[k] >> 16), bf(inj >> 16)));
+        }
+        *zp = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+/* Copies rows 0..T-1 of a [T, ld] BF16 matrix's columns c0..c0+w into
+ * shared memory (row stride lds), 16 bytes per thread and step. */
+__device__ __forceinline__ void rows_to_smem(uint16_t *dst, int lds, const uint16_t *src, size_t ld,
+                                             int c0, int w, int T) {
+    const int per_row = w / 8;
+    for (int e = threadIdx.x; e < T * per_row; e += LP_THREADS) {
+        const int row = e / per_row, c = (e % per_row) * 8;
+        *(uint4 *)(dst + row * lds + c) = *(const uint4 *)(src + (size_t)row * ld + c0 + c);
+    }
+}
+
+__device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, uint16_t *wst,
+                      uint16_t *qkv_g, uint16_t *act_g) {
+    const int T = p.T, H = p.H, I = p.I, ldz = H + 8, warp = threadIdx.x >> 5;
+    lp_acc acc;
+    /* qkv = z W_qkv^T -> the CTA's scratch rows. */
+    const uint16_t *wq = p.wqkv[li];
+    for (int n0 = 0; n0 < 3 * H; n0 += LP_NT) {
+        zero_acc(acc);
+        gemm_tile(acc, zs, ldz, H, [&](int r) { return wq + (size_t)(n0 + r) * H; }, wst);
+        each_pair(acc, T, [&](int row, int col, float v0, float v1) {
+            *(uint32_t *)(qkv_g + (size_t)row * 3 * H + n0 + col) = rnd(v0) | (rnd(v1) << 16);
+        });
+    }
+    __syncthreads();
+    /* attention, head by head: K and V in the W stages, Q into the output's
+     * place in ab, each of the first nkt warps one 16-row query tile. */
+    const int nkt = (T + 15) / 16;
+    uint16_t *Ks = wst, *Vs = wst + LP_TP * LP_LDK;
+    for (int h = 0; h < p.heads; h++) {
+        load_qkv<LP_D>(qkv_g + h * LP_D, T, nkt * 16, H, LP_LDK, p.cs, p.sn, Ks, Vs, 0, nkt * 16,
+                       ab + h * LP_D, ldz);
+        __syncthreads();
+        if (warp < nkt) {
+            uint16_t *q = ab + warp * 16 * ldz + h * LP_D;
+            if (T > 16 * (LP_KT - 1))
+                attend_tile<LP_D, LP_KT, true>(T, nkt, Ks, Vs, LP_LDK, q, ldz, p.scale);
+            else
+                attend_tile<LP_D, LP_KT, false>(T, nkt, Ks, Vs, LP_LDK, q, ldz, p.scale);
+        }
+        __syncthreads();
+    }
+    /* z = rmsnorm(z + att W_o^T) */
+    const uint16_t *wo = p.wo[li];
+    for (int n0 = 0; n0 < H; n0 += LP_NT) {
+        zero_acc(acc);
+        gemm_tile(acc, ab, ldz, H, [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
+        residual_tile(acc, zs, ldz, n0, T);
+    }
+    __syncthreads();
+    rmsnorm_rows(zs, ldz, T, H, p.eps);
+    __syncthreads();
+    /* act = SwiGLU(z W_gate_up^T), 64 act columns per tile: warp wn's 32 W
+     * rows are 16 gate rows then the 16 up rows of the same columns, so a
+     * thread holds each gate next to its up (n8 tiles ni and ni + 2). */
+    const uint16_t *wg = p.wgu[li];
+    for (int j0 = 0; j0 < I; j0 += LP_NT / 2) {
+        zero_acc(acc);
+        gemm_tile(acc, zs, ldz, H,
+                  [&](int r) {
+                      const int q = r & 31, j = j0 + (r >> 5) * 16 + (q & 15);
+                      return wg + (size_t)(q < 16 ? j : I + j) * H;
+                  },
+                  wst);
+        /* Gate (n8 tile ni) and up (ni + 2) of the same columns together. */
+        const int lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3, g = lane >> 2,
+                  tg = lane & 3;
+#pragma unroll
+        for (int mi = 0; mi < 3; mi++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = wm * 48 + mi * 16 + g + hf * 8;
+                if (row >= T) continue;
+#pragma unroll
+                for (int ni = 0; ni < 2; ni++) {
+                    const int j = j0 + wn * 16 + ni * 8 + 2 * tg;
+                    float o[2];
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const uint32_t gb = rnd(acc[mi][ni][2 * hf + e]);
+                        const float u = bf(rnd(acc[mi][ni + 2][2 * hf + e]));
+                        o[e] = rc::fmul(bf(__ldg(p.lut + gb)), u);
+                    }
+                    *(uint32_t *)(act_g + (size_t)row * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
+                }
+            }
+    }
+    __syncthreads();
+    /* z = rmsnorm(z + act W_down^T), act's K in chunks of up to H columns
+     * through ab; each output's chain runs on across the chunks. */
+    const uint16_t *wd = p.wdown[li];
+    for (int n0 = 0; n0 < H; n0 += LP_NT) {
+        zero_acc(acc);
+        for (int k0 = 0; k0 < I; k0 += H) {
+            const int kc = I - k0 < H ? I - k0 : H;
+            rows_to_smem(ab, ldz, act_g, I, k0, kc, T);
+            __syncthreads();
+            gemm_tile(acc, ab, ldz, kc,
+                      [&](int r) { return wd + (size_t)(n0 + r) * I + k0; }, wst);
+        }
+        residual_tile(acc, zs, ldz, n0, T);
+    }
+    __syncthreads();
+    rmsnorm_rows(zs, ldz, T, H, p.eps);
+    __syncthreads();
+}
+
+__global__ void __launch_bounds__(LP_THREADS, 1) l_persist(const lp_params p) {
+    extern __shared__ __align__(128) unsigned char lp_smem[];
+    const int T = p.T, H = p.H, ldz = H + 8;
+    uint16_t *zs = (uint16_t *)lp_smem, *ab = zs + LP_TP * ldz, *wst = ab + LP_TP * ldz;
+    uint16_t *qkv_g = p.qkv + (size_t)blockIdx.x * T * 3 * H;
+    uint16_t *act_g = p.act + (size_t)blockIdx.x * T * p.I;
+    /* Rows past T feed only rows past T (never stored): zero, so that they
+     * hold finite values. */
+    for (int e = threadIdx.x; e < 2 * LP_TP * ldz; e += LP_THREADS) zs[e] = 0;
+    __syncthreads();
+    for (int s = blockIdx.x; s < p.B; s += gridDim.x) {
+        const size_t r0 = (size_t)s * T;
+        rows_to_smem(zs, ldz, p.zL + r0 * H, H, 0, H, T);
+        __syncthreads();
+        for (int l = 0; l < p.L_cycles; l++) {
+            inject(zs, ldz, p.zH + r0 * H, p.x + r0 * H, T, H);
+            __syncthreads();
+            for (int li = 0; li < p.L_layers; li++) layer(p, li, zs, ab, wst, qkv_g, act_g);
+        }
+        const int per_row = H / 8;
+        for (int e = threadIdx.x; e < T * per_row; e += LP_THREADS) {
+            const int row = e / per_row, c = (e % per_row) * 8;
+            *(uint4 *)(p.zL + (r0 + row) * H + c) = *(const uint4 *)(zs + row * ldz + c);
+        }
+        __syncthreads();
+    }
+}
+
+size_t smem_bytes(size_t H) { return 2 * (size_t)LP_TP * (H + 8) * 2 + LP_W_BYTES; }
+
+} // namespace
+
+int cu_l_persist_applies(const hrmt_model *m) {
+    size_t per_block = 0, per_sm = 0, l2 = 0;
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    const size_t H = m->hidden, I = m->inter;
+    return m->dt == HRMT_BF16 && m->head_dim == LP_D && m->heads * LP_D == H && H % LP_NT == 0 &&
+           H <= LP_MAX_H && I % (LP_NT / 2) == 0 && m->T >= 1 && m->T <= LP_TP &&
+           m->cfg.L_layers >= 1 && m->cfg.L_layers <= LP_MAX_LAYERS &&
+           smem_bytes(H) <= per_block;
+}
+
+hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const void *x, size_t B,
+                         void *qkv_scratch, void *act_scratch) {
+    if (B == 0) return HRMT_OK;
+    size_t per_block = 0, per_sm = 0, l2 = 0;
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    lp_params p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < m->cfg.L_layers; i++) {
+        p.wqkv[i] = (const uint16_t *)m->L[i].qkv.dev;
+        p.wo[i] = (const uint16_t *)m->L[i].o.dev;
+        p.wgu[i] = (const uint16_t *)m->L[i].gate_up.dev;
+        p.wdown[i] = (const uint16_t *)m->L[i].down.dev;
+    }
+    const struct hrmt_model_cuda *g = cu_model(m);
+    p.zL = (uint16_t *)zL;
+    p.zH = (const uint16_t *)zH;
+    p.x = (const uint16_t *)x;
+    p.qkv = (uint16_t *)qkv_scratch;
+    p.act = (uint16_t *)act_scratch;
+    p.cs = m->cfg.pos_encodings == HRMT_POS_ROPE ? g->rope_cos : nullptr;
+    p.sn = p.cs ? g->rope_sin : nullptr;
+    p.lut = m->ctx->cuda->silu_bf16;
+    p.scale = (float)(1.0 / sqrt((double)m->head_dim));
+    p.eps = (float)m->cfg.rms_norm_eps;
+    p.B = (int)B;
+    p.T = (int)m->T;
+    p.H = (int)m->hidden;
+    p.I = (int)m->inter;
+    p.heads = (int)m->heads;
+    p.L_cycles = m->cfg.L_cycles;
+    p.L_layers = m->cfg.L_layers;
+    const size_t bytes = smem_bytes(m->hidden);
+    cudaError_t e =
+        cudaFuncSetAttribute(l_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda L level (persistent): shared memory");
+    /* One CTA per SM at most (the shared memory allows no more); each CTA
+     * owns its scratch rows, so the grid never exceeds the batch. */
+    const size_t grid = B < (size_t)(sms > 0 ? sms : 1) ? B : (size_t)sms;
+    l_persist<<<(unsigned)grid, LP_THREADS, bytes, cu_stream(m)>>>(p);
+    return cu_check(m->ctx, "cuda L level (persistent)");
+}
+
+hrmt_status cu_l_persist_setting(hrmt_model *m) {
+    const char *env = getenv("HRMT_CUDA_L_PERSIST");
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_L_PERSIST='%s' is not 0 or 1",
+                         env);
+    cu_model(m)->l_persist = !(env && !strcmp(env, "0")) && cu_l_persist_applies(m);
+    return HRMT_OK;
+}
