@@ -4,8 +4,8 @@
  *  - BF16 at most 1.5x as far from expected-f32 as PyTorch's BF16 run
  *    (expected-bf16) is;
  *  - tiered == baseline bit for bit, tiles that do and do not divide the batch,
- *    and for BF16 the persistent L-level kernel (model_l_persist.cu) at the
- *    test width, HRM's width (hidden 512) and a short sequence;
+ *    and for BF16 the persistent L-level kernel (model_l_persist.cu) at HRM's
+ *    width (hidden 512) and at hidden 256 with a short sequence;
  *  - GPU vs CPU on a random model within the same bounds;
  *  - errors: a carry of another model, a batch too large for the device, bad
  *    settings.
@@ -234,15 +234,13 @@ static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs
     free(pid);
 }
 
-/* persist: HRMT_CUDA_L_PERSIST for the model (read at load); "1" runs the
- * persistent L-level kernel for BF16 (F32 keeps the tiles either way). */
-static void schedules_equal(hrmt_dtype dt, const char *persist) {
+/* The tile-by-tile tiered schedule (the persistent kernel needs hidden to be
+ * a multiple of 256: not this model). */
+static void schedules_equal(hrmt_dtype dt) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(dt);
     hrmt_model *m = NULL;
-    setenv("HRMT_CUDA_L_PERSIST", persist, 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_L_PERSIST");
     /* Tile of 3 samples: batches 1, 3 (one tile), 5, 13 (ragged), 12 (whole tiles). */
     setenv("HRMT_CUDA_TILE_SAMPLES", "3", 1);
     const int batches[] = {1, 3, 5, 12, 13};
@@ -273,9 +271,8 @@ static void schedules_equal(hrmt_dtype dt, const char *persist) {
     hrmt_context_destroy(ctx);
 }
 
-Test(cuda_model, tiered_equals_baseline_f32) { schedules_equal(HRMT_F32, "1"); }
-Test(cuda_model, tiered_equals_baseline_bf16) { schedules_equal(HRMT_BF16, "1"); }
-Test(cuda_model, tiered_tiles_equal_baseline_bf16) { schedules_equal(HRMT_BF16, "0"); }
+Test(cuda_model, tiered_equals_baseline_f32) { schedules_equal(HRMT_F32); }
+Test(cuda_model, tiered_equals_baseline_bf16) { schedules_equal(HRMT_BF16); }
 
 /* The persistent L-level kernel at HRM's own width (hidden 512, 8 heads of
  * 64, T = 82: the shapes whose GEMM bits bench/cuda_lt_pin_check.cu found
@@ -283,16 +280,17 @@ Test(cuda_model, tiered_tiles_equal_baseline_bf16) { schedules_equal(HRMT_BF16, 
  * key tiles past T): tiered == baseline bytes, with batches below, at and
  * above one sample per SM (140: CTAs then run a second sample). */
 static void persistent_equals_baseline(int hidden, int heads, int seq_len, const int *batches,
-                                       int nb) {
+                                       int nb, const char *persist) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
     cfg.num_heads = heads;
     cfg.seq_len = seq_len;
     hrmt_model *m = NULL;
-    unsetenv("HRMT_CUDA_L_PERSIST");
+    setenv("HRMT_CUDA_L_PERSIST", persist, 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s",
                  hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_L_PERSIST");
     for (int b = 0; b < nb; b++) {
         outs t[2], bl[2];
         run_steps(m, batches[b], HRMT_SCHEDULE_TIERED, 2, t);
@@ -300,8 +298,9 @@ static void persistent_equals_baseline(int hidden, int heads, int seq_len, const
         for (int s = 0; s < 2; s++) {
             for (int f = 0; f < 5; f++)
                 cr_expect(!memcmp(t[s].f[f], bl[s].f[f], t[s].n[f] * sizeof(float)),
-                          "hidden %d T %d batch %d step %d %s: persistent tiered != baseline",
-                          hidden, seq_len + 1, batches[b], s, k_fields[f]);
+                          "hidden %d T %d batch %d step %d %s: tiered (persistent %s) != "
+                          "baseline",
+                          hidden, seq_len + 1, batches[b], s, k_fields[f], persist);
             outs_free(&t[s]);
             outs_free(&bl[s]);
         }
@@ -312,12 +311,18 @@ static void persistent_equals_baseline(int hidden, int heads, int seq_len, const
 
 Test(cuda_model, persistent_equals_baseline_hrm_width) {
     const int batches[] = {1, 7, 140};
-    persistent_equals_baseline(512, 8, 81, batches, 3);
+    persistent_equals_baseline(512, 8, 81, batches, 3, "1");
 }
 
 Test(cuda_model, persistent_equals_baseline_short_seq) {
+    const int batches[] = {3, 140};
+    persistent_equals_baseline(256, 4, 60, batches, 2, "1");
+}
+
+/* HRMT_CUDA_L_PERSIST=0 at the same width: the tile-by-tile schedule. */
+Test(cuda_model, tiles_equal_baseline_hrm_width) {
     const int batches[] = {3};
-    persistent_equals_baseline(256, 4, 60, batches, 1);
+    persistent_equals_baseline(512, 8, 81, batches, 1, "0");
 }
 
 Test(cuda_model, bad_l_persist_setting) {

@@ -4,7 +4,8 @@
  * at the top of model_attn_mma.cu. K and V (RoPE'd, exact BF16, rows past T
  * zero) are in shared memory at row stride ldk; the warp's Q tile at Qs (row
  * stride ldq) is read, then overwritten by the tile's O (rounded once), so
- * the caller finds the output where the queries were. */
+ * the caller finds the output where the queries were; only the first qrows
+ * (1..16) rows of the tile are read or written. */
 #ifndef HRMT_CUDA_ATTN_MMA_TILE_CUH
 #define HRMT_CUDA_ATTN_MMA_TILE_CUH
 
@@ -74,10 +75,14 @@ __device__ __forceinline__ float quad_sum(float v) {
 template <int D, int KT, bool FULL>
 __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t *Ks,
                                             const uint16_t *Vs, int ldk, uint16_t *Qs, int ldq,
-                                            float scale) {
+                                            int qrows, float scale) {
     constexpr int KD = D / 16, ND = D / 8;
     constexpr int NC = 2; /* 8-wide output column tiles per pass (one ldmatrix.x4) */
     const int lane = threadIdx.x % 32, g = lane / 4, tg = lane % 4;
+    /* Rows at or past qrows are not there: their queries read row qrows - 1
+     * (a row's arithmetic never touches another's) and their outputs are
+     * not stored. */
+    const int r_lo = g < qrows ? g : qrows - 1, r_hi = g + 8 < qrows ? g + 8 : qrows - 1;
     /* FULL: T fills all KT key tiles (T > 16 (KT - 1)), so that the loop
      * bounds are constants and only the last 16 keys can be masked: the
      * compiler drops the other tiles' tests. */
@@ -96,12 +101,13 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
     float sc[2 * KT][4];
 #pragma unroll
     for (int kk = 0; kk < KD; kk++) {
-        const uint16_t *q = Qs + g * ldq + kk * 16 + 2 * tg;
+        const uint16_t *q = Qs + r_lo * ldq + kk * 16 + 2 * tg;
+        const uint16_t *q8 = Qs + r_hi * ldq + kk * 16 + 2 * tg;
         uint32_t qa[4];
         qa[0] = *(const uint32_t *)q;
-        qa[1] = *(const uint32_t *)(q + 8 * ldq);
+        qa[1] = *(const uint32_t *)q8;
         qa[2] = *(const uint32_t *)(q + 8);
-        qa[3] = *(const uint32_t *)(q + 8 * ldq + 8);
+        qa[3] = *(const uint32_t *)(q8 + 8);
 #pragma unroll
         for (int nt = 0; nt < 2 * KT; nt++) {
             if (nt >= 2 * nkt) break;
@@ -207,8 +213,9 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
 #pragma unroll
         for (int nt = 0; nt < NC; nt++) {
             const int col = pass * 8 * NC + nt * 8 + 2 * tg;
-            *(uint32_t *)(Qs + g * ldq + col) = pack_bf16(o[nt][0], o[nt][1]);
-            *(uint32_t *)(Qs + (g + 8) * ldq + col) = pack_bf16(o[nt][2], o[nt][3]);
+            if (g < qrows) *(uint32_t *)(Qs + g * ldq + col) = pack_bf16(o[nt][0], o[nt][1]);
+            if (g + 8 < qrows)
+                *(uint32_t *)(Qs + (g + 8) * ldq + col) = pack_bf16(o[nt][2], o[nt][3]);
         }
     }
 }

@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
                 (uint16_t *)(mma_smem + L.q_off), L.ldk);
     __syncthreads();
     if (!active) return; /* no block barrier follows */
-    attend_tile<D, KT, FULL>(T, L.nkt, Ks, Vs, L.ldk, Qs, L.ldk, scale);
+    attend_tile<D, KT, FULL>(T, L.nkt, Ks, Vs, L.ldk, Qs, L.ldk, 16, scale);
     __syncwarp();
     uint16_t *out = (uint16_t *)att + s * T * (size_t)hidden + (size_t)h * D;
     for (int e = lane; e < 16 * (D / 8); e += 32) {

@@ -28,10 +28,12 @@
  *    the same order (rowops_elem.cu, rowops_norm.cu's register form:
  *    lane l sums elements g * 32 + l in g order, then the same shuffles).
  *
- * Shared memory (H = hidden, rows padded to 96 = six m16 tiles, row stride
- * H + 8 elements so ldmatrix rows fall on distinct banks): z and a buffer
- * (att, then the act chunks), 96 x (H + 8) BF16 each, and three W stages of
- * 128 rows x 32 k (stride 40). At H = 512: 230,400 bytes, one CTA per SM. */
+ * Shared memory (H = hidden, row stride H + 8 elements so that ldmatrix rows
+ * fall on distinct banks): z and a buffer (att, then the act chunks), T x
+ * (H + 8) BF16 each, and three W stages of 256 rows x 32 k (stride 40). The
+ * m16 tiles cover 96 rows; rows past T read row T - 1 and are never stored.
+ * At H = 512, T = 82: 232,000 bytes (of 232,448 a block may have), one CTA
+ * per SM, 8 warps of 48 x 64 C each. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,9 +55,10 @@ namespace {
 
 constexpr int LP_MAX_LAYERS = 8;
 constexpr int LP_D = 64;       /* head_dim */
-constexpr int LP_TP = 96;      /* padded rows: six m16 tiles, T <= 96 */
+constexpr int LP_TP = 96;      /* six m16 tiles: T <= 96 */
 constexpr int LP_KT = 6;       /* key tiles of attention */
-constexpr int LP_NT = 128;     /* GEMM N tile (W rows per pass) */
+constexpr int LP_NI = 8;       /* n8 tiles per warp: a warp owns 48 x 64 of C */
+constexpr int LP_NT = 32 * LP_NI; /* GEMM N tile (W rows per pass): 4 warps across */
 constexpr int LP_BK = 32;      /* k per W stage */
 constexpr int LP_LDW = 40;     /* W stage row stride (elements) */
 constexpr int LP_STAGES = 3;   /* cp.async ring */
@@ -101,23 +104,25 @@ __device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bi
 /* The GEMM's rounding of an F32 sum to BF16 (the own kernel's store_c). */
 __device__ __forceinline__ uint32_t rnd(float v) { return hrmt_cu_f32_to_bf16(v); }
 
-typedef float lp_acc[3][4][4];
+typedef float lp_acc[3][LP_NI][4];
 
 __device__ __forceinline__ void zero_acc(lp_acc &acc) {
 #pragma unroll
     for (int i = 0; i < 3; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < LP_NI; j++)
 #pragma unroll
             for (int x = 0; x < 4; x++) acc[i][j][x] = 0.0f;
 }
 
-/* acc (96 rows x 128 columns of C, warp (wm, wn) owning rows 48 wm.. and
- * columns 32 wn..) += A[:, 0:K] W^T over this tile's 128 W rows, where A is
- * in shared memory (row stride lda) and W row r of the tile starts at
- * wrow(r) in global memory. Ends with the W stages and A free. */
+/* acc (96 rows x LP_NT columns of C, warp (wm, wn) owning rows 48 wm.. and
+ * columns 64 wn..) += A[:, 0:K] W^T over this tile's LP_NT W rows, where A
+ * (T rows) is in shared memory (row stride lda) and W row r of the tile
+ * starts at wrow(r) in global memory. Rows past T read row T - 1 (the
+ * m16 tiles need 96 rows; those outputs are never stored). Ends with the W
+ * stages and A free. */
 template <class WROW>
-__device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int lda, int K,
+__device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int lda, int K, int T,
                                           WROW wrow, uint16_t *wst) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
     const int nkb = K / LP_BK;
@@ -141,16 +146,16 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
         const uint16_t *st = wst + (kb % LP_STAGES) * LP_NT * LP_LDW;
 #pragma unroll
         for (int ks = 0; ks < 2; ks++) {
-            uint32_t a[3][4], b[4][2];
+            uint32_t a[3][4], b[LP_NI][2];
 #pragma unroll
             for (int mi = 0; mi < 3; mi++)
-                ldsm_x4(As + (wm * 48 + mi * 16 + (lane & 15)) * lda + kb * LP_BK + ks * 16 +
-                            (lane >> 4) * 8,
+                ldsm_x4(As + min(wm * 48 + mi * 16 + (lane & 15), T - 1) * lda + kb * LP_BK +
+                            ks * 16 + (lane >> 4) * 8,
                         a[mi]);
 #pragma unroll
-            for (int np = 0; np < 2; np++) {
+            for (int np = 0; np < LP_NI / 2; np++) {
                 uint32_t r[4];
-                ldsm_x4(st + (wn * 32 + np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LP_LDW +
+                ldsm_x4(st + (wn * 8 * LP_NI + np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LP_LDW +
                             ks * 16 + ((lane >> 3) & 1) * 8,
                         r);
                 b[2 * np][0] = r[0];
@@ -161,7 +166,7 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
 #pragma unroll
             for (int mi = 0; mi < 3; mi++)
 #pragma unroll
-                for (int ni = 0; ni < 4; ni++)
+                for (int ni = 0; ni < LP_NI; ni++)
                     mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
         }
     }
@@ -182,8 +187,9 @@ __device__ __forceinline__ void each_pair(const lp_acc &acc, int T, F f) {
             const int row = wm * 48 + mi * 16 + g + hf * 8;
             if (row >= T) continue;
 #pragma unroll
-            for (int ni = 0; ni < 4; ni++)
-                f(row, wn * 32 + ni * 8 + 2 * tg, acc[mi][ni][2 * hf], acc[mi][ni][2 * hf + 1]);
+            for (int ni = 0; ni < LP_NI; ni++)
+                f(row, wn * 8 * LP_NI + ni * 8 + 2 * tg, acc[mi][ni][2 * hf],
+                  acc[mi][ni][2 * hf + 1]);
         }
 }
 
@@ -273,7 +279,7 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
     const uint16_t *wq = p.wqkv[li];
     for (int n0 = 0; n0 < 3 * H; n0 += LP_NT) {
         zero_acc(acc);
-        gemm_tile(acc, zs, ldz, H, [&](int r) { return wq + (size_t)(n0 + r) * H; }, wst);
+        gemm_tile(acc, zs, ldz, H, T, [&](int r) { return wq + (size_t)(n0 + r) * H; }, wst);
         each_pair(acc, T, [&](int row, int col, float v0, float v1) {
             *(uint32_t *)(qkv_g + (size_t)row * 3 * H + n0 + col) = rnd(v0) | (rnd(v1) << 16);
         });
@@ -284,15 +290,16 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
     const int nkt = (T + 15) / 16;
     uint16_t *Ks = wst, *Vs = wst + LP_TP * LP_LDK;
     for (int h = 0; h < p.heads; h++) {
-        load_qkv<LP_D>(qkv_g + h * LP_D, T, nkt * 16, H, LP_LDK, p.cs, p.sn, Ks, Vs, 0, nkt * 16,
+        load_qkv<LP_D>(qkv_g + h * LP_D, T, nkt * 16, H, LP_LDK, p.cs, p.sn, Ks, Vs, 0, T,
                        ab + h * LP_D, ldz);
         __syncthreads();
         if (warp < nkt) {
             uint16_t *q = ab + warp * 16 * ldz + h * LP_D;
+            const int qrows = min(16, T - 16 * warp);
             if (T > 16 * (LP_KT - 1))
-                attend_tile<LP_D, LP_KT, true>(T, nkt, Ks, Vs, LP_LDK, q, ldz, p.scale);
+                attend_tile<LP_D, LP_KT, true>(T, nkt, Ks, Vs, LP_LDK, q, ldz, qrows, p.scale);
             else
-                attend_tile<LP_D, LP_KT, false>(T, nkt, Ks, Vs, LP_LDK, q, ldz, p.scale);
+                attend_tile<LP_D, LP_KT, false>(T, nkt, Ks, Vs, LP_LDK, q, ldz, qrows, p.scale);
         }
         __syncthreads();
     }
@@ -300,25 +307,26 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
     const uint16_t *wo = p.wo[li];
     for (int n0 = 0; n0 < H; n0 += LP_NT) {
         zero_acc(acc);
-        gemm_tile(acc, ab, ldz, H, [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
+        gemm_tile(acc, ab, ldz, H, T, [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
         residual_tile(acc, zs, ldz, n0, T);
     }
     __syncthreads();
     rmsnorm_rows(zs, ldz, T, H, p.eps);
     __syncthreads();
-    /* act = SwiGLU(z W_gate_up^T), 64 act columns per tile: warp wn's 32 W
-     * rows are 16 gate rows then the 16 up rows of the same columns, so a
-     * thread holds each gate next to its up (n8 tiles ni and ni + 2). */
+    /* act = SwiGLU(z W_gate_up^T), LP_NT / 2 act columns per tile: warp
+     * wn's 8 LP_NI W rows are 4 LP_NI gate rows then the up rows of the same
+     * columns, so a thread holds each gate next to its up (n8 tiles ni and
+     * ni + LP_NI / 2). */
+    constexpr int HN = LP_NI / 2, WR = 8 * LP_NI; /* gate n8 tiles, W rows per warp */
     const uint16_t *wg = p.wgu[li];
     for (int j0 = 0; j0 < I; j0 += LP_NT / 2) {
         zero_acc(acc);
-        gemm_tile(acc, zs, ldz, H,
+        gemm_tile(acc, zs, ldz, H, T,
                   [&](int r) {
-                      const int q = r & 31, j = j0 + (r >> 5) * 16 + (q & 15);
-                      return wg + (size_t)(q < 16 ? j : I + j) * H;
+                      const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
+                      return wg + (size_t)(q < WR / 2 ? j : I + j) * H;
                   },
                   wst);
-        /* Gate (n8 tile ni) and up (ni + 2) of the same columns together. */
         const int lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3, g = lane >> 2,
                   tg = lane & 3;
 #pragma unroll
@@ -328,13 +336,13 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
                 const int row = wm * 48 + mi * 16 + g + hf * 8;
                 if (row >= T) continue;
 #pragma unroll
-                for (int ni = 0; ni < 2; ni++) {
-                    const int j = j0 + wn * 16 + ni * 8 + 2 * tg;
+                for (int ni = 0; ni < HN; ni++) {
+                    const int j = j0 + wn * (WR / 2) + ni * 8 + 2 * tg;
                     float o[2];
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const uint32_t gb = rnd(acc[mi][ni][2 * hf + e]);
-                        const float u = bf(rnd(acc[mi][ni + 2][2 * hf + e]));
+                        const float u = bf(rnd(acc[mi][ni + HN][2 * hf + e]));
                         o[e] = rc::fmul(bf(__ldg(p.lut + gb)), u);
                     }
                     *(uint32_t *)(act_g + (size_t)row * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
@@ -351,7 +359,7 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
             const int kc = I - k0 < H ? I - k0 : H;
             rows_to_smem(ab, ldz, act_g, I, k0, kc, T);
             __syncthreads();
-            gemm_tile(acc, ab, ldz, kc,
+            gemm_tile(acc, ab, ldz, kc, T,
                       [&](int r) { return wd + (size_t)(n0 + r) * I + k0; }, wst);
         }
         residual_tile(acc, zs, ldz, n0, T);
@@ -364,13 +372,9 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
 __global__ void __launch_bounds__(LP_THREADS, 1) l_persist(const lp_params p) {
     extern __shared__ __align__(128) unsigned char lp_smem[];
     const int T = p.T, H = p.H, ldz = H + 8;
-    uint16_t *zs = (uint16_t *)lp_smem, *ab = zs + LP_TP * ldz, *wst = ab + LP_TP * ldz;
+    uint16_t *zs = (uint16_t *)lp_smem, *ab = zs + T * ldz, *wst = ab + T * ldz;
     uint16_t *qkv_g = p.qkv + (size_t)blockIdx.x * T * 3 * H;
     uint16_t *act_g = p.act + (size_t)blockIdx.x * T * p.I;
-    /* Rows past T feed only rows past T (never stored): zero, so that they
-     * hold finite values. */
-    for (int e = threadIdx.x; e < 2 * LP_TP * ldz; e += LP_THREADS) zs[e] = 0;
-    __syncthreads();
     for (int s = blockIdx.x; s < p.B; s += gridDim.x) {
         const size_t r0 = (size_t)s * T;
         rows_to_smem(zs, ldz, p.zL + r0 * H, H, 0, H, T);
@@ -389,7 +393,7 @@ __global__ void __launch_bounds__(LP_THREADS, 1) l_persist(const lp_params p) {
     }
 }
 
-size_t smem_bytes(size_t H) { return 2 * (size_t)LP_TP * (H + 8) * 2 + LP_W_BYTES; }
+size_t smem_bytes(size_t T, size_t H) { return 2 * T * (H + 8) * 2 + LP_W_BYTES; }
 
 } // namespace
 
@@ -399,9 +403,9 @@ int cu_l_persist_applies(const hrmt_model *m) {
     hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
     const size_t H = m->hidden, I = m->inter;
     return m->dt == HRMT_BF16 && m->head_dim == LP_D && m->heads * LP_D == H && H % LP_NT == 0 &&
-           H <= LP_MAX_H && I % (LP_NT / 2) == 0 && m->T >= 1 && m->T <= LP_TP &&
-           m->cfg.L_layers >= 1 && m->cfg.L_layers <= LP_MAX_LAYERS &&
-           smem_bytes(H) <= per_block;
+           H <= LP_MAX_H && I % (LP_NT / 2) == 0 && I % 32 == 0 && m->T >= 1 &&
+           m->T <= LP_TP && m->cfg.L_layers >= 1 && m->cfg.L_layers <= LP_MAX_LAYERS &&
+           smem_bytes(m->T, H) <= per_block;
 }
 
 hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const void *x, size_t B,
@@ -436,7 +440,7 @@ hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const vo
     p.heads = (int)m->heads;
     p.L_cycles = m->cfg.L_cycles;
     p.L_layers = m->cfg.L_layers;
-    const size_t bytes = smem_bytes(m->hidden);
+    const size_t bytes = smem_bytes(m->T, m->hidden);
     cudaError_t e =
         cudaFuncSetAttribute(l_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda L level (persistent): shared memory");
