@@ -61,11 +61,18 @@ constexpr int LP_NI = 8;       /* n8 tiles per warp: a warp owns 48 x 64 of C */
 constexpr int LP_NT = 32 * LP_NI; /* GEMM N tile (W rows per pass): 4 warps across */
 constexpr int LP_BK = 32;      /* k per W stage */
 constexpr int LP_LDW = 40;     /* W stage row stride (elements) */
-constexpr int LP_STAGES = 3;   /* cp.async ring */
+constexpr int LP_STAGES = 3;   /* cp.async ring in the W area */
 constexpr int LP_THREADS = 256;
 constexpr int LP_LDK = LP_D + 8; /* attention K, V row stride */
 constexpr int LP_MAX_H = 512;  /* rmsnorm keeps H / 32 <= 16 values per lane */
 constexpr size_t LP_W_BYTES = (size_t)LP_STAGES * LP_NT * LP_LDW * 2;
+/* Stages of the GEMMs whose A is z (qkv, gate_up): the buffer is free then
+ * and lies just before the W area, so the ring spans both, six k blocks in
+ * flight instead of two (the kernel waits on L2 otherwise: ncu, 0.38 eligible
+ * warps per scheduler). Where T (H + 8) * 2 + LP_W_BYTES < LP_WIDE stages,
+ * the three-stage ring serves them too. */
+constexpr int LP_WIDE = 7;
+constexpr size_t LP_STAGE_BYTES = (size_t)LP_NT * LP_LDW * 2;
 
 static_assert(2 * LP_TP * LP_LDK * 2 <= (int)LP_W_BYTES, "K and V must fit the W stages");
 
@@ -79,6 +86,7 @@ struct lp_params {
     const uint16_t *lut; /* SwiGLU's s(g) per BF16 gate */
     float scale, eps;
     int B, T, H, I, heads, L_cycles, L_layers;
+    int wide; /* the z GEMMs' ring spans the buffer too (LP_WIDE stages) */
 };
 
 __device__ __forceinline__ void cp16(void *s, const void *g) {
@@ -121,29 +129,31 @@ __device__ __forceinline__ void zero_acc(lp_acc &acc) {
  * starts at wrow(r) in global memory. Rows past T read row T - 1 (the
  * m16 tiles need 96 rows; those outputs are never stored). Ends with the W
  * stages and A free. */
-template <class WROW>
+template <int NS, class WROW>
 __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int lda, int K, int T,
                                           WROW wrow, uint16_t *wst) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
     const int nkb = K / LP_BK;
     auto load = [&](int kb) {
-        uint16_t *st = wst + (kb % LP_STAGES) * LP_NT * LP_LDW;
+        uint16_t *st = wst + (kb % NS) * LP_NT * LP_LDW;
 #pragma unroll
         for (int c = tid; c < LP_NT * 4; c += LP_THREADS) {
             const int r = c >> 2, part = c & 3;
             cp16(st + r * LP_LDW + part * 8, wrow(r) + kb * LP_BK + part * 8);
         }
     };
-    load(0);
-    cp_commit();
-    if (nkb > 1) load(1);
-    cp_commit();
-    for (int kb = 0; kb < nkb; kb++) {
-        cp_wait<1>(); /* stage kb has landed (for this thread) */
-        __syncthreads(); /* ... for every thread; stage kb - 1 is free */
-        if (kb + 2 < nkb) load(kb + 2);
+    /* NS stages, NS - 1 k blocks in flight ahead of the one in use. */
+#pragma unroll
+    for (int s = 0; s < NS - 1; s++) {
+        if (s < nkb) load(s);
         cp_commit();
-        const uint16_t *st = wst + (kb % LP_STAGES) * LP_NT * LP_LDW;
+    }
+    for (int kb = 0; kb < nkb; kb++) {
+        cp_wait<NS - 2>(); /* stage kb has landed (for this thread) */
+        __syncthreads();   /* ... for every thread; stage kb - 1 is free */
+        if (kb + NS - 1 < nkb) load(kb + NS - 1);
+        cp_commit();
+        const uint16_t *st = wst + (kb % NS) * LP_NT * LP_LDW;
 #pragma unroll
         for (int ks = 0; ks < 2; ks++) {
             uint32_t a[3][4], b[LP_NI][2];
@@ -275,11 +285,18 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
                       uint16_t *qkv_g, uint16_t *act_g) {
     const int T = p.T, H = p.H, I = p.I, ldz = H + 8, warp = threadIdx.x >> 5;
     lp_acc acc;
+    /* A GEMM on z: the wide ring over the buffer and the W area when it fits. */
+    auto gemm_z = [&](lp_acc &a, auto wrow) {
+        if (p.wide)
+            gemm_tile<LP_WIDE>(a, zs, ldz, H, T, wrow, ab);
+        else
+            gemm_tile<LP_STAGES>(a, zs, ldz, H, T, wrow, wst);
+    };
     /* qkv = z W_qkv^T -> the CTA's scratch rows. */
     const uint16_t *wq = p.wqkv[li];
     for (int n0 = 0; n0 < 3 * H; n0 += LP_NT) {
         zero_acc(acc);
-        gemm_tile(acc, zs, ldz, H, T, [&](int r) { return wq + (size_t)(n0 + r) * H; }, wst);
+        gemm_z(acc, [&](int r) { return wq + (size_t)(n0 + r) * H; });
         each_pair(acc, T, [&](int row, int col, float v0, float v1) {
             *(uint32_t *)(qkv_g + (size_t)row * 3 * H + n0 + col) = rnd(v0) | (rnd(v1) << 16);
         });
@@ -307,7 +324,8 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
     const uint16_t *wo = p.wo[li];
     for (int n0 = 0; n0 < H; n0 += LP_NT) {
         zero_acc(acc);
-        gemm_tile(acc, ab, ldz, H, T, [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
+        gemm_tile<LP_STAGES>(acc, ab, ldz, H, T,
+                             [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
         residual_tile(acc, zs, ldz, n0, T);
     }
     __syncthreads();
@@ -321,12 +339,10 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
     const uint16_t *wg = p.wgu[li];
     for (int j0 = 0; j0 < I; j0 += LP_NT / 2) {
         zero_acc(acc);
-        gemm_tile(acc, zs, ldz, H, T,
-                  [&](int r) {
-                      const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
-                      return wg + (size_t)(q < WR / 2 ? j : I + j) * H;
-                  },
-                  wst);
+        gemm_z(acc, [&](int r) {
+            const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
+            return wg + (size_t)(q < WR / 2 ? j : I + j) * H;
+        });
         const int lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3, g = lane >> 2,
                   tg = lane & 3;
 #pragma unroll
@@ -359,7 +375,7 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
             const int kc = I - k0 < H ? I - k0 : H;
             rows_to_smem(ab, ldz, act_g, I, k0, kc, T);
             __syncthreads();
-            gemm_tile(acc, ab, ldz, kc, T,
+            gemm_tile<LP_STAGES>(acc, ab, ldz, kc, T,
                       [&](int r) { return wd + (size_t)(n0 + r) * I + k0; }, wst);
         }
         residual_tile(acc, zs, ldz, n0, T);
@@ -440,6 +456,7 @@ hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const vo
     p.heads = (int)m->heads;
     p.L_cycles = m->cfg.L_cycles;
     p.L_layers = m->cfg.L_layers;
+    p.wide = m->T * (m->hidden + 8) * 2 + LP_W_BYTES >= LP_WIDE * LP_STAGE_BYTES;
     const size_t bytes = smem_bytes(m->T, m->hidden);
     cudaError_t e =
         cudaFuncSetAttribute(l_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
@@ -456,6 +473,8 @@ hrmt_status cu_l_persist_setting(hrmt_model *m) {
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_L_PERSIST='%s' is not 0 or 1",
                          env);
-    cu_model(m)->l_persist = !(env && !strcmp(env, "0")) && cu_l_persist_applies(m);
+    /* Opt-in: on the H200 it is slower than the tile-by-tile schedule at
+     * every batch measured (docs/BENCHMARKS.md), so tiered keeps the tiles. */
+    cu_model(m)->l_persist = env && !strcmp(env, "1") && cu_l_persist_applies(m);
     return HRMT_OK;
 }

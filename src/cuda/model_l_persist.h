@@ -16,8 +16,8 @@ int cu_l_persist_applies(const hrmt_model *m);
 hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const void *x, size_t B,
                          void *qkv_scratch, void *act_scratch);
 
-/* Reads HRMT_CUDA_L_PERSIST at model load (unset or 1: the kernel where it
- * applies; 0: the tile-by-tile schedule; anything else: INVALID_ARG). */
+/* Reads HRMT_CUDA_L_PERSIST at model load (1: the kernel where it applies;
+ * unset or 0: the tile-by-tile schedule; anything else: INVALID_ARG). */
 hrmt_status cu_l_persist_setting(hrmt_model *m);
 
 #endif
