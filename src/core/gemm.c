@@ -26,6 +26,7 @@
 #include "core/gemm.h"
 
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,8 @@ typedef struct gemm_plan {
     size_t a_bytes, b_bytes, p_bytes, thread_bytes; /* per-thread scratch pieces */
     int shared_a;        /* 1: each M unit's A packed once, before the units, for all */
     size_t shared_bytes; /* the shared packed A (mt blocks of a_bytes) ahead of the threads' */
-    int threads;
+    int threads;         /* threads with units (and scratch) */
+    int team;            /* the OpenMP team: the caller's count (see run_units) */
 } gemm_plan;
 
 /* Threading granularity (see pick_grid). */
@@ -173,6 +175,7 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
     size_t mt = ceil_div(g->M, mc), nt = ceil_div(g->N, nc);
     /* Below ~40 us of work, waking other threads costs more than it saves. */
     const double macs = (double)g->M * (double)g->N * (double)g->K;
+    g->team = threads;
     if (macs < SERIAL_MACS) {
         threads = 1;
     } else {
@@ -357,9 +360,22 @@ static void run_units(const gemm_plan *g, char *scratch) {
     }
     char *shared = g->shared_a ? scratch : NULL;
     const size_t per_block = g->m_chunk / g->uk->mr, slivers = g->mt * per_block;
-#pragma omp parallel num_threads(g->threads)
+    /* The team is always the caller's thread count, whatever this call can
+     * use: when a region asks for fewer threads than the last one, libgomp
+     * lets the pool's surplus threads exit (team.c: "The extra threads should
+     * be exiting") and a later, larger region creates new ones
+     * (pthread_create, then each new thread's first tile instruction makes
+     * the kernel enlarge its saved state). Calls alternating between team
+     * sizes (a batch-1 step: 16 for the large GEMMs, 2 to 5 for small ones
+     * and the row ops) paid that every time: on the 16-core host the batch-1
+     * step took 13x its 2-thread time. Threads past g->threads take no unit
+     * (they have no scratch) and only wait at the region's end. */
+    atomic_size_t next = 0;
+#pragma omp parallel num_threads(g->team)
     {
-        char *mine = scratch + g->shared_bytes + (size_t)omp_get_thread_num() * g->thread_bytes;
+        const int me = omp_get_thread_num();
+        char *mine = me < g->threads ? scratch + g->shared_bytes + (size_t)me * g->thread_bytes
+                                     : NULL;
         if (shared) {
             /* Every sliver of every row block, split evenly; the loop's
              * barrier then hands the packed rows to all units. */
@@ -371,8 +387,8 @@ static void run_units(const gemm_plan *g, char *scratch) {
                     pack_slivers(g, m0, m1, s, s + 1, shared + um * g->a_bytes);
             }
         }
-#pragma omp for schedule(dynamic, 1)
-        for (size_t u = 0; u < units; u++) {
+        for (size_t u = me < g->threads ? atomic_fetch_add(&next, 1) : units; u < units;
+             u = atomic_fetch_add(&next, 1)) {
             size_t um = u / g->nt, un = u % g->nt;
             size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;
             size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;

@@ -199,8 +199,8 @@ int hrmt_ops_stream(const hrmt_context *ctx, size_t out_bytes) {
  * threads (bench/threads.sh): waking idle threads cost more than the work. */
 #define HRMT_OPS_MIN_THREAD_BYTES ((size_t)128 * 1024)
 
-/* Team size: ctx->threads, never more threads than rows, nor more than the
- * traffic feeds (HRMT_OPS_MIN_THREAD_BYTES each, at least 2). */
+/* Threads that get rows: ctx->threads, never more than rows, nor more than
+ * the traffic feeds (HRMT_OPS_MIN_THREAD_BYTES each, at least 2). */
 static int team_size(const hrmt_context *ctx, size_t rows, size_t total) {
     size_t n = (size_t)ctx->threads;
     size_t by_bytes = total / HRMT_OPS_MIN_THREAD_BYTES;
@@ -236,11 +236,17 @@ void hrmt_ops_run_rows(const hrmt_context *ctx, size_t rows, size_t bytes_per_ro
         }
         return;
     }
-#pragma omp parallel num_threads(team_size(ctx, rows, total))
+    /* The whole team always (gemm.c's run_units says why: libgomp drops and
+     * restarts pool threads when team sizes alternate); the rows go to the
+     * first n threads only. */
+    const size_t n = (size_t)team_size(ctx, rows, total);
+#pragma omp parallel num_threads(ctx->threads)
     {
-        const size_t n = (size_t)omp_get_num_threads(), i = (size_t)omp_get_thread_num();
-        const size_t r0 = rows / n * i + (i < rows % n ? i : rows % n);
-        const size_t r1 = r0 + rows / n + (i < rows % n ? 1 : 0);
-        if (r1 > r0) body(arg, r0, r1);
+        const size_t i = (size_t)omp_get_thread_num();
+        if (i < n) {
+            const size_t r0 = rows / n * i + (i < rows % n ? i : rows % n);
+            const size_t r1 = r0 + rows / n + (i < rows % n ? 1 : 0);
+            if (r1 > r0) body(arg, r0, r1);
+        }
     }
 }

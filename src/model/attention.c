@@ -247,7 +247,9 @@ static void attention_run(const hrmt_model *m, void *qkv, void *att, size_t n,
      * the rows of neighbouring heads on both cores: RoPE took twice as long).
      * Which thread runs a job changes no bit. */
     atomic_long counter = 0;
-#pragma omp parallel num_threads(nt)
+    /* The level's whole team (gemm.c's run_units says why); threads past
+     * the jobs find none to claim. */
+#pragma omp parallel num_threads((int)want)
     {
         float *scr = ws->attn + (size_t)omp_get_thread_num() * ws->attn_stride;
         long end = 0, job = claim_run(&counter, jobs, nt, &end);

@@ -17,6 +17,7 @@
  * independent, so every arrangement gives the same bytes. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -226,13 +227,19 @@ static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_til
     double parts0[HRMT_PART_COUNT] = {0};
     if (c->ws.part_us) memcpy(parts0, c->ws.part_us, sizeof parts0);
     double w0 = hrmt_now_us();
-#pragma omp parallel num_threads(tl->team)
+    /* The context's whole team, as every region (core/gemm.c's run_units
+     * says why); the first tl->team threads (one tile set each) take tiles. */
+    const int whole = hrmt_context_threads(m->ctx) > tl->team ? hrmt_context_threads(m->ctx)
+                                                              : tl->team;
+    atomic_long next = 0;
+#pragma omp parallel num_threads(whole)
     {
         tile_clock clk = {0, 0, 0, 0};
         hrmt_status st = HRMT_OK;
-        tile_set *set = &sets[omp_get_thread_num()];
-#pragma omp for schedule(dynamic, 1)
-        for (long i = 0; i < tiles; i++) {
+        const int me = omp_get_thread_num();
+        tile_set *set = me < tl->team ? &sets[me] : NULL;
+        for (long i = set ? atomic_fetch_add(&next, 1) : tiles; i < tiles;
+             i = atomic_fetch_add(&next, 1)) {
             size_t s0 = (size_t)i * tl->samples, B = (size_t)c->batch;
             size_t n = B - s0 < tl->samples ? B - s0 : tl->samples;
             if (st == HRMT_OK) st = run_tile(m, c, set, s0, n, &clk);
