@@ -5,9 +5,10 @@
  *    the tile buffers, its injection zH + x built once, all L_cycles x
  *    L_layers run over the tile's rows (whose working set stays on chip,
  *    shared memory and L2), and z_L is copied back. This is a tile-by-tile
- *    schedule of the same kernels, not yet a persistent kernel holding z_L in
- *    shared memory; RoPE is fused into attention and the injection is built
- *    once per tile. The tier manager accounts the tile as SRAM (tensors
+ *    schedule of the same kernels; RoPE is fused into attention and the
+ *    injection is built once per tile. With HRMT_CUDA_L_PERSIST=1 the L
+ *    level is instead one persistent kernel per H cycle holding each
+ *    sample's z_L in shared memory (model_l_persist.cu), same bits. The tier manager accounts the tile as SRAM (tensors
  *    hrm.L_tile0.*, hits/misses), the copies as transfers (device-timed).
  * Every kernel is row-independent with per-row deterministic bits (the
  * model's own GEMMs, per (sample, head) attention, the row-op table), so the
