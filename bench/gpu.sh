@@ -235,7 +235,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       if [ "$tool" = racecheck ]; then
         case "$(basename "$t")" in
           test_cuda_ops) filter=(--filter '!(*gemm*)') ;;
-          test_cuda_model) filter=(--filter 'cuda_model/golden_*_bf16') ;;
+          test_cuda_model) filter=(--filter 'cuda_model/@(golden_*_bf16|persistent_equals_baseline_short_seq)') ;;
           test_cuda_probe) filter=(--filter 'cuda_probe/caps_describe_every_tier') ;;
         esac
       fi
