@@ -230,34 +230,54 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       # purpose (device OOM paths), and every API status is checked by hrmt.
       [ "$tool" = memcheck ] && extra="--leak-check full --report-api-errors no"
       # racecheck: our kernels that use shared memory, on small cases (it is
-      # slow): not cuBLASLt's GEMMs, not the 1 GiB probe sweeps.
-      filter=()
+      # slow): not cuBLASLt's GEMMs, not the 1 GiB probe sweeps. One run per
+      # filter, each with its own time limit. The persistent L-level test
+      # runs the baseline too: racecheck reports hazards inside cuBLASLt's
+      # nvjet kernels (TMA and mbarrier synchronisation it does not follow),
+      # which are not counted; any other hazard fails.
+      filters=("")
       if [ "$tool" = racecheck ]; then
         case "$(basename "$t")" in
-          test_cuda_ops) filter=(--filter '!(*gemm*)') ;;
-          test_cuda_model) filter=(--filter 'cuda_model/@(golden_*_bf16|persistent_equals_baseline_short_seq)') ;;
-          test_cuda_probe) filter=(--filter 'cuda_probe/caps_describe_every_tier') ;;
+          test_cuda_ops) filters=('!(*gemm*)') ;;
+          test_cuda_model) filters=('cuda_model/golden_*_bf16' 'cuda_model/persistent_equals_baseline_short_seq') ;;
+          test_cuda_probe) filters=('cuda_probe/caps_describe_every_tier') ;;
         esac
       fi
-      if [ "$(left)" -lt $((san_timeout + 30)) ]; then
-        echo "### $(basename "$t"): skipped, out of time" >>"$out/$tool.log"
-        rc_all=124
-        continue
-      fi
-      echo "### $(basename "$t")" >>"$out/$tool.log"
-      # GEMM tuning (thousands of small cuBLASLt calls per model load) only
-      # where a test asks for it (cuda_model/gemm_tuning_keeps_bits sets it).
-      # shellcheck disable=SC2086
-      HRMT_CUDA_GEMM_TUNE=0 HRMT_TEST_REQUIRE_CUDA=1 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
-        --target-processes all --error-exitcode 86 "$t" --jobs 1 "${filter[@]}" \
-        >>"$out/$tool.log" 2>&1
-      rc=$?
-      [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
-      [ $rc -eq 0 ] || rc_all=$rc
+      for f in "${filters[@]}"; do
+        if [ "$(left)" -lt $((san_timeout + 30)) ]; then
+          echo "### $(basename "$t") $f: skipped, out of time" >>"$out/$tool.log"
+          rc_all=124
+          continue
+        fi
+        echo "### $(basename "$t") $f" >>"$out/$tool.log"
+        filter=()
+        [ -n "$f" ] && filter=(--filter "$f")
+        # GEMM tuning (thousands of small cuBLASLt calls per model load) only
+        # where a test asks for it (cuda_model/gemm_tuning_keeps_bits sets it).
+        # shellcheck disable=SC2086
+        HRMT_CUDA_GEMM_TUNE=0 HRMT_TEST_REQUIRE_CUDA=1 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
+          --target-processes all --error-exitcode 86 "$t" --jobs 1 "${filter[@]}" \
+          >"$out/san-one.log" 2>&1
+        rc=$?
+        cat "$out/san-one.log" >>"$out/$tool.log"
+        if [ $rc -eq 86 ] && [ "$tool" = racecheck ] &&
+          grep -q 'Synthesis:.*Failing: 0 | Crashing: 0' "$out/san-one.log" &&
+          ! grep -E 'Race reported' "$out/san-one.log" | grep -qv 'nvjet'; then
+          echo "### only cuBLASLt (nvjet) hazards: $(grep -c 'Race reported' "$out/san-one.log") reports, not counted" \
+            >>"$out/$tool.log"
+          rc=0
+        fi
+        [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
+        [ $rc -eq 0 ] || rc_all=$rc
+      done
     done
+    rm -f "$out/san-one.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | grep -v ' 0 ' | head -n 3 |
       tr '\n' ' ')
     verdict=$([ $rc_all -eq 0 ] && echo PASS || echo FAIL)
+    nv=$(grep -c '^### only cuBLASLt' "$out/$tool.log")
+    [ $rc_all -eq 0 ] && [ "$nv" -gt 0 ] &&
+      errs="0 errors in hrmt's kernels (cuBLASLt nvjet hazards not counted in $nv run)"
     [ $rc_all -eq 124 ] && verdict=PART && errs="timed out / out of time; ${errs:-no errors seen}"
     record "$tool" "$verdict" "${errs:-0 errors}"
   done

@@ -179,7 +179,8 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
         split_pair(__fmul_rn(b[2], inv1), __fmul_rn(b[3], inv1), &ph[kb][3], &pl[kb][3]);
     }
     /* With rows past qrows, lanes read other lanes' Q rows (r_lo, r_hi), which
-     * those lanes overwrite with O below: the warp's reads end here. */
+     * those lanes overwrite with O below: the warp's reads end here, in
+     * program order and not only through the mma.sync steps between. */
     if (qrows < 16) __syncwarp();
     /* O in passes of NC column tiles (8 accumulators live, not D / 2: what
      * fits the register cap); an output's sum runs
