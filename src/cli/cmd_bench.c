@@ -222,18 +222,23 @@ static int report(bench *b) {
     const char *dtype = b->cfg.forward_dtype == HRMT_F32 ? "f32" : "bf16";
     const char *isa = hrmt_isa_name(hrmt_context_isa(b->ctx));
     int threads = hrmt_context_threads(b->ctx);
-    char gpu[384];
+    char gpu[512];
     const char *g = NULL;
     if (hrmt_context_backend(b->ctx) == HRMT_BACKEND_CUDA) {
         hrmt_cuda_info ci;
         memset(&ci, 0, sizeof ci);
         (void)hrmt_cuda_query(&ci);
         const char *tune = getenv("HRMT_CUDA_GEMM_TUNE");
-        snprintf(gpu, sizeof gpu, "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s",
+        const char *persist = getenv("HRMT_CUDA_L_PERSIST");
+        snprintf(gpu, sizeof gpu,
+                 "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s, tiered L level %s",
                  ci.device, ci.name[0] ? ci.name : "unnamed",
                  hrmt_context_cuda_graphs(b->ctx) ? "replayed as CUDA graphs"
                                                   : "launched kernel by kernel",
-                 tune && !strcmp(tune, "0") ? "pinned (HRMT_CUDA_GEMM_TUNE=0)" : "tuned per M");
+                 tune && !strcmp(tune, "0") ? "pinned (HRMT_CUDA_GEMM_TUNE=0)" : "tuned per M",
+                 persist && !strcmp(persist, "1")
+                     ? "as one persistent kernel where it applies (HRMT_CUDA_L_PERSIST=1)"
+                     : "tile by tile");
         g = gpu;
     }
     cli_bench_print(b->rows, b->n_rows, &b->mach, dtype, isa, threads, g, stdout);
