@@ -288,8 +288,7 @@ static void persistent_equals_baseline(int hidden, int heads, int seq_len, const
     cfg.seq_len = seq_len;
     hrmt_model *m = NULL;
     setenv("HRMT_CUDA_L_PERSIST", persist, 1);
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s",
-                 hrmt_last_error(ctx));
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     unsetenv("HRMT_CUDA_L_PERSIST");
     for (int b = 0; b < nb; b++) {
         outs t[2], bl[2];

@@ -374,8 +374,8 @@ static void run_units(const gemm_plan *g, char *scratch) {
 #pragma omp parallel num_threads(g->team)
     {
         const int me = omp_get_thread_num();
-        char *mine = me < g->threads ? scratch + g->shared_bytes + (size_t)me * g->thread_bytes
-                                     : NULL;
+        char *mine =
+            me < g->threads ? scratch + g->shared_bytes + (size_t)me * g->thread_bytes : NULL;
         if (shared) {
             /* Every sliver of every row block, split evenly; the loop's
              * barrier then hands the packed rows to all units. */

@@ -216,6 +216,12 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, tile_set *t, size_t s0
     return s;
 }
 
+/* The context's thread count, or the tiling's team if larger. */
+static int whole_team(const hrmt_model *m, const hrmt_tiling *tl) {
+    const int t = hrmt_context_threads(m->ctx);
+    return t > tl->team ? t : tl->team;
+}
+
 /* The L phase of one H cycle, tiles one per thread. Timings: the phase's wall
  * time, split between transfers and L-level work in the proportion the
  * threads spent on each. */
@@ -229,10 +235,8 @@ static hrmt_status l_phase_parallel(hrmt_model *m, hrmt_carry *c, const hrmt_til
     double w0 = hrmt_now_us();
     /* The context's whole team, as every region (core/gemm.c's run_units
      * says why); the first tl->team threads (one tile set each) take tiles. */
-    const int whole = hrmt_context_threads(m->ctx) > tl->team ? hrmt_context_threads(m->ctx)
-                                                              : tl->team;
     atomic_long next = 0;
-#pragma omp parallel num_threads(whole)
+#pragma omp parallel num_threads(whole_team(m, tl))
     {
         tile_clock clk = {0, 0, 0, 0};
         hrmt_status st = HRMT_OK;
