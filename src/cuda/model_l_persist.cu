@@ -184,23 +184,31 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
     __syncthreads();
 }
 
-/* Visits the thread's C pairs: f(row, col, v0, v1) for columns col, col + 1
- * of the tile (rows past T skipped). */
+/* Visits the thread's rows of C: f(mi, hf, row) for its m16 tile mi and
+ * half hf (rows g and g + 8 of the tile), rows past T skipped. */
 template <class F>
-__device__ __forceinline__ void each_pair(const lp_acc &acc, int T, F f) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
-    const int g = lane >> 2, tg = lane & 3;
+__device__ __forceinline__ void each_row(int T, F f) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2;
 #pragma unroll
     for (int mi = 0; mi < 3; mi++)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
-            const int row = wm * 48 + mi * 16 + g + hf * 8;
-            if (row >= T) continue;
-#pragma unroll
-            for (int ni = 0; ni < LP_NI; ni++)
-                f(row, wn * 8 * LP_NI + ni * 8 + 2 * tg, acc[mi][ni][2 * hf],
-                  acc[mi][ni][2 * hf + 1]);
+            const int row = wm * 48 + mi * 16 + (lane >> 2) + hf * 8;
+            if (row < T) f(mi, hf, row);
         }
+}
+
+/* Visits the thread's C pairs: f(row, col, v0, v1) for columns col, col + 1
+ * of the tile (rows past T skipped). */
+template <class F>
+__device__ __forceinline__ void each_pair(const lp_acc &acc, int T, F f) {
+    const int lane = threadIdx.x & 31, wn = (threadIdx.x >> 5) & 3, tg = lane & 3;
+    each_row(T, [&](int mi, int hf, int row) {
+#pragma unroll
+        for (int ni = 0; ni < LP_NI; ni++)
+            f(row, wn * 8 * LP_NI + ni * 8 + 2 * tg, acc[mi][ni][2 * hf],
+              acc[mi][ni][2 * hf + 1]);
+    });
 }
 
 /* z[:, n0 + col] = bf16(z + bf16(acc)): the residual add of the row op
@@ -343,27 +351,21 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
             const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
             return wg + (size_t)(q < WR / 2 ? j : I + j) * H;
         });
-        const int lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3, g = lane >> 2,
-                  tg = lane & 3;
+        const int wn = warp & 3, tg = threadIdx.x & 3;
+        each_row(T, [&](int mi, int hf, int row) {
 #pragma unroll
-        for (int mi = 0; mi < 3; mi++)
+            for (int ni = 0; ni < HN; ni++) {
+                const int j = j0 + wn * (WR / 2) + ni * 8 + 2 * tg;
+                float o[2];
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int row = wm * 48 + mi * 16 + g + hf * 8;
-                if (row >= T) continue;
-#pragma unroll
-                for (int ni = 0; ni < HN; ni++) {
-                    const int j = j0 + wn * (WR / 2) + ni * 8 + 2 * tg;
-                    float o[2];
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const uint32_t gb = rnd(acc[mi][ni][2 * hf + e]);
-                        const float u = bf(rnd(acc[mi][ni + HN][2 * hf + e]));
-                        o[e] = rc::fmul(bf(__ldg(p.lut + gb)), u);
-                    }
-                    *(uint32_t *)(act_g + (size_t)row * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
+                for (int e = 0; e < 2; e++) {
+                    const uint32_t gb = rnd(acc[mi][ni][2 * hf + e]);
+                    const float u = bf(rnd(acc[mi][ni + HN][2 * hf + e]));
+                    o[e] = rc::fmul(bf(__ldg(p.lut + gb)), u);
                 }
+                *(uint32_t *)(act_g + (size_t)row * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
             }
+        });
     }
     __syncthreads();
     /* z = rmsnorm(z + act W_down^T), act's K in chunks of up to H columns
