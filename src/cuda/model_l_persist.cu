@@ -10,7 +10,7 @@
  *                            warp's Q tile where its output goes)
  *   z    = rmsnorm(z + att W_o^T)               (in place, shared)
  *   act  = SwiGLU(z W_gate_up^T)                -> global scratch
- *   z    = rmsnorm(z + act W_down^T)            (act in 512-wide K chunks
+ *   z    = rmsnorm(z + act W_down^T)            (act in H-wide K chunks
  *                                                staged through shared)
  *   z_L <- z.
  *
@@ -33,7 +33,11 @@
  * (H + 8) BF16 each, and three W stages of 256 rows x 32 k (stride 40). The
  * m16 tiles cover 96 rows; rows past T read row T - 1 and are never stored.
  * At H = 512, T = 82: 232,000 bytes (of 232,448 a block may have), one CTA
- * per SM, 8 warps of 48 x 64 C each. */
+ * per SM, 8 warps of 48 x 64 C each.
+ *
+ * Opt-in (HRMT_CUDA_L_PERSIST=1): on the H200 it is slower than the baseline
+ * at every batch (docs/BENCHMARKS.md): one SM per sample, which also streams
+ * all L weights from L2 for that one sample. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
