@@ -37,12 +37,16 @@ static int thread_ids(long *ids) {
     return n;
 }
 
-/* rmsnorm over rows x cols F32 (no weight), in place. */
-static void norm(hrmt_context *ctx, float *x, size_t rows, size_t cols) {
+/* rmsnorm over rows x cols F32 (no weight), in place on a filled buffer. */
+static void norm(hrmt_context *ctx, size_t rows, size_t cols) {
+    float *x = calloc(rows * cols, sizeof(float));
+    cr_assert(x);
+    for (size_t i = 0; i < rows * cols; i++) x[i] = (float)(i % 7) - 3.0f;
     hrmt_tensor t;
     size_t shape[2] = {rows, cols};
     cr_assert_eq(hrmt_tensor_init(&t, x, HRMT_F32, 2, shape), HRMT_OK);
     cr_assert_eq(hrmt_rmsnorm(ctx, &t, NULL, 1e-5f, &t), HRMT_OK, "%s", hrmt_last_error(ctx));
+    free(x);
 }
 
 /* C[m, n] = A[m, k] W[n, k]^T, F32, filled with small integers. */
@@ -63,46 +67,44 @@ static void gemm(hrmt_context *ctx, size_t m, size_t n, size_t k) {
     free(c);
 }
 
-/* The GEMM driver gives a small product fewer threads with units (4M
- * multiply-adds: 2 of 4) than a large one (16.7M: all 4). */
-Test(omp_team, small_gemms_keep_the_pool) {
+/* One op, large (feeds all 4 threads) or small (feeds 2 of them). */
+typedef void (*sized_op)(hrmt_context *ctx, int small);
+
+/* 64 x 4096 F32: 2 MiB of traffic, enough for 4 threads; 4 x 8192: 256 KiB,
+ * which feeds 2 (ops_util.c: at least 128 KiB a thread). */
+static void norm_op(hrmt_context *ctx, int small) {
+    if (small)
+        norm(ctx, 4, 8192);
+    else
+        norm(ctx, 64, 4096);
+}
+
+/* The GEMM driver gives 4M multiply-adds 2 of 4 threads, 16.7M all 4. */
+static void gemm_op(hrmt_context *ctx, int small) {
+    if (small)
+        gemm(ctx, 16, 256, 1024);
+    else
+        gemm(ctx, 256, 256, 256);
+}
+
+/* Large, small, large on a 4-thread context: the threads alive after the
+ * first and after the last are the same ones. */
+static void pool_survives(sized_op op, const char *what) {
     long before[MAX_TIDS], after[MAX_TIDS];
     if (thread_ids(before) < 0) cr_skip_test("no /proc/self/task on this system");
     hrmt_context_options o = hrmt_context_default_options();
     o.num_threads = 4;
     hrmt_context *ctx = hrmt_test_context_opts(&o);
-    gemm(ctx, 256, 256, 256);
+    op(ctx, 0);
     const int n0 = thread_ids(before);
-    gemm(ctx, 16, 256, 1024);
-    gemm(ctx, 256, 256, 256);
+    op(ctx, 1);
+    op(ctx, 0);
     const int n1 = thread_ids(after);
-    cr_expect_eq(n1, n0, "%d threads after the small GEMM, %d before", n1, n0);
+    cr_expect_eq(n1, n0, "%d threads after the small %s, %d before", n1, what, n0);
     cr_expect(n0 == n1 && !memcmp(before, after, (size_t)n0 * sizeof(long)),
-              "the pool's threads were replaced by the small GEMM (thread churn)");
+              "the pool's threads were replaced by the small %s (thread churn)", what);
     hrmt_context_destroy(ctx);
 }
 
-Test(omp_team, small_ops_keep_the_pool) {
-    long before[MAX_TIDS], after[MAX_TIDS];
-    if (thread_ids(before) < 0) cr_skip_test("no /proc/self/task on this system");
-    hrmt_context_options o = hrmt_context_default_options();
-    o.num_threads = 4;
-    hrmt_context *ctx = hrmt_test_context_opts(&o);
-    /* 64 x 4096 F32: 2 MiB of traffic, enough for all 4 threads; 4 x 8192:
-     * 256 KiB, which feeds 2 (ops_util.c: 128 KiB a thread at least). */
-    float *big = calloc(64 * 4096, sizeof(float)), *small = calloc(4 * 8192, sizeof(float));
-    cr_assert(big && small);
-    for (size_t i = 0; i < 64 * 4096; i++) big[i] = (float)(i % 7) - 3.0f;
-    for (size_t i = 0; i < 4 * 8192; i++) small[i] = (float)(i % 5) - 2.0f;
-    norm(ctx, big, 64, 4096);
-    const int n0 = thread_ids(before);
-    norm(ctx, small, 4, 8192);
-    norm(ctx, big, 64, 4096);
-    const int n1 = thread_ids(after);
-    cr_expect_eq(n1, n0, "%d threads after the small op, %d before", n1, n0);
-    cr_expect(n0 == n1 && !memcmp(before, after, (size_t)n0 * sizeof(long)),
-              "the pool's threads were replaced by the small op (thread churn)");
-    free(big);
-    free(small);
-    hrmt_context_destroy(ctx);
-}
+Test(omp_team, small_ops_keep_the_pool) { pool_survives(norm_op, "row op"); }
+Test(omp_team, small_gemms_keep_the_pool) { pool_survives(gemm_op, "GEMM"); }
