@@ -196,7 +196,10 @@ int hrmt_ops_stream(const hrmt_context *ctx, size_t out_bytes) {
 /* Each thread of a static split gets at least this much traffic (the team
  * never below 2): on the 16-core AMX host a batch-1 residual RMSNorm (82 rows,
  * 246 KB) split 16 ways took ~0.9 ms a call in the step against ~13 us on 2
- * threads (bench/threads.sh): waking idle threads cost more than the work. */
+ * threads (bench/threads.sh). That was measured while regions still changed
+ * team size (libgomp then ends and recreates threads: see gemm.c's
+ * run_units), so much of the 0.9 ms may have been thread starts; not yet
+ * measured again with whole-team regions. */
 #define HRMT_OPS_MIN_THREAD_BYTES ((size_t)128 * 1024)
 
 /* Threads that get rows: ctx->threads, never more than rows, nor more than

@@ -26,6 +26,7 @@
 #include <mma.h>
 #include <stdint.h>
 #include "cuda/bf16.cuh"
+#include "cuda/cp_async.cuh"
 
 #include <atomic>
 
@@ -86,19 +87,6 @@ __global__ void __launch_bounds__(256)
 }
 
 /* ---- BF16: tensor cores, cp.async pipeline ---------------------------------- */
-
-/* 16-byte global -> shared copy that bypasses L1; src_bytes 0 writes zeros
- * (rows and k past the matrix) without reading. Valid on sm_80 and later. */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src),
-                 "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 /* Block tile BM x BN, warp tile WM x WN (16x16 fragments), BK = 32 k per
  * stage, STAGES slabs in flight. LDS = BK + 8: rows 80 B apart, so the eight

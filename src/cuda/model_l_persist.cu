@@ -48,10 +48,12 @@
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/attn_rope.cuh"
 #include "cuda/bf16.cuh"
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/model_l_persist.h"
 #include "cuda/rowops_common.cuh"
+#include "cuda/rowops_sumsq.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
@@ -93,16 +95,6 @@ struct lp_params {
     int wide; /* the z GEMMs' ring spans the buffer too (LP_WIDE stages) */
 };
 
-__device__ __forceinline__ void cp16(void *s, const void *g) {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(s);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g) : "memory");
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 /* Four 8x8 BF16 matrices (not transposed) from shared memory. */
 __device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
@@ -143,20 +135,20 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
 #pragma unroll
         for (int c = tid; c < LP_NT * 4; c += LP_THREADS) {
             const int r = c >> 2, part = c & 3;
-            cp16(st + r * LP_LDW + part * 8, wrow(r) + kb * LP_BK + part * 8);
+            cp_async16(st + r * LP_LDW + part * 8, wrow(r) + kb * LP_BK + part * 8, 16);
         }
     };
     /* NS stages, NS - 1 k blocks in flight ahead of the one in use. */
 #pragma unroll
     for (int s = 0; s < NS - 1; s++) {
         if (s < nkb) load(s);
-        cp_commit();
+        cp_async_commit();
     }
     for (int kb = 0; kb < nkb; kb++) {
-        cp_wait<NS - 2>(); /* stage kb has landed (for this thread) */
+        cp_async_wait<NS - 2>(); /* stage kb has landed (for this thread) */
         __syncthreads();   /* ... for every thread; stage kb - 1 is free */
         if (kb + NS - 1 < nkb) load(kb + NS - 1);
-        cp_commit();
+        cp_async_commit();
         const uint16_t *st = wst + (kb % NS) * LP_NT * LP_LDW;
 #pragma unroll
         for (int ks = 0; ks < 2; ks++) {
@@ -184,7 +176,7 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
                     mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
         }
     }
-    cp_wait<0>();
+    cp_async_wait<0>();
     __syncthreads();
 }
 
@@ -243,14 +235,7 @@ __device__ __forceinline__ void rmsnorm_rows(uint16_t *zs, int ldz, int T, int H
 #pragma unroll
         for (int g = 0; g < LP_MAX_H / 32; g++)
             if (g < G) a = rc::fadd(a, rc::fmul(h[g], h[g]));
-        const float b1 = __shfl_down_sync(0xffffffffu, a, 8);
-        const float b2 = __shfl_down_sync(0xffffffffu, a, 16);
-        const float b3 = __shfl_down_sync(0xffffffffu, a, 24);
-        a = rc::fadd(rc::fadd(rc::fadd(a, b1), b2), b3);
-        float sum = 0.0f;
-#pragma unroll
-        for (int l = 0; l < 8; l++) sum = rc::fadd(sum, __shfl_sync(0xffffffffu, a, l));
-        const float inv = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, cols_f), eps)));
+        const float inv = rc::rmsnorm_reg_inv(a, cols_f, eps);
 #pragma unroll
         for (int g = 0; g < LP_MAX_H / 32; g++)
             if (g < G) zr[g * 32] = rc::bf16_bits_arith(rc::fmul(h[g], inv));

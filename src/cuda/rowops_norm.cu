@@ -164,14 +164,7 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             if ((unsigned)g >= G) break;
             a = fadd(a, fmul(h[g], h[g]));
         }
-        const float b1 = __shfl_down_sync(HRMT_FULL_MASK, a, 8);
-        const float b2 = __shfl_down_sync(HRMT_FULL_MASK, a, 16);
-        const float b3 = __shfl_down_sync(HRMT_FULL_MASK, a, 24);
-        a = fadd(fadd(fadd(a, b1), b2), b3); /* used from lanes 0..7 only */
-        float sum = 0.0f;
-        HRMT_UNROLL
-        for (int l = 0; l < 8; l++) sum = fadd(sum, __shfl_sync(HRMT_FULL_MASK, a, l));
-        const float inv = fdiv(1.0f, fsqrt(fadd(fdiv(sum, cols_f), eps)));
+        const float inv = rmsnorm_reg_inv(a, cols_f, eps);
         if (DRAM) load_h(); /* the scale pass reads its inputs again */
         char *o = (char *)out + (row * ldo + lane) * es;
         HRMT_UNROLL

@@ -103,6 +103,22 @@ __device__ __forceinline__ float sumsq_warp(size_t cols, unsigned lane, SQ sq) {
     }
     return __shfl_sync(HRMT_FULL_MASK, s, 0);
 }
+
+/* The register form's finish (rowops_norm.cu's norm_reg_kernel, the
+ * persistent L-level kernel): lane l's plain sum `a` over g of its squares
+ * g * 32 + l, the quarters folded ((a + a[l+8]) + a[l+16]) + a[l+24], lanes
+ * 0..7 summed from 0 by every lane, then inv = 1 / sqrt(sum / cols + eps),
+ * each op rounded once. Returned to every lane. */
+__device__ __forceinline__ float rmsnorm_reg_inv(float a, float cols, float eps) {
+    const float b1 = __shfl_down_sync(HRMT_FULL_MASK, a, 8);
+    const float b2 = __shfl_down_sync(HRMT_FULL_MASK, a, 16);
+    const float b3 = __shfl_down_sync(HRMT_FULL_MASK, a, 24);
+    a = fadd(fadd(fadd(a, b1), b2), b3); /* used from lanes 0..7 only */
+    float sum = 0.0f;
+    HRMT_UNROLL
+    for (int l = 0; l < 8; l++) sum = fadd(sum, __shfl_sync(HRMT_FULL_MASK, a, l));
+    return fdiv(1.0f, fsqrt(fadd(fdiv(sum, cols), eps)));
+}
 #endif
 
 } // namespace hrmt_rowops_cuda
