@@ -239,7 +239,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       if [ "$tool" = racecheck ]; then
         case "$(basename "$t")" in
           test_cuda_ops) filters=('!(*gemm*)') ;;
-          test_cuda_model) filters=('cuda_model/golden_*_bf16' 'cuda_model/persistent_equals_baseline_short_seq') ;;
+          test_cuda_model) filters=('cuda_model/golden_*_bf16' 'cuda_model/persistent_equals_baseline_short_seq' 'cuda_model/grid_equals_launches_short_seq') ;;
           test_cuda_probe) filters=('cuda_probe/caps_describe_every_tier') ;;
         esac
       fi

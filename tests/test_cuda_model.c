@@ -6,6 +6,9 @@
  *  - tiered == baseline bit for bit, tiles that do and do not divide the batch,
  *    and for BF16 the persistent L-level kernel (model_l_persist.cu) at HRM's
  *    width (hidden 512) and at hidden 256 with a short sequence;
+ *  - the grid-wide level kernel (model_grid.cu) == launch by launch, bit for
+ *    bit, at the same widths and at small batches by default (the other
+ *    BF16 tests run it too, under HRMT_CUDA_GRID's default);
  *  - GPU vs CPU on a random model within the same bounds;
  *  - errors: a carry of another model, a batch too large for the device, bad
  *    settings.
@@ -323,6 +326,77 @@ Test(cuda_model, persistent_equals_baseline_short_seq) {
 Test(cuda_model, tiles_equal_baseline_hrm_width) {
     const int batches[] = {3};
     persistent_equals_baseline(512, 8, 81, batches, 1, "0");
+}
+
+/* The grid-wide level kernel (model_grid.cu, HRMT_CUDA_GRID=1) against the
+ * launch-by-launch baseline (HRMT_CUDA_GRID=0) on two models of one seed:
+ * same bytes. Batches whose rows do and do not fill the GEMM units' row
+ * blocks (82, 574, 1640 rows), each unit size (tile "s", "l" or "auto"). */
+static void grid_equals_launches(int hidden, int heads, int seq_len, const int *batches, int nb,
+                                 const char *tile) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
+    cfg.num_heads = heads;
+    cfg.seq_len = seq_len;
+    hrmt_model *m[2] = {NULL, NULL};
+    setenv("HRMT_CUDA_GRID_TILE", tile, 1);
+    for (int k = 0; k < 2; k++) {
+        setenv("HRMT_CUDA_GRID", k ? "0" : "1", 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &m[k]), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+    }
+    unsetenv("HRMT_CUDA_GRID");
+    unsetenv("HRMT_CUDA_GRID_TILE");
+    for (int b = 0; b < nb; b++) {
+        outs gr[2], ln[2];
+        run_steps(m[0], batches[b], HRMT_SCHEDULE_BASELINE, 2, gr);
+        run_steps(m[1], batches[b], HRMT_SCHEDULE_BASELINE, 2, ln);
+        for (int s = 0; s < 2; s++) {
+            for (int f = 0; f < 5; f++)
+                cr_expect(!memcmp(gr[s].f[f], ln[s].f[f], gr[s].n[f] * sizeof(float)),
+                          "hidden %d T %d batch %d step %d %s tile %s: grid kernel != launches",
+                          hidden, seq_len + 1, batches[b], s, k_fields[f], tile);
+            cr_expect(!memcmp(gr[s].halted, ln[s].halted, (size_t)batches[b] * 4));
+            outs_free(&gr[s]);
+            outs_free(&ln[s]);
+        }
+    }
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, grid_equals_launches_hrm_width) {
+    const int batches[] = {1, 7, 20};
+    grid_equals_launches(512, 8, 81, batches, 3, "auto");
+}
+
+Test(cuda_model, grid_equals_launches_each_tile) {
+    const int batches[] = {1, 7};
+    grid_equals_launches(512, 8, 81, batches, 2, "s");
+    grid_equals_launches(512, 8, 81, batches, 2, "l");
+}
+
+/* Key tiles past T (T = 61), hidden 256; small enough for racecheck. */
+Test(cuda_model, grid_equals_launches_short_seq) {
+    const int batches[] = {3};
+    grid_equals_launches(256, 4, 60, batches, 1, "auto");
+}
+
+Test(cuda_model, bad_grid_setting) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    const char *names[2] = {"HRMT_CUDA_GRID", "HRMT_CUDA_GRID_TILE"};
+    for (int i = 0; i < 2; i++) {
+        hrmt_model *m = NULL;
+        setenv(names[i], "yes", 1);
+        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);
+        cr_expect(strstr(hrmt_last_error(ctx), names[i]), "%s", hrmt_last_error(ctx));
+        unsetenv(names[i]);
+        hrmt_model_destroy(m);
+    }
+    hrmt_context_destroy(ctx);
 }
 
 Test(cuda_model, bad_l_persist_setting) {

@@ -35,6 +35,8 @@ hrmt_status hrmt_cuda_create(int device, hrmt_cuda **out, char *err, size_t errl
 void hrmt_cuda_destroy(hrmt_cuda *c);
 /* The stream every op of this context runs on (cudaStreamPerThread). */
 void *hrmt_cuda_stream(const hrmt_cuda *c);
+/* Whether the device runs cooperative launches (grid-wide barriers). */
+int hrmt_cuda_cooperative(const hrmt_cuda *c);
 /* Shared memory per block (opt-in max), per SM, SM count, L2 bytes. */
 void hrmt_cuda_limits(const hrmt_cuda *c, size_t *smem_per_block, size_t *smem_per_sm, int *sms,
                       size_t *l2_bytes);

@@ -50,6 +50,8 @@ struct hrmt_model_cuda {
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
     int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
+    int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
+    int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
 };
 
 /* Level scratch on the device, [rows, width] each. */
@@ -70,6 +72,8 @@ struct hrmt_carry_cuda {
     float *q;
     int32_t *steps, *halted, *inputs, *pids, *new_inputs, *new_pids;
     cu_level_ws ws;      /* whole batch */
+    unsigned *bar;       /* grid barrier counters, one per grid-level launch of a step */
+    int nbar;
     void *tz, *tinj;     /* the tiered schedule's tile state */
     size_t tile_samples; /* tile size the tile buffers were made for */
     void *host;          /* download staging, grown on demand */

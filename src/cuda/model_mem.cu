@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda/model_internal.cuh"
+#include "cuda/model_grid.h"
 #include "cuda/model_l_persist.h"
 
 extern "C" {
@@ -84,6 +85,7 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK) s = cu_gemm_pin(m);
     if (s == HRMT_OK) s = cu_gemm_tune(m);
     if (s == HRMT_OK) s = cu_l_persist_setting(m);
+    if (s == HRMT_OK) s = cu_grid_setting(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 
@@ -167,6 +169,8 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
     g->ws.proj = take(l, rows * H, es);
     g->ws.gu = take(l, rows * 2 * I, es);
     g->ws.act = take(l, rows * I, es);
+    g->nbar = m->cfg.H_cycles * (m->cfg.L_cycles + 1);
+    g->bar = (unsigned *)take(l, (size_t)g->nbar, 4);
     g->tz = take(l, tr * H, es);
     g->tinj = take(l, tr * H, es);
 }

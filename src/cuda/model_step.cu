@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/model_grid.h"
 #include "cuda/model_kernels.cuh"
 #include "cuda/model_l_persist.h"
 
@@ -134,13 +135,19 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
 
 /* ---- schedules --------------------------------------------------------------------- */
 
-static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+/* The grid kernel's next barrier counter (zeroed once per step). */
+static unsigned *next_bar(struct hrmt_carry_cuda *g, int *used) { return g->bar + (*used)++; }
+
+static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, int *grid_bars) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    const size_t B = (size_t)c->batch;
     int e0 = 0, e1 = 0;
     TRY(ev_rec(m, g, &e0));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-    hrmt_status s = level(m, m->H, m->cfg.H_layers, g->zH, g->zL, (size_t)c->batch, &g->ws, 0);
+    hrmt_status s =
+        grid_bars ? cu_grid_level(m, 1, g->zH, g->zL, NULL, B, &g->ws, g->inj, next_bar(g, grid_bars))
+                  : level(m, m->H, m->cfg.H_layers, g->zH, g->zL, B, &g->ws, 0);
     hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
     TRY(s);
     TRY(ev_rec(m, g, &e1));
@@ -148,24 +155,37 @@ static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     return seg_add(m, g, e0, e1, SEG_H, 0);
 }
 
+/* Op by op over the whole batch; at small batches (cu_grid_use) each level
+ * is instead one grid-wide kernel (model_grid.cu), same bits. */
 static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t B = (size_t)c->batch;
+    int bars = 0, *grid_bars = cu_grid_use(m, B) ? &bars : NULL;
+    if (grid_bars) {
+        cudaError_t e = cudaMemsetAsync(g->bar, 0, (size_t)g->nbar * sizeof *g->bar, cu_stream(m));
+        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
+    }
     for (int h = 0; h < m->cfg.H_cycles; h++) {
         for (int l = 0; l < m->cfg.L_cycles; l++) {
             int e0 = 0, e1 = 0;
             TRY(ev_rec(m, g, &e0));
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-            hrmt_status s = add_rows(m, g->zH, g->x, g->inj, B * m->T);
-            if (s == HRMT_OK) s = level(m, m->L, m->cfg.L_layers, g->zL, g->inj, B, &g->ws, 0);
+            hrmt_status s = HRMT_OK;
+            if (grid_bars)
+                s = cu_grid_level(m, 0, g->zL, g->zH, g->x, B, &g->ws, g->inj,
+                                  next_bar(g, grid_bars));
+            else
+                s = add_rows(m, g->zH, g->x, g->inj, B * m->T);
+            if (s == HRMT_OK && !grid_bars)
+                s = level(m, m->L, m->cfg.L_layers, g->zL, g->inj, B, &g->ws, 0);
             hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
             TRY(s);
             TRY(ev_rec(m, g, &e1));
             TRY(seg_add(m, g, e0, e1, SEG_L, 0));
             tm->l_level_calls++;
         }
-        TRY(h_level(m, c, tm));
+        TRY(h_level(m, c, tm, grid_bars));
     }
     return HRMT_OK;
 }
@@ -250,7 +270,7 @@ static hrmt_status tiered_persistent(hrmt_model *m, hrmt_carry *c, hrmt_step_tim
         TRY(ev_rec(m, g, &e1));
         TRY(seg_add(m, g, e0, e1, SEG_L, 0));
         tm->l_level_calls += m->cfg.L_cycles;
-        TRY(h_level(m, c, tm));
+        TRY(h_level(m, c, tm, NULL));
     }
     return HRMT_OK;
 }
@@ -263,7 +283,7 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
             s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
-        if (s == HRMT_OK) s = h_level(m, c, tm);
+        if (s == HRMT_OK) s = h_level(m, c, tm, NULL);
     }
     return s;
 }

@@ -97,6 +97,10 @@ void hrmt_cuda_limits(const hrmt_cuda *c, size_t *smem_per_block, size_t *smem_p
 }
 
 int hrmt_cuda_device(const hrmt_cuda *c) { return c->device; }
+int hrmt_cuda_cooperative(const hrmt_cuda *c) {
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, c->device) == cudaSuccess && v;
+}
 const char *hrmt_cuda_name(const hrmt_cuda *c) { return c->prop.name; }
 
 hrmt_status hrmt_cuda_activate(hrmt_cuda *c, char *err, size_t errlen) {

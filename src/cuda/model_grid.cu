@@ -1,0 +1,544 @@
+/* A reasoning level as one grid-wide persistent kernel: every SM takes part
+ * in every op, grid barriers only where the maths needs them. At small
+ * batches the launch-by-launch step is a chain of ~35 dependent launches
+ * per level, each too small to fill the GPU; here one cooperative launch
+ * runs the level's layers with five barriers per layer:
+ *
+ *   S1 qkv = h W_qkv^T    h: layer 0 = bf16(z + inj) (the level's add),
+ *                         else rmsnorm(r) (the previous layer's norm)
+ *   S2 att = attention(qkv)                  (per sample and head)
+ *   S3 r   = bf16(h + bf16(att W_o^T))       (the residual, before the norm)
+ *   S4 act = SwiGLU(rmsnorm(r) W_gate_up^T)  (h = rmsnorm(r) kept for S5)
+ *   S5 r   = bf16(h + bf16(act W_down^T))
+ *   then z = rmsnorm(r) once at the end of the level.
+ *
+ * The norms before S1 and S4 are done while each GEMM unit loads its rows
+ * (every unit of a row block computes the same bits; the first column block
+ * also stores h), which saves a barrier per norm.
+ *
+ * GEMM units are BM x BN blocks of C, 8 warps of (16 MI) x (8 NI); A's rows
+ * stay in shared memory when a norm or the injection builds them, else
+ * stream with W through a cp.async ring. Each C element is one chain of
+ * mma.sync m16n8k16 (BF16 in, F32 accumulate) over k in ascending order from
+ * +0, the arithmetic of the own GEMM kernels and of model_l_persist.cu,
+ * which the pinned cuBLASLt algorithms reproduce bit for bit at HRM's shapes
+ * (bench/cuda_lt_pin_check.cu); attention is attn_mma_tile.cuh's function,
+ * the add, residual, RMSNorm and SwiGLU the row ops' operations in their
+ * order. So the kernel's bytes equal the launch-by-launch step's (tests). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_bf16.h>
+
+#include "cuda/attn_mma_tile.cuh"
+#include "cuda/attn_rope.cuh"
+#include "cuda/bf16.cuh"
+#include "cuda/cp_async.cuh"
+#include "cuda/cuda_internal.cuh"
+#include "cuda/model_grid.h"
+#include "cuda/model_internal.cuh"
+#include "cuda/rowops_common.cuh"
+#include "cuda/rowops_sumsq.cuh"
+
+namespace rc = hrmt_rowops_cuda;
+
+namespace {
+
+constexpr int GS_THREADS = 256, GS_WARPS = 8;
+constexpr int GS_MAX_LAYERS = 8;
+constexpr int GS_D = 64;           /* head_dim */
+constexpr int GS_TP = 96;          /* attention: six m16 tiles, T <= 96 */
+constexpr int GS_KT = 6;           /* key tiles */
+constexpr int GS_LDK = GS_D + 8;   /* attention K, V, Q row stride */
+constexpr int GS_BK = 32;          /* k per ring stage */
+constexpr int GS_LDS = GS_BK + 8;  /* ring row stride (elements): distinct banks */
+constexpr int GS_STAGES = 6;       /* five k blocks in flight: L2 latency */
+constexpr int GS_MAX_H = 512;      /* the norm keeps H / 32 <= 16 values per lane */
+constexpr int GS_TILES[2][2] = {{1, 2}, {2, 4}}; /* (MI, NI): 32 x 64 and 64 x 128 units */
+
+struct gs_params {
+    const uint16_t *wqkv[GS_MAX_LAYERS], *wo[GS_MAX_LAYERS], *wgu[GS_MAX_LAYERS],
+        *wdown[GS_MAX_LAYERS];
+    uint16_t *z;          /* the level's state, updated in place */
+    const uint16_t *a, *b; /* injection a (+ b when set) */
+    uint16_t *qkv, *att, *act, *r, *h;
+    const float *cs, *sn;
+    const uint16_t *lut; /* SwiGLU's s(g) per BF16 gate */
+    unsigned *bar;       /* grid barrier arrivals, zero at launch */
+    float scale, eps;
+    int M, T, H, I, heads, layers;
+};
+
+__device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
+__device__ __forceinline__ uint32_t rnd(float v) { return hrmt_cu_f32_to_bf16(v); }
+
+__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* Every CTA of the grid arrives, then waits for all: the writes before it
+ * are visible to every CTA's reads after it (release by the fence and the
+ * arrival, acquire by the loads; the launch is cooperative, so all CTAs are
+ * resident). `target` counts arrivals over the launch. */
+__device__ __forceinline__ void grid_sync(unsigned *bar, unsigned &target) {
+    target += gridDim.x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(bar, 1u);
+        while (ld_acquire(bar) < target) {
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* rmsnorm of one H-wide row (h already bf16(x + r)) by one warp: the row
+ * ops' register form (lane l sums h[g * 32 + l] over g from 0, then
+ * rmsnorm_reg_inv's shuffles); f(g, bits) gets each output. */
+template <class F>
+__device__ __forceinline__ void norm_row(const uint16_t *src, int H, float eps, F f) {
+    const int lane = threadIdx.x & 31, G = H / 32;
+    float v[GS_MAX_H / 32];
+#pragma unroll
+    for (int g = 0; g < GS_MAX_H / 32; g++)
+        if (g < G) v[g] = bf(__ldcg(src + g * 32 + lane));
+    float a = 0.0f;
+#pragma unroll
+    for (int g = 0; g < GS_MAX_H / 32; g++)
+        if (g < G) a = rc::fadd(a, rc::fmul(v[g], v[g]));
+    const float inv = rc::rmsnorm_reg_inv(a, (float)H, eps);
+#pragma unroll
+    for (int g = 0; g < GS_MAX_H / 32; g++)
+        if (g < G) f(g * 32 + lane, rc::bf16_bits_arith(rc::fmul(v[g], inv)));
+}
+
+__device__ __forceinline__ uint32_t add2(uint32_t x, uint32_t y) {
+    return rc::pack_bf16x2_arith(rc::fadd(bf(x & 0xffffu), bf(y & 0xffffu)),
+                                 rc::fadd(bf(x >> 16), bf(y >> 16)));
+}
+
+template <int MI, int NI>
+struct tile {
+    static constexpr int BM = 32 * MI, BN = 32 * NI;
+    static constexpr int STAGE = (BN + BM) * GS_LDS; /* elements: W rows, then A rows */
+    typedef float acc_t[MI][NI][4];
+
+    /* Shared memory: the resident A rows (BM x (H + 8)), then the ring;
+     * attention's K, V and Q reuse it from the start. */
+    static size_t smem_bytes(int H) {
+        const size_t gemm = ((size_t)BM * (H + 8) + (size_t)GS_STAGES * STAGE) * 2;
+        const size_t attn = (size_t)3 * GS_TP * GS_LDK * 2;
+        return gemm > attn ? gemm : attn;
+    }
+
+    __device__ static void zero(acc_t &acc) {
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int x = 0; x < 4; x++) acc[i][j][x] = 0.0f;
+    }
+
+    /* acc += A[m0 .., 0:K] W^T for the unit's BN W rows (row j at wrow(j)).
+     * A: resident rows `ares` (stride lda) built by pro() while the first
+     * W stages load, or (ares null) rows arow(i) streamed with W (null past
+     * M: zeros). Ends with the ring and A free. */
+    template <class WROW, class AROW, class PRO>
+    __device__ static void run(acc_t &acc, int K, WROW wrow, const uint16_t *ares, int lda,
+                               AROW arow, PRO pro, uint16_t *ring) {
+        const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2,
+                  wn = warp & 3;
+        const int nkb = K / GS_BK;
+        auto load = [&](int kb) {
+            uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
+#pragma unroll
+            for (int c = tid; c < BN * 4; c += GS_THREADS) {
+                const int j = c >> 2, part = c & 3;
+                cp_async16(st + j * GS_LDS + part * 8, wrow(j) + kb * GS_BK + part * 8, 16);
+            }
+            if (!ares) {
+                uint16_t *as = st + BN * GS_LDS;
+#pragma unroll
+                for (int c = tid; c < BM * 4; c += GS_THREADS) {
+                    const int i = c >> 2, part = c & 3;
+                    const uint16_t *src = arow(i);
+                    cp_async16(as + i * GS_LDS + part * 8,
+                               src ? src + kb * GS_BK + part * 8 : wrow(0), src ? 16 : 0);
+                }
+            }
+        };
+#pragma unroll
+        for (int s = 0; s < GS_STAGES - 1; s++) {
+            if (s < nkb) load(s);
+            cp_async_commit();
+        }
+        pro(); /* overlaps the stages in flight */
+        for (int kb = 0; kb < nkb; kb++) {
+            cp_async_wait<GS_STAGES - 2>();
+            __syncthreads();
+            if (kb + GS_STAGES - 1 < nkb) load(kb + GS_STAGES - 1);
+            cp_async_commit();
+            const uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
+            const uint16_t *As = ares ? ares + kb * GS_BK : st + BN * GS_LDS;
+            const int la = ares ? lda : GS_LDS;
+#pragma unroll
+            for (int ks = 0; ks < GS_BK / 16; ks++) {
+                uint32_t a[MI][4], b[NI][2];
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++)
+                    ldsm_x4(As + (wm * 16 * MI + mi * 16 + (lane & 15)) * la + ks * 16 +
+                                (lane >> 4) * 8,
+                            a[mi]);
+#pragma unroll
+                for (int np = 0; np < NI / 2; np++) {
+                    uint32_t r[4];
+                    ldsm_x4(st + (wn * 8 * NI + np * 16 + (lane & 7) + ((lane >> 4) << 3)) *
+                                     GS_LDS +
+                                ks * 16 + ((lane >> 3) & 1) * 8,
+                            r);
+                    b[2 * np][0] = r[0];
+                    b[2 * np][1] = r[1];
+                    b[2 * np + 1][0] = r[2];
+                    b[2 * np + 1][1] = r[3];
+                }
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++)
+                        mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
+            }
+        }
+        cp_async_wait<0>();
+        __syncthreads();
+    }
+
+    /* f(row, col, v0, v1): the thread's C pairs (unit-local row and column;
+     * columns col, col + 1), rows at or past rows_left skipped. */
+    template <class F>
+    __device__ static void each_pair(const acc_t &acc, int rows_left, F f) {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2,
+                  wn = warp & 3, tg = lane & 3;
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = wm * 16 * MI + mi * 16 + (lane >> 2) + hf * 8;
+                if (row < rows_left)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++)
+                        f(mi, ni, hf, row, wn * 8 * NI + ni * 8 + 2 * tg, acc[mi][ni][2 * hf],
+                          acc[mi][ni][2 * hf + 1]);
+            }
+    }
+};
+
+/* The resident A rows of row block m0: rmsnorm(r) (the first column block
+ * also stores them as h), zeros past M. */
+__device__ __forceinline__ void pro_norm(const gs_params &p, int m0, int BM, bool store,
+                                         uint16_t *as, int lda) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int i = warp; i < BM; i += GS_WARPS) {
+        const int row = m0 + i;
+        uint16_t *dst = as + i * lda;
+        if (row >= p.M) {
+            for (int c = lane; c < p.H; c += 32) dst[c] = 0;
+            continue;
+        }
+        uint16_t *h = p.h + (size_t)row * p.H;
+        norm_row(p.r + (size_t)row * p.H, p.H, p.eps, [&](int c, uint16_t v) {
+            dst[c] = v;
+            if (store) h[c] = v;
+        });
+    }
+}
+
+/* The resident A rows of row block m0 for the level's first layer:
+ * bf16(z + inj), inj = a, or bf16(a + b) (the L level's zH + x): the add
+ * row op's bits, as the launch-by-launch step's two adds. */
+__device__ __forceinline__ void pro_inject(const gs_params &p, int m0, int BM, bool store,
+                                           uint16_t *as, int lda) {
+    const int per_row = p.H / 8;
+    for (int e = threadIdx.x; e < BM * per_row; e += GS_THREADS) {
+        const int i = e / per_row, c = (e % per_row) * 8, row = m0 + i;
+        uint4 o = make_uint4(0, 0, 0, 0);
+        if (row < p.M) {
+            const size_t off = (size_t)row * p.H + c;
+            const uint4 z = __ldcg((const uint4 *)(p.z + off));
+            uint4 in = __ldcg((const uint4 *)(p.a + off));
+            if (p.b) {
+                const uint4 x = __ldcg((const uint4 *)(p.b + off));
+                in = make_uint4(add2(in.x, x.x), add2(in.y, x.y), add2(in.z, x.z), add2(in.w, x.w));
+            }
+            o = make_uint4(add2(z.x, in.x), add2(z.y, in.y), add2(z.z, in.z), add2(z.w, in.w));
+            if (store) *(uint4 *)(p.h + off) = o;
+        }
+        *(uint4 *)(as + i * lda + c) = o;
+    }
+}
+
+/* att = attention(qkv), one (sample, head) per unit: K and V RoPE'd into
+ * shared memory, Q where each warp's 16-row output tile goes. */
+__device__ void attention_stage(const gs_params &p, uint16_t *smem) {
+    const int T = p.T, H = p.H, nkt = (T + 15) / 16, warp = threadIdx.x >> 5;
+    uint16_t *Ks = smem, *Vs = Ks + GS_TP * GS_LDK, *Qs = Vs + GS_TP * GS_LDK;
+    const int units = (p.M / T) * p.heads;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const int s = u / p.heads, hd = u % p.heads;
+        const size_t r0 = (size_t)s * T;
+        load_qkv<GS_D>(p.qkv + r0 * 3 * H + hd * GS_D, T, nkt * 16, H, GS_LDK, p.cs, p.sn, Ks, Vs,
+                       0, T, Qs, GS_LDK);
+        __syncthreads();
+        if (warp < nkt) {
+            uint16_t *q = Qs + warp * 16 * GS_LDK;
+            const int qrows = min(16, T - 16 * warp);
+            if (T > 16 * (GS_KT - 1))
+                attend_tile<GS_D, GS_KT, true>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows, p.scale);
+            else
+                attend_tile<GS_D, GS_KT, false>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows, p.scale);
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < T * (GS_D / 8); e += GS_THREADS) {
+            const int t = e / (GS_D / 8), c = (e % (GS_D / 8)) * 8;
+            *(uint4 *)(p.att + (r0 + t) * H + hd * GS_D + c) = *(const uint4 *)(Qs + t * GS_LDK + c);
+        }
+        __syncthreads();
+    }
+}
+
+template <int MI, int NI>
+__global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
+    typedef tile<MI, NI> TL;
+    constexpr int BM = TL::BM, BN = TL::BN;
+    extern __shared__ __align__(128) unsigned char gs_smem[];
+    const int H = p.H, I = p.I, M = p.M, lda = H + 8, mblocks = (M + BM - 1) / BM;
+    uint16_t *as = (uint16_t *)gs_smem, *ring = as + BM * lda;
+    unsigned target = 0;
+    typename TL::acc_t acc;
+    auto no_arow = [](int) -> const uint16_t * { return nullptr; };
+    auto no_pro = [] {};
+    for (int li = 0; li < p.layers; li++) {
+        /* S1: qkv = h W_qkv^T */
+        const int nq = 3 * H / BN;
+        for (int u = blockIdx.x; u < mblocks * nq; u += gridDim.x) {
+            const int m0 = (u / nq) * BM, n0 = (u % nq) * BN;
+            const uint16_t *w = p.wqkv[li] + (size_t)n0 * H;
+            TL::zero(acc);
+            TL::run(acc, H, [&](int j) { return w + (size_t)j * H; }, as, lda, no_arow,
+                    [&] {
+                        if (li == 0)
+                            pro_inject(p, m0, BM, n0 == 0, as, lda);
+                        else
+                            pro_norm(p, m0, BM, n0 == 0, as, lda);
+                    },
+                    ring);
+            TL::each_pair(acc, M - m0, [&](int, int, int, int row, int col, float v0, float v1) {
+                *(uint32_t *)(p.qkv + (size_t)(m0 + row) * 3 * H + n0 + col) =
+                    rnd(v0) | (rnd(v1) << 16);
+            });
+        }
+        grid_sync(p.bar, target);
+        /* S2 */
+        attention_stage(p, as);
+        grid_sync(p.bar, target);
+        /* S3: r = bf16(h + bf16(att W_o^T)); S5 the same with act, W_down */
+        auto residual = [&](const uint16_t *wbase, const uint16_t *abase, int K) {
+            const int nn = H / BN;
+            for (int u = blockIdx.x; u < mblocks * nn; u += gridDim.x) {
+                const int m0 = (u / nn) * BM, n0 = (u % nn) * BN;
+                const uint16_t *w = wbase + (size_t)n0 * K;
+                TL::zero(acc);
+                TL::run(acc, K, [&](int j) { return w + (size_t)j * K; }, nullptr, 0,
+                        [&](int i) -> const uint16_t * {
+                            return m0 + i < M ? abase + (size_t)(m0 + i) * K : nullptr;
+                        },
+                        no_pro, ring);
+                TL::each_pair(acc, M - m0, [&](int, int, int, int row, int col, float v0,
+                                                float v1) {
+                    const size_t off = (size_t)(m0 + row) * H + n0 + col;
+                    *(uint32_t *)(p.r + off) = add2(__ldcg((const unsigned *)(p.h + off)),
+                                                    rnd(v0) | (rnd(v1) << 16));
+                });
+            }
+        };
+        residual(p.wo[li], p.att, H);
+        grid_sync(p.bar, target);
+        /* S4: act = SwiGLU(rmsnorm(r) W_gate_up^T), BN / 2 act columns per
+         * unit: warp wn's 8 NI W rows are 4 NI gate rows, then the up rows
+         * of the same columns, so a thread holds each gate next to its up
+         * (n8 tiles ni and ni + NI / 2). */
+        constexpr int HN = NI / 2, WR = 8 * NI;
+        const int ng = I / (BN / 2);
+        for (int u = blockIdx.x; u < mblocks * ng; u += gridDim.x) {
+            const int m0 = (u / ng) * BM, j0 = (u % ng) * (BN / 2);
+            const uint16_t *w = p.wgu[li];
+            TL::zero(acc);
+            TL::run(acc, H,
+                    [&](int r) {
+                        const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
+                        return w + (size_t)(q < WR / 2 ? j : I + j) * H;
+                    },
+                    as, lda, no_arow, [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring);
+            TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float,
+                                            float) {
+                if (ni >= HN) return;
+                const int j = j0 + (col / WR) * (WR / 2) + (col % WR);
+                float o[2];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const uint32_t gb = rnd(acc[mi][ni][2 * hf + e]);
+                    const float up = bf(rnd(acc[mi][ni + HN][2 * hf + e]));
+                    o[e] = rc::fmul(bf(__ldg(p.lut + gb)), up);
+                }
+                *(uint32_t *)(p.act + (size_t)(m0 + row) * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
+            });
+        }
+        grid_sync(p.bar, target);
+        /* S5 */
+        residual(p.wdown[li], p.act, I);
+        grid_sync(p.bar, target);
+    }
+    /* z = rmsnorm(r), a warp per row */
+    const int warps = gridDim.x * GS_WARPS;
+    for (int row = blockIdx.x * GS_WARPS + (threadIdx.x >> 5); row < M; row += warps) {
+        uint16_t *z = p.z + (size_t)row * H;
+        norm_row(p.r + (size_t)row * H, H, p.eps, [&](int c, uint16_t v) { z[c] = v; });
+    }
+}
+
+typedef void (*grid_kernel)(const gs_params);
+const grid_kernel k_kernels[2] = {grid_level<GS_TILES[0][0], GS_TILES[0][1]>,
+                                  grid_level<GS_TILES[1][0], GS_TILES[1][1]>};
+
+size_t smem_bytes(int t, int H) {
+    return t == 0 ? tile<GS_TILES[0][0], GS_TILES[0][1]>::smem_bytes(H)
+                  : tile<GS_TILES[1][0], GS_TILES[1][1]>::smem_bytes(H);
+}
+
+/* The unit size for M rows: the larger one once its qkv units fill the SMs. */
+int pick_tile(const hrmt_model *m, size_t M, int sms) {
+    const int forced = cu_model(m)->grid_tile;
+    if (forced) return forced - 1;
+    const size_t bm = 32 * GS_TILES[1][0], bn = 32 * GS_TILES[1][1];
+    return (M + bm - 1) / bm * (3 * m->hidden / bn) >= (size_t)sms;
+}
+
+} // namespace
+
+int cu_grid_applies(const hrmt_model *m) {
+    size_t per_block = 0, per_sm = 0, l2 = 0;
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    const size_t H = m->hidden, I = m->inter;
+    const size_t bn = 32 * GS_TILES[1][1];
+    return m->dt == HRMT_BF16 && m->head_dim == GS_D && m->heads * GS_D == H && H % bn == 0 &&
+           H <= GS_MAX_H && I % (bn / 2) == 0 && m->T >= 1 && m->T <= GS_TP &&
+           m->cfg.L_layers >= 1 && m->cfg.L_layers <= GS_MAX_LAYERS && m->cfg.H_layers >= 1 &&
+           m->cfg.H_layers <= GS_MAX_LAYERS && smem_bytes(0, (int)H) <= per_block &&
+           smem_bytes(1, (int)H) <= per_block && hrmt_cuda_cooperative(m->ctx->cuda);
+}
+
+int cu_grid_use(const hrmt_model *m, size_t B) {
+    const int mode = cu_model(m)->grid;
+    return mode == 1 || (mode == 2 && B <= HRMT_CUDA_GRID_AUTO_MAX_BATCH);
+}
+
+hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a, const void *b,
+                          size_t B, const cu_level_ws *ws, void *h, unsigned *bar) {
+    if (B == 0) return HRMT_OK;
+    size_t per_block = 0, per_sm = 0, l2 = 0;
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    const hrmt_block_weights *lw = high ? m->H : m->L;
+    gs_params p;
+    memset(&p, 0, sizeof p);
+    p.layers = high ? m->cfg.H_layers : m->cfg.L_layers;
+    for (int i = 0; i < p.layers; i++) {
+        p.wqkv[i] = (const uint16_t *)lw[i].qkv.dev;
+        p.wo[i] = (const uint16_t *)lw[i].o.dev;
+        p.wgu[i] = (const uint16_t *)lw[i].gate_up.dev;
+        p.wdown[i] = (const uint16_t *)lw[i].down.dev;
+    }
+    const struct hrmt_model_cuda *g = cu_model(m);
+    p.z = (uint16_t *)z;
+    p.a = (const uint16_t *)a;
+    p.b = (const uint16_t *)b;
+    p.qkv = (uint16_t *)ws->qkv;
+    p.att = (uint16_t *)ws->att;
+    p.act = (uint16_t *)ws->act;
+    p.r = (uint16_t *)ws->proj;
+    p.h = (uint16_t *)h;
+    p.cs = m->cfg.pos_encodings == HRMT_POS_ROPE ? g->rope_cos : nullptr;
+    p.sn = p.cs ? g->rope_sin : nullptr;
+    p.lut = m->ctx->cuda->silu_bf16;
+    p.bar = bar;
+    p.scale = (float)(1.0 / sqrt((double)m->head_dim));
+    p.eps = (float)m->cfg.rms_norm_eps;
+    p.M = (int)(B * m->T);
+    p.T = (int)m->T;
+    p.H = (int)m->hidden;
+    p.I = (int)m->inter;
+    p.heads = (int)m->heads;
+    const int t = pick_tile(m, B * m->T, sms);
+    const size_t bytes = smem_bytes(t, p.H);
+    cudaError_t e = cudaFuncSetAttribute(k_kernels[t], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)bytes);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: shared memory");
+    int per = 0;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_kernels[t], GS_THREADS, bytes);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: occupancy");
+    if (per < 1)
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda grid level: a block does not fit an SM");
+    /* One CTA per SM: every stage spreads its units over the whole GPU. */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(sms > 0 ? sms : 1));
+    cfg.blockDim = dim3(GS_THREADS);
+    cfg.dynamicSmemBytes = bytes;
+    cfg.stream = cu_stream(m);
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    e = cudaLaunchKernelEx(&cfg, k_kernels[t], p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: launch");
+    return cu_check(m->ctx, "cuda grid level");
+}
+
+static hrmt_status read_choice(hrmt_model *m, const char *name, const char *const *values, int n,
+                               int dflt, int *out) {
+    const char *env = getenv(name);
+    *out = dflt;
+    if (!env) return HRMT_OK;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(env, values[i])) {
+            *out = i;
+            return HRMT_OK;
+        }
+    return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "%s='%s' is not one of %s%s%s%s%s", name, env,
+                     values[0], n > 1 ? ", " : "", n > 1 ? values[1] : "", n > 2 ? ", " : "",
+                     n > 2 ? values[2] : "");
+}
+
+hrmt_status cu_grid_setting(hrmt_model *m) {
+    static const char *const modes[3] = {"0", "1", "auto"}, *const tiles[3] = {"auto", "s", "l"};
+    int mode = 2, tile_choice = 0;
+    hrmt_status s = read_choice(m, "HRMT_CUDA_GRID", modes, 3, 2, &mode);
+    if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TILE", tiles, 3, 0, &tile_choice);
+    if (s != HRMT_OK) return s;
+    cu_model(m)->grid = cu_grid_applies(m) ? mode : 0;
+    cu_model(m)->grid_tile = tile_choice;
+    return HRMT_OK;
+}
