@@ -52,11 +52,13 @@ constexpr int GS_D = 64;           /* head_dim */
 constexpr int GS_TP = 96;          /* attention: six m16 tiles, T <= 96 */
 constexpr int GS_KT = 6;           /* key tiles */
 constexpr int GS_LDK = GS_D + 8;   /* attention K, V, Q row stride */
-constexpr int GS_BK = 32;          /* k per ring stage */
-constexpr int GS_LDS = GS_BK + 8;  /* ring row stride (elements): distinct banks */
-constexpr int GS_STAGES = 6;       /* five k blocks in flight: L2 latency */
+constexpr int GS_STAGES = 4;       /* ring stages, all but one in flight */
 constexpr int GS_MAX_H = 512;      /* the norm keeps H / 32 <= 16 values per lane */
-constexpr int GS_TILES[2][2] = {{1, 2}, {2, 4}}; /* (MI, NI): 32 x 64 and 64 x 128 units */
+/* (MI, NI, BK): 32 x 64 units with k blocks of 128, 64 x 128 with 64. At
+ * small batches a stage is latency-bound: a unit puts most of its W slice
+ * in flight at once (3 x 128 of K = 512), so that the whole grid's requests
+ * cover the memory latency. */
+constexpr int GS_TILES[2][3] = {{1, 2, 128}, {2, 4, 64}};
 
 struct gs_params {
     const uint16_t *wqkv[GS_MAX_LAYERS], *wo[GS_MAX_LAYERS], *wgu[GS_MAX_LAYERS],
@@ -129,10 +131,11 @@ __device__ __forceinline__ uint32_t add2(uint32_t x, uint32_t y) {
                                  rc::fadd(bf(x >> 16), bf(y >> 16)));
 }
 
-template <int MI, int NI>
+template <int MI, int NI, int BK>
 struct tile {
     static constexpr int BM = 32 * MI, BN = 32 * NI;
-    static constexpr int STAGE = (BN + BM) * GS_LDS; /* elements: W rows, then A rows */
+    static constexpr int LDS = BK + 8;            /* ring row stride: distinct banks */
+    static constexpr int STAGE = (BN + BM) * LDS; /* elements: W rows, then A rows */
     typedef float acc_t[MI][NI][4];
 
     /* Shared memory: the resident A rows (BM x (H + 8)), then the ring;
@@ -161,22 +164,22 @@ struct tile {
                                AROW arow, PRO pro, uint16_t *ring) {
         const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2,
                   wn = warp & 3;
-        const int nkb = K / GS_BK;
+        const int nkb = K / BK;
         auto load = [&](int kb) {
             uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
 #pragma unroll
-            for (int c = tid; c < BN * 4; c += GS_THREADS) {
-                const int j = c >> 2, part = c & 3;
-                cp_async16(st + j * GS_LDS + part * 8, wrow(j) + kb * GS_BK + part * 8, 16);
+            for (int c = tid; c < BN * (BK / 8); c += GS_THREADS) {
+                const int j = c / (BK / 8), part = c % (BK / 8);
+                cp_async16(st + j * LDS + part * 8, wrow(j) + kb * BK + part * 8, 16);
             }
             if (!ares) {
-                uint16_t *as = st + BN * GS_LDS;
+                uint16_t *as = st + BN * LDS;
 #pragma unroll
-                for (int c = tid; c < BM * 4; c += GS_THREADS) {
-                    const int i = c >> 2, part = c & 3;
+                for (int c = tid; c < BM * (BK / 8); c += GS_THREADS) {
+                    const int i = c / (BK / 8), part = c % (BK / 8);
                     const uint16_t *src = arow(i);
-                    cp_async16(as + i * GS_LDS + part * 8,
-                               src ? src + kb * GS_BK + part * 8 : wrow(0), src ? 16 : 0);
+                    cp_async16(as + i * LDS + part * 8, src ? src + kb * BK + part * 8 : wrow(0),
+                               src ? 16 : 0);
                 }
             }
         };
@@ -192,10 +195,10 @@ struct tile {
             if (kb + GS_STAGES - 1 < nkb) load(kb + GS_STAGES - 1);
             cp_async_commit();
             const uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
-            const uint16_t *As = ares ? ares + kb * GS_BK : st + BN * GS_LDS;
-            const int la = ares ? lda : GS_LDS;
+            const uint16_t *As = ares ? ares + kb * BK : st + BN * LDS;
+            const int la = ares ? lda : LDS;
 #pragma unroll
-            for (int ks = 0; ks < GS_BK / 16; ks++) {
+            for (int ks = 0; ks < BK / 16; ks++) {
                 uint32_t a[MI][4], b[NI][2];
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++)
@@ -206,7 +209,7 @@ struct tile {
                 for (int np = 0; np < NI / 2; np++) {
                     uint32_t r[4];
                     ldsm_x4(st + (wn * 8 * NI + np * 16 + (lane & 7) + ((lane >> 4) << 3)) *
-                                     GS_LDS +
+                                     LDS +
                                 ks * 16 + ((lane >> 3) & 1) * 8,
                             r);
                     b[2 * np][0] = r[0];
@@ -289,38 +292,46 @@ __device__ __forceinline__ void pro_inject(const gs_params &p, int m0, int BM, b
     }
 }
 
-/* att = attention(qkv), one (sample, head) per unit: K and V RoPE'd into
- * shared memory, Q where each warp's 16-row output tile goes. */
+/* att = attention(qkv). A unit is a (sample, head) and a run of its 16-row
+ * query tiles: at small batches the query tiles spread over more SMs (each
+ * unit loads the head's K and V); a tile's bits do not depend on which
+ * unit runs it. K and V RoPE'd into shared memory, Q where each warp's
+ * output tile goes. */
 __device__ void attention_stage(const gs_params &p, uint16_t *smem) {
     const int T = p.T, H = p.H, nkt = (T + 15) / 16, warp = threadIdx.x >> 5;
     uint16_t *Ks = smem, *Vs = Ks + GS_TP * GS_LDK, *Qs = Vs + GS_TP * GS_LDK;
-    const int units = (p.M / T) * p.heads;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        const int s = u / p.heads, hd = u % p.heads;
+    const int pairs = (p.M / T) * p.heads;
+    int parts = min(nkt, max(1, (int)gridDim.x / pairs));
+    const int per = (nkt + parts - 1) / parts; /* query tiles per unit */
+    parts = (nkt + per - 1) / per;
+    for (int u = blockIdx.x; u < pairs * parts; u += gridDim.x) {
+        const int pair = u / parts, s = pair / p.heads, hd = pair % p.heads;
+        const int t0 = (u % parts) * per * 16, t1 = min(T, t0 + per * 16);
         const size_t r0 = (size_t)s * T;
         load_qkv<GS_D>(p.qkv + r0 * 3 * H + hd * GS_D, T, nkt * 16, H, GS_LDK, p.cs, p.sn, Ks, Vs,
-                       0, T, Qs, GS_LDK);
+                       t0, t1, Qs, GS_LDK);
         __syncthreads();
-        if (warp < nkt) {
+        if (warp < per && t0 + 16 * warp < T) {
             uint16_t *q = Qs + warp * 16 * GS_LDK;
-            const int qrows = min(16, T - 16 * warp);
+            const int qrows = min(16, T - t0 - 16 * warp);
             if (T > 16 * (GS_KT - 1))
                 attend_tile<GS_D, GS_KT, true>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows, p.scale);
             else
                 attend_tile<GS_D, GS_KT, false>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows, p.scale);
         }
         __syncthreads();
-        for (int e = threadIdx.x; e < T * (GS_D / 8); e += GS_THREADS) {
+        for (int e = threadIdx.x; e < (t1 - t0) * (GS_D / 8); e += GS_THREADS) {
             const int t = e / (GS_D / 8), c = (e % (GS_D / 8)) * 8;
-            *(uint4 *)(p.att + (r0 + t) * H + hd * GS_D + c) = *(const uint4 *)(Qs + t * GS_LDK + c);
+            *(uint4 *)(p.att + (r0 + t0 + t) * H + hd * GS_D + c) =
+                *(const uint4 *)(Qs + t * GS_LDK + c);
         }
         __syncthreads();
     }
 }
 
-template <int MI, int NI>
+template <int MI, int NI, int BK>
 __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
-    typedef tile<MI, NI> TL;
+    typedef tile<MI, NI, BK> TL;
     constexpr int BM = TL::BM, BN = TL::BN;
     extern __shared__ __align__(128) unsigned char gs_smem[];
     const int H = p.H, I = p.I, M = p.M, lda = H + 8, mblocks = (M + BM - 1) / BM;
@@ -419,12 +430,11 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
 }
 
 typedef void (*grid_kernel)(const gs_params);
-const grid_kernel k_kernels[2] = {grid_level<GS_TILES[0][0], GS_TILES[0][1]>,
-                                  grid_level<GS_TILES[1][0], GS_TILES[1][1]>};
+#define GS_TILE(t) GS_TILES[t][0], GS_TILES[t][1], GS_TILES[t][2]
+const grid_kernel k_kernels[2] = {grid_level<GS_TILE(0)>, grid_level<GS_TILE(1)>};
 
 size_t smem_bytes(int t, int H) {
-    return t == 0 ? tile<GS_TILES[0][0], GS_TILES[0][1]>::smem_bytes(H)
-                  : tile<GS_TILES[1][0], GS_TILES[1][1]>::smem_bytes(H);
+    return t == 0 ? tile<GS_TILE(0)>::smem_bytes(H) : tile<GS_TILE(1)>::smem_bytes(H);
 }
 
 /* The unit size for M rows: the larger one once its qkv units fill the SMs. */
@@ -444,7 +454,7 @@ int cu_grid_applies(const hrmt_model *m) {
     const size_t H = m->hidden, I = m->inter;
     const size_t bn = 32 * GS_TILES[1][1];
     return m->dt == HRMT_BF16 && m->head_dim == GS_D && m->heads * GS_D == H && H % bn == 0 &&
-           H <= GS_MAX_H && I % (bn / 2) == 0 && m->T >= 1 && m->T <= GS_TP &&
+           H <= GS_MAX_H && I % (bn / 2) == 0 && H % 128 == 0 && I % 128 == 0 && m->T >= 1 && m->T <= GS_TP &&
            m->cfg.L_layers >= 1 && m->cfg.L_layers <= GS_MAX_LAYERS && m->cfg.H_layers >= 1 &&
            m->cfg.H_layers <= GS_MAX_LAYERS && smem_bytes(0, (int)H) <= per_block &&
            smem_bytes(1, (int)H) <= per_block && hrmt_cuda_cooperative(m->ctx->cuda);

@@ -12,7 +12,7 @@
 #define HRMT_CUDA_GRID_AUTO_MAX_BATCH 16
 
 /* Whether the kernel serves this model on this device: BF16, head_dim 64,
- * hidden a multiple of 128 up to 512, inter a multiple of 64, T <= 96, at
+ * hidden a multiple of 128 up to 512, inter a multiple of 128, T <= 96, at
  * most 8 layers per level, its shared memory fits a block and the device
  * has cooperative launches. */
 int cu_grid_applies(const hrmt_model *m);
