@@ -155,13 +155,15 @@ struct tile {
                 for (int x = 0; x < 4; x++) acc[i][j][x] = 0.0f;
     }
 
-    /* acc += A[m0 .., 0:K] W^T for the unit's BN W rows (row j at wrow(j)).
-     * A: resident rows `ares` (stride lda) built by pro() while the first
-     * W stages load, or (ares null) rows arow(i) streamed with W (null past
-     * M: zeros). Ends with the ring and A free. */
+    /* acc += A[m0 .., 0:K] W^T for the unit's BN W rows (row j at wrow(j)),
+     * A's row i at arow(i) (null past M: zeros). With `ares`, A's rows are
+     * copied whole into ares (stride lda) together with the first W stages,
+     * then pro() transforms them in place; else they stream with W. Every
+     * copy of a stage is in flight at once: at small batches a stage waits
+     * on memory latency, not bandwidth. Ends with the ring and A free. */
     template <class WROW, class AROW, class PRO>
-    __device__ static void run(acc_t &acc, int K, WROW wrow, const uint16_t *ares, int lda,
-                               AROW arow, PRO pro, uint16_t *ring) {
+    __device__ static void run(acc_t &acc, int K, WROW wrow, uint16_t *ares, int lda, AROW arow,
+                               PRO pro, uint16_t *ring) {
         const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2,
                   wn = warp & 3;
         const int nkb = K / BK;
@@ -183,12 +185,25 @@ struct tile {
                 }
             }
         };
+        if (ares) {
+            for (int c = tid; c < BM * (K / 8); c += GS_THREADS) {
+                const int i = c / (K / 8), part = c % (K / 8);
+                const uint16_t *src = arow(i);
+                cp_async16(ares + i * lda + part * 8, src ? src + part * 8 : wrow(0),
+                           src ? 16 : 0);
+            }
+            cp_async_commit();
+        }
 #pragma unroll
         for (int s = 0; s < GS_STAGES - 1; s++) {
             if (s < nkb) load(s);
             cp_async_commit();
         }
-        pro(); /* overlaps the stages in flight */
+        if (ares) {
+            cp_async_wait<GS_STAGES - 1>(); /* A's rows (the oldest group) */
+            __syncthreads();
+            pro();
+        }
         for (int kb = 0; kb < nkb; kb++) {
             cp_async_wait<GS_STAGES - 2>();
             __syncthreads();
@@ -248,47 +263,50 @@ struct tile {
     }
 };
 
-/* The resident A rows of row block m0: rmsnorm(r) (the first column block
- * also stores them as h), zeros past M. */
+/* The resident A rows of row block m0 (r's rows, zeros past M) become
+ * rmsnorm(r) in place; the first column block also stores them as h. The
+ * row ops' register form: lane l sums h[g * 32 + l] over g from 0, then
+ * rmsnorm_reg_inv's shuffles. */
 __device__ __forceinline__ void pro_norm(const gs_params &p, int m0, int BM, bool store,
                                          uint16_t *as, int lda) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int i = warp; i < BM; i += GS_WARPS) {
-        const int row = m0 + i;
-        uint16_t *dst = as + i * lda;
-        if (row >= p.M) {
-            for (int c = lane; c < p.H; c += 32) dst[c] = 0;
-            continue;
-        }
-        uint16_t *h = p.h + (size_t)row * p.H;
-        norm_row(p.r + (size_t)row * p.H, p.H, p.eps, [&](int c, uint16_t v) {
-            dst[c] = v;
-            if (store) h[c] = v;
-        });
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = p.H / 32;
+    for (int i = warp; i < BM && m0 + i < p.M; i += GS_WARPS) {
+        uint16_t *row = as + i * lda + lane;
+        uint16_t *h = p.h + (size_t)(m0 + i) * p.H + lane;
+        float v[GS_MAX_H / 32];
+#pragma unroll
+        for (int g = 0; g < GS_MAX_H / 32; g++)
+            if (g < G) v[g] = bf(row[g * 32]);
+        float a = 0.0f;
+#pragma unroll
+        for (int g = 0; g < GS_MAX_H / 32; g++)
+            if (g < G) a = rc::fadd(a, rc::fmul(v[g], v[g]));
+        const float inv = rc::rmsnorm_reg_inv(a, (float)p.H, p.eps);
+#pragma unroll
+        for (int g = 0; g < GS_MAX_H / 32; g++)
+            if (g < G) {
+                const uint16_t o = rc::bf16_bits_arith(rc::fmul(v[g], inv));
+                row[g * 32] = o;
+                if (store) h[g * 32] = o;
+            }
     }
 }
 
-/* The resident A rows of row block m0 for the level's first layer:
- * bf16(z + inj), inj = a, or bf16(a + b) (the L level's zH + x): the add
- * row op's bits, as the launch-by-launch step's two adds. */
-__device__ __forceinline__ void pro_inject(const gs_params &p, int m0, int BM, bool store,
-                                           uint16_t *as, int lda) {
-    const int per_row = p.H / 8;
-    for (int e = threadIdx.x; e < BM * per_row; e += GS_THREADS) {
-        const int i = e / per_row, c = (e % per_row) * 8, row = m0 + i;
-        uint4 o = make_uint4(0, 0, 0, 0);
-        if (row < p.M) {
-            const size_t off = (size_t)row * p.H + c;
-            const uint4 z = __ldcg((const uint4 *)(p.z + off));
-            uint4 in = __ldcg((const uint4 *)(p.a + off));
-            if (p.b) {
-                const uint4 x = __ldcg((const uint4 *)(p.b + off));
-                in = make_uint4(add2(in.x, x.x), add2(in.y, x.y), add2(in.z, x.z), add2(in.w, x.w));
-            }
-            o = make_uint4(add2(z.x, in.x), add2(z.y, in.y), add2(z.z, in.z), add2(z.w, in.w));
-            if (store) *(uint4 *)(p.h + off) = o;
+/* h = bf16(z + inj) over the level's rows, inj = a, or bf16(a + b) (the L
+ * level's zH + x): the add row op's bits, as the launch-by-launch step's
+ * two adds; 8 elements per thread of the grid. */
+__device__ __forceinline__ void inject_stage(const gs_params &p) {
+    const size_t n = (size_t)p.M * p.H / 8;
+    for (size_t e = (size_t)blockIdx.x * GS_THREADS + threadIdx.x; e < n;
+         e += (size_t)gridDim.x * GS_THREADS) {
+        const uint4 z = __ldcg((const uint4 *)p.z + e);
+        uint4 in = __ldcg((const uint4 *)p.a + e);
+        if (p.b) {
+            const uint4 x = __ldcg((const uint4 *)p.b + e);
+            in = make_uint4(add2(in.x, x.x), add2(in.y, x.y), add2(in.z, x.z), add2(in.w, x.w));
         }
-        *(uint4 *)(as + i * lda + c) = o;
+        ((uint4 *)p.h)[e] =
+            make_uint4(add2(z.x, in.x), add2(z.y, in.y), add2(z.z, in.z), add2(z.w, in.w));
     }
 }
 
@@ -338,21 +356,23 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
     uint16_t *as = (uint16_t *)gs_smem, *ring = as + BM * lda;
     unsigned target = 0;
     typename TL::acc_t acc;
-    auto no_arow = [](int) -> const uint16_t * { return nullptr; };
     auto no_pro = [] {};
+    inject_stage(p);
+    grid_sync(p.bar, target);
     for (int li = 0; li < p.layers; li++) {
-        /* S1: qkv = h W_qkv^T */
+        /* S1: qkv = h W_qkv^T, h the injected z (layer 0) or rmsnorm(r) */
         const int nq = 3 * H / BN;
         for (int u = blockIdx.x; u < mblocks * nq; u += gridDim.x) {
             const int m0 = (u / nq) * BM, n0 = (u % nq) * BN;
             const uint16_t *w = p.wqkv[li] + (size_t)n0 * H;
+            const uint16_t *src = li == 0 ? p.h : p.r;
             TL::zero(acc);
-            TL::run(acc, H, [&](int j) { return w + (size_t)j * H; }, as, lda, no_arow,
+            TL::run(acc, H, [&](int j) { return w + (size_t)j * H; }, as, lda,
+                    [&](int i) -> const uint16_t * {
+                        return m0 + i < M ? src + (size_t)(m0 + i) * H : nullptr;
+                    },
                     [&] {
-                        if (li == 0)
-                            pro_inject(p, m0, BM, n0 == 0, as, lda);
-                        else
-                            pro_norm(p, m0, BM, n0 == 0, as, lda);
+                        if (li > 0) pro_norm(p, m0, BM, n0 == 0, as, lda);
                     },
                     ring);
             TL::each_pair(acc, M - m0, [&](int, int, int, int row, int col, float v0, float v1) {
@@ -376,11 +396,17 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                             return m0 + i < M ? abase + (size_t)(m0 + i) * K : nullptr;
                         },
                         no_pro, ring);
-                TL::each_pair(acc, M - m0, [&](int, int, int, int row, int col, float v0,
+                /* h's values first, all loads in flight, then the sums */
+                unsigned hv[MI][NI][2];
+                TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float,
+                                                float) {
+                    hv[mi][ni][hf] =
+                        __ldcg((const unsigned *)(p.h + (size_t)(m0 + row) * H + n0 + col));
+                });
+                TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float v0,
                                                 float v1) {
-                    const size_t off = (size_t)(m0 + row) * H + n0 + col;
-                    *(uint32_t *)(p.r + off) = add2(__ldcg((const unsigned *)(p.h + off)),
-                                                    rnd(v0) | (rnd(v1) << 16));
+                    *(uint32_t *)(p.r + (size_t)(m0 + row) * H + n0 + col) =
+                        add2(hv[mi][ni][hf], rnd(v0) | (rnd(v1) << 16));
                 });
             }
         };
@@ -401,18 +427,28 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                         const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
                         return w + (size_t)(q < WR / 2 ? j : I + j) * H;
                     },
-                    as, lda, no_arow, [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring);
+                    as, lda,
+                    [&](int i) -> const uint16_t * {
+                        return m0 + i < M ? p.r + (size_t)(m0 + i) * H : nullptr;
+                    },
+                    [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring);
+            /* s(g) of every gate first (all table loads in flight), then
+             * the products */
+            float sg[MI][HN][2][2];
+            TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int, int, float v0, float v1) {
+                if (ni < HN) {
+                    sg[mi][ni][hf][0] = bf(__ldg(p.lut + rnd(v0)));
+                    sg[mi][ni][hf][1] = bf(__ldg(p.lut + rnd(v1)));
+                }
+            });
             TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float,
                                             float) {
                 if (ni >= HN) return;
                 const int j = j0 + (col / WR) * (WR / 2) + (col % WR);
                 float o[2];
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const uint32_t gb = rnd(acc[mi][ni][2 * hf + e]);
-                    const float up = bf(rnd(acc[mi][ni + HN][2 * hf + e]));
-                    o[e] = rc::fmul(bf(__ldg(p.lut + gb)), up);
-                }
+                for (int e = 0; e < 2; e++)
+                    o[e] = rc::fmul(sg[mi][ni][hf][e], bf(rnd(acc[mi][ni + HN][2 * hf + e])));
                 *(uint32_t *)(p.act + (size_t)(m0 + row) * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
             });
         }
@@ -421,7 +457,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
         residual(p.wdown[li], p.act, I);
         grid_sync(p.bar, target);
     }
-    /* z = rmsnorm(r), a warp per row */
+    /* z = rmsnorm(r), a warp per row (no barrier after: the launch ends) */
     const int warps = gridDim.x * GS_WARPS;
     for (int row = blockIdx.x * GS_WARPS + (threadIdx.x >> 5); row < M; row += warps) {
         uint16_t *z = p.z + (size_t)row * H;
