@@ -37,6 +37,7 @@
 #include "cuda/bf16.cuh"
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_internal.cuh"
+#include "cuda/grid_sync.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
@@ -81,29 +82,6 @@ __device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
-}
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-/* Every CTA of the grid arrives, then waits for all: the writes before it
- * are visible to every CTA's reads after it (release by the fence and the
- * arrival, acquire by the loads; the launch is cooperative, so all CTAs are
- * resident). `target` counts arrivals over the launch. */
-__device__ __forceinline__ void grid_sync(unsigned *bar, unsigned &target) {
-    target += gridDim.x;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(bar, 1u);
-        while (ld_acquire(bar) < target) {
-        }
-        __threadfence();
-    }
-    __syncthreads();
 }
 
 /* rmsnorm of one H-wide row (h already bf16(x + r)) by one warp: the row
