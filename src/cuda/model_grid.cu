@@ -70,6 +70,7 @@ struct gs_params {
     const float *cs, *sn;
     const uint16_t *lut; /* SwiGLU's s(g) per BF16 gate */
     unsigned *bar;       /* grid barrier arrivals, zero at launch */
+    unsigned long long *trace; /* HRMT_CUDA_GRID_TRACE: per stage, the slowest CTA's work (ns) */
     float scale, eps;
     int M, T, H, I, heads, layers;
 };
@@ -325,8 +326,37 @@ __device__ void attention_stage(const gs_params &p, uint16_t *smem) {
     }
 }
 
-template <int MI, int NI, int BK>
+/* TRACE (HRMT_CUDA_GRID_TRACE=1, a development aid): CTA 0 prints each
+ * stage's time and the slowest CTA's share of it. */
+template <bool TRACE>
+struct tracer {
+    unsigned long long t_exit = 0;
+    int k = 0;
+    __device__ static unsigned long long now() {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+        return t;
+    }
+    __device__ void sync(const gs_params &p, unsigned &target) {
+        if (TRACE && threadIdx.x == 0) {
+            atomicMax(p.trace + k, now() - t_exit);
+        }
+        grid_sync(p.bar, target);
+        if (TRACE && threadIdx.x == 0) {
+            const unsigned long long t = now();
+            if (blockIdx.x == 0)
+                printf("hrmt grid stage %2d (M %d): %7.2f us, slowest CTA's work %7.2f us\n", k,
+                       p.M, (double)(t - t_exit) * 1e-3, (double)__ldcg(p.trace + k) * 1e-3);
+            t_exit = t;
+            k++;
+        }
+    }
+};
+
+template <int MI, int NI, int BK, bool TRACE>
 __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
+    tracer<TRACE> tr;
+    if (TRACE && threadIdx.x == 0) tr.t_exit = tracer<TRACE>::now();
     typedef tile<MI, NI, BK> TL;
     constexpr int BM = TL::BM, BN = TL::BN;
     extern __shared__ __align__(128) unsigned char gs_smem[];
@@ -336,7 +366,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
     typename TL::acc_t acc;
     auto no_pro = [] {};
     inject_stage(p);
-    grid_sync(p.bar, target);
+    tr.sync(p, target);
     for (int li = 0; li < p.layers; li++) {
         /* S1: qkv = h W_qkv^T, h the injected z (layer 0) or rmsnorm(r) */
         const int nq = 3 * H / BN;
@@ -358,10 +388,10 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                     rnd(v0) | (rnd(v1) << 16);
             });
         }
-        grid_sync(p.bar, target);
+        tr.sync(p, target);
         /* S2 */
         attention_stage(p, as);
-        grid_sync(p.bar, target);
+        tr.sync(p, target);
         /* S3: r = bf16(h + bf16(att W_o^T)); S5 the same with act, W_down */
         auto residual = [&](const uint16_t *wbase, const uint16_t *abase, int K) {
             const int nn = H / BN;
@@ -389,7 +419,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
             }
         };
         residual(p.wo[li], p.att, H);
-        grid_sync(p.bar, target);
+        tr.sync(p, target);
         /* S4: act = SwiGLU(rmsnorm(r) W_gate_up^T), BN / 2 act columns per
          * unit: warp wn's 8 NI W rows are 4 NI gate rows, then the up rows
          * of the same columns, so a thread holds each gate next to its up
@@ -430,10 +460,10 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                 *(uint32_t *)(p.act + (size_t)(m0 + row) * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
             });
         }
-        grid_sync(p.bar, target);
+        tr.sync(p, target);
         /* S5 */
         residual(p.wdown[li], p.act, I);
-        grid_sync(p.bar, target);
+        tr.sync(p, target);
     }
     /* z = rmsnorm(r), a warp per row (no barrier after: the launch ends) */
     const int warps = gridDim.x * GS_WARPS;
@@ -441,11 +471,13 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
         uint16_t *z = p.z + (size_t)row * H;
         norm_row(p.r + (size_t)row * H, H, p.eps, [&](int c, uint16_t v) { z[c] = v; });
     }
+    if (TRACE) tr.sync(p, target);
 }
 
 typedef void (*grid_kernel)(const gs_params);
 #define GS_TILE(t) GS_TILES[t][0], GS_TILES[t][1], GS_TILES[t][2]
-const grid_kernel k_kernels[2] = {grid_level<GS_TILE(0)>, grid_level<GS_TILE(1)>};
+const grid_kernel k_kernels[2][2] = {{grid_level<GS_TILE(0), false>, grid_level<GS_TILE(1), false>},
+                                     {grid_level<GS_TILE(0), true>, grid_level<GS_TILE(1), true>}};
 
 size_t smem_bytes(int t, int H) {
     return t == 0 ? tile<GS_TILE(0)>::smem_bytes(H) : tile<GS_TILE(1)>::smem_bytes(H);
@@ -515,13 +547,18 @@ hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a,
     p.H = (int)m->hidden;
     p.I = (int)m->inter;
     p.heads = (int)m->heads;
-    const int t = pick_tile(m, B * m->T, sms);
+    const int t = pick_tile(m, B * m->T, sms), tr = g->grid_trace != NULL;
+    p.trace = g->grid_trace;
+    if (tr) {
+        cudaError_t e = cudaMemsetAsync(p.trace, 0, 64 * sizeof *p.trace, cu_stream(m));
+        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: trace");
+    }
     const size_t bytes = smem_bytes(t, p.H);
-    cudaError_t e = cudaFuncSetAttribute(k_kernels[t], cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaError_t e = cudaFuncSetAttribute(k_kernels[tr][t], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)bytes);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: shared memory");
     int per = 0;
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_kernels[t], GS_THREADS, bytes);
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_kernels[tr][t], GS_THREADS, bytes);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: occupancy");
     if (per < 1)
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda grid level: a block does not fit an SM");
@@ -536,7 +573,7 @@ hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a,
     attr[0].val.cooperative = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, k_kernels[t], p);
+    e = cudaLaunchKernelEx(&cfg, k_kernels[tr][t], p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: launch");
     return cu_check(m->ctx, "cuda grid level");
 }
@@ -557,11 +594,17 @@ static hrmt_status read_choice(hrmt_model *m, const char *name, const char *cons
 }
 
 hrmt_status cu_grid_setting(hrmt_model *m) {
-    static const char *const modes[3] = {"0", "1", "auto"}, *const tiles[3] = {"auto", "s", "l"};
-    int mode = 2, tile_choice = 0;
+    static const char *const modes[3] = {"0", "1", "auto"}, *const tiles[3] = {"auto", "s", "l"},
+                             *const off_on[2] = {"0", "1"};
+    int mode = 2, tile_choice = 0, trace = 0;
     hrmt_status s = read_choice(m, "HRMT_CUDA_GRID", modes, 3, 2, &mode);
     if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TILE", tiles, 3, 0, &tile_choice);
+    if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TRACE", off_on, 2, 0, &trace);
     if (s != HRMT_OK) return s;
+    if (trace) {
+        cudaError_t e = cudaMalloc((void **)&cu_model(m)->grid_trace, 64 * sizeof(unsigned long long));
+        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: trace buffer");
+    }
     cu_model(m)->grid = cu_grid_applies(m) ? mode : 0;
     cu_model(m)->grid_tile = tile_choice;
     return HRMT_OK;

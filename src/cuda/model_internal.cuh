@@ -52,6 +52,7 @@ struct hrmt_model_cuda {
     int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
+    unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
 };
 
 /* Level scratch on the device, [rows, width] each. */

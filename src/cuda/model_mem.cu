@@ -96,6 +96,7 @@ void hrmt_cuda_model_free(hrmt_model *m) {
                    g->L_init,       g->rope_cos,   g->rope_sin};
     for (int i = 0; i < 7; i++)
         if (ps[i]) hrmt_cuda_free(m->ctx->cuda, ps[i]);
+    if (g->grid_trace) hrmt_cuda_free(m->ctx->cuda, g->grid_trace);
     free(g);
     m->cu = NULL;
 }
