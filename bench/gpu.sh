@@ -112,10 +112,9 @@ elif [ $build_rc -eq 0 ]; then
     echo "--- the same with the persistent L-level kernel as the tiered schedule (HRMT_CUDA_L_PERSIST=1)"
     HRMT_CUDA_L_PERSIST=1 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
       --iterations 10 --quiet --mode compare --output "$out/steps_persist.json"
-    echo "--- baseline launch by launch at every batch (HRMT_CUDA_GRID=0; by default batches"
-    echo "    up to 16 run each level as one grid-wide kernel)"
-    HRMT_CUDA_GRID=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
-      --iterations 10 --quiet --mode baseline --output "$out/steps_launches.json"
+    echo "--- baseline with each level as one grid-wide kernel (HRMT_CUDA_GRID=1)"
+    HRMT_CUDA_GRID=1 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
+      --iterations 10 --quiet --mode baseline --output "$out/steps_grid.json"
     echo "--- the same steps launched kernel by kernel (HRMT_CUDA_GRAPHS=0)"
     HRMT_CUDA_GRAPHS=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
       --iterations 10 --quiet
@@ -126,7 +125,7 @@ elif [ $build_rc -eq 0 ]; then
     "$(grep -c '^tiered\|^baseline' "$out/model.log") rows; model.log"
   # Shown at once too: a call cut short still reports the steps.
   python3 bench/gpu_table.py "$out/steps.json" --pinned "$out/steps_pinned.json" \
-    --persist "$out/steps_persist.json" --launches "$out/steps_launches.json" || true
+    --persist "$out/steps_persist.json" --grid "$out/steps_grid.json" || true
   # PyTorch on the official HRM code (sapientinc/HRM's models/ and config/ in
   # HRMT_GPU_HRM_SRC, default .hrm-src), eager and torch.compile + CUDA graphs,
   # in this same call; then the side-by-side table.
@@ -144,7 +143,7 @@ elif [ $build_rc -eq 0 ]; then
     record "torch anchors" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "rc $rc; torch_anchor.log"
   fi
   targs=("$out/steps.json" --pinned "$out/steps_pinned.json" --persist "$out/steps_persist.json"
-    --launches "$out/steps_launches.json")
+    --grid "$out/steps_grid.json")
   [ -f "$out/torch.json" ] && targs+=(--torch "$out/torch.json")
   python3 bench/gpu_table.py "${targs[@]}" >"$out/step_table.log" 2>&1
   rc=$?

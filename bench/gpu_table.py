@@ -3,14 +3,13 @@
 PyTorch's on the official HRM code, all measured in the same call.
 
     python3 bench/gpu_table.py STEPS.json [--pinned STEPS_PINNED.json] [--persist STEPS_PERSIST.json]
-                               [--launches STEPS_LAUNCHES.json] [--torch TORCH.json]
+                               [--grid STEPS_GRID.json] [--torch TORCH.json]
 
 STEPS.json: `hrmt bench --backend cuda --mode compare --output` (median ms per
 step, tiered and baseline, outputs_identical); --pinned: the same run with
 HRMT_CUDA_GEMM_TUNE=0 (the pinned GEMM algorithm at every M); --persist: the
-same with HRMT_CUDA_L_PERSIST=1 (tiered = the persistent L-level kernel); --launches:
-the same with HRMT_CUDA_GRID=0 (baseline launch by launch at every batch, where
-STEPS.json's small batches run the grid-wide level kernel); --torch:
+same with HRMT_CUDA_L_PERSIST=1 (tiered = the persistent L-level kernel); --grid:
+the same with HRMT_CUDA_GRID=1 (baseline = each level as one grid-wide kernel); --torch:
 bench/torch_anchor.py's --json. Prints one row per batch and, last, whether
 hrmt's faster schedule beats torch.compile + CUDA graphs at every batch.
 Exit status 0 when the table could be made (whoever wins)."""
@@ -45,15 +44,15 @@ def main():
     ap.add_argument("steps")
     ap.add_argument("--pinned")
     ap.add_argument("--persist")
-    ap.add_argument("--launches")
+    ap.add_argument("--grid")
     ap.add_argument("--torch")
     a = ap.parse_args()
     hs = steps(a.steps)
     ps = steps(a.pinned) if a.pinned else {}
     ls = steps(a.persist) if a.persist else {}
-    gs = steps(a.launches) if a.launches else {}
+    gs = steps(a.grid) if a.grid else {}
     ts = torch_rows(a.torch) if a.torch else {}
-    head = ("batch", "baseline", "launch-by-launch", "b/l", "tiered", "t/b", "identical", "persistent-L", "p/b", "identical",
+    head = ("batch", "baseline", "grid-level", "g/b", "tiered", "t/b", "identical", "persistent-L", "p/b", "identical",
             "pinned-GEMM", "torch eager", "torch.compile+graphs", "best hrmt / compile")
     print(" | ".join(head))
     wins, rows = 0, 0
@@ -61,17 +60,17 @@ def main():
         base = hs[b].get("baseline", (None, None))[0]
         tier, ident = hs[b].get("tiered", (None, None))
         pin = ps.get(b, {}).get("baseline", (None, None))[0]
-        lbl = gs.get(b, {}).get("baseline", (None, None))[0]
+        grd = gs.get(b, {}).get("baseline", (None, None))[0]
         per, pident = ls.get(b, {}).get("tiered", (None, None))
         pbase = ls.get(b, {}).get("baseline", (None, None))[0]
         te = ts.get(b, {}).get("eager")
         tc = ts.get(b, {}).get("reduce-overhead")
-        best = min(v for v in (base, tier, per, lbl) if v is not None) if (base or tier) else None
+        best = min(v for v in (base, tier, per, grd) if v is not None) if (base or tier) else None
         ratio = best / tc if best and tc else None
         if ratio is not None:
             rows += 1
             wins += ratio < 1.0
-        print(" | ".join((str(b), fmt(base), fmt(lbl), fmt(base / lbl if base and lbl else None, "%.2fx"),
+        print(" | ".join((str(b), fmt(base), fmt(grd), fmt(grd / base if grd and base else None, "%.2fx"),
                           fmt(tier), fmt(tier / base if tier and base else None, "%.2fx"),
                           {True: "yes", False: "NO"}.get(ident, "-"), fmt(per),
                           fmt(per / pbase if per and pbase else None, "%.2fx"),

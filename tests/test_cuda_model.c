@@ -6,9 +6,8 @@
  *  - tiered == baseline bit for bit, tiles that do and do not divide the batch,
  *    and for BF16 the persistent L-level kernel (model_l_persist.cu) at HRM's
  *    width (hidden 512) and at hidden 256 with a short sequence;
- *  - the grid-wide level kernel (model_grid.cu) == launch by launch, bit for
- *    bit, at the same widths and at small batches by default (the other
- *    BF16 tests run it too, under HRMT_CUDA_GRID's default);
+ *  - the grid-wide level kernel (model_grid.cu, HRMT_CUDA_GRID=1) == launch
+ *    by launch, bit for bit, at the same widths, each GEMM unit size;
  *  - GPU vs CPU on a random model within the same bounds;
  *  - errors: a carry of another model, a batch too large for the device, bad
  *    settings.
@@ -387,8 +386,8 @@ Test(cuda_model, grid_equals_launches_short_seq) {
 Test(cuda_model, bad_grid_setting) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[2] = {"HRMT_CUDA_GRID", "HRMT_CUDA_GRID_TILE"};
-    for (int i = 0; i < 2; i++) {
+    const char *names[3] = {"HRMT_CUDA_GRID", "HRMT_CUDA_GRID_TILE", "HRMT_CUDA_GRID_TRACE"};
+    for (int i = 0; i < 3; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "yes", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

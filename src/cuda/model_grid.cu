@@ -1,30 +1,37 @@
-/* A reasoning level as one grid-wide persistent kernel: every SM takes part
- * in every op, grid barriers only where the maths needs them. At small
- * batches the launch-by-launch step is a chain of ~35 dependent launches
- * per level, each too small to fill the GPU; here one cooperative launch
- * runs the level's layers with five barriers per layer:
+/* A reasoning level as one grid-wide persistent kernel (HRMT_CUDA_GRID=1):
+ * every SM takes part in every op, grid barriers where the maths needs
+ * them. The launch-by-launch step is ~35 dependent launches per level; here
+ * one cooperative launch runs the level with one barrier after the
+ * injection and five per layer:
  *
- *   S1 qkv = h W_qkv^T    h: layer 0 = bf16(z + inj) (the level's add),
- *                         else rmsnorm(r) (the previous layer's norm)
- *   S2 att = attention(qkv)                  (per sample and head)
+ *   S0 h   = bf16(z + inj)                   (the level's add, grid-wide rows)
+ *   S1 qkv = h W_qkv^T                        h: S0's, or rmsnorm(r) after layer 0
+ *   S2 att = attention(qkv)                  (per sample, head and query tiles)
  *   S3 r   = bf16(h + bf16(att W_o^T))       (the residual, before the norm)
  *   S4 act = SwiGLU(rmsnorm(r) W_gate_up^T)  (h = rmsnorm(r) kept for S5)
  *   S5 r   = bf16(h + bf16(act W_down^T))
  *   then z = rmsnorm(r) once at the end of the level.
  *
- * The norms before S1 and S4 are done while each GEMM unit loads its rows
- * (every unit of a row block computes the same bits; the first column block
- * also stores h), which saves a barrier per norm.
+ * The norms before S1 and S4 are done on each GEMM unit's rows in shared
+ * memory (every unit of a row block computes the same bits; the first
+ * column block also stores h), which saves a barrier per norm.
  *
  * GEMM units are BM x BN blocks of C, 8 warps of (16 MI) x (8 NI); A's rows
- * stay in shared memory when a norm or the injection builds them, else
- * stream with W through a cp.async ring. Each C element is one chain of
- * mma.sync m16n8k16 (BF16 in, F32 accumulate) over k in ascending order from
- * +0, the arithmetic of the own GEMM kernels and of model_l_persist.cu,
- * which the pinned cuBLASLt algorithms reproduce bit for bit at HRM's shapes
- * (bench/cuda_lt_pin_check.cu); attention is attn_mma_tile.cuh's function,
- * the add, residual, RMSNorm and SwiGLU the row ops' operations in their
- * order. So the kernel's bytes equal the launch-by-launch step's (tests). */
+ * are copied whole into shared memory with the first W stages where a norm
+ * transforms them, else stream with W through a cp.async ring. Each C
+ * element is one chain of mma.sync m16n8k16 (BF16 in, F32 accumulate) over
+ * k in ascending order from +0, the arithmetic of the own GEMM kernels and
+ * of model_l_persist.cu, which the pinned cuBLASLt algorithms reproduce bit
+ * for bit at HRM's shapes (bench/cuda_lt_pin_check.cu); attention is
+ * attn_mma_tile.cuh's function, the add, residual, RMSNorm and SwiGLU the
+ * row ops' operations in their order. So the kernel's bytes equal the
+ * launch-by-launch step's (tests: cuda_model/grid_equals_launches_*).
+ *
+ * Opt-in: on the H200 it is slower than launch by launch at every batch
+ * (docs/CUDA.md): a grid barrier costs 1.1 us (bench/cuda_grid_sync.cu),
+ * but a GEMM stage of this kernel takes longer than the cuBLASLt kernel
+ * for the same op does, as each unit waits for its whole W slice through
+ * cp.async (HRMT_CUDA_GRID_TRACE=1 prints the stages). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -506,10 +513,7 @@ int cu_grid_applies(const hrmt_model *m) {
            smem_bytes(1, (int)H) <= per_block && hrmt_cuda_cooperative(m->ctx->cuda);
 }
 
-int cu_grid_use(const hrmt_model *m, size_t B) {
-    const int mode = cu_model(m)->grid;
-    return mode == 1 || (mode == 2 && B <= HRMT_CUDA_GRID_AUTO_MAX_BATCH);
-}
+int cu_grid_use(const hrmt_model *m) { return cu_model(m)->grid; }
 
 hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a, const void *b,
                           size_t B, const cu_level_ws *ws, void *h, unsigned *bar) {
@@ -594,10 +598,9 @@ static hrmt_status read_choice(hrmt_model *m, const char *name, const char *cons
 }
 
 hrmt_status cu_grid_setting(hrmt_model *m) {
-    static const char *const modes[3] = {"0", "1", "auto"}, *const tiles[3] = {"auto", "s", "l"},
-                             *const off_on[2] = {"0", "1"};
-    int mode = 2, tile_choice = 0, trace = 0;
-    hrmt_status s = read_choice(m, "HRMT_CUDA_GRID", modes, 3, 2, &mode);
+    static const char *const tiles[3] = {"auto", "s", "l"}, *const off_on[2] = {"0", "1"};
+    int mode = 0, tile_choice = 0, trace = 0;
+    hrmt_status s = read_choice(m, "HRMT_CUDA_GRID", off_on, 2, 0, &mode);
     if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TILE", tiles, 3, 0, &tile_choice);
     if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TRACE", off_on, 2, 0, &trace);
     if (s != HRMT_OK) return s;

@@ -155,13 +155,13 @@ static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, i
     return seg_add(m, g, e0, e1, SEG_H, 0);
 }
 
-/* Op by op over the whole batch; at small batches (cu_grid_use) each level
- * is instead one grid-wide kernel (model_grid.cu), same bits. */
+/* Op by op over the whole batch; with HRMT_CUDA_GRID=1 each level is
+ * instead one grid-wide kernel (model_grid.cu), same bits. */
 static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t B = (size_t)c->batch;
-    int bars = 0, *grid_bars = cu_grid_use(m, B) ? &bars : NULL;
+    int bars = 0, *grid_bars = cu_grid_use(m) ? &bars : NULL;
     if (grid_bars) {
         cudaError_t e = cudaMemsetAsync(g->bar, 0, (size_t)g->nbar * sizeof *g->bar, cu_stream(m));
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
