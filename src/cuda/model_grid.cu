@@ -42,13 +42,13 @@
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/attn_rope.cuh"
 #include "cuda/bf16.cuh"
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/grid_sync.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
-#include "cuda/tma_bulk.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
@@ -125,14 +125,12 @@ struct tile {
     typedef float acc_t[MI][NI][4];
 
     /* Shared memory: the resident A rows (BM x (H + 8)), then the ring;
-     * attention's K, V and Q reuse it from the start; the copies' barriers
-     * last. */
-    __host__ __device__ static size_t bars_at(int H) {
+     * attention's K, V and Q reuse it from the start. */
+    static size_t smem_bytes(int H) {
         const size_t gemm = ((size_t)BM * (H + 8) + (size_t)GS_STAGES * STAGE) * 2;
         const size_t attn = (size_t)3 * GS_TP * GS_LDK * 2;
         return gemm > attn ? gemm : attn;
     }
-    static size_t smem_bytes(int H) { return bars_at(H) + (GS_STAGES + 1) * sizeof(uint64_t); }
 
     __device__ static void zero(acc_t &acc) {
 #pragma unroll
@@ -144,59 +142,60 @@ struct tile {
     }
 
     /* acc += A[m0 .., 0:K] W^T for the unit's BN W rows (row j at wrow(j)),
-     * A's row i at arow(i) (null past M: never read into an output that is
-     * stored). With `ares`, A's rows are copied whole into ares (stride lda)
-     * together with the first W stages, then pro() transforms them in
-     * place; else they stream with W. Warp 0 issues every copy as a bulk
-     * copy of a row's k block (the TMA engine), GS_STAGES - 1 stages ahead;
-     * bar[s] completes stage s, bar[GS_STAGES] the resident rows; uses[0]
-     * counts the CTA's stage loads, uses[1] its resident-row loads (they
-     * keep the barriers' phases across units). Ends with the ring and A
-     * free. */
+     * A's row i at arow(i) (null past M: zeros). With `ares`, A's rows are
+     * copied whole into ares (stride lda) together with the first W stages,
+     * then pro() transforms them in place; else they stream with W. Every
+     * copy of a stage is in flight at once: at small batches a stage waits
+     * on memory latency, not bandwidth. Ends with the ring and A free. */
     template <class WROW, class AROW, class PRO>
     __device__ static void run(acc_t &acc, int K, WROW wrow, uint16_t *ares, int lda, AROW arow,
-                               PRO pro, uint16_t *ring, uint64_t *bar, unsigned *uses) {
+                               PRO pro, uint16_t *ring) {
         const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2,
                   wn = warp & 3;
         const int nkb = K / BK;
-        int arows = 0; /* A rows that exist (the rest are past M) */
-        while (arows < BM && arow(arows)) arows++;
         auto load = [&](int kb) {
-            const unsigned s = (uses[0] + kb) % GS_STAGES;
-            uint16_t *st = ring + s * STAGE;
-            if (lane == 0)
-                mbar_expect(bar + s, (unsigned)((BN + (ares ? 0 : arows)) * BK * 2));
-            __syncwarp();
-            for (int j = lane; j < BN; j += 32)
-                bulk_copy(st + j * LDS, wrow(j) + kb * BK, BK * 2, bar + s);
-            if (!ares)
-                for (int i = lane; i < arows; i += 32)
-                    bulk_copy(st + (BN + i) * LDS, arow(i) + kb * BK, BK * 2, bar + s);
-        };
-        if (warp == 0) {
-            fence_proxy_async(); /* the ring and ares were last written by threads */
-            if (ares) {
-                if (lane == 0) mbar_expect(bar + GS_STAGES, (unsigned)(arows * K * 2));
-                __syncwarp();
-                for (int i = lane; i < arows; i += 32)
-                    bulk_copy(ares + i * lda, arow(i), (unsigned)K * 2, bar + GS_STAGES);
+            uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
+#pragma unroll
+            for (int c = tid; c < BN * (BK / 8); c += GS_THREADS) {
+                const int j = c / (BK / 8), part = c % (BK / 8);
+                cp_async16(st + j * LDS + part * 8, wrow(j) + kb * BK + part * 8, 16);
             }
-            for (int kb = 0; kb < GS_STAGES - 1 && kb < nkb; kb++) load(kb);
+            if (!ares) {
+                uint16_t *as = st + BN * LDS;
+#pragma unroll
+                for (int c = tid; c < BM * (BK / 8); c += GS_THREADS) {
+                    const int i = c / (BK / 8), part = c % (BK / 8);
+                    const uint16_t *src = arow(i);
+                    cp_async16(as + i * LDS + part * 8, src ? src + kb * BK + part * 8 : wrow(0),
+                               src ? 16 : 0);
+                }
+            }
+        };
+        if (ares) {
+            for (int c = tid; c < BM * (K / 8); c += GS_THREADS) {
+                const int i = c / (K / 8), part = c % (K / 8);
+                const uint16_t *src = arow(i);
+                cp_async16(ares + i * lda + part * 8, src ? src + part * 8 : wrow(0),
+                           src ? 16 : 0);
+            }
+            cp_async_commit();
+        }
+#pragma unroll
+        for (int s = 0; s < GS_STAGES - 1; s++) {
+            if (s < nkb) load(s);
+            cp_async_commit();
         }
         if (ares) {
-            mbar_wait(bar + GS_STAGES, uses[1]++ & 1u);
+            cp_async_wait<GS_STAGES - 1>(); /* A's rows (the oldest group) */
+            __syncthreads();
             pro();
         }
         for (int kb = 0; kb < nkb; kb++) {
-            const unsigned g = uses[0] + kb;
-            /* every warp is done with stage g - 1 (and pro() with ares) */
+            cp_async_wait<GS_STAGES - 2>();
             __syncthreads();
-            if (warp == 0 && kb + GS_STAGES - 1 < nkb) {
-                fence_proxy_async();
-                load(kb + GS_STAGES - 1);
-            }
-            mbar_wait(bar + g % GS_STAGES, (g / GS_STAGES) & 1u);
-            const uint16_t *st = ring + (g % GS_STAGES) * STAGE;
+            if (kb + GS_STAGES - 1 < nkb) load(kb + GS_STAGES - 1);
+            cp_async_commit();
+            const uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
             const uint16_t *As = ares ? ares + kb * BK : st + BN * LDS;
             const int la = ares ? lda : LDS;
 #pragma unroll
@@ -226,7 +225,7 @@ struct tile {
                         mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
             }
         }
-        uses[0] += nkb;
+        cp_async_wait<0>();
         __syncthreads();
     }
 
@@ -256,41 +255,26 @@ struct tile {
  * rmsnorm_reg_inv's shuffles. */
 __device__ __forceinline__ void pro_norm(const gs_params &p, int m0, int BM, bool store,
                                          uint16_t *as, int lda) {
-    constexpr int R = 2; /* rows per warp at once: their reductions overlap */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = p.H / 32;
-    for (int i0 = warp; i0 < BM; i0 += GS_WARPS * R) {
-        float v[R][GS_MAX_H / 32], inv[R];
+    for (int i = warp; i < BM && m0 + i < p.M; i += GS_WARPS) {
+        uint16_t *row = as + i * lda + lane;
+        uint16_t *h = p.h + (size_t)(m0 + i) * p.H + lane;
+        float v[GS_MAX_H / 32];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int i = i0 + r * GS_WARPS;
-            const bool ok = i < BM && m0 + i < p.M; /* warp-uniform */
-            const uint16_t *row = as + i * lda + lane;
+        for (int g = 0; g < GS_MAX_H / 32; g++)
+            if (g < G) v[g] = bf(row[g * 32]);
+        float a = 0.0f;
 #pragma unroll
-            for (int g = 0; g < GS_MAX_H / 32; g++)
-                if (g < G) v[r][g] = ok ? bf(row[g * 32]) : 0.0f;
-        }
+        for (int g = 0; g < GS_MAX_H / 32; g++)
+            if (g < G) a = rc::fadd(a, rc::fmul(v[g], v[g]));
+        const float inv = rc::rmsnorm_reg_inv(a, (float)p.H, p.eps);
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            float a = 0.0f;
-#pragma unroll
-            for (int g = 0; g < GS_MAX_H / 32; g++)
-                if (g < G) a = rc::fadd(a, rc::fmul(v[r][g], v[r][g]));
-            inv[r] = rc::rmsnorm_reg_inv(a, (float)p.H, p.eps);
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int i = i0 + r * GS_WARPS;
-            if (i >= BM || m0 + i >= p.M) continue;
-            uint16_t *row = as + i * lda + lane;
-            uint16_t *h = p.h + (size_t)(m0 + i) * p.H + lane;
-#pragma unroll
-            for (int g = 0; g < GS_MAX_H / 32; g++)
-                if (g < G) {
-                    const uint16_t o = rc::bf16_bits_arith(rc::fmul(v[r][g], inv[r]));
-                    row[g * 32] = o;
-                    if (store) h[g * 32] = o;
-                }
-        }
+        for (int g = 0; g < GS_MAX_H / 32; g++)
+            if (g < G) {
+                const uint16_t o = rc::bf16_bits_arith(rc::fmul(v[g], inv));
+                row[g * 32] = o;
+                if (store) h[g * 32] = o;
+            }
     }
 }
 
@@ -385,11 +369,6 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
     extern __shared__ __align__(128) unsigned char gs_smem[];
     const int H = p.H, I = p.I, M = p.M, lda = H + 8, mblocks = (M + BM - 1) / BM;
     uint16_t *as = (uint16_t *)gs_smem, *ring = as + BM * lda;
-    uint64_t *bars = (uint64_t *)(gs_smem + TL::bars_at(H));
-    unsigned uses[2] = {0, 0};
-    if (threadIdx.x == 0)
-        for (int i = 0; i <= GS_STAGES; i++) mbar_init(bars + i);
-    __syncthreads();
     unsigned target = 0;
     typename TL::acc_t acc;
     auto no_pro = [] {};
@@ -410,7 +389,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                     [&] {
                         if (li > 0) pro_norm(p, m0, BM, n0 == 0, as, lda);
                     },
-                    ring, bars, uses);
+                    ring);
             TL::each_pair(acc, M - m0, [&](int, int, int, int row, int col, float v0, float v1) {
                 *(uint32_t *)(p.qkv + (size_t)(m0 + row) * 3 * H + n0 + col) =
                     rnd(v0) | (rnd(v1) << 16);
@@ -431,7 +410,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                         [&](int i) -> const uint16_t * {
                             return m0 + i < M ? abase + (size_t)(m0 + i) * K : nullptr;
                         },
-                        no_pro, ring, bars, uses);
+                        no_pro, ring);
                 /* h's values first, all loads in flight, then the sums */
                 unsigned hv[MI][NI][2];
                 TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float,
@@ -467,7 +446,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                     [&](int i) -> const uint16_t * {
                         return m0 + i < M ? p.r + (size_t)(m0 + i) * H : nullptr;
                     },
-                    [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring, bars, uses);
+                    [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring);
             /* s(g) of every gate first (all table loads in flight), then
              * the products */
             float sg[MI][HN][2][2];
