@@ -255,26 +255,41 @@ struct tile {
  * rmsnorm_reg_inv's shuffles. */
 __device__ __forceinline__ void pro_norm(const gs_params &p, int m0, int BM, bool store,
                                          uint16_t *as, int lda) {
+    constexpr int R = 2; /* rows per warp at once: their reductions overlap */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = p.H / 32;
-    for (int i = warp; i < BM && m0 + i < p.M; i += GS_WARPS) {
-        uint16_t *row = as + i * lda + lane;
-        uint16_t *h = p.h + (size_t)(m0 + i) * p.H + lane;
-        float v[GS_MAX_H / 32];
+    for (int i0 = warp; i0 < BM; i0 += GS_WARPS * R) {
+        float v[R][GS_MAX_H / 32], inv[R];
 #pragma unroll
-        for (int g = 0; g < GS_MAX_H / 32; g++)
-            if (g < G) v[g] = bf(row[g * 32]);
-        float a = 0.0f;
+        for (int r = 0; r < R; r++) {
+            const int i = i0 + r * GS_WARPS;
+            const bool ok = i < BM && m0 + i < p.M; /* warp-uniform */
+            const uint16_t *row = as + i * lda + lane;
 #pragma unroll
-        for (int g = 0; g < GS_MAX_H / 32; g++)
-            if (g < G) a = rc::fadd(a, rc::fmul(v[g], v[g]));
-        const float inv = rc::rmsnorm_reg_inv(a, (float)p.H, p.eps);
+            for (int g = 0; g < GS_MAX_H / 32; g++)
+                if (g < G) v[r][g] = ok ? bf(row[g * 32]) : 0.0f;
+        }
 #pragma unroll
-        for (int g = 0; g < GS_MAX_H / 32; g++)
-            if (g < G) {
-                const uint16_t o = rc::bf16_bits_arith(rc::fmul(v[g], inv));
-                row[g * 32] = o;
-                if (store) h[g * 32] = o;
-            }
+        for (int r = 0; r < R; r++) {
+            float a = 0.0f;
+#pragma unroll
+            for (int g = 0; g < GS_MAX_H / 32; g++)
+                if (g < G) a = rc::fadd(a, rc::fmul(v[r][g], v[r][g]));
+            inv[r] = rc::rmsnorm_reg_inv(a, (float)p.H, p.eps);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int i = i0 + r * GS_WARPS;
+            if (i >= BM || m0 + i >= p.M) continue;
+            uint16_t *row = as + i * lda + lane;
+            uint16_t *h = p.h + (size_t)(m0 + i) * p.H + lane;
+#pragma unroll
+            for (int g = 0; g < GS_MAX_H / 32; g++)
+                if (g < G) {
+                    const uint16_t o = rc::bf16_bits_arith(rc::fmul(v[r][g], inv[r]));
+                    row[g * 32] = o;
+                    if (store) h[g * 32] = o;
+                }
+        }
     }
 }
 
