@@ -47,6 +47,7 @@
 #include "cuda/grid_sync.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_internal.cuh"
+#include "cuda/mma_warp.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 
@@ -84,13 +85,6 @@ struct gs_params {
 
 __device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
 __device__ __forceinline__ uint32_t rnd(float v) { return hrmt_cu_f32_to_bf16(v); }
-
-__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
 
 /* rmsnorm of one H-wide row (h already bf16(x + r)) by one warp: the row
  * ops' register form (lane l sums h[g * 32 + l] over g from 0, then
@@ -150,8 +144,7 @@ struct tile {
     template <class WROW, class AROW, class PRO>
     __device__ static void run(acc_t &acc, int K, WROW wrow, uint16_t *ares, int lda, AROW arow,
                                PRO pro, uint16_t *ring) {
-        const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2,
-                  wn = warp & 3;
+        const int tid = threadIdx.x, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
         const int nkb = K / BK;
         auto load = [&](int kb) {
             uint16_t *st = ring + (kb % GS_STAGES) * STAGE;
@@ -199,31 +192,10 @@ struct tile {
             const uint16_t *As = ares ? ares + kb * BK : st + BN * LDS;
             const int la = ares ? lda : LDS;
 #pragma unroll
-            for (int ks = 0; ks < BK / 16; ks++) {
-                uint32_t a[MI][4], b[NI][2];
-#pragma unroll
-                for (int mi = 0; mi < MI; mi++)
-                    ldsm_x4(As + (wm * 16 * MI + mi * 16 + (lane & 15)) * la + ks * 16 +
-                                (lane >> 4) * 8,
-                            a[mi]);
-#pragma unroll
-                for (int np = 0; np < NI / 2; np++) {
-                    uint32_t r[4];
-                    ldsm_x4(st + (wn * 8 * NI + np * 16 + (lane & 7) + ((lane >> 4) << 3)) *
-                                     LDS +
-                                ks * 16 + ((lane >> 3) & 1) * 8,
-                            r);
-                    b[2 * np][0] = r[0];
-                    b[2 * np][1] = r[1];
-                    b[2 * np + 1][0] = r[2];
-                    b[2 * np + 1][1] = r[3];
-                }
-#pragma unroll
-                for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-                    for (int ni = 0; ni < NI; ni++)
-                        mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
-            }
+            for (int ks = 0; ks < BK / 16; ks++)
+                mma_k16<MI, NI>(
+                    acc, [&](int r) { return As + (wm * 16 * MI + r) * la + ks * 16; },
+                    st + wn * 8 * NI * LDS + ks * 16, LDS);
         }
         cp_async_wait<0>();
         __syncthreads();
@@ -520,9 +492,10 @@ int cu_grid_applies(const hrmt_model *m) {
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
     const size_t H = m->hidden, I = m->inter;
-    const size_t bn = 32 * GS_TILES[1][1];
-    return m->dt == HRMT_BF16 && m->head_dim == GS_D && m->heads * GS_D == H && H % bn == 0 &&
-           H <= GS_MAX_H && I % (bn / 2) == 0 && H % 128 == 0 && I % 128 == 0 && m->T >= 1 && m->T <= GS_TP &&
+    /* H and I multiples of 128: whole k blocks and N tiles for both unit
+     * sizes (gate_up: units of 32 or 64 act columns). */
+    return m->dt == HRMT_BF16 && m->head_dim == GS_D && m->heads * GS_D == H && H % 128 == 0 &&
+           H <= GS_MAX_H && I % 128 == 0 && m->T >= 1 && m->T <= GS_TP &&
            m->cfg.L_layers >= 1 && m->cfg.L_layers <= GS_MAX_LAYERS && m->cfg.H_layers >= 1 &&
            m->cfg.H_layers <= GS_MAX_LAYERS && smem_bytes(0, (int)H) <= per_block &&
            smem_bytes(1, (int)H) <= per_block && hrmt_cuda_cooperative(m->ctx->cuda);

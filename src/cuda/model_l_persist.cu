@@ -52,6 +52,7 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/model_l_persist.h"
+#include "cuda/mma_warp.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 
@@ -95,14 +96,6 @@ struct lp_params {
     int wide; /* the z GEMMs' ring spans the buffer too (LP_WIDE stages) */
 };
 
-/* Four 8x8 BF16 matrices (not transposed) from shared memory. */
-__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
 __device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
 
 /* The GEMM's rounding of an F32 sum to BF16 (the own kernel's store_c). */
@@ -128,7 +121,7 @@ __device__ __forceinline__ void zero_acc(lp_acc &acc) {
 template <int NS, class WROW>
 __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int lda, int K, int T,
                                           WROW wrow, uint16_t *wst) {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
+    const int tid = threadIdx.x, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
     const int nkb = K / LP_BK;
     auto load = [&](int kb) {
         uint16_t *st = wst + (kb % NS) * LP_NT * LP_LDW;
@@ -151,30 +144,13 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
         cp_async_commit();
         const uint16_t *st = wst + (kb % NS) * LP_NT * LP_LDW;
 #pragma unroll
-        for (int ks = 0; ks < 2; ks++) {
-            uint32_t a[3][4], b[LP_NI][2];
-#pragma unroll
-            for (int mi = 0; mi < 3; mi++)
-                ldsm_x4(As + min(wm * 48 + mi * 16 + (lane & 15), T - 1) * lda + kb * LP_BK +
-                            ks * 16 + (lane >> 4) * 8,
-                        a[mi]);
-#pragma unroll
-            for (int np = 0; np < LP_NI / 2; np++) {
-                uint32_t r[4];
-                ldsm_x4(st + (wn * 8 * LP_NI + np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LP_LDW +
-                            ks * 16 + ((lane >> 3) & 1) * 8,
-                        r);
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
-            }
-#pragma unroll
-            for (int mi = 0; mi < 3; mi++)
-#pragma unroll
-                for (int ni = 0; ni < LP_NI; ni++)
-                    mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
-        }
+        for (int ks = 0; ks < 2; ks++)
+            mma_k16<3, LP_NI>(
+                acc,
+                [&](int r) {
+                    return As + min(wm * 48 + r, T - 1) * lda + kb * LP_BK + ks * 16;
+                },
+                st + wn * 8 * LP_NI * LP_LDW + ks * 16, LP_LDW);
     }
     cp_async_wait<0>();
     __syncthreads();
