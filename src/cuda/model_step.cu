@@ -8,8 +8,11 @@
  *    schedule of the same kernels; RoPE is fused into attention and the
  *    injection is built once per tile. With HRMT_CUDA_L_PERSIST=1 the L
  *    level is instead one persistent kernel per H cycle holding each
- *    sample's z_L in shared memory (model_l_persist.cu), same bits. The tier manager accounts the tile as SRAM (tensors
- *    hrm.L_tile0.*, hits/misses), the copies as transfers (device-timed).
+ *    sample's z_L in shared memory (model_l_persist.cu), same bits. The
+ *    tier manager accounts the tile as SRAM (tensors hrm.L_tile0.*,
+ *    hits/misses), the copies as transfers (device-timed).
+ * With HRMT_CUDA_GRID=1 the baseline's levels are each one grid-wide kernel
+ * (model_grid.cu), same bits.
  * Every kernel is row-independent with per-row deterministic bits (the
  * model's own GEMMs, per (sample, head) attention, the row-op table), so the
  * two schedules give the same bytes. Timings come from CUDA events.
@@ -155,6 +158,14 @@ static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, i
     return seg_add(m, g, e0, e1, SEG_H, 0);
 }
 
+/* The L level on the whole batch: z_L = level(z_L + (zH + x)). */
+static hrmt_status l_level(hrmt_model *m, struct hrmt_carry_cuda *g, size_t B, int *grid_bars) {
+    if (grid_bars)
+        return cu_grid_level(m, 0, g->zL, g->zH, g->x, B, &g->ws, g->inj, next_bar(g, grid_bars));
+    TRY(add_rows(m, g->zH, g->x, g->inj, B * m->T));
+    return level(m, m->L, m->cfg.L_layers, g->zL, g->inj, B, &g->ws, 0);
+}
+
 /* Op by op over the whole batch; with HRMT_CUDA_GRID=1 each level is
  * instead one grid-wide kernel (model_grid.cu), same bits. */
 static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
@@ -171,14 +182,7 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
             int e0 = 0, e1 = 0;
             TRY(ev_rec(m, g, &e0));
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-            hrmt_status s = HRMT_OK;
-            if (grid_bars)
-                s = cu_grid_level(m, 0, g->zL, g->zH, g->x, B, &g->ws, g->inj,
-                                  next_bar(g, grid_bars));
-            else
-                s = add_rows(m, g->zH, g->x, g->inj, B * m->T);
-            if (s == HRMT_OK && !grid_bars)
-                s = level(m, m->L, m->cfg.L_layers, g->zL, g->inj, B, &g->ws, 0);
+            hrmt_status s = l_level(m, g, B, grid_bars);
             hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
             TRY(s);
             TRY(ev_rec(m, g, &e1));
