@@ -222,20 +222,24 @@ static int report(bench *b) {
     const char *dtype = b->cfg.forward_dtype == HRMT_F32 ? "f32" : "bf16";
     const char *isa = hrmt_isa_name(hrmt_context_isa(b->ctx));
     int threads = hrmt_context_threads(b->ctx);
-    char gpu[512];
+    char gpu[1024]; /* the device name (up to 256) and the settings */
     const char *g = NULL;
     if (hrmt_context_backend(b->ctx) == HRMT_BACKEND_CUDA) {
         hrmt_cuda_info ci;
         memset(&ci, 0, sizeof ci);
         (void)hrmt_cuda_query(&ci);
         const char *tune = getenv("HRMT_CUDA_GEMM_TUNE");
-        const char *persist = getenv("HRMT_CUDA_L_PERSIST");
+        const char *persist = getenv("HRMT_CUDA_L_PERSIST"), *grid = getenv("HRMT_CUDA_GRID");
         snprintf(gpu, sizeof gpu,
-                 "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s, tiered L level %s",
+                 "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s, baseline levels %s, "
+                 "tiered L level %s",
                  ci.device, ci.name[0] ? ci.name : "unnamed",
                  hrmt_context_cuda_graphs(b->ctx) ? "replayed as CUDA graphs"
                                                   : "launched kernel by kernel",
                  tune && !strcmp(tune, "0") ? "pinned (HRMT_CUDA_GEMM_TUNE=0)" : "tuned per M",
+                 grid && !strcmp(grid, "1")
+                     ? "as one grid-wide kernel each where it applies (HRMT_CUDA_GRID=1)"
+                     : "op by op",
                  persist && !strcmp(persist, "1")
                      ? "as one persistent kernel where it applies (HRMT_CUDA_L_PERSIST=1)"
                      : "tile by tile");
