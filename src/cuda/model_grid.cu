@@ -83,7 +83,7 @@ struct gs_params {
     int M, T, H, I, heads, layers;
 };
 
-__device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
+__device__ __forceinline__ float bf(uint32_t bits16) { return rc::bf16_to_f((uint16_t)bits16); }
 __device__ __forceinline__ uint32_t rnd(float v) { return hrmt_cu_f32_to_bf16(v); }
 
 /* rmsnorm of one H-wide row (h already bf16(x + r)) by one warp: the row
@@ -96,19 +96,10 @@ __device__ __forceinline__ void norm_row(const uint16_t *src, int H, float eps, 
 #pragma unroll
     for (int g = 0; g < GS_MAX_H / 32; g++)
         if (g < G) v[g] = bf(__ldcg(src + g * 32 + lane));
-    float a = 0.0f;
-#pragma unroll
-    for (int g = 0; g < GS_MAX_H / 32; g++)
-        if (g < G) a = rc::fadd(a, rc::fmul(v[g], v[g]));
-    const float inv = rc::rmsnorm_reg_inv(a, (float)H, eps);
+    const float inv = rc::rmsnorm_lanes_inv(v, G, (float)H, eps);
 #pragma unroll
     for (int g = 0; g < GS_MAX_H / 32; g++)
         if (g < G) f(g * 32 + lane, rc::bf16_bits_arith(rc::fmul(v[g], inv)));
-}
-
-__device__ __forceinline__ uint32_t add2(uint32_t x, uint32_t y) {
-    return rc::pack_bf16x2_arith(rc::fadd(bf(x & 0xffffu), bf(y & 0xffffu)),
-                                 rc::fadd(bf(x >> 16), bf(y >> 16)));
 }
 
 template <int MI, int NI, int BK>
@@ -241,13 +232,7 @@ __device__ __forceinline__ void pro_norm(const gs_params &p, int m0, int BM, boo
                 if (g < G) v[r][g] = ok ? bf(row[g * 32]) : 0.0f;
         }
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            float a = 0.0f;
-#pragma unroll
-            for (int g = 0; g < GS_MAX_H / 32; g++)
-                if (g < G) a = rc::fadd(a, rc::fmul(v[r][g], v[r][g]));
-            inv[r] = rc::rmsnorm_reg_inv(a, (float)p.H, p.eps);
-        }
+        for (int r = 0; r < R; r++) inv[r] = rc::rmsnorm_lanes_inv(v[r], G, (float)p.H, p.eps);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int i = i0 + r * GS_WARPS;
@@ -276,10 +261,12 @@ __device__ __forceinline__ void inject_stage(const gs_params &p) {
         uint4 in = __ldcg((const uint4 *)p.a + e);
         if (p.b) {
             const uint4 x = __ldcg((const uint4 *)p.b + e);
-            in = make_uint4(add2(in.x, x.x), add2(in.y, x.y), add2(in.z, x.z), add2(in.w, x.w));
+            in = make_uint4(rc::add_bf16x2_arith(in.x, x.x), rc::add_bf16x2_arith(in.y, x.y),
+                            rc::add_bf16x2_arith(in.z, x.z), rc::add_bf16x2_arith(in.w, x.w));
         }
         ((uint4 *)p.h)[e] =
-            make_uint4(add2(z.x, in.x), add2(z.y, in.y), add2(z.z, in.z), add2(z.w, in.w));
+            make_uint4(rc::add_bf16x2_arith(z.x, in.x), rc::add_bf16x2_arith(z.y, in.y),
+                       rc::add_bf16x2_arith(z.z, in.z), rc::add_bf16x2_arith(z.w, in.w));
     }
 }
 
@@ -408,7 +395,7 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                 TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float v0,
                                                 float v1) {
                     *(uint32_t *)(p.r + (size_t)(m0 + row) * H + n0 + col) =
-                        add2(hv[mi][ni][hf], rnd(v0) | (rnd(v1) << 16));
+                        rc::add_bf16x2_arith(hv[mi][ni][hf], rnd(v0) | (rnd(v1) << 16));
                 });
             }
         };
@@ -570,32 +557,35 @@ hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a,
     return cu_check(m->ctx, "cuda grid level");
 }
 
-static hrmt_status read_choice(hrmt_model *m, const char *name, const char *const *values, int n,
-                               int dflt, int *out) {
+/* *out = the index of the environment variable's value among choices
+ * ("a|b|c"); unset: 0, the first; anything else is INVALID_ARG. */
+static hrmt_status read_choice(hrmt_model *m, const char *name, const char *choices, int *out) {
     const char *env = getenv(name);
-    *out = dflt;
+    *out = 0;
     if (!env) return HRMT_OK;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(env, values[i])) {
+    const char *c = choices;
+    for (int i = 0;; i++) {
+        const size_t len = strcspn(c, "|");
+        if (strlen(env) == len && !strncmp(env, c, len)) {
             *out = i;
             return HRMT_OK;
         }
-    return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "%s='%s' is not one of %s%s%s%s%s", name, env,
-                     values[0], n > 1 ? ", " : "", n > 1 ? values[1] : "", n > 2 ? ", " : "",
-                     n > 2 ? values[2] : "");
+        if (!c[len]) break;
+        c += len + 1;
+    }
+    return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "%s='%s' is not one of %s", name, env, choices);
 }
 
 hrmt_status cu_grid_setting(hrmt_model *m) {
-    static const char *const tiles[3] = {"auto", "s", "l"}, *const off_on[2] = {"0", "1"};
     int mode = 0, tile_choice = 0, trace = 0;
-    hrmt_status s = read_choice(m, "HRMT_CUDA_GRID", off_on, 2, 0, &mode);
-    if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TILE", tiles, 3, 0, &tile_choice);
-    if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TRACE", off_on, 2, 0, &trace);
+    hrmt_status s = read_choice(m, "HRMT_CUDA_GRID", "0|1", &mode);
+    if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TILE", "auto|s|l", &tile_choice);
+    if (s == HRMT_OK) s = read_choice(m, "HRMT_CUDA_GRID_TRACE", "0|1", &trace);
     if (s != HRMT_OK) return s;
-    if (trace) {
-        cudaError_t e = cudaMalloc((void **)&cu_model(m)->grid_trace, 64 * sizeof(unsigned long long));
-        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: trace buffer");
-    }
+    if (trace)
+        s = hrmt_cuda_malloc(m->ctx->cuda, 64 * sizeof(unsigned long long),
+                             (void **)&cu_model(m)->grid_trace, m->ctx->err, sizeof m->ctx->err);
+    if (s != HRMT_OK) return s;
     cu_model(m)->grid = cu_grid_applies(m) ? mode : 0;
     cu_model(m)->grid_tile = tile_choice;
     return HRMT_OK;

@@ -96,7 +96,7 @@ struct lp_params {
     int wide; /* the z GEMMs' ring spans the buffer too (LP_WIDE stages) */
 };
 
-__device__ __forceinline__ float bf(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
+__device__ __forceinline__ float bf(uint32_t bits16) { return rc::bf16_to_f((uint16_t)bits16); }
 
 /* The GEMM's rounding of an F32 sum to BF16 (the own kernel's store_c). */
 __device__ __forceinline__ uint32_t rnd(float v) { return hrmt_cu_f32_to_bf16(v); }
@@ -189,9 +189,7 @@ __device__ __forceinline__ void residual_tile(const lp_acc &acc, uint16_t *zs, i
                                               int T) {
     each_pair(acc, T, [&](int row, int col, float v0, float v1) {
         uint32_t *p = (uint32_t *)(zs + row * ldz + n0 + col);
-        const uint32_t z = *p;
-        *p = rc::pack_bf16x2_arith(rc::fadd(bf(z & 0xffffu), bf(rnd(v0))),
-                                   rc::fadd(bf(z >> 16), bf(rnd(v1))));
+        *p = rc::add_bf16x2_arith(*p, rnd(v0) | (rnd(v1) << 16));
     });
 }
 
@@ -207,11 +205,7 @@ __device__ __forceinline__ void rmsnorm_rows(uint16_t *zs, int ldz, int T, int H
 #pragma unroll
         for (int g = 0; g < LP_MAX_H / 32; g++)
             if (g < G) h[g] = bf(zr[g * 32]);
-        float a = 0.0f;
-#pragma unroll
-        for (int g = 0; g < LP_MAX_H / 32; g++)
-            if (g < G) a = rc::fadd(a, rc::fmul(h[g], h[g]));
-        const float inv = rc::rmsnorm_reg_inv(a, cols_f, eps);
+        const float inv = rc::rmsnorm_lanes_inv(h, G, cols_f, eps);
 #pragma unroll
         for (int g = 0; g < LP_MAX_H / 32; g++)
             if (g < G) zr[g * 32] = rc::bf16_bits_arith(rc::fmul(h[g], inv));
@@ -234,10 +228,7 @@ __device__ __forceinline__ void inject(uint16_t *zs, int ldz, const uint16_t *zh
         uint32_t o[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            const uint32_t inj = rc::pack_bf16x2_arith(rc::fadd(bf(aw[k] & 0xffffu), bf(bw[k] & 0xffffu)),
-                                                       rc::fadd(bf(aw[k] >> 16), bf(bw[k] >> 16)));
-            o[k] = rc::pack_bf16x2_arith(rc::fadd(bf(zw[k] & 0xffffu), bf(inj & 0xffffu)),
-                                         rc::fadd(bf(zw[k] >> 16), bf(inj >> 16)));
+            o[k] = rc::add_bf16x2_arith(zw[k], rc::add_bf16x2_arith(aw[k], bw[k]));
         }
         *zp = make_uint4(o[0], o[1], o[2], o[3]);
     }

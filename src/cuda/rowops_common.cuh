@@ -127,6 +127,12 @@ HRMT_HD uint32_t pack_bf16x2_arith(float a, float b) {
 HRMT_HD float round_bf16_arith(float f) { return ffrom(pack_bf16x2_arith(0.0f, f)); }
 /* BF16 bits of a value from device arithmetic (as round_bf16_arith). */
 HRMT_HD uint16_t bf16_bits_arith(float f) { return (uint16_t)(fbits(round_bf16_arith(f)) >> 16); }
+/* Two packed BF16 pairs added element by element, each sum rounded once:
+ * the add row op's bits (the persistent and grid level kernels' adds). */
+HRMT_HD uint32_t add_bf16x2_arith(uint32_t a, uint32_t b) {
+    return pack_bf16x2_arith(fadd(bf16_to_f((uint16_t)a), bf16_to_f((uint16_t)b)),
+                             fadd(bf16_to_f((uint16_t)(a >> 16)), bf16_to_f((uint16_t)(b >> 16))));
+}
 
 /* max / min that return NaN when either operand is NaN (one instruction on
  * sm_80+). Which of +0 and -0 they return is not specified: callers must not

@@ -119,6 +119,19 @@ __device__ __forceinline__ float rmsnorm_reg_inv(float a, float cols, float eps)
     for (int l = 0; l < 8; l++) sum = fadd(sum, __shfl_sync(HRMT_FULL_MASK, a, l));
     return fdiv(1.0f, fsqrt(fadd(fdiv(sum, cols), eps)));
 }
+
+/* rmsnorm_reg_inv of a row whose lane holds v[g] = h[g * 32 + lane] for
+ * g < G (MAXG a bound known at compile time): the plain sum of squares in
+ * g order, then the finish above. */
+template <int MAXG>
+__device__ __forceinline__ float rmsnorm_lanes_inv(const float (&v)[MAXG], int G, float cols,
+                                                   float eps) {
+    float a = 0.0f;
+    HRMT_UNROLL
+    for (int g = 0; g < MAXG; g++)
+        if (g < G) a = fadd(a, fmul(v[g], v[g]));
+    return rmsnorm_reg_inv(a, cols, eps);
+}
 #endif
 
 } // namespace hrmt_rowops_cuda
