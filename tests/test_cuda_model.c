@@ -383,67 +383,6 @@ Test(cuda_model, grid_equals_launches_short_seq) {
     grid_equals_launches(256, 4, 60, batches, 1, "auto");
 }
 
-/* The MLP half in row chunks (model_mlp.cu) against one call over all rows:
- * chunks of 50 rows (82-row samples straddle them, the last chunk is short),
- * gate_up + SwiGLU chunked alone ("up") and with down_proj ("mlp"), at HRM's
- * width (cuBLASLt's pinned GEMMs) and on the small F32 model (own kernels). */
-static void mlp_chunks_equal_whole(hrmt_dtype dt, int hidden, int heads) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = small_cfg(dt);
-    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
-    cfg.num_heads = heads;
-    const char *chunk[3] = {"0", "50", "50"}, *span[3] = {"up", "up", "mlp"};
-    hrmt_model *m[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < 3; k++) {
-        setenv("HRMT_CUDA_MLP_CHUNK", chunk[k], 1);
-        setenv("HRMT_CUDA_MLP_SPAN", span[k], 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m[k]), HRMT_OK, "%s",
-                     hrmt_last_error(ctx));
-    }
-    unsetenv("HRMT_CUDA_MLP_CHUNK");
-    unsetenv("HRMT_CUDA_MLP_SPAN");
-    const int batches[] = {1, 7};
-    for (int b = 0; b < 2; b++) {
-        outs o[3][2];
-        for (int k = 0; k < 3; k++) run_steps(m[k], batches[b], HRMT_SCHEDULE_BASELINE, 2, o[k]);
-        for (int k = 1; k < 3; k++)
-            for (int s = 0; s < 2; s++)
-                for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(o[k][s].f[f], o[0][s].f[f], o[0][s].n[f] * sizeof(float)),
-                              "hidden %d batch %d step %d %s: chunks of %s (%s) != whole", hidden,
-                              batches[b], s, k_fields[f], chunk[k], span[k]);
-        for (int k = 0; k < 3; k++)
-            for (int s = 0; s < 2; s++) outs_free(&o[k][s]);
-    }
-    for (int k = 0; k < 3; k++) hrmt_model_destroy(m[k]);
-    hrmt_context_destroy(ctx);
-}
-
-Test(cuda_model, mlp_chunks_equal_whole_hrm_width) { mlp_chunks_equal_whole(HRMT_BF16, 512, 8); }
-Test(cuda_model, mlp_chunks_equal_whole_f32) {
-    hrmt_model_config cfg = small_cfg(HRMT_F32);
-    mlp_chunks_equal_whole(HRMT_F32, cfg.hidden_size, cfg.num_heads);
-}
-
-Test(cuda_model, bad_mlp_setting) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *bad[][2] = {{"HRMT_CUDA_MLP_CHUNK", "yes"},   {"HRMT_CUDA_MLP_CHUNK", "-5"},
-                            {"HRMT_CUDA_MLP_CHUNK", " 7"},    {"HRMT_CUDA_MLP_CHUNK", "12x"},
-                            {"HRMT_CUDA_MLP_CHUNK", ""},      {"HRMT_CUDA_MLP_CHUNK", "4294967296"},
-                            {"HRMT_CUDA_MLP_SPAN", "down"}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        hrmt_model *m = NULL;
-        setenv(bad[i][0], bad[i][1], 1);
-        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG, "%s='%s'",
-                     bad[i][0], bad[i][1]);
-        cr_expect(strstr(hrmt_last_error(ctx), bad[i][0]), "%s", hrmt_last_error(ctx));
-        unsetenv(bad[i][0]);
-        hrmt_model_destroy(m);
-    }
-    hrmt_context_destroy(ctx);
-}
-
 Test(cuda_model, bad_grid_setting) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);

@@ -53,8 +53,6 @@ struct hrmt_model_cuda {
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
-    size_t mlp_chunk;               /* MLP rows per chunk (model_mlp.cu); 0: all rows */
-    int mlp_span_all;               /* down_proj + residual RMSNorm inside the chunks too */
 };
 
 /* Level scratch on the device, [rows, width] each. */

@@ -7,7 +7,6 @@
 #include "cuda/model_internal.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_l_persist.h"
-#include "cuda/model_mlp.h"
 
 extern "C" {
 #include "core/checked.h"
@@ -87,7 +86,6 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK) s = cu_gemm_tune(m);
     if (s == HRMT_OK) s = cu_l_persist_setting(m);
     if (s == HRMT_OK) s = cu_grid_setting(m);
-    if (s == HRMT_OK) s = cu_mlp_setting(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 

@@ -26,7 +26,6 @@
 #include "cuda/model_grid.h"
 #include "cuda/model_kernels.cuh"
 #include "cuda/model_l_persist.h"
-#include "cuda/model_mlp.h"
 
 extern "C" {
 #include "core/bf16.h"
@@ -93,21 +92,40 @@ static hrmt_status elapsed_us(const hrmt_model *m, struct hrmt_carry_cuda *g, in
 
 /* ---- a reasoning level ----------------------------------------------------------- */
 
+static hrmt_status row_check(const hrmt_model *m, const char *what) {
+    return cu_check(m->ctx, what);
+}
+
+static hrmt_status resnorm(const hrmt_model *m, void *h, const void *r, size_t rows, int sram) {
+    const hrmt_rowops *k = &m->ctx->be->rowops;
+    const size_t H = m->hidden;
+    const float eps = (float)m->cfg.rms_norm_eps;
+    if (sram)
+        k->residual_rmsnorm_sram[m->dt](rows, H, h, H, r, H, eps, h, H);
+    else
+        k->residual_rmsnorm_dram[m->dt](rows, H, h, H, r, H, eps, h, H, 0);
+    return row_check(m, "cuda residual_rmsnorm");
+}
+
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram) {
-    const size_t rows = n * m->T, H = m->hidden;
+    const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
     TRY(cu_attention(m, ws->qkv, ws->att, n));
     TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
-    TRY(cu_resnorm(m, h, ws->proj, rows, sram));
-    return cu_mlp(m, b, h, rows, ws, sram);
+    TRY(resnorm(m, h, ws->proj, rows, sram));
+    TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
+    hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
+    TRY(row_check(m, "cuda swiglu"));
+    TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
+    return resnorm(m, h, ws->proj, rows, sram);
 }
 
 static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, void *out,
                             size_t rows) {
     const size_t H = m->hidden;
     m->ctx->be->rowops.add[m->dt](rows, H, a, H, b, H, out, H);
-    return cu_check(m->ctx, "cuda add");
+    return row_check(m, "cuda add");
 }
 
 /* ReasoningModule: z = z + injection, then each layer in order. */
