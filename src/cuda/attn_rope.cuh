@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 
 #include "cuda/bf16.cuh"
+#include "cuda/cp_async.cuh"
 
 namespace {
 
@@ -122,6 +123,48 @@ __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, in
         if (wq) {
             *(uint4 *)(Qs + (t - q0) * ldq + c) = u1;
             *(uint4 *)(Qs + (t - q0) * ldq + c + HALF) = u2;
+        }
+    }
+}
+
+/* load_qkv's result by another route: every row is first copied as it is
+ * with cp.async (all of a thread's copies in flight at once, no registers
+ * held; rows past T zero-filled), then K's and Q's real rows are rotated in
+ * shared memory with the same arithmetic. One memory round trip per block
+ * instead of one per loop pass. Same arguments, same bytes; the caller
+ * synchronises. */
+template <int D>
+__device__ __noinline__ void load_qkv_async(const uint16_t *base, int T, int Tp, int hidden,
+                                               int ld, const float *cs, const float *sn,
+                                               uint16_t *Ks, uint16_t *Vs, int q0, int q1,
+                                               uint16_t *Qs, int ldq) {
+    constexpr int HALF = D / 2, PAIRS = D / 16, CH = D / 8; /* 16-byte chunks per row */
+    const size_t ld3 = 3 * (size_t)hidden;
+#pragma unroll 1
+    for (int e = threadIdx.x; e < Tp * CH; e += blockDim.x) {
+        const int t = e / CH, c = e % CH * 8;
+        const bool real = t < T;
+        const uint16_t *row = base + (size_t)(real ? t : 0) * ld3;
+        const int n = real ? 16 : 0;
+        cp_async16(Ks + t * ld + c, row + hidden + c, n);
+        cp_async16(Vs + t * ld + c, row + 2 * hidden + c, n);
+        if (t >= q0 && t < q1) cp_async16(Qs + (t - q0) * ldq + c, row + c, n);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    if (!cs) return;
+    __syncthreads();
+#pragma unroll 1
+    for (int e = threadIdx.x; e < T * PAIRS; e += blockDim.x) {
+        const int t = e / PAIRS, c = e % PAIRS * 8;
+        rope8 r;
+        rope_factors(cs, sn, t, D, c, &r);
+        uint4 *k1 = (uint4 *)(Ks + t * ld + c), *k2 = (uint4 *)(Ks + t * ld + c + HALF);
+        rope_rotate(*k1, *k2, r, k1, k2);
+        if (t >= q0 && t < q1) {
+            uint4 *u1 = (uint4 *)(Qs + (t - q0) * ldq + c);
+            uint4 *u2 = (uint4 *)(Qs + (t - q0) * ldq + c + HALF);
+            rope_rotate(*u1, *u2, r, u1, u2);
         }
     }
 }
