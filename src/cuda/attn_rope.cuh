@@ -127,6 +127,26 @@ __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, in
     }
 }
 
+/* Rows t0..t1 of a head vector block in shared memory (row t at
+ * X + (t - base) * ld) RoPE'd in place at positions t. (load_qkv's
+ * bank-friendly order, eight rows per chunk column, made ptxas spill 240
+ * bytes in attend_mma<64, 6, true> under its 80-register cap; this order
+ * and form spill nothing there.) */
+template <int D>
+__device__ __forceinline__ void rope_rows_smem(uint16_t *X, int ld, int t0, int t1, int base,
+                                               const float *cs, const float *sn) {
+    constexpr int HALF = D / 2, PAIRS = D / 16;
+#pragma unroll 1
+    for (int e = threadIdx.x + t0 * PAIRS; e < t1 * PAIRS; e += blockDim.x) {
+        const int t = e / PAIRS, c = e % PAIRS * 8;
+        rope8 r;
+        rope_factors(cs, sn, t, D, c, &r);
+        uint4 *x1 = (uint4 *)(X + (t - base) * ld + c);
+        uint4 *x2 = (uint4 *)(X + (t - base) * ld + c + HALF);
+        rope_rotate(*x1, *x2, r, x1, x2);
+    }
+}
+
 /* load_qkv's result by another route: every row is first copied as it is
  * with cp.async (all of a thread's copies in flight at once, no registers
  * held; rows past T zero-filled), then K's and Q's real rows are rotated in
@@ -134,11 +154,11 @@ __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, in
  * instead of one per loop pass. Same arguments, same bytes; the caller
  * synchronises. */
 template <int D>
-__device__ __noinline__ void load_qkv_async(const uint16_t *base, int T, int Tp, int hidden,
+__device__ __forceinline__ void load_qkv_async(const uint16_t *base, int T, int Tp, int hidden,
                                                int ld, const float *cs, const float *sn,
                                                uint16_t *Ks, uint16_t *Vs, int q0, int q1,
                                                uint16_t *Qs, int ldq) {
-    constexpr int HALF = D / 2, PAIRS = D / 16, CH = D / 8; /* 16-byte chunks per row */
+    constexpr int CH = D / 8; /* 16-byte chunks per row */
     const size_t ld3 = 3 * (size_t)hidden;
 #pragma unroll 1
     for (int e = threadIdx.x; e < Tp * CH; e += blockDim.x) {
@@ -154,19 +174,10 @@ __device__ __noinline__ void load_qkv_async(const uint16_t *base, int T, int Tp,
     cp_async_wait<0>();
     if (!cs) return;
     __syncthreads();
-#pragma unroll 1
-    for (int e = threadIdx.x; e < T * PAIRS; e += blockDim.x) {
-        const int t = e / PAIRS, c = e % PAIRS * 8;
-        rope8 r;
-        rope_factors(cs, sn, t, D, c, &r);
-        uint4 *k1 = (uint4 *)(Ks + t * ld + c), *k2 = (uint4 *)(Ks + t * ld + c + HALF);
-        rope_rotate(*k1, *k2, r, k1, k2);
-        if (t >= q0 && t < q1) {
-            uint4 *u1 = (uint4 *)(Qs + (t - q0) * ldq + c);
-            uint4 *u2 = (uint4 *)(Qs + (t - q0) * ldq + c + HALF);
-            rope_rotate(*u1, *u2, r, u1, u2);
-        }
-    }
+    /* K's rows, then the block's Q rows: fewer values live at once (the
+     * caller's register cap). */
+    rope_rows_smem<D>(Ks, ld, 0, T, 0, cs, sn);
+    rope_rows_smem<D>(Qs, ldq, q0, q1 < T ? q1 : T, q0, cs, sn);
 }
 
 } // namespace
