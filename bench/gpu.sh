@@ -35,7 +35,9 @@ left() { echo $((budget - ($(date +%s) - t0))); }
 # ctest bench anchors ops probe install sanitizers cpu (the hook runs before
 # the sanitizers; ops: the fused-op bandwidth table).
 # HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck");
-# HRMT_GPU_SAN_BINS: which test binaries (a glob under tests/, default test_cuda_*).
+# HRMT_GPU_SAN_BINS: which test binaries (a glob under tests/, default test_cuda_*);
+# HRMT_GPU_SAN_FILTERS: Criterion filters (space-separated) to run under every
+# tool instead of the defaults below (e.g. one new kernel's small test).
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -240,7 +242,9 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       # nvjet kernels (TMA and mbarrier synchronisation it does not follow),
       # which are not counted; any other hazard fails.
       filters=("")
-      if [ "$tool" = racecheck ]; then
+      if [ -n "${HRMT_GPU_SAN_FILTERS:-}" ]; then
+        read -r -a filters <<<"$HRMT_GPU_SAN_FILTERS"
+      elif [ "$tool" = racecheck ]; then
         case "$(basename "$t")" in
           test_cuda_ops) filters=('!(*gemm*)') ;;
           test_cuda_model) filters=('cuda_model/golden_*_bf16' 'cuda_model/persistent_equals_baseline_short_seq' 'cuda_model/grid_equals_launches_short_seq') ;;
