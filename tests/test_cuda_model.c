@@ -383,6 +383,65 @@ Test(cuda_model, grid_equals_launches_short_seq) {
     grid_equals_launches(256, 4, 60, batches, 1, "auto");
 }
 
+/* The baseline's levels captured as parallel graph branches over sample
+ * ranges (model_branch.cu) against one chain: same bytes, with ranges of
+ * unequal sizes (batch 5 in 2 and 3 branches), a batch smaller than the
+ * count asked (3 samples, 4 branches), at HRM's width (cuBLASLt's pinned
+ * GEMMs, a workspace per branch) and on the small F32 model. */
+static void branches_equal_one_chain(hrmt_dtype dt, int hidden, int heads) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(dt);
+    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
+    cfg.num_heads = heads;
+    const char *count[4] = {"1", "2", "3", "4"};
+    hrmt_model *m[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++) {
+        setenv("HRMT_CUDA_BRANCHES", count[k], 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 17, &m[k]), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+    }
+    unsetenv("HRMT_CUDA_BRANCHES");
+    const int batches[] = {5, 3};
+    for (int b = 0; b < 2; b++) {
+        outs o[4][2];
+        for (int k = 0; k < 4; k++) run_steps(m[k], batches[b], HRMT_SCHEDULE_BASELINE, 2, o[k]);
+        for (int k = 1; k < 4; k++)
+            for (int s = 0; s < 2; s++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(o[k][s].f[f], o[0][s].f[f], o[0][s].n[f] * sizeof(float)),
+                              "hidden %d batch %d step %d %s: %s branches != one chain", hidden,
+                              batches[b], s, k_fields[f], count[k]);
+                cr_expect(!memcmp(o[k][s].halted, o[0][s].halted, (size_t)batches[b] * 4));
+            }
+        for (int k = 0; k < 4; k++)
+            for (int s = 0; s < 2; s++) outs_free(&o[k][s]);
+    }
+    for (int k = 0; k < 4; k++) hrmt_model_destroy(m[k]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, branches_equal_one_chain_hrm_width) { branches_equal_one_chain(HRMT_BF16, 512, 8); }
+Test(cuda_model, branches_equal_one_chain_f32) {
+    hrmt_model_config cfg = small_cfg(HRMT_F32);
+    branches_equal_one_chain(HRMT_F32, cfg.hidden_size, cfg.num_heads);
+}
+
+Test(cuda_model, bad_branch_setting) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    const char *bad[] = {"0", "5", "two", "", "12", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hrmt_model *m = NULL;
+        setenv("HRMT_CUDA_BRANCHES", bad[i], 1);
+        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG, "'%s'",
+                     bad[i]);
+        cr_expect(strstr(hrmt_last_error(ctx), "HRMT_CUDA_BRANCHES"), "%s", hrmt_last_error(ctx));
+        unsetenv("HRMT_CUDA_BRANCHES");
+        hrmt_model_destroy(m);
+    }
+    hrmt_context_destroy(ctx);
+}
+
 Test(cuda_model, bad_grid_setting) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);

@@ -230,9 +230,10 @@ static int report(bench *b) {
         (void)hrmt_cuda_query(&ci);
         const char *tune = getenv("HRMT_CUDA_GEMM_TUNE");
         const char *persist = getenv("HRMT_CUDA_L_PERSIST"), *grid = getenv("HRMT_CUDA_GRID");
+        const char *branches = getenv("HRMT_CUDA_BRANCHES");
         snprintf(gpu, sizeof gpu,
-                 "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s, baseline levels %s, "
-                 "tiered L level %s",
+                 "CUDA device %d (%s), ACT steps %s, GEMM algorithms %s, baseline levels %s "
+                 "(graph branches: %s), tiered L level %s",
                  ci.device, ci.name[0] ? ci.name : "unnamed",
                  hrmt_context_cuda_graphs(b->ctx) ? "replayed as CUDA graphs"
                                                   : "launched kernel by kernel",
@@ -240,6 +241,7 @@ static int report(bench *b) {
                  grid && !strcmp(grid, "1")
                      ? "as one grid-wide kernel each where it applies (HRMT_CUDA_GRID=1)"
                      : "op by op",
+                 branches && *branches ? branches : "auto",
                  persist && !strcmp(persist, "1")
                      ? "as one persistent kernel where it applies (HRMT_CUDA_L_PERSIST=1)"
                      : "tile by tile");

@@ -99,6 +99,8 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
     cublasStatus_t st = cu_lt_layouts(sl, rows, &la, &lc);
     const float one = 1.0f, zero = 0.0f;
     const cublasLtMatmulAlgo_t *algo = &sl->algo;
+    /* A parallel branch of the step's graph has its own (model_branch.cu). */
+    void *ws = cu_model(m)->lt_ws_now ? cu_model(m)->lt_ws_now : cu->workspace;
     for (int b = 0; b < sl->nsmall; b++)
         if (rows <= ((size_t)128 << b) || b == sl->nsmall - 1) {
             algo = &sl->small[b];
@@ -107,7 +109,7 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
     if (st == CUBLAS_STATUS_SUCCESS) /* cuBLASLt takes non-const handles but only reads them. */
         st = cublasLtMatmul(cu->lt, const_cast<cublasLtMatmulDescOpaque_t *>(&sl->desc), &one, w,
                             const_cast<cublasLtMatrixLayoutOpaque_t *>(&sl->lw), a, &la, &zero, c,
-                            &lc, c, &lc, algo, cu->workspace, cu->ws_bytes, cu_stream(m));
+                            &lc, c, &lc, algo, ws, cu->ws_bytes, cu_stream(m));
     return st == CUBLAS_STATUS_SUCCESS ? HRMT_OK : lt_fail(m, st, "cuda model gemm (cuBLASLt)");
 }
 

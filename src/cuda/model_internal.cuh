@@ -53,6 +53,8 @@ struct hrmt_model_cuda {
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
+    int branches;  /* HRMT_CUDA_BRANCHES: 0 auto, else the count (model_branch.cu) */
+    void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
 };
 
 /* Level scratch on the device, [rows, width] each. */
@@ -74,6 +76,8 @@ struct hrmt_carry_cuda {
     int32_t *steps, *halted, *inputs, *pids, *new_inputs, *new_pids;
     cu_level_ws ws;      /* whole batch */
     unsigned *bar;       /* grid barrier counters, one per grid-level launch of a step */
+    int nbranch;         /* the baseline's levels as this many parallel graph branches */
+    void *lt_ws;         /* nbranch - 1 cuBLASLt workspaces, one per branch after the first */
     int nbar;
     void *tz, *tinj;     /* the tiered schedule's tile state */
     size_t tile_samples; /* tile size the tile buffers were made for */
@@ -101,6 +105,14 @@ static inline struct hrmt_model_cuda *cu_model(const hrmt_model *m) {
 static inline struct hrmt_carry_cuda *cu_carry(const hrmt_carry *c) {
     return (struct hrmt_carry_cuda *)c->cu;
 }
+
+/* model_branch.cu: reads HRMT_CUDA_BRANCHES at model load ("auto", the
+ * default, or 1..CU_MAX_BRANCHES); anything else is INVALID_ARG. */
+#define CU_MAX_BRANCHES 4
+hrmt_status cu_branch_setting(hrmt_model *m);
+/* How many parallel branches a captured baseline step of batch B runs its
+ * levels as (1: none). */
+int cu_branch_count(const hrmt_model *m, size_t B);
 
 /* Maps a CUDA status into the context (message "<what>: <cuda text>"). */
 hrmt_status cu_fail(hrmt_context *ctx, cudaError_t e, const char *what);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_l_persist.h"
@@ -86,6 +87,7 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK) s = cu_gemm_tune(m);
     if (s == HRMT_OK) s = cu_l_persist_setting(m);
     if (s == HRMT_OK) s = cu_grid_setting(m);
+    if (s == HRMT_OK) s = cu_branch_setting(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 
@@ -172,6 +174,8 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
     g->ws.act = take(l, rows * I, es);
     g->nbar = m->cfg.H_cycles * (m->cfg.L_cycles + 1);
     g->bar = (unsigned *)take(l, (size_t)g->nbar, 4);
+    g->nbranch = cu_branch_count(m, B);
+    g->lt_ws = take(l, (size_t)(g->nbranch - 1) * m->ctx->cuda->ws_bytes, 1);
     g->tz = take(l, tr * H, es);
     g->tinj = take(l, tr * H, es);
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/cuda_internal.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_kernels.cuh"
 #include "cuda/model_l_persist.h"
@@ -141,57 +142,142 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
 /* The grid kernel's next barrier counter (zeroed once per step). */
 static unsigned *next_bar(struct hrmt_carry_cuda *g, int *used) { return g->bar + (*used)++; }
 
-static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, int *grid_bars) {
+/* The carry's state and level scratch for samples [s0, s0 + n). */
+typedef struct cu_part {
+    void *zH, *zL, *x, *inj;
+    cu_level_ws ws;
+    size_t n;
+} cu_part;
+
+static cu_part part_of(const hrmt_model *m, const struct hrmt_carry_cuda *g, size_t s0, size_t n) {
+    const size_t r = s0 * m->T * m->esz, H = m->hidden, I = m->inter;
+    cu_part p;
+    p.zH = (char *)g->zH + r * H;
+    p.zL = (char *)g->zL + r * H;
+    p.x = (char *)g->x + r * H;
+    p.inj = (char *)g->inj + r * H;
+    p.ws.qkv = (char *)g->ws.qkv + r * 3 * H;
+    p.ws.att = (char *)g->ws.att + r * H;
+    p.ws.proj = (char *)g->ws.proj + r * H;
+    p.ws.gu = (char *)g->ws.gu + r * 2 * I;
+    p.ws.act = (char *)g->ws.act + r * I;
+    p.n = n;
+    return p;
+}
+
+/* The H level: z_H = level(z_H + z_L). Timed: its events and call count
+ * (a parallel branch after the first is not). */
+static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, const cu_part *p,
+                           int *grid_bars, int timed) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
-    const size_t B = (size_t)c->batch;
     int e0 = 0, e1 = 0;
-    TRY(ev_rec(m, g, &e0));
+    if (timed) TRY(ev_rec(m, g, &e0));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-    hrmt_status s =
-        grid_bars ? cu_grid_level(m, 1, g->zH, g->zL, NULL, B, &g->ws, g->inj, next_bar(g, grid_bars))
-                  : level(m, m->H, m->cfg.H_layers, g->zH, g->zL, B, &g->ws, 0);
+    hrmt_status s = grid_bars ? cu_grid_level(m, 1, p->zH, p->zL, NULL, p->n, &p->ws, p->inj,
+                                              next_bar(g, grid_bars))
+                              : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, p->n, &p->ws, 0);
     hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
     TRY(s);
+    if (!timed) return HRMT_OK;
     TRY(ev_rec(m, g, &e1));
     tm->h_level_calls++;
     return seg_add(m, g, e0, e1, SEG_H, 0);
 }
 
-/* The L level on the whole batch: z_L = level(z_L + (zH + x)). */
-static hrmt_status l_level(hrmt_model *m, struct hrmt_carry_cuda *g, size_t B, int *grid_bars) {
+/* The L level: z_L = level(z_L + (zH + x)). */
+static hrmt_status l_level(hrmt_model *m, struct hrmt_carry_cuda *g, const cu_part *p,
+                           int *grid_bars) {
     if (grid_bars)
-        return cu_grid_level(m, 0, g->zL, g->zH, g->x, B, &g->ws, g->inj, next_bar(g, grid_bars));
-    TRY(add_rows(m, g->zH, g->x, g->inj, B * m->T));
-    return level(m, m->L, m->cfg.L_layers, g->zL, g->inj, B, &g->ws, 0);
+        return cu_grid_level(m, 0, p->zL, p->zH, p->x, p->n, &p->ws, p->inj,
+                             next_bar(g, grid_bars));
+    TRY(add_rows(m, p->zH, p->x, p->inj, p->n * m->T));
+    return level(m, m->L, m->cfg.L_layers, p->zL, p->inj, p->n, &p->ws, 0);
+}
+
+/* Every level of the step, op by op, on one part of the batch. */
+static hrmt_status levels(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, const cu_part *p,
+                          int *grid_bars, int timed) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    for (int h = 0; h < m->cfg.H_cycles; h++) {
+        for (int l = 0; l < m->cfg.L_cycles; l++) {
+            int e0 = 0, e1 = 0;
+            if (timed) TRY(ev_rec(m, g, &e0));
+            hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
+            hrmt_status s = l_level(m, g, p, grid_bars);
+            hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
+            TRY(s);
+            if (!timed) continue;
+            TRY(ev_rec(m, g, &e1));
+            TRY(seg_add(m, g, e0, e1, SEG_L, 0));
+            tm->l_level_calls++;
+        }
+        TRY(h_level(m, c, tm, p, grid_bars, timed));
+    }
+    return HRMT_OK;
+}
+
+/* The capture's current dependency nodes, appended to set[*n] (cap entries). */
+static hrmt_status capture_deps(const hrmt_model *m, cudaGraphNode_t *set, size_t *n, size_t cap) {
+    cudaStreamCaptureStatus cs;
+    const cudaGraphNode_t *d = NULL;
+    size_t nd = 0;
+    cudaError_t e = cudaStreamGetCaptureInfo(cu_stream(m), &cs, NULL, NULL, &d, NULL, &nd);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step graph: cudaStreamGetCaptureInfo");
+    if (cs != cudaStreamCaptureStatusActive || *n + nd > cap)
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda step graph: %zu capture dependencies",
+                         *n + nd);
+    for (size_t i = 0; i < nd; i++) set[(*n)++] = d[i];
+    return HRMT_OK;
+}
+
+static hrmt_status set_deps(const hrmt_model *m, cudaGraphNode_t *set, size_t n) {
+    cudaError_t e = cudaStreamUpdateCaptureDependencies(cu_stream(m), set, NULL, n,
+                                                        cudaStreamSetCaptureDependencies);
+    return e == cudaSuccess ? HRMT_OK
+                            : cu_fail(m->ctx, e, "cuda step graph: cudaStreamUpdateCaptureDependencies");
+}
+
+/* The levels as g->nbranch parallel branches of the graph being captured,
+ * one sample range each (model_branch.cu): each branch starts from the
+ * nodes before it (the fork) and the step goes on after all of them (the
+ * join). Each branch after the first has its own cuBLASLt workspace. */
+static hrmt_status branched(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    struct hrmt_model_cuda *mc = cu_model(m);
+    const size_t B = (size_t)c->batch, nb = (size_t)g->nbranch, ws = m->ctx->cuda->ws_bytes;
+    enum { CAP = 16 };
+    cudaGraphNode_t fork[CAP], join[CU_MAX_BRANCHES * CAP];
+    size_t nf = 0, nj = 0;
+    TRY(capture_deps(m, fork, &nf, CAP));
+    hrmt_status s = HRMT_OK;
+    for (size_t k = 0; k < nb && s == HRMT_OK; k++) {
+        if (k > 0) s = set_deps(m, fork, nf);
+        mc->lt_ws_now = k ? (char *)g->lt_ws + (k - 1) * ws : NULL;
+        const size_t s0 = B * k / nb, s1 = B * (k + 1) / nb;
+        const cu_part p = part_of(m, g, s0, s1 - s0);
+        if (s == HRMT_OK) s = levels(m, c, tm, &p, NULL, k == 0);
+        if (s == HRMT_OK) s = capture_deps(m, join, &nj, sizeof join / sizeof join[0]);
+    }
+    mc->lt_ws_now = NULL;
+    TRY(s);
+    return set_deps(m, join, nj);
 }
 
 /* Op by op over the whole batch; with HRMT_CUDA_GRID=1 each level is
- * instead one grid-wide kernel (model_grid.cu), same bits. */
+ * instead one grid-wide kernel (model_grid.cu), same bits; while a graph
+ * is captured, possibly as parallel branches over sample ranges. */
 static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
-    hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
-    const size_t B = (size_t)c->batch;
+    if (g->capturing && g->nbranch > 1) return branched(m, c, tm);
     int bars = 0, *grid_bars = cu_grid_use(m) ? &bars : NULL;
     if (grid_bars) {
         cudaError_t e = cudaMemsetAsync(g->bar, 0, (size_t)g->nbar * sizeof *g->bar, cu_stream(m));
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
     }
-    for (int h = 0; h < m->cfg.H_cycles; h++) {
-        for (int l = 0; l < m->cfg.L_cycles; l++) {
-            int e0 = 0, e1 = 0;
-            TRY(ev_rec(m, g, &e0));
-            hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-            hrmt_status s = l_level(m, g, B, grid_bars);
-            hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
-            TRY(s);
-            TRY(ev_rec(m, g, &e1));
-            TRY(seg_add(m, g, e0, e1, SEG_L, 0));
-            tm->l_level_calls++;
-        }
-        TRY(h_level(m, c, tm, grid_bars));
-    }
-    return HRMT_OK;
+    const cu_part p = part_of(m, g, 0, (size_t)c->batch);
+    return levels(m, c, tm, &p, grid_bars, 1);
 }
 
 static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t bytes) {
@@ -274,7 +360,8 @@ static hrmt_status tiered_persistent(hrmt_model *m, hrmt_carry *c, hrmt_step_tim
         TRY(ev_rec(m, g, &e1));
         TRY(seg_add(m, g, e0, e1, SEG_L, 0));
         tm->l_level_calls += m->cfg.L_cycles;
-        TRY(h_level(m, c, tm, NULL));
+        const cu_part p = part_of(m, g, 0, (size_t)c->batch);
+        TRY(h_level(m, c, tm, &p, NULL, 1));
     }
     return HRMT_OK;
 }
@@ -287,7 +374,8 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
             s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
-        if (s == HRMT_OK) s = h_level(m, c, tm, NULL);
+        const cu_part p = part_of(m, g, 0, B);
+        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1);
     }
     return s;
 }
