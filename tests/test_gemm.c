@@ -432,36 +432,6 @@ Test(gemm, same_bits_for_any_blocking) {
     hrmt_context_destroy(odd);
 }
 
-/* HRMT_GEMM_GRID=traffic picks other unit grids (on 5 threads these shapes
- * get, e.g., 5 x 1 instead of 5 x 2 or 10 x 2 units, 1 x 4 instead of 3 x 4):
- * same bits; a bad value is refused by name. */
-Test(gemm, same_bits_for_the_traffic_grid) {
-    static const size_t shapes[][3] = {{656, 512, 512}, {300, 700, 96}, {150, 300, 333}};
-    hrmt_context *base = ctx_threads(5);
-    setenv("HRMT_GEMM_GRID", "traffic", 1);
-    hrmt_context *tr = ctx_threads(5);
-    unsetenv("HRMT_GEMM_GRID");
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (size_t ci = 0; ci < sizeof k_cases / sizeof k_cases[0]; ci++) {
-            size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-            mat r = run_case(base, &k_cases[ci], M, N, K);
-            mat c = run_case(tr, &k_cases[ci], M, N, K);
-            cr_expect_eq(memcmp(c.data, r.data, mat_bytes(&r)), 0,
-                         "M%zu N%zu K%zu case %zu: the traffic grid changed bits", M, N, K, ci);
-            free(c.data);
-            free(r.data);
-        }
-    hrmt_context_destroy(base);
-    hrmt_context_destroy(tr);
-    setenv("HRMT_GEMM_GRID", "fast", 1);
-    hrmt_context *bad = NULL;
-    char err[256] = "";
-    cr_expect_eq(hrmt_context_create(NULL, &bad, err, sizeof err), HRMT_ERR_INVALID_ARG);
-    cr_expect(strstr(err, "HRMT_GEMM_GRID"), "%s", err);
-    unsetenv("HRMT_GEMM_GRID");
-    hrmt_context_destroy(bad);
-}
-
 Test(gemm, same_bits_when_m_is_split_across_calls) {
     hrmt_context *ctx = ctx_threads(2);
     const size_t M = 150, N = 300, K = 1100;

@@ -266,13 +266,6 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
         (s = env_size("HRMT_GEMM_MC", &mc, errbuf, errbuf_len)) != HRMT_OK ||
         (s = env_size("HRMT_GEMM_NC", &nc, errbuf, errbuf_len)) != HRMT_OK)
         goto fail;
-    const char *grid = getenv("HRMT_GEMM_GRID");
-    if (grid && strcmp(grid, "balance") != 0 && strcmp(grid, "traffic") != 0) {
-        set_errbuf(errbuf, errbuf_len, "HRMT_GEMM_GRID='%s' is not balance or traffic", grid);
-        s = HRMT_ERR_INVALID_ARG;
-        goto fail;
-    }
-    ctx->gemm_grid_traffic = grid && !strcmp(grid, "traffic");
     if (kc) ctx->plan.gemm_kc = kc;
     if (mc) ctx->plan.gemm_mc = mc;
     if (nc) ctx->plan.gemm_nc = nc;

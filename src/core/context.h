@@ -20,7 +20,6 @@ struct hrmt_context {
     hrmt_tiers *tiers;
     hrmt_limits limits; /* checked by the loaders, the config and the carry (core/limits.h) */
     int cuda_graphs;    /* CUDA: ACT steps replayed as CUDA graphs (opts->cuda_graphs resolved) */
-    int gemm_grid_traffic; /* HRMT_GEMM_GRID=traffic: GEMM unit grids that move fewer bytes */
     char err[HRMT_ERRMSG_LEN];
 };
 

@@ -140,37 +140,6 @@ static void pick_grid(size_t M, size_t N, size_t mr, size_t nr, int threads, siz
         }
 }
 
-/* HRMT_GEMM_GRID=traffic (an experiment knob): of the grids whose estimated
- * time (grid_cost) is within 10% of the best, the one whose units read the
- * fewest bytes, each of the nt column blocks reading all of A and each of the
- * mt row blocks all of W. On the 16-core GPU host the batch-8 step's GEMMs
- * on 16 threads moved about 40 GB/s of such traffic at a third of their
- * 2-thread per-core rate (bench/amx.sh, hrmt bench --profile): this tests
- * whether bytes, not arithmetic, bound them there. No bits change. */
-static void least_traffic_grid(size_t M, size_t N, size_t mr, size_t nr, int threads,
-                               double a_bytes, double w_bytes, size_t *mt, size_t *nt) {
-    const size_t slivers = ceil_div(M, mr), panels = ceil_div(N, nr), th = (size_t)threads;
-    const size_t cap = 4 * th; /* units considered: up to four rounds */
-    size_t gm, gn;
-    double best = grid_cost(M, N, mr, nr, th, *mt, *nt, &gm, &gn);
-    for (size_t a = 1; a <= slivers && a <= cap; a++)
-        for (size_t b = 1; b <= panels && a * b <= cap; b++) {
-            const double c = grid_cost(M, N, mr, nr, th, a, b, &gm, &gn);
-            if (c < best) best = c;
-        }
-    double least = -1.0;
-    for (size_t a = 1; a <= slivers && a <= cap; a++)
-        for (size_t b = 1; b <= panels && a * b <= cap; b++) {
-            if (grid_cost(M, N, mr, nr, th, a, b, &gm, &gn) > 1.10 * best) continue;
-            const double t = (double)gn * a_bytes + (double)gm * w_bytes;
-            if (least < 0.0 || t < least) {
-                least = t;
-                *mt = gm;
-                *nt = gn;
-            }
-        }
-}
-
 /* Chooses kernel, unit grid and scratch sizes. Pure arithmetic on validated
  * sizes; HRMT_ERR_OVERFLOW when the scratch would not fit size_t. */
 static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g) {
@@ -215,9 +184,6 @@ static hrmt_status plan_call(const hrmt_context *ctx, int threads, gemm_plan *g)
         if ((double)threads > cap) threads = (int)cap;
     }
     if (threads > 1) pick_grid(g->M, g->N, mr, nr, threads, &mt, &nt);
-    if (threads > 1 && ctx->gemm_grid_traffic)
-        least_traffic_grid(g->M, g->N, mr, nr, threads, (double)g->M * (double)W->k_pad * (double)g->a_esz,
-                           (double)g->N * (double)W->k_pad * (double)W->esz, &mt, &nt);
     g->m_chunk = round_up(ceil_div(g->M, mt), mr);
     g->n_chunk = round_up(ceil_div(g->N, nt), nr);
     g->mt = ceil_div(g->M, g->m_chunk);
