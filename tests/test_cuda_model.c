@@ -429,7 +429,7 @@ Test(cuda_model, branches_equal_one_chain_f32) {
 Test(cuda_model, bad_branch_setting) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *bad[] = {"0", "5", "two", "", "12", "-1"};
+    const char *bad[] = {"0", "5", "two", "", "12", "-1", "auto"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hrmt_model *m = NULL;
         setenv("HRMT_CUDA_BRANCHES", bad[i], 1);

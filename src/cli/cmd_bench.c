@@ -241,7 +241,7 @@ static int report(bench *b) {
                  grid && !strcmp(grid, "1")
                      ? "as one grid-wide kernel each where it applies (HRMT_CUDA_GRID=1)"
                      : "op by op",
-                 branches && *branches ? branches : "auto",
+                 branches && *branches ? branches : "1",
                  persist && !strcmp(persist, "1")
                      ? "as one persistent kernel where it applies (HRMT_CUDA_L_PERSIST=1)"
                      : "tile by tile");

@@ -53,7 +53,7 @@ struct hrmt_model_cuda {
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
-    int branches;  /* HRMT_CUDA_BRANCHES: 0 auto, else the count (model_branch.cu) */
+    int branches;  /* HRMT_CUDA_BRANCHES: parallel graph branches asked for (model_branch.cu) */
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
 };
 
@@ -106,8 +106,8 @@ static inline struct hrmt_carry_cuda *cu_carry(const hrmt_carry *c) {
     return (struct hrmt_carry_cuda *)c->cu;
 }
 
-/* model_branch.cu: reads HRMT_CUDA_BRANCHES at model load ("auto", the
- * default, or 1..CU_MAX_BRANCHES); anything else is INVALID_ARG. */
+/* model_branch.cu: reads HRMT_CUDA_BRANCHES at model load (1, the default,
+ * to CU_MAX_BRANCHES); anything else is INVALID_ARG. */
 #define CU_MAX_BRANCHES 4
 hrmt_status cu_branch_setting(hrmt_model *m);
 /* How many parallel branches a captured baseline step of batch B runs its
