@@ -53,7 +53,7 @@ struct hrmt_model_cuda {
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
-    int branches;  /* HRMT_CUDA_BRANCHES: parallel graph branches asked for (model_branch.cu) */
+    int branches;    /* HRMT_CUDA_BRANCHES: parallel graph branches asked for (model_branch.cu) */
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
 };
 
@@ -74,10 +74,10 @@ struct hrmt_carry_cuda {
     void *zH, *zL, *x, *inj, *logits;
     float *q;
     int32_t *steps, *halted, *inputs, *pids, *new_inputs, *new_pids;
-    cu_level_ws ws;      /* whole batch */
-    unsigned *bar;       /* grid barrier counters, one per grid-level launch of a step */
-    int nbranch;         /* the baseline's levels as this many parallel graph branches */
-    void *lt_ws;         /* nbranch - 1 cuBLASLt workspaces, one per branch after the first */
+    cu_level_ws ws; /* whole batch */
+    unsigned *bar;  /* grid barrier counters, one per grid-level launch of a step */
+    int nbranch;    /* the baseline's levels as this many parallel graph branches */
+    void *lt_ws;    /* nbranch - 1 cuBLASLt workspaces, one per branch after the first */
     int nbar;
     void *tz, *tinj;     /* the tiered schedule's tile state */
     size_t tile_samples; /* tile size the tile buffers were made for */

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "cuda/cuda_internal.cuh"
-#include "cuda/model_internal.cuh"
 #include "cuda/model_grid.h"
+#include "cuda/model_internal.cuh"
 #include "cuda/model_l_persist.h"
 
 extern "C" {

@@ -225,9 +225,13 @@ static hrmt_status capture_deps(const hrmt_model *m, cudaGraphNode_t *set, size_
     size_t nd = 0;
     cudaError_t e = cudaStreamGetCaptureInfo(cu_stream(m), &cs, NULL, NULL, &d, NULL, &nd);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step graph: cudaStreamGetCaptureInfo");
-    if (cs != cudaStreamCaptureStatusActive || *n + nd > cap)
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda step graph: %zu capture dependencies",
-                         *n + nd);
+    if (cs != cudaStreamCaptureStatusActive)
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda step graph: the capture is not active");
+    if (*n + nd > cap) /* a fork or join wider than the branches make */
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
+                         "cuda step graph: %zu capture dependencies (%zu "
+                         "expected at most)",
+                         *n + nd, cap);
     for (size_t i = 0; i < nd; i++) set[(*n)++] = d[i];
     return HRMT_OK;
 }
@@ -235,8 +239,9 @@ static hrmt_status capture_deps(const hrmt_model *m, cudaGraphNode_t *set, size_
 static hrmt_status set_deps(const hrmt_model *m, cudaGraphNode_t *set, size_t n) {
     cudaError_t e = cudaStreamUpdateCaptureDependencies(cu_stream(m), set, NULL, n,
                                                         cudaStreamSetCaptureDependencies);
-    return e == cudaSuccess ? HRMT_OK
-                            : cu_fail(m->ctx, e, "cuda step graph: cudaStreamUpdateCaptureDependencies");
+    return e == cudaSuccess
+               ? HRMT_OK
+               : cu_fail(m->ctx, e, "cuda step graph: cudaStreamUpdateCaptureDependencies");
 }
 
 /* The levels as g->nbranch parallel branches of the graph being captured,
