@@ -420,7 +420,9 @@ static void branches_equal_one_chain(hrmt_dtype dt, int hidden, int heads) {
     hrmt_context_destroy(ctx);
 }
 
-Test(cuda_model, branches_equal_one_chain_hrm_width) { branches_equal_one_chain(HRMT_BF16, 512, 8); }
+Test(cuda_model, branches_equal_one_chain_hrm_width) {
+    branches_equal_one_chain(HRMT_BF16, 512, 8);
+}
 Test(cuda_model, branches_equal_one_chain_f32) {
     hrmt_model_config cfg = small_cfg(HRMT_F32);
     branches_equal_one_chain(HRMT_F32, cfg.hidden_size, cfg.num_heads);
