@@ -37,6 +37,7 @@
 #include "core/backend.h"
 #include "core/bf16.h"
 #include "core/gemm.h"
+#include "core/gemm_trace.h"
 #include "support/test_common.h"
 
 #define U32 (1.0 / 16777216.0)
@@ -430,6 +431,49 @@ Test(gemm, same_bits_for_any_blocking) {
         }
     hrmt_context_destroy(base);
     hrmt_context_destroy(odd);
+}
+
+/* HRMT_GEMM_TRACE=1: a parallel call's thread times add up (each thread's
+ * waking, packing, units and idle tail lie inside the call's wall time on one
+ * clock), the units counted are the plan's, the bits are the untraced ones;
+ * off by default; a bad value is refused by name. */
+Test(gemm, trace_accounts_for_each_parallel_call) {
+    hrmt_context *plain = ctx_threads(3);
+    setenv("HRMT_GEMM_TRACE", "1", 1);
+    hrmt_context *tr = ctx_threads(3);
+    unsetenv("HRMT_GEMM_TRACE");
+    cr_expect_eq(hrmt_gemm_trace_read(plain, NULL, 0), 0, "tracing is off by default");
+    const size_t M = 300, N = 700, K = 96; /* 20M MACs: a parallel call */
+    for (size_t ci = 0; ci < sizeof k_cases / sizeof k_cases[0]; ci++) {
+        hrmt_gemm_trace_sums t;
+        cr_assert_eq(hrmt_gemm_trace_read(tr, NULL, 1), 1);
+        mat r = run_case(plain, &k_cases[ci], M, N, K);
+        mat c = run_case(tr, &k_cases[ci], M, N, K);
+        cr_expect_eq(memcmp(c.data, r.data, mat_bytes(&r)), 0, "case %zu: tracing changed bits",
+                     ci);
+        cr_assert_eq(hrmt_gemm_trace_read(tr, &t, 0), 1);
+        cr_expect_eq(t.calls, 1, "case %zu: %llu calls traced", ci, (unsigned long long)t.calls);
+        cr_expect(t.thread_slots >= 2 && t.thread_slots <= 3, "case %zu: %llu threads", ci,
+                  (unsigned long long)t.thread_slots);
+        cr_expect(t.units >= t.thread_slots, "case %zu: %llu units", ci,
+                  (unsigned long long)t.units);
+        const double parts = t.wake_us + t.pack_us + t.busy_us + t.tail_us;
+        cr_expect(t.busy_us > 0.0 && parts <= t.wall_us * (double)t.thread_slots + 1e-3,
+                  "case %zu: thread parts %.3f us over %.3f us x %llu threads", ci, parts,
+                  t.wall_us, (unsigned long long)t.thread_slots);
+        cr_expect(t.spread_us <= t.wall_us, "case %zu", ci);
+        free(c.data);
+        free(r.data);
+    }
+    hrmt_context_destroy(plain);
+    hrmt_context_destroy(tr);
+    setenv("HRMT_GEMM_TRACE", "yes", 1);
+    hrmt_context *bad = NULL;
+    char err[256] = "";
+    cr_expect_eq(hrmt_context_create(NULL, &bad, err, sizeof err), HRMT_ERR_INVALID_ARG);
+    cr_expect(strstr(err, "HRMT_GEMM_TRACE"), "%s", err);
+    unsetenv("HRMT_GEMM_TRACE");
+    hrmt_context_destroy(bad);
 }
 
 Test(gemm, same_bits_when_m_is_split_across_calls) {

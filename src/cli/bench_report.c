@@ -219,3 +219,43 @@ void cli_bench_print_parts(const cli_bench_row *rows, size_t n, FILE *f) {
     if (t) cli_table_print(t, f);
     cli_table_destroy(t);
 }
+
+void cli_bench_print_gemm_trace(const cli_bench_row *rows, size_t n, FILE *f) {
+    enum { NC = 11 };
+    static const char *const h[NC] = {"mode",    "batch",    "calls/step", "threads",
+                                      "wall us", "wake us",  "pack us",    "units us",
+                                      "tail us", "in units", "spread us"};
+    cli_align al[NC];
+    for (int k = 0; k < NC; k++) al[k] = k ? CLI_ALIGN_RIGHT : CLI_ALIGN_LEFT;
+    cli_table *t = NULL;
+    char c[NC][CELL];
+    for (size_t i = 0; i < n; i++) {
+        const cli_bench_row *r = &rows[i];
+        const hrmt_gemm_trace_sums *g = &r->gemm_trace;
+        if (!r->has_gemm_trace || !g->calls || !g->thread_slots || r->iterations < 1) continue;
+        if (!t && !(t = cli_table_create(NC, h, al))) return;
+        const double calls = (double)g->calls, slots = (double)g->thread_slots;
+        snprintf(c[0], CELL, "%s", cli_bench_mode_name(r->mode));
+        snprintf(c[1], CELL, "%d", r->batch_size);
+        snprintf(c[2], CELL, "%.0f", calls / r->iterations);
+        snprintf(c[3], CELL, "%.1f", slots / calls);
+        snprintf(c[4], CELL, "%.1f", g->wall_us / calls);
+        snprintf(c[5], CELL, "%.1f", g->wake_us / slots);
+        snprintf(c[6], CELL, "%.1f", g->pack_us / slots);
+        snprintf(c[7], CELL, "%.1f", g->busy_us / slots);
+        snprintf(c[8], CELL, "%.1f", g->tail_us / slots);
+        snprintf(c[9], CELL, "%.0f%%",
+                 g->wall_us > 0 ? 100.0 * g->busy_us / (g->wall_us * slots / calls) : 0.0);
+        snprintf(c[10], CELL, "%.1f", g->spread_us / calls);
+        const char *row[NC];
+        for (int k = 0; k < NC; k++) row[k] = c[k];
+        cli_table_add_row(t, row);
+    }
+    if (!t) return;
+    fprintf(f,
+            "\nParallel GEMM calls (HRMT_GEMM_TRACE=1; per call: wall; per thread with units: "
+            "waking, packing A with the team, inside units, idle at the end; in units: share "
+            "of the threads' wall time; spread: last thread's finish minus the first's)\n");
+    cli_table_print(t, f);
+    cli_table_destroy(t);
+}

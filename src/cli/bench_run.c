@@ -211,6 +211,7 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
         cli_progress_advance(bar, 1, label);
     }
     hrmt_tiers_reset_stats(tiers);
+    (void)hrmt_gemm_trace_read(ctx, NULL, 1);
     double level_us = 0.0, wall_us = 0.0, part_us[HRMT_PART_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
         hrmt_step_timing tm;
@@ -254,6 +255,8 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
     r.memory_efficiency = wall_us > 0 ? level_us / wall_us : 0.0;
     r.has_parts = hrmt_context_backend(ctx) == HRMT_BACKEND_CPU;
     for (int p = 0; p < HRMT_PART_COUNT; p++) r.part_ms[p] = part_us[p] / 1e3 / (double)n;
+    r.has_gemm_trace = hrmt_gemm_trace_read(ctx, &r.gemm_trace, 0);
+    r.iterations = (int)n;
     r.sram_probe_latency_ns = mach->sram_probe_ns;
     r.dram_probe_latency_ns = mach->dram_probe_ns;
     double step_s = r.total_inference_latency_ms.mean / 1e3;

@@ -9,6 +9,7 @@
 #include "cli/bench_opts.h"
 #include "cli/progress.h"
 #include "cli/stats.h"
+#include "core/gemm_trace.h"
 #include "hrmt.h"
 
 /* Measured once per run. */
@@ -37,6 +38,9 @@ typedef struct cli_bench_row {
     int outputs_checked, outputs_identical;
     int has_parts;                   /* CPU contexts: part_ms measured (CUDA: none) */
     double part_ms[HRMT_PART_COUNT]; /* mean per step (hrmt_step_timing.part_us) */
+    int has_gemm_trace;              /* HRMT_GEMM_TRACE=1: the timed steps' GEMM thread times */
+    hrmt_gemm_trace_sums gemm_trace; /* sums over the timed steps (iterations of them) */
+    int iterations;
 } cli_bench_row;
 
 /* Probes the SRAM-tier (L1-sized) and beyond-L3 latencies and the GEMM peak
@@ -65,5 +69,8 @@ void cli_bench_print(const cli_bench_row *rows, size_t n, const cli_bench_machin
 /* Where the step goes: ms per step of each hrmt_step_part, its share, and
  * what is left of the step (copies, bookkeeping, waiting). */
 void cli_bench_print_parts(const cli_bench_row *rows, size_t n, FILE *f);
+/* With HRMT_GEMM_TRACE=1: per row, where the parallel GEMM calls' time goes
+ * across their threads (nothing when no row traced). */
+void cli_bench_print_gemm_trace(const cli_bench_row *rows, size_t n, FILE *f);
 
 #endif

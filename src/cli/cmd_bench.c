@@ -249,6 +249,7 @@ static int report(bench *b) {
     }
     cli_bench_print(b->rows, b->n_rows, &b->mach, dtype, isa, threads, g, stdout);
     if (b->o.profile) cli_bench_print_parts(b->rows, b->n_rows, stdout);
+    cli_bench_print_gemm_trace(b->rows, b->n_rows, stdout);
     fflush(stdout);
     if (!b->o.output_path) return 0;
     cJSON *j = cli_bench_json(b->rows, b->n_rows, dtype, isa, threads);

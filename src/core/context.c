@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gemm_trace.h"
 #include "core/limits.h"
 
 #if defined(HRMT_HAVE_CUDA)
@@ -266,6 +267,7 @@ hrmt_status hrmt_context_create(const hrmt_context_options *opts, hrmt_context *
         (s = env_size("HRMT_GEMM_MC", &mc, errbuf, errbuf_len)) != HRMT_OK ||
         (s = env_size("HRMT_GEMM_NC", &nc, errbuf, errbuf_len)) != HRMT_OK)
         goto fail;
+    if ((s = hrmt_gemm_trace_from_env(&ctx->gemm_trace, errbuf, errbuf_len)) != HRMT_OK) goto fail;
     if (kc) ctx->plan.gemm_kc = kc;
     if (mc) ctx->plan.gemm_mc = mc;
     if (nc) ctx->plan.gemm_nc = nc;
@@ -294,6 +296,7 @@ fail:
 void hrmt_context_destroy(hrmt_context *ctx) {
     if (!ctx) return;
     hrmt_tiers_destroy(ctx->tiers);
+    hrmt_gemm_trace_destroy(ctx->gemm_trace);
 #if defined(HRMT_HAVE_CUDA)
     hrmt_cuda_destroy(ctx->cuda);
 #endif

@@ -20,6 +20,7 @@ struct hrmt_context {
     hrmt_tiers *tiers;
     hrmt_limits limits; /* checked by the loaders, the config and the carry (core/limits.h) */
     int cuda_graphs;    /* CUDA: ACT steps replayed as CUDA graphs (opts->cuda_graphs resolved) */
+    struct hrmt_gemm_trace *gemm_trace; /* HRMT_GEMM_TRACE=1 (core/gemm_trace.h); else NULL */
     char err[HRMT_ERRMSG_LEN];
 };
 

@@ -34,6 +34,7 @@
 #include "core/bf16.h"
 #include "core/checked.h"
 #include "core/context.h"
+#include "core/gemm_trace.h"
 #include "core/ops_util.h"
 #if defined(HRMT_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
@@ -346,7 +347,8 @@ static void run_unit(const gemm_plan *g, size_t m0, size_t m1, size_t n0, size_t
     if (tiles) g->kernels->tile_end(&deferred);
 }
 
-static void run_units(const gemm_plan *g, char *scratch) {
+/* tr: HRMT_GEMM_TRACE's accumulator (NULL: untimed). */
+static void run_units(const gemm_plan *g, char *scratch, hrmt_gemm_trace *tr) {
     const size_t units = g->mt * g->nt;
     if (g->threads <= 1) {
         for (size_t u = 0; u < units; u++) {
@@ -371,11 +373,15 @@ static void run_units(const gemm_plan *g, char *scratch) {
      * step took 13x its 2-thread time. Threads past g->threads take no unit
      * (they have no scratch) and only wait at the region's end. */
     atomic_size_t next = 0;
+    hrmt_gemm_trace_thread *tt = tr ? calloc((size_t)g->threads, sizeof *tt) : NULL;
+    const uint64_t t0 = tt ? hrmt_gemm_trace_now_ns() : 0;
 #pragma omp parallel num_threads(g->team)
     {
         const int me = omp_get_thread_num();
         char *mine =
             me < g->threads ? scratch + g->shared_bytes + (size_t)me * g->thread_bytes : NULL;
+        hrmt_gemm_trace_thread *my = tt && me < g->threads ? &tt[me] : NULL;
+        if (my) my->in = hrmt_gemm_trace_now_ns();
         if (shared) {
             /* Every sliver of every row block, split evenly; the loop's
              * barrier then hands the packed rows to all units. */
@@ -387,15 +393,24 @@ static void run_units(const gemm_plan *g, char *scratch) {
                     pack_slivers(g, m0, m1, s, s + 1, shared + um * g->a_bytes);
             }
         }
+        if (my) my->packed = my->out = hrmt_gemm_trace_now_ns();
         for (size_t u = me < g->threads ? atomic_fetch_add(&next, 1) : units; u < units;
              u = atomic_fetch_add(&next, 1)) {
             size_t um = u / g->nt, un = u % g->nt;
             size_t m0 = um * g->m_chunk, n0 = un * g->n_chunk;
             size_t m1 = m0 + g->m_chunk < g->M ? m0 + g->m_chunk : g->M;
             size_t n1 = n0 + g->n_chunk < g->N ? n0 + g->n_chunk : g->N;
+            const uint64_t u0 = my ? hrmt_gemm_trace_now_ns() : 0;
             run_unit(g, m0, m1, n0, n1, shared ? shared + um * g->a_bytes : NULL, mine);
+            if (my) {
+                my->out = hrmt_gemm_trace_now_ns();
+                my->busy += my->out - u0;
+                my->units++;
+            }
         }
     }
+    if (tt) hrmt_gemm_trace_add(tr, t0, hrmt_gemm_trace_now_ns(), tt, g->threads);
+    free(tt);
 }
 
 /* Packed W is a CPU micro-kernel layout: a CUDA context has no use for it. */
@@ -498,7 +513,7 @@ hrmt_status hrmt_gemm_raw_ex(hrmt_context *ctx, int threads, size_t M, size_t N,
             return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "gemm: cannot allocate %zu bytes", need);
         scratch = own;
     }
-    run_units(&g, scratch);
+    run_units(&g, scratch, ctx->gemm_trace);
     free(own);
     return HRMT_OK;
 }
