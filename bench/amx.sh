@@ -17,13 +17,15 @@
 #     HIGH_THREADS threads: PyTorch eager, hrmt baseline and tiered (both
 #     schedules in one process, alternating rounds with PyTorch), speed-ups;
 #  4. parallel efficiency from 2 to HIGH_THREADS threads per batch:
-#     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules.
+#     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules;
+#  5. where a batch-8 step goes at 2 and HIGH_THREADS threads (hrmt bench
+#     --profile), with its parallel GEMM calls' thread times (HRMT_GEMM_TRACE=1).
 # About 3 minutes on 16 cores (152 s with batches 1,8,64). Exit status 0 when every part ran.
 # HRMT_AMX_BATCHES (default 1,8,32,64) changes the step's batch sizes;
 # HRMT_AMX_MID_THREADS (e.g. 8) adds step runs at those thread counts.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$(cd "$1" && pwd) || { echo "amx.sh: no build directory $1" >&2; exit 2; }
@@ -81,5 +83,13 @@ for a, b in zip(lo["rows"], hi["rows"]):
     print("%6d %11.0f%% %14.0f%% %12.0f%%" % (a["batch"], 100 * eff("pytorch_ms"),
           100 * eff("hrmt_baseline_ms"), 100 * eff("hrmt_tiered_ms")))
 EOF
+# Where the step's time goes and how its parallel GEMM calls spend theirs
+# (HRMT_GEMM_TRACE=1: per thread waking, packing A, inside units, idle at the
+# end), at the batch whose scaling is the question.
+for t in 2 "$high"; do
+  stamp "where a batch-8 step goes, $t threads (hrmt bench --profile, HRMT_GEMM_TRACE=1)"
+  HRMT_GEMM_TRACE=1 "$build/hrmt" bench --threads "$t" --batch-sizes 8 --iterations 3 --warmup 1 \
+    --mode baseline --profile --quiet | tail -n 9 || rc=1
+done
 stamp "done (exit $rc)"
 exit $rc
