@@ -219,6 +219,29 @@ Test(cli_bench, help_lists_the_flags) {
     free(out);
 }
 
+/* HRMT_GEMM_TRACE=1: the parallel GEMM calls' thread table, one row per
+ * timed configuration; nothing of it without the variable; a bad value is
+ * refused by name. */
+Test(cli_bench, gemm_trace_table) {
+    static const char *const args =
+        "bench --mode baseline --batch-sizes 4 --seq-lens 81 --iterations 2 --warmup 1 "
+        "--hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --threads 2 --quiet";
+    char *out;
+    int rc = run_hrmt_sh("HRMT_GEMM_TRACE=1", args, "2>&1", &out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    const char *t = strstr(out, "Parallel GEMM calls");
+    cr_expect(t && strstr(t, "in units") && strstr(t, "baseline"), "the trace table:\n%s", out);
+    free(out);
+    rc = run_hrmt(args, &out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(!strstr(out, "Parallel GEMM calls"), "no trace table when off:\n%s", out);
+    free(out);
+    rc = run_hrmt_sh("HRMT_GEMM_TRACE=2", args, "2>&1", &out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "HRMT_GEMM_TRACE"), "%s", out);
+    free(out);
+}
+
 Test(cli_bench, model_file_fixes_seq_len) {
     char args[1024], *out;
     snprintf(args, sizeof args, "bench --model %s --config %s --seq-lens 64 --quiet",
