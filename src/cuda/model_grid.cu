@@ -475,9 +475,8 @@ int pick_tile(const hrmt_model *m, size_t M, int sms) {
 } // namespace
 
 int cu_grid_applies(const hrmt_model *m) {
-    size_t per_block = 0, per_sm = 0, l2 = 0;
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    size_t per_block = 0; /* the only limit the conditions need */
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     const size_t H = m->hidden, I = m->inter;
     /* H and I multiples of 128: whole k blocks and N tiles for both unit
      * sizes (gate_up: units of 32 or 64 act columns). */
@@ -493,9 +492,8 @@ int cu_grid_use(const hrmt_model *m) { return cu_model(m)->grid; }
 hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a, const void *b,
                           size_t B, const cu_level_ws *ws, void *h, unsigned *bar) {
     if (B == 0) return HRMT_OK;
-    size_t per_block = 0, per_sm = 0, l2 = 0;
     int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     const hrmt_block_weights *lw = high ? m->H : m->L;
     gs_params p;
     memset(&p, 0, sizeof p);

@@ -372,9 +372,8 @@ size_t smem_bytes(size_t T, size_t H) { return 2 * T * (H + 8) * 2 + LP_W_BYTES;
 } // namespace
 
 int cu_l_persist_applies(const hrmt_model *m) {
-    size_t per_block = 0, per_sm = 0, l2 = 0;
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    size_t per_block = 0; /* the only limit the conditions need */
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     const size_t H = m->hidden, I = m->inter;
     return m->dt == HRMT_BF16 && m->head_dim == LP_D && m->heads * LP_D == H && H % LP_NT == 0 &&
            H <= LP_MAX_H && I % (LP_NT / 2) == 0 && I % 32 == 0 && m->T >= 1 &&
@@ -385,9 +384,8 @@ int cu_l_persist_applies(const hrmt_model *m) {
 hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const void *x, size_t B,
                          void *qkv_scratch, void *act_scratch) {
     if (B == 0) return HRMT_OK;
-    size_t per_block = 0, per_sm = 0, l2 = 0;
     int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     lp_params p;
     memset(&p, 0, sizeof p);
     for (int i = 0; i < m->cfg.L_layers; i++) {
