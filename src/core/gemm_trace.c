@@ -49,7 +49,7 @@ void hrmt_gemm_trace_add(hrmt_gemm_trace *t, uint64_t t0, uint64_t t1,
     uint64_t wake = 0, pack = 0, busy = 0, tail = 0, units = 0, first = UINT64_MAX, last = 0;
     for (int i = 0; i < n; i++) {
         wake += gap(t0, th[i].in);
-        pack += gap(th[i].in, th[i].packed);
+        pack += gap(th[i].in, th[i].packed) + th[i].waited;
         busy += th[i].busy;
         tail += gap(th[i].out, t1);
         units += th[i].units;

@@ -14,7 +14,8 @@ typedef struct hrmt_gemm_trace hrmt_gemm_trace; /* the context's accumulator */
 
 /* Sums over the traced calls since the last reset. Per thread slot (a thread
  * that had units in a call): wake = region start to the thread's entry, pack
- * = packing A with the team (its barrier included), busy = inside its units,
+ * = packing A with the team and waiting for a unit's rows to be packed,
+ * busy = inside its units,
  * tail = its last unit's end to the region's end. wall and spread (the last
  * thread's finish minus the first's) are per call. Microseconds. */
 typedef struct hrmt_gemm_trace_sums {
@@ -24,7 +25,7 @@ typedef struct hrmt_gemm_trace_sums {
 
 /* One thread's times in one call, on CLOCK_MONOTONIC (ns). */
 typedef struct hrmt_gemm_trace_thread {
-    uint64_t in, packed, out, busy, units;
+    uint64_t in, packed, out, busy, units, waited; /* waited: for packed rows */
 } hrmt_gemm_trace_thread;
 
 /* HRMT_GEMM_TRACE ("0", unset: *out = NULL; "1": a new accumulator; anything
