@@ -19,8 +19,11 @@
 #  4. parallel efficiency from 2 to HIGH_THREADS threads per batch:
 #     t(2) / (t(high) * high / 2) for PyTorch and both hrmt schedules;
 #  5. where a batch-8 step goes at 2 and HIGH_THREADS threads (hrmt bench
-#     --profile), with its parallel GEMM calls' thread times (HRMT_GEMM_TRACE=1).
-# About 3 minutes on 16 cores (152 s with batches 1,8,64). Exit status 0 when every part ran.
+#     --profile), with its parallel GEMM calls' thread times (HRMT_GEMM_TRACE=1);
+#  6. the AMX micro-kernel's rate per core with 2 and with HIGH_THREADS cores
+#     busy at once (hrmt-bench-amx-ukr --threads): the ceiling the per-core
+#     rate of part 4's parallel efficiency meets on this machine.
+# About 3.5 minutes on 16 cores (152 s with batches 1,8,64). Exit status 0 when every part ran.
 # HRMT_AMX_BATCHES (default 1,8,32,64) changes the step's batch sizes;
 # HRMT_AMX_MID_THREADS (e.g. 8) adds step runs at those thread counts.
 set -uo pipefail
@@ -34,7 +37,7 @@ py=${HRMT_PYTHON:-python3}
 cores=$(nproc 2>/dev/null || echo 2)
 high=${2:-16}
 [ "$high" -gt "$cores" ] && high=$cores
-for exe in hrmt hrmt-bench-gemm; do
+for exe in hrmt hrmt-bench-gemm hrmt-bench-amx-ukr; do
   [ -x "$build/$exe" ] || { echo "amx.sh: $build/$exe missing (build it first)" >&2; exit 2; }
 done
 export HRMT_CALIBRATE=0 HRMT_BENCH_DIR="$root/bench" HRMT_PYTHON="$py"
@@ -91,5 +94,30 @@ for t in 2 "$high"; do
   HRMT_GEMM_TRACE=1 "$build/hrmt" bench --threads "$t" --batch-sizes 8 --iterations 3 --warmup 1 \
     --mode baseline --profile --quiet | tail -n 9 || rc=1
 done
+# The TMUL's rate per core when the other cores use theirs too: a GEMM's
+# per-core rate on many threads cannot beat it, whatever the partitioning.
+for t in 2 "$high"; do
+  "$build/hrmt-bench-amx-ukr" --threads "$t" --rounds 5 --ms 50 >"$tmp/ukr$t.txt"
+  code=$?
+  [ $code -eq 0 ] || [ $code -eq 77 ] || rc=1
+done
+stamp "AMX micro-kernel per core, 2 and $high cores busy (hrmt-bench-amx-ukr --threads; GFLOP/s per thread, best round)"
+"$py" - "$tmp/ukr2.txt" "$tmp/ukr$high.txt" "$high" <<'EOF' || rc=1
+import sys
+def rates(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) == 4 and f[0] in ("partial", "deferred", "a_from_l2", "w_from_l2"):
+            out[f[0]] = float(f[3])
+    return out
+lo, hi = rates(sys.argv[1]), rates(sys.argv[2])
+if not lo or not hi:
+    print("no AMX kernel here (hrmt-bench-amx-ukr exit 77)")
+    sys.exit(0)
+print("%-10s %12s %12s %9s" % ("variant", "2 cores", sys.argv[3] + " cores", "ratio"))
+for k in lo:
+    print("%-10s %12.0f %12.0f %8.0f%%" % (k, lo[k], hi[k], 100 * hi[k] / lo[k]))
+EOF
 stamp "done (exit $rc)"
 exit $rc

@@ -18,7 +18,12 @@
  * per variant the best and the median round are printed, ns per call and
  * GFLOP/s. kc is 256 (the driver's K block on 48 KiB of L1) unless given.
  *
- * Usage: hrmt-bench-amx-ukr [--kc N] [--rounds R] [--ms T]
+ * --threads N runs every round on N threads at once, each on operands of its
+ * own (a round's time: the threads' mean): what one core's TMUL sustains
+ * while N cores use theirs, the ceiling a parallel GEMM's per-core rate
+ * meets (docs/AMX.md). The default, 1, is the single-thread table.
+ *
+ * Usage: hrmt-bench-amx-ukr [--kc N] [--rounds R] [--ms T] [--threads N]
  * Exit 0; 77 where the amx table is not in use (no AMX, or not allowed). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -26,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <omp.h>
 
 #include "core/context.h"
 #include "core/gemm_kernels.h"
@@ -48,8 +55,8 @@ static int cmp_dbl(const void *a, const void *b) {
 
 /* ns per call of variant v, timed over >= ms milliseconds. */
 static double time_variant(const hrmt_gemm_kernels *t, int v, size_t kc, const void *a,
-                           const void *b, float *partial, uint16_t *c, double ms) {
-    static hrmt_gemm_deferred deferred; /* 4 KiB: not on the stack */
+                           const void *b, float *partial, uint16_t *c, hrmt_gemm_deferred *deferred,
+                           double ms) {
     hrmt_gemm_ukr_out o;
     memset(&o, 0, sizeof o);
     o.partial = partial;
@@ -60,8 +67,8 @@ static double time_variant(const hrmt_gemm_kernels *t, int v, size_t kc, const v
     o.c_dt = HRMT_BF16;
     o.m = 32;
     o.n = 32;
-    deferred.next = 2;
-    o.deferred = v == V_DEFERRED ? &deferred : NULL;
+    deferred->next = 2;
+    o.deferred = v == V_DEFERRED ? deferred : NULL;
     t->tile_begin();
     long calls = 0;
     const double t0 = now_s();
@@ -75,13 +82,13 @@ static double time_variant(const hrmt_gemm_kernels *t, int v, size_t kc, const v
         calls += 256;
         t1 = now_s();
     } while (t1 - t0 < ms * 1e-3);
-    t->tile_end(&deferred);
+    t->tile_end(deferred);
     return (t1 - t0) / (double)calls * 1e9;
 }
 
 int main(int argc, char **argv) {
     size_t kc = 256;
-    int rounds = 9;
+    int rounds = 9, threads = 1;
     double ms = 100.0;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
@@ -92,16 +99,20 @@ int main(int argc, char **argv) {
             rounds = (int)strtol(v, &end, 10);
         else if (!strcmp(a, "--ms"))
             ms = strtod(v, &end);
+        else if (!strcmp(a, "--threads"))
+            threads = (int)strtol(v, &end, 10);
         if (!end || end == v || *end) {
-            fprintf(stderr, "usage: hrmt-bench-amx-ukr [--kc N] [--rounds R] [--ms T]\n");
+            fprintf(stderr,
+                    "usage: hrmt-bench-amx-ukr [--kc N] [--rounds R] [--ms T] [--threads N]\n");
             return 2;
         }
         i++;
     }
-    if (kc < 32 || kc > 4096 || kc % 32 || rounds < 1 || rounds > 1000 || !(ms > 0 && ms < 1e5)) {
+    if (kc < 32 || kc > 4096 || kc % 32 || rounds < 1 || rounds > 1000 || !(ms > 0 && ms < 1e5) ||
+        threads < 1 || threads > 1024) {
         fprintf(stderr,
                 "hrmt-bench-amx-ukr: kc a multiple of 32 in [32, 4096], rounds in "
-                "[1, 1000], ms in (0, 1e5)\n");
+                "[1, 1000], ms in (0, 1e5), threads in [1, 1024]\n");
         return 2;
     }
     hrmt_context *ctx = NULL;
@@ -119,27 +130,51 @@ int main(int argc, char **argv) {
         hrmt_context_destroy(ctx);
         return 77;
     }
-    /* A sliver and W panel of kc (any bf16 values: the time does not depend
-     * on them), 64-byte aligned; the partial tile and C. */
-    const size_t bytes = 32 * kc * 2 * L2_SET; /* room for the L2 variants' sets */
-    uint16_t *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes);
-    float *partial = aligned_alloc(64, (size_t)32 * 32 * sizeof(float));
-    uint16_t *c = aligned_alloc(64, (size_t)32 * 32 * sizeof(uint16_t));
-    double *ns = malloc((size_t)rounds * NV * sizeof *ns);
-    if (!a || !b || !partial || !c || !ns) {
+    /* Per thread: a sliver and W panel of kc (any bf16 values: the time does
+     * not depend on them), room for the L2 variants' sets; the partial tile,
+     * C and the deferred tile. Each piece a multiple of 64 bytes. */
+    const size_t bytes = 32 * kc * 2 * L2_SET;
+    const size_t tile_f32 = 32 * 32 * sizeof(float), tile_bf16 = 32 * 32 * sizeof(uint16_t);
+    const size_t per = 2 * bytes + tile_f32 + tile_bf16 + sizeof(hrmt_gemm_deferred);
+    char *mem = aligned_alloc(64, per * (size_t)threads);
+    double *ns = calloc((size_t)rounds * NV, sizeof *ns);
+    if (!mem || !ns) {
         fprintf(stderr, "hrmt-bench-amx-ukr: out of memory\n");
+        free(mem);
+        free(ns);
+        hrmt_context_destroy(ctx);
         return 1;
     }
-    for (size_t i = 0; i < bytes / 2; i++) {
-        a[i] = (uint16_t)(0x3f80u + i % 97);
-        b[i] = (uint16_t)(0x3f00u + i % 89);
+    int ran = 1;
+#pragma omp parallel num_threads(threads)
+    {
+        char *my = mem + per * (size_t)omp_get_thread_num();
+        uint16_t *a = (uint16_t *)(void *)my, *b = (uint16_t *)(void *)(my + bytes);
+        float *partial = (float *)(void *)(my + 2 * bytes);
+        uint16_t *c = (uint16_t *)(void *)(my + 2 * bytes + tile_f32);
+        hrmt_gemm_deferred *d =
+            (hrmt_gemm_deferred *)(void *)(my + 2 * bytes + tile_f32 + tile_bf16);
+        for (size_t i = 0; i < bytes / 2; i++) {
+            a[i] = (uint16_t)(0x3f80u + i % 97);
+            b[i] = (uint16_t)(0x3f00u + i % 89);
+        }
+#pragma omp single
+        ran = omp_get_num_threads();
+        for (int r = 0; r < rounds; r++)
+            for (int v = 0; v < NV; v++) {
+                /* The threads start each round together; its time is their mean. */
+#pragma omp barrier
+                const double x = time_variant(t, v, kc, a, b, partial, c, d, ms);
+#pragma omp atomic
+                ns[v * rounds + r] += x;
+            }
     }
-    for (int r = 0; r < rounds; r++)
-        for (int v = 0; v < NV; v++)
-            ns[v * rounds + r] = time_variant(t, v, kc, a, b, partial, c, ms);
-    printf("hrmt-bench-amx-ukr: %s, kc %zu, %d rounds of >= %.0f ms per variant, one thread\n",
-           t->bf16_tile.name, kc, rounds, ms);
-    printf("%-10s %10s %10s %12s\n", "variant", "best ns", "median ns", "best GFLOP/s");
+    for (size_t i = 0; i < (size_t)rounds * NV; i++) ns[i] /= ran;
+    printf("hrmt-bench-amx-ukr: %s, kc %zu, %d rounds of >= %.0f ms per variant, %d thread%s\n",
+           t->bf16_tile.name, kc, rounds, ms, ran,
+           ran == 1 ? "" : "s at once (each on its own operands; ns: their mean)");
+    printf("%-10s %10s %10s %12s\n", "variant", "best ns", "median ns",
+           ran == 1 ? "best GFLOP/s" : "GFLOP/s/thr");
     const double flop = 2.0 * 32 * 32 * (double)kc;
     for (int v = 0; v < NV; v++) {
         double *x = ns + (size_t)v * (size_t)rounds;
@@ -147,10 +182,7 @@ int main(int argc, char **argv) {
         printf("%-10s %10.1f %10.1f %12.0f\n", k_names[v], x[0], x[rounds / 2], flop / x[0]);
     }
     free(ns);
-    free(a);
-    free(b);
-    free(partial);
-    free(c);
+    free(mem);
     hrmt_context_destroy(ctx);
     return 0;
 }
