@@ -134,7 +134,8 @@ int main(int argc, char **argv) {
      * not depend on them), room for the L2 variants' sets; the partial tile,
      * C and the deferred tile. Each piece a multiple of 64 bytes. */
     const size_t bytes = 32 * kc * 2 * L2_SET;
-    const size_t tile_f32 = 32 * 32 * sizeof(float), tile_bf16 = 32 * 32 * sizeof(uint16_t);
+    const size_t tile_f32 = (size_t)32 * 32 * sizeof(float),
+                 tile_bf16 = (size_t)32 * 32 * sizeof(uint16_t);
     const size_t per = 2 * bytes + tile_f32 + tile_bf16 + sizeof(hrmt_gemm_deferred);
     char *mem = aligned_alloc(64, per * (size_t)threads);
     double *ns = calloc((size_t)rounds * NV, sizeof *ns);
