@@ -6,7 +6,8 @@
 # BUILD_DIR: a Release build (cmake -DCMAKE_BUILD_TYPE=Release; CUDA not
 # needed) with hrmt and hrmt-bench-gemm. HIGH_THREADS: the many-core column
 # (default 16, capped at the cores there are). Needs python3 with torch for the
-# PyTorch columns (HRMT_PYTHON picks the interpreter); no network.
+# PyTorch columns (HRMT_PYTHON picks the interpreter; by default the first of
+# python3 and /usr/bin/python3 that imports torch); no network.
 #
 # Prints:
 #  1. hrmt info (the table in use: amx where the CPU and OS allow it);
@@ -28,12 +29,21 @@
 # HRMT_AMX_MID_THREADS (e.g. 8) adds step runs at those thread counts.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$(cd "$1" && pwd) || { echo "amx.sh: no build directory $1" >&2; exit 2; }
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-py=${HRMT_PYTHON:-python3}
+# The first of python3 and /usr/bin/python3 that imports torch (a pyenv or
+# venv python3 on PATH often lacks Debian's python3-torch), unless HRMT_PYTHON
+# names one.
+py=${HRMT_PYTHON:-}
+if [ -z "$py" ]; then
+  py=python3
+  for cand in python3 /usr/bin/python3; do
+    if "$cand" -c 'import torch' >/dev/null 2>&1; then py=$cand; break; fi
+  done
+fi
 cores=$(nproc 2>/dev/null || echo 2)
 high=${2:-16}
 [ "$high" -gt "$cores" ] && high=$cores
