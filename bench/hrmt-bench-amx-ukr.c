@@ -137,6 +137,12 @@ int main(int argc, char **argv) {
     const size_t tile_f32 = (size_t)32 * 32 * sizeof(float),
                  tile_bf16 = (size_t)32 * 32 * sizeof(uint16_t);
     const size_t per = 2 * bytes + tile_f32 + tile_bf16 + sizeof(hrmt_gemm_deferred);
+    if (per * (size_t)threads > ((size_t)1 << 30)) {
+        fprintf(stderr, "hrmt-bench-amx-ukr: %d threads at kc %zu need %zu MiB; at most 1024\n",
+                threads, kc, per * (size_t)threads >> 20);
+        hrmt_context_destroy(ctx);
+        return 2;
+    }
     char *mem = aligned_alloc(64, per * (size_t)threads);
     double *ns = calloc((size_t)rounds * NV, sizeof *ns);
     if (!mem || !ns) {
