@@ -4,7 +4,7 @@
 #   bash bench/amx.sh BUILD_DIR [HIGH_THREADS]
 #
 # BUILD_DIR: a Release build (cmake -DCMAKE_BUILD_TYPE=Release; CUDA not
-# needed) with hrmt and hrmt-bench-gemm. HIGH_THREADS: the many-core column
+# needed) with hrmt, hrmt-bench-gemm and hrmt-bench-amx-ukr. HIGH_THREADS: the many-core column
 # (default 16, capped at the cores there are). Needs python3 with torch for the
 # PyTorch columns (HRMT_PYTHON picks the interpreter; by default the first of
 # python3 and /usr/bin/python3 that imports torch); no network.
