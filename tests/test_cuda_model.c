@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/safetensors.h"
+#include "model/model.h"
 #include "support/test_common.h"
 
 static hrmt_context *cuda_ctx_graphs(int graphs) {
@@ -381,6 +382,80 @@ Test(cuda_model, grid_equals_launches_each_tile) {
 Test(cuda_model, grid_equals_launches_short_seq) {
     const int batches[] = {3};
     grid_equals_launches(256, 4, 60, batches, 1, "auto");
+}
+
+/* gate_up with SwiGLU in its epilogue (sm90a/glu_wgmma.cu, on by default on
+ * compute capability 9.0) against cuBLASLt's GEMM then the table kernel
+ * (HRMT_CUDA_FUSED_GLU=0): same bytes. At HRM's width, batches whose rows
+ * take the small tiles (82, 574 rows) and the large ones (1640 rows: 12.8
+ * row blocks of 128, the last one ragged); at hidden 256 with T = 61 (183
+ * rows: small tiles; 2928: large, ragged). */
+static void fused_glu_equals_launches(int hidden, int heads, int seq_len, const int *batches,
+                                      int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
+    cfg.num_heads = heads;
+    cfg.seq_len = seq_len;
+    hrmt_model *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        setenv("HRMT_CUDA_FUSED_GLU", k ? "0" : "1", 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m[k]), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+    }
+    unsetenv("HRMT_CUDA_FUSED_GLU");
+    cr_assert_eq(hrmt_model_fused_glu(m[1]), 0, "HRMT_CUDA_FUSED_GLU=0 must turn it off");
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
+        cr_expect_eq(hrmt_model_fused_glu(m[0]), 0, "sm_90a kernel on cc %d.%d", ci.cc_major,
+                     ci.cc_minor);
+        hrmt_model_destroy(m[0]);
+        hrmt_model_destroy(m[1]);
+        hrmt_context_destroy(ctx);
+        cr_skip_test("the fused kernel is built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    }
+    cr_assert_eq(hrmt_model_fused_glu(m[0]), 1, "fused gate_up must serve cc 9.0");
+    for (int b = 0; b < nb; b++) {
+        outs fu[2], ln[2];
+        run_steps(m[0], batches[b], HRMT_SCHEDULE_BASELINE, 2, fu);
+        run_steps(m[1], batches[b], HRMT_SCHEDULE_BASELINE, 2, ln);
+        for (int s = 0; s < 2; s++) {
+            for (int f = 0; f < 5; f++)
+                cr_expect(!memcmp(fu[s].f[f], ln[s].f[f], fu[s].n[f] * sizeof(float)),
+                          "hidden %d T %d batch %d step %d %s: fused gate_up != launches", hidden,
+                          seq_len + 1, batches[b], s, k_fields[f]);
+            cr_expect(!memcmp(fu[s].halted, ln[s].halted, (size_t)batches[b] * 4));
+            outs_free(&fu[s]);
+            outs_free(&ln[s]);
+        }
+    }
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, fused_glu_equals_launches_hrm_width) {
+    const int batches[] = {1, 7, 20};
+    fused_glu_equals_launches(512, 8, 81, batches, 3);
+}
+Test(cuda_model, fused_glu_equals_launches_short_seq) {
+    const int batches[] = {3, 48};
+    fused_glu_equals_launches(256, 4, 60, batches, 2);
+}
+
+Test(cuda_model, bad_fused_glu_setting) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *m = NULL;
+    setenv("HRMT_CUDA_FUSED_GLU", "on", 1);
+    cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);
+    cr_expect(strstr(hrmt_last_error(ctx), "HRMT_CUDA_FUSED_GLU"), "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_FUSED_GLU");
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
 }
 
 /* The baseline's levels captured as parallel graph branches over sample

@@ -26,6 +26,10 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m);
 /* Frees what hrmt_cuda_model_upload made (the linears go with linear_free). */
 void hrmt_cuda_model_free(hrmt_model *m);
 
+/* 1 when the model's BF16 MLP runs gate_up and SwiGLU as one kernel
+ * (sm90a/glu_wgmma.cu); for the tests, which must know the path they check. */
+int hrmt_cuda_model_fused_glu(const hrmt_model *m);
+
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out);
 void hrmt_cuda_carry_destroy(hrmt_carry *c);
 

@@ -50,6 +50,7 @@ struct hrmt_model_cuda {
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
     int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
+    int glu;       /* gate_up + SwiGLU as one kernel (sm90a/glu_wgmma.cu) */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -133,6 +134,14 @@ hrmt_status cu_gemm_pin(hrmt_model *m);
 /* model_gemm_tune.cu: fills each pinned slot's small-M algorithms (skipped
  * when HRMT_CUDA_GEMM_TUNE=0). */
 hrmt_status cu_gemm_tune(hrmt_model *m);
+
+/* sm90a/glu_wgmma.cu: act = SwiGLU(a W_gate_up^T) in one kernel, the bits of
+ * cu_gemm then the SwiGLU table kernel. cu_glu_setting reads
+ * HRMT_CUDA_FUSED_GLU at model load (unset or 1: on where cu_glu_applies,
+ * 0: off, anything else INVALID_ARG). */
+int cu_glu_applies(const hrmt_model *m);
+hrmt_status cu_glu_setting(hrmt_model *m);
+hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

@@ -115,9 +115,13 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     TRY(cu_attention(m, ws->qkv, ws->att, n));
     TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
     TRY(resnorm(m, h, ws->proj, rows, sram));
-    TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
-    hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
-    TRY(row_check(m, "cuda swiglu"));
+    if (cu_model(m)->glu) {
+        TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
+    } else {
+        TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
+        hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
+        TRY(row_check(m, "cuda swiglu"));
+    }
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     return resnorm(m, h, ws->proj, rows, sram);
 }

@@ -92,6 +92,10 @@ hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size
                                    hrmt_linear *out);
 /* Fills RoPE tables (rope models) after the config is set. */
 hrmt_status hrmt_model_init_rope(hrmt_model *m);
+/* 1 when a CUDA model runs its MLP's gate_up and SwiGLU as one kernel
+ * (src/cuda/sm90a/glu_wgmma.cu); 0 otherwise, and in CPU-only builds. The
+ * tests ask it so that they know which path their comparison checked. */
+int hrmt_model_fused_glu(const hrmt_model *m);
 /* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
 

@@ -186,6 +186,15 @@ static void blocks_free(hrmt_model *m, hrmt_block_weights *b, int n) {
     free(b);
 }
 
+int hrmt_model_fused_glu(const hrmt_model *m) {
+#if defined(HRMT_HAVE_CUDA)
+    return m && m->cu && hrmt_cuda_model_fused_glu(m);
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 void hrmt_model_destroy(hrmt_model *m) {
     if (!m) return;
 #if defined(HRMT_HAVE_CUDA)
