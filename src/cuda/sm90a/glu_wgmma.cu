@@ -16,13 +16,15 @@
  * the same bytes (cuda_model/fused_glu_equals_launches).
  *
  * Shape of the kernel (persistent, one CTA per SM):
- *  - warpgroup 0: one thread issues the TMA loads of a 4-stage ring; a stage
- *    holds BM rows of A and BN gate plus BN up rows of W over 64 k (128-byte
- *    rows, the copy engine's 128-byte swizzle, which wgmma reads directly);
- *  - warpgroups 1..WGS: each owns 64 rows of the CTA's tile, its gate and up
- *    accumulators in registers (m64nBNk16 twice per k step), then applies
- *    SwiGLU and stores act straight from the registers while the producer
- *    already loads the next tile.
+ *  - warpgroup 0: one thread issues the TMA loads into a ring of 192 KB; a
+ *    stage holds a tile's rows of A and its 64 gate plus 64 up rows of W over
+ *    64 k (128-byte rows in the copy engine's 128-byte swizzle, which wgmma
+ *    reads as they are; gate and up rows adjacent, so one m64n128k16 covers
+ *    both and a thread holds each gate next to its up);
+ *  - large batches: tiles of 128 rows x 64 act columns, two consumer
+ *    warpgroups taking alternate tiles (one's SwiGLU and stores overlap the
+ *    other's products); small batches: 64 x 64 tiles, one consumer, so that
+ *    a batch of one sample still spreads over 48 SMs.
  * Built for sm_90a only (src/CMakeLists.txt): cu_glu_applies checks that the
  * device is compute capability 9.0 and that the kernel image loads. */
 #include <cuda.h>
@@ -39,19 +41,22 @@ namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
-constexpr int BK = 64; /* k per stage: one 128-byte swizzled row */
-constexpr int STAGES = 4;
+constexpr int BK = 64;       /* k per stage: one 128-byte swizzled row */
+constexpr int BNA = 64;      /* act columns per tile: 64 gate + 64 up W rows */
 constexpr int ROW_BYTES = BK * 2;
 
-template <int WGS, int BN>
+/* MSUB m64 row blocks per tile (a warpgroup's accumulators: MSUB x 64 gate
+ * and up columns), WGS consumer warpgroups, each on its own tiles. */
+template <int MSUB, int WGS>
 struct glu_cfg {
-    static constexpr int BM = 64 * WGS;
+    static constexpr int BM = 64 * MSUB;
     static constexpr int THREADS = 128 * (WGS + 1);
     static constexpr int A_BYTES = BM * ROW_BYTES;
-    static constexpr int W_BYTES = BN * ROW_BYTES; /* gate or up part of a stage */
+    static constexpr int W_BYTES = BNA * ROW_BYTES; /* gate or up part of a stage */
     static constexpr int STAGE_BYTES = A_BYTES + 2 * W_BYTES;
+    static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
     /* 1024-byte alignment for the swizzle, plus the barriers. */
-    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8;
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + (2 * STAGES + WGS) * 8;
 };
 
 struct glu_args {
@@ -123,16 +128,6 @@ __device__ __forceinline__ void wg_wait() {
         "+f"(d[i + 6]), "+f"(d[i + 7])
 
 /* D[64 x N] += A[64 x 16] B[N x 16]^T, both K-major in shared memory. */
-__device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-        "%31}, %32, %33, p, 1, 1, 0, 0;\n}"
-        : GLU_R8(0), GLU_R8(8), GLU_R8(16), GLU_R8(24)
-        : "l"(da), "l"(db), "r"(1));
-}
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -146,49 +141,51 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t
           GLU_R8(56)
         : "l"(da), "l"(db), "r"(1));
 }
-template <int BN>
-__device__ __forceinline__ void wgmma_bn(float (&d)[BN / 2], uint64_t da, uint64_t db) {
-    if constexpr (BN == 64)
-        wgmma_n64(d, da, db);
-    else
-        wgmma_n128(d, da, db);
-}
 #endif
 
-template <int WGS, int BN>
-__global__ void __launch_bounds__(glu_cfg<WGS, BN>::THREADS, 1)
+template <int MSUB, int WGS>
+__global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
     glu_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_w,
                const glu_args p) {
 #ifdef GLU_SM90A
-    using C = glu_cfg<WGS, BN>;
+    using C = glu_cfg<MSUB, WGS>;
+    constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint64_t *full = (uint64_t *)(smem + STAGES * C::STAGE_BYTES), *empty = full + STAGES;
-    const int wg = threadIdx.x / 128, nt = p.I / BN, mt = (p.M + C::BM - 1) / C::BM;
-    const int tiles = mt * nt;
+    uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S,
+             *order = empty + S;
+    const int wg = threadIdx.x / 128, nt = p.I / BNA, mt = (p.M + C::BM - 1) / C::BM;
+    const int tiles = mt * nt, kb_n = p.kblocks;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
+        for (int s = 0; s < S; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * WGS); /* one arrive per consumer warp */
+            mbar_init(&empty[s], 4); /* one arrive per warp of the consuming warpgroup */
         }
+        for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
+        mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    /* The CTA's tiles q = 0, 1, ... (tile blockIdx.x + q gridDim.x) go
+     * through the ring in order, k block by k block; warpgroup q % WGS
+     * computes tile q, so one warpgroup's epilogue overlaps the other's
+     * products. The warpgroups take turns (order[]) to wait on the ring, so
+     * that none waits on a stage's parity a whole phase ahead of the stage. */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x != 0) return;
         int s = 0;
         unsigned ph = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            const int m0 = (t / nt) * C::BM, n0 = (t % nt) * BN;
-            for (int kb = 0; kb < p.kblocks; kb++) {
+            const int m0 = (t / nt) * C::BM, n0 = (t % nt) * BNA;
+            for (int kb = 0; kb < kb_n; kb++) {
                 mbar_wait(&empty[s], ph ^ 1);
                 uint8_t *st = smem + s * C::STAGE_BYTES;
                 mbar_expect_tx(&full[s], C::STAGE_BYTES);
                 tma_load(st, &tm_a, &full[s], kb * BK, m0);
                 tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
                 tma_load(st + C::A_BYTES + C::W_BYTES, &tm_w, &full[s], kb * BK, p.I + n0);
-                if (++s == STAGES) {
+                if (++s == S) {
                     s = 0;
                     ph ^= 1;
                 }
@@ -198,71 +195,86 @@ __global__ void __launch_bounds__(glu_cfg<WGS, BN>::THREADS, 1)
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
-    int s = 0;
-    unsigned ph = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int m0 = (t / nt) * C::BM, n0 = (t % nt) * BN;
-        float g[BN / 2], u[BN / 2];
+    int q = cw;
+    unsigned turn = 0;
+    for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += WGS * gridDim.x, q += WGS) {
+        const int m0 = (t / nt) * C::BM, n0 = (t % nt) * BNA;
+        const unsigned base = (unsigned)q * (unsigned)kb_n; /* ring uses before this tile */
+        int s = (int)(base % S);
+        unsigned ph = (base / S) & 1;
+        /* acc[ms][0..31]: gate columns (n8 tiles 0-7), [32..63]: up (8-15). */
+        float acc[MSUB][64];
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) g[i] = u[i] = 0.0f;
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[ms][i] = 0.0f;
         int prev = -1;
-        for (int kb = 0; kb < p.kblocks; kb++) {
+        mbar_wait(&order[cw], turn);
+        turn ^= 1;
+        for (int kb = 0; kb < kb_n; kb++) {
             mbar_wait(&full[s], ph);
             const uint8_t *st = smem + s * C::STAGE_BYTES;
-            const uint64_t da = desc_k128(st + cw * 64 * ROW_BYTES);
-            const uint64_t dg = desc_k128(st + C::A_BYTES);
-            const uint64_t du = desc_k128(st + C::A_BYTES + C::W_BYTES);
+            const uint64_t dw = desc_k128(st + C::A_BYTES); /* gate then up rows: n = 128 */
             wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) {
-                wgmma_bn<BN>(g, da + 2 * kk, dg + 2 * kk);
-                wgmma_bn<BN>(u, da + 2 * kk, du + 2 * kk);
-            }
+            for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+                for (int ms = 0; ms < MSUB; ms++)
+                    wgmma_n128(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk,
+                               dw + 2 * kk);
             wg_commit();
             /* The previous stage's products are done once one group is left
              * in flight: hand its buffers back to the producer. */
             wg_wait<1>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
             prev = s;
-            if (++s == STAGES) {
+            if (++s == S) {
                 s = 0;
                 ph ^= 1;
             }
         }
+        /* Every ring use of this tile has landed: the next tile's turn. */
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
         wg_wait<0>();
         /* Keep the epilogue's reads of the accumulators after the wait. */
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) asm volatile("" : "+f"(g[i]), "+f"(u[i])::"memory");
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < 64; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
         /* Epilogue: thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8)
-         * of its 64, columns 8 i + 2 (lane % 4) (+ 1) of each n8 tile i. */
-        const int r0 = m0 + cw * 64 + warp * 16 + lane / 4;
+         * of each m64 block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i. */
 #pragma unroll
-        for (int i = 0; i < BN / 8; i++) {
-            const int col = n0 + 8 * i + 2 * (lane & 3);
+        for (int ms = 0; ms < MSUB; ms++) {
+            const int r0 = m0 + ms * 64 + warp * 16 + lane / 4;
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int row = r0 + 8 * hf;
-                if (row >= p.M) continue;
-                float o[2];
+            for (int i = 0; i < BNA / 8; i++) {
+                const int col = n0 + 8 * i + 2 * (lane & 3);
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const uint16_t gb = hrmt_cu_f32_to_bf16(g[4 * i + 2 * hf + e]);
-                    const float uv = rc::bf16_to_f(hrmt_cu_f32_to_bf16(u[4 * i + 2 * hf + e]));
-                    o[e] = rc::fmul(rc::bf16_to_f(__ldg(p.lut + gb)), uv);
+                for (int hf = 0; hf < 2; hf++) {
+                    const int row = r0 + 8 * hf;
+                    if (row >= p.M) continue;
+                    float o[2];
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const uint16_t gb = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf + e]);
+                        const float uv =
+                            rc::bf16_to_f(hrmt_cu_f32_to_bf16(acc[ms][32 + 4 * i + 2 * hf + e]));
+                        o[e] = rc::fmul(rc::bf16_to_f(__ldg(p.lut + gb)), uv);
+                    }
+                    *(uint32_t *)(p.act + (size_t)row * p.ldo + col) =
+                        rc::pack_bf16x2_arith(o[0], o[1]);
                 }
-                *(uint32_t *)(p.act + (size_t)row * p.ldo + col) =
-                    rc::pack_bf16x2_arith(o[0], o[1]);
             }
         }
     }
 #endif
 }
 
-template <int WGS, int BN>
+template <int MSUB, int WGS>
 cudaError_t glu_prepare() {
-    return cudaFuncSetAttribute(glu_kernel<WGS, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                glu_cfg<WGS, BN>::SMEM);
+    return cudaFuncSetAttribute(glu_kernel<MSUB, WGS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                glu_cfg<MSUB, WGS>::SMEM);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
@@ -289,22 +301,22 @@ int encode(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *b
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int WGS, int BN>
+template <int MSUB, int WGS>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
-    using C = glu_cfg<WGS, BN>;
+    using C = glu_cfg<MSUB, WGS>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BN))
+    if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = glu_prepare<WGS, BN>();
+    cudaError_t e = glu_prepare<MSUB, WGS>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / BN);
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
+    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / BNA), ctas = (tiles + WGS - 1) / WGS;
+    const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
     glu_args p{(int)rows, (int)I, (int)(H / BK), m->ctx->cuda->silu_bf16, (uint16_t *)act, (int)I};
-    glu_kernel<WGS, BN><<<grid, C::THREADS, C::SMEM, cu_stream(m)>>>(ta, tw, p);
+    glu_kernel<MSUB, WGS><<<grid, C::THREADS, C::SMEM, cu_stream(m)>>>(ta, tw, p);
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 
@@ -316,15 +328,16 @@ int cu_glu_applies(const hrmt_model *m) {
         return 0;
     const size_t H = m->hidden, I = m->inter;
     /* Whole 64-wide k blocks, whole tiles of act columns, 16-byte row strides. */
-    if (H % BK != 0 || I % 128 != 0 || H > (size_t)INT32_MAX / 2 || I > (size_t)INT32_MAX / 4)
+    if (H % BK != 0 || I % BNA != 0 || H > (size_t)INT32_MAX / 2 || I > (size_t)INT32_MAX / 4)
         return 0;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    if (per_block < (size_t)glu_cfg<2, 128>::SMEM) return 0;
+    if (per_block < (size_t)glu_cfg<2, 2>::SMEM || per_block < (size_t)glu_cfg<1, 1>::SMEM)
+        return 0;
     /* The sm_90a image must load on this device (another 9.0 part, a driver). */
     cudaFuncAttributes fa;
-    if (cudaFuncGetAttributes(&fa, glu_kernel<2, 128>) != cudaSuccess ||
-        cudaFuncGetAttributes(&fa, glu_kernel<1, 64>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&fa, glu_kernel<2, 2>) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa, glu_kernel<1, 1>) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -351,8 +364,9 @@ hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: no cuTensorMapEncodeTiled");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    /* Large tiles once they fill the SMs; 64 x 64 tiles spread small batches. */
-    const size_t big_tiles = (rows + 127) / 128 * (m->inter / 128);
-    if (big_tiles >= (size_t)sms) return glu_launch<2, 128>(m, fn, rows, a, w, act);
-    return glu_launch<1, 64>(m, fn, rows, a, w, act);
+    /* 128 x 64 tiles, two warpgroups taking turns, once they fill the SMs
+     * twice; 64 x 64 tiles, one warpgroup per CTA, spread small batches. */
+    const size_t big_tiles = (rows + 127) / 128 * (m->inter / BNA);
+    if (big_tiles >= 2 * (size_t)sms) return glu_launch<2, 2>(m, fn, rows, a, w, act);
+    return glu_launch<1, 1>(m, fn, rows, a, w, act);
 }
