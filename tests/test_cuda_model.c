@@ -384,14 +384,19 @@ Test(cuda_model, grid_equals_launches_short_seq) {
     grid_equals_launches(256, 4, 60, batches, 1, "auto");
 }
 
-/* gate_up with SwiGLU in its epilogue (sm90a/glu_wgmma.cu, on by default on
- * compute capability 9.0) against cuBLASLt's GEMM then the table kernel
- * (HRMT_CUDA_FUSED_GLU=0): same bytes. At HRM's width, batches whose rows
- * take the small tiles (82, 574 rows) and the large ones (1640 rows: 12.8
- * row blocks of 128, the last one ragged); at hidden 256 with T = 61 (183
- * rows: small tiles; 2928: large, ragged). */
-static void fused_glu_equals_launches(int hidden, int heads, int seq_len, const int *batches,
-                                      int nb) {
+/* The sm_90a fusions (on by default on compute capability 9.0) against the
+ * launches they replace, on two models of one seed: same bytes.
+ *  - HRMT_CUDA_FUSED_GLU: gate_up with SwiGLU in its epilogue
+ *    (sm90a/glu_wgmma.cu) against cuBLASLt's GEMM then the table kernel;
+ *  - HRMT_CUDA_FUSED_NORM: o_proj and down_proj with residual + RMSNorm in
+ *    the epilogue (sm90a/proj_norm_wgmma.cu) against the GEMM then the row
+ *    kernel.
+ * At HRM's width, batches whose rows take the small GLU tiles (82, 574 rows)
+ * and the large ones (1640: 12.8 row blocks of 128, the last ragged), and
+ * 140 samples (11480 rows: more 64-row tiles than SMs, so CTAs loop); at
+ * hidden 256 with T = 61 (one warpgroup per norm row; 183 and 9150 rows). */
+static void fusion_equals_launches(const char *env, int hidden, int heads, int seq_len,
+                                   const int *batches, int nb) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
@@ -402,22 +407,25 @@ static void fused_glu_equals_launches(int hidden, int heads, int seq_len, const 
     cfg.seq_len = seq_len;
     hrmt_model *m[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
-        setenv("HRMT_CUDA_FUSED_GLU", k ? "0" : "1", 1);
+        setenv(env, k ? "0" : "1", 1);
         cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m[k]), HRMT_OK, "%s",
                      hrmt_last_error(ctx));
     }
-    unsetenv("HRMT_CUDA_FUSED_GLU");
-    cr_assert_eq(hrmt_model_fused_glu(m[1]), 0, "HRMT_CUDA_FUSED_GLU=0 must turn it off");
+    unsetenv(env);
+    const int glu = !strcmp(env, "HRMT_CUDA_FUSED_GLU");
+    int on[2];
+    for (int k = 0; k < 2; k++)
+        on[k] = glu ? hrmt_model_fused_glu(m[k]) : hrmt_model_fused_norm(m[k]);
+    cr_assert_eq(on[1], 0, "%s=0 must turn it off", env);
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
-        cr_expect_eq(hrmt_model_fused_glu(m[0]), 0, "sm_90a kernel on cc %d.%d", ci.cc_major,
-                     ci.cc_minor);
+        cr_expect_eq(on[0], 0, "sm_90a kernel on cc %d.%d", ci.cc_major, ci.cc_minor);
         hrmt_model_destroy(m[0]);
         hrmt_model_destroy(m[1]);
         hrmt_context_destroy(ctx);
-        cr_skip_test("the fused kernel is built for compute capability 9.0; this is %d.%d",
+        cr_skip_test("the fused kernels are built for compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
     }
-    cr_assert_eq(hrmt_model_fused_glu(m[0]), 1, "fused gate_up must serve cc 9.0");
+    cr_assert_eq(on[0], 1, "%s: the fused kernel must serve cc 9.0", env);
     for (int b = 0; b < nb; b++) {
         outs fu[2], ln[2];
         run_steps(m[0], batches[b], HRMT_SCHEDULE_BASELINE, 2, fu);
@@ -425,7 +433,7 @@ static void fused_glu_equals_launches(int hidden, int heads, int seq_len, const 
         for (int s = 0; s < 2; s++) {
             for (int f = 0; f < 5; f++)
                 cr_expect(!memcmp(fu[s].f[f], ln[s].f[f], fu[s].n[f] * sizeof(float)),
-                          "hidden %d T %d batch %d step %d %s: fused gate_up != launches", hidden,
+                          "%s hidden %d T %d batch %d step %d %s: fused != launches", env, hidden,
                           seq_len + 1, batches[b], s, k_fields[f]);
             cr_expect(!memcmp(fu[s].halted, ln[s].halted, (size_t)batches[b] * 4));
             outs_free(&fu[s]);
@@ -439,22 +447,33 @@ static void fused_glu_equals_launches(int hidden, int heads, int seq_len, const 
 
 Test(cuda_model, fused_glu_equals_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
-    fused_glu_equals_launches(512, 8, 81, batches, 3);
+    fusion_equals_launches("HRMT_CUDA_FUSED_GLU", 512, 8, 81, batches, 3);
 }
 Test(cuda_model, fused_glu_equals_launches_short_seq) {
     const int batches[] = {3, 48};
-    fused_glu_equals_launches(256, 4, 60, batches, 2);
+    fusion_equals_launches("HRMT_CUDA_FUSED_GLU", 256, 4, 60, batches, 2);
+}
+Test(cuda_model, fused_norm_equals_launches_hrm_width) {
+    const int batches[] = {1, 7, 140};
+    fusion_equals_launches("HRMT_CUDA_FUSED_NORM", 512, 8, 81, batches, 3);
+}
+Test(cuda_model, fused_norm_equals_launches_short_seq) {
+    const int batches[] = {3, 150};
+    fusion_equals_launches("HRMT_CUDA_FUSED_NORM", 256, 4, 60, batches, 2);
 }
 
-Test(cuda_model, bad_fused_glu_setting) {
+Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    hrmt_model *m = NULL;
-    setenv("HRMT_CUDA_FUSED_GLU", "on", 1);
-    cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);
-    cr_expect(strstr(hrmt_last_error(ctx), "HRMT_CUDA_FUSED_GLU"), "%s", hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_FUSED_GLU");
-    hrmt_model_destroy(m);
+    const char *names[2] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM"};
+    for (int i = 0; i < 2; i++) {
+        hrmt_model *m = NULL;
+        setenv(names[i], "on", 1);
+        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);
+        cr_expect(strstr(hrmt_last_error(ctx), names[i]), "%s", hrmt_last_error(ctx));
+        unsetenv(names[i]);
+        hrmt_model_destroy(m);
+    }
     hrmt_context_destroy(ctx);
 }
 

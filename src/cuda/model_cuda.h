@@ -29,6 +29,8 @@ void hrmt_cuda_model_free(hrmt_model *m);
 /* 1 when the model's BF16 MLP runs gate_up and SwiGLU as one kernel
  * (sm90a/glu_wgmma.cu); for the tests, which must know the path they check. */
 int hrmt_cuda_model_fused_glu(const hrmt_model *m);
+/* ... and o_proj / down_proj with residual + RMSNorm (sm90a/proj_norm_wgmma.cu). */
+int hrmt_cuda_model_fused_norm(const hrmt_model *m);
 
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out);
 void hrmt_cuda_carry_destroy(hrmt_carry *c);

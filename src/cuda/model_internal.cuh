@@ -49,8 +49,10 @@ struct hrmt_model_cuda {
     float *rope_cos, *rope_sin;
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
-    int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
-    int glu;       /* gate_up + SwiGLU as one kernel (sm90a/glu_wgmma.cu) */
+    int l_persist;         /* the tiered schedule runs model_l_persist.cu's kernel */
+    int glu;               /* gate_up + SwiGLU as one kernel (sm90a/glu_wgmma.cu) */
+    int pnorm;             /* o_proj / down_proj + residual + RMSNorm as one kernel */
+    size_t pnorm_min_rows; /* ... from this many rows of a call */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -142,6 +144,12 @@ hrmt_status cu_gemm_tune(hrmt_model *m);
 int cu_glu_applies(const hrmt_model *m);
 hrmt_status cu_glu_setting(hrmt_model *m);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
+
+/* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one
+ * kernel, the bits of cu_gemm then the residual + RMSNorm row kernel. */
+int cu_proj_norm_applies(const hrmt_model *m);
+hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t k, const void *w,
+                         void *h);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

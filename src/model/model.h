@@ -96,6 +96,9 @@ hrmt_status hrmt_model_init_rope(hrmt_model *m);
  * (src/cuda/sm90a/glu_wgmma.cu); 0 otherwise, and in CPU-only builds. The
  * tests ask it so that they know which path their comparison checked. */
 int hrmt_model_fused_glu(const hrmt_model *m);
+/* The same for o_proj / down_proj with residual + RMSNorm in the epilogue
+ * (src/cuda/sm90a/proj_norm_wgmma.cu). */
+int hrmt_model_fused_norm(const hrmt_model *m);
 /* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
 

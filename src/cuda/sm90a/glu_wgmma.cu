@@ -36,14 +36,13 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
-constexpr int BK = 64;       /* k per stage: one 128-byte swizzled row */
-constexpr int BNA = 64;      /* act columns per tile: 64 gate + 64 up W rows */
-constexpr int ROW_BYTES = BK * 2;
+constexpr int BNA = 64; /* act columns per tile: 64 gate + 64 up W rows */
 
 /* MSUB m64 row blocks per tile (a warpgroup's accumulators: MSUB x 64 gate
  * and up columns), WGS consumer warpgroups, each on its own tiles. */
@@ -66,94 +65,16 @@ struct glu_args {
     int ldo;
 };
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define GLU_SM90A 1
-#endif
-
-#ifdef GLU_SM90A
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t *b, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
-                 "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra W;\n"
-        "}" ::"r"(smem_u32(b)),
-        "r"(parity)
-        : "memory");
-}
-__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int c0,
-                                         int c1) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
-        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
-        : "memory");
-}
-
-/* Shared-memory matrix descriptor of a K-major operand in the 128-byte
- * swizzle: 8-row groups 1024 bytes apart; a k16 step moves the start 32 bytes
- * along the (swizzled) row. */
-__device__ __forceinline__ uint64_t desc_k128(const void *p) {
-    const uint64_t a = smem_u32(p);
-    return ((a & 0x3ffff) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wg_fence() {
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void wg_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-#define GLU_R8(i)                                                                               \
-    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-        "+f"(d[i + 6]), "+f"(d[i + 7])
-
-/* D[64 x N] += A[64 x 16] B[N x 16]^T, both K-major in shared memory. */
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-        "%31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "
-        "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, "
-        "%61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}"
-        : GLU_R8(0), GLU_R8(8), GLU_R8(16), GLU_R8(24), GLU_R8(32), GLU_R8(40), GLU_R8(48),
-          GLU_R8(56)
-        : "l"(da), "l"(db), "r"(1));
-}
-#endif
-
 template <int MSUB, int WGS>
 __global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
     glu_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_w,
                const glu_args p) {
-#ifdef GLU_SM90A
+#ifdef HRMT_SM90A
     using C = glu_cfg<MSUB, WGS>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S,
-             *order = empty + S;
+    uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
     const int wg = threadIdx.x / 128, nt = p.I / BNA, mt = (p.M + C::BM - 1) / C::BM;
     const int tiles = mt * nt, kb_n = p.kblocks;
     if (threadIdx.x == 0) {
@@ -220,8 +141,7 @@ __global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
             for (int kk = 0; kk < BK / 16; kk++)
 #pragma unroll
                 for (int ms = 0; ms < MSUB; ms++)
-                    wgmma_n128(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk,
-                               dw + 2 * kk);
+                    wgmma_n128(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
             wg_commit();
             /* The previous stage's products are done once one group is left
              * in flight: hand its buffers back to the producer. */
@@ -242,8 +162,8 @@ __global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
 #pragma unroll
             for (int i = 0; i < 64; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-        /* Epilogue: thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8)
-         * of each m64 block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i. */
+            /* Epilogue: thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8)
+             * of each m64 block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i. */
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++) {
             const int r0 = m0 + ms * 64 + warp * 16 + lane / 4;
@@ -275,30 +195,6 @@ template <int MSUB, int WGS>
 cudaError_t glu_prepare() {
     return cudaFuncSetAttribute(glu_kernel<MSUB, WGS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 glu_cfg<MSUB, WGS>::SMEM);
-}
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-    void *fn = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-        return nullptr;
-    return (PFN_cuTensorMapEncodeTiled_v12000)fn;
-}
-
-/* A 2-D BF16 tensor map of rows x cols (row stride ld elements) read in
- * boxes of box_rows x 64 with the 128-byte swizzle; rows past the end read
- * as zeros. */
-int encode(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *base, size_t rows,
-           size_t cols, size_t ld, int box_rows) {
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)(ld * 2)};
-    const cuuint32_t box[2] = {(cuuint32_t)BK, (cuuint32_t)box_rows}, elem[2] = {1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides,
-              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 template <int MSUB, int WGS>
@@ -350,6 +246,13 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_GLU='%s' is not 0 or 1",
                          env);
     cu_model(m)->glu = !(env && !strcmp(env, "0")) && cu_glu_applies(m);
+    env = getenv("HRMT_CUDA_FUSED_NORM");
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_NORM='%s' is not 0 or 1",
+                         env);
+    cu_model(m)->pnorm = !(env && !strcmp(env, "0")) && cu_proj_norm_applies(m);
+    const char *x = getenv("HRMT_X_NORM_MIN_ROWS"); /* temporary: measuring */
+    cu_model(m)->pnorm_min_rows = x ? (size_t)strtoull(x, NULL, 10) : 0;
     return HRMT_OK;
 }
 
