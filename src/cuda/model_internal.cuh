@@ -49,10 +49,9 @@ struct hrmt_model_cuda {
     float *rope_cos, *rope_sin;
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
-    int l_persist;         /* the tiered schedule runs model_l_persist.cu's kernel */
-    int glu;               /* gate_up + SwiGLU as one kernel (sm90a/glu_wgmma.cu) */
-    int pnorm;             /* o_proj / down_proj + residual + RMSNorm as one kernel */
-    size_t pnorm_min_rows; /* ... from this many rows of a call */
+    int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
+    int glu;       /* gate_up + SwiGLU as one kernel (sm90a/glu_wgmma.cu) */
+    int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */

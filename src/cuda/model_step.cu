@@ -112,7 +112,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
                          const cu_level_ws *ws, int sram) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
-    const int pnorm = g->pnorm && rows >= g->pnorm_min_rows;
+    const int pnorm = g->pnorm;
     TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
     TRY(cu_attention(m, ws->qkv, ws->att, n));
     if (pnorm) {

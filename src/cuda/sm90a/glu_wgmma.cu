@@ -162,8 +162,31 @@ __global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
 #pragma unroll
             for (int i = 0; i < 64; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-            /* Epilogue: thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8)
-             * of each m64 block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i. */
+        /* Epilogue: thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8)
+         * of each m64 block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i.
+         * All table loads are issued before the first store: a store
+         * between them (the compiler cannot tell act from the table)
+         * would make each load wait for the one before it. */
+        constexpr int NP = MSUB * (BNA / 8) * 2; /* column pairs per thread */
+        uint32_t sg[NP];
+        float uv[2 * NP];
+#pragma unroll
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < BNA / 8; i++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int q = (ms * (BNA / 8) + i) * 2 + hf;
+                    uint32_t s2 = 0;
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const uint16_t gb = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf + e]);
+                        uv[2 * q + e] =
+                            rc::bf16_to_f(hrmt_cu_f32_to_bf16(acc[ms][32 + 4 * i + 2 * hf + e]));
+                        s2 |= (uint32_t)__ldg(p.lut + gb) << (16 * e);
+                    }
+                    sg[q] = s2;
+                }
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++) {
             const int r0 = m0 + ms * 64 + warp * 16 + lane / 4;
@@ -172,18 +195,14 @@ __global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
                 const int col = n0 + 8 * i + 2 * (lane & 3);
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
-                    const int row = r0 + 8 * hf;
+                    const int row = r0 + 8 * hf, q = (ms * (BNA / 8) + i) * 2 + hf;
                     if (row >= p.M) continue;
-                    float o[2];
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const uint16_t gb = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf + e]);
-                        const float uv =
-                            rc::bf16_to_f(hrmt_cu_f32_to_bf16(acc[ms][32 + 4 * i + 2 * hf + e]));
-                        o[e] = rc::fmul(rc::bf16_to_f(__ldg(p.lut + gb)), uv);
-                    }
+                    const float o0 =
+                        rc::fmul(rc::bf16_to_f((uint16_t)(sg[q] & 0xffffu)), uv[2 * q]);
+                    const float o1 =
+                        rc::fmul(rc::bf16_to_f((uint16_t)(sg[q] >> 16)), uv[2 * q + 1]);
                     *(uint32_t *)(p.act + (size_t)row * p.ldo + col) =
-                        rc::pack_bf16x2_arith(o[0], o[1]);
+                        rc::pack_bf16x2_arith(o0, o1);
                 }
             }
         }
@@ -250,9 +269,10 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_NORM='%s' is not 0 or 1",
                          env);
-    cu_model(m)->pnorm = !(env && !strcmp(env, "0")) && cu_proj_norm_applies(m);
-    const char *x = getenv("HRMT_X_NORM_MIN_ROWS"); /* temporary: measuring */
-    cu_model(m)->pnorm_min_rows = x ? (size_t)strtoull(x, NULL, 10) : 0;
+    /* Opt-in: slower than the GEMM + row kernel at every batch on the H200
+     * (docs/CUDA.md: a 64-row tile re-reads all of W from L2, and one tile's
+     * norm epilogue runs with no products beside it). */
+    cu_model(m)->pnorm = env && !strcmp(env, "1") && cu_proj_norm_applies(m);
     return HRMT_OK;
 }
 
