@@ -33,7 +33,7 @@
 namespace {
 
 constexpr int CANDIDATES = 8;
-constexpr int TIMED_RUNS = 5;
+constexpr int TIMED_RUNS = 20, TIMED_REPLAYS = 3;
 constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows */
 
 struct tune_ctx {
@@ -82,21 +82,46 @@ hrmt_status same_bits(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *a
     return HRMT_OK;
 }
 
-/* Mean microseconds of `al` at M rows over TIMED_RUNS after one warm-up. */
+/* Microseconds of `al` at M rows: the best of TIMED_REPLAYS replays of a
+ * graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph, as
+ * the step runs: calls timed from the host measured the host's launch rate
+ * at small M (~5-10 us a cublasLtMatmul call against kernels of a few us),
+ * so the pick was noise and two processes could differ by 0.2 ms a step. */
 hrmt_status time_us(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
                     float *us) {
     cudaStream_t st = cu_stream(t->m);
     const char *what = "cuda gemm tuning: timing";
     *us = INFINITY;
     if (run(t, sl, al, M, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
-    TRY(cuda_err(t, cudaEventRecord(t->ev0, st), what));
-    for (int i = 0; i < TIMED_RUNS; i++)
-        if (run(t, sl, al, M, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
-    TRY(cuda_err(t, cudaEventRecord(t->ev1, st), what));
-    TRY(cuda_err(t, cudaEventSynchronize(t->ev1), what));
-    float ms = 0.0f;
-    TRY(cuda_err(t, cudaEventElapsedTime(&ms, t->ev0, t->ev1), what));
-    *us = ms * 1000.0f / TIMED_RUNS;
+    TRY(cuda_err(t, cudaStreamSynchronize(st), what));
+    TRY(cuda_err(t, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), what));
+    int ok = 1;
+    for (int i = 0; i < TIMED_RUNS && ok; i++)
+        ok = run(t, sl, al, M, t->c1) == CUBLAS_STATUS_SUCCESS;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(st, &graph);
+    cudaGraphExec_t exec = NULL;
+    if (e == cudaSuccess && ok) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (e != cudaSuccess || !ok) {
+        (void)cudaGetLastError(); /* a call that cannot be captured: not a candidate */
+        return HRMT_OK;
+    }
+    float best = INFINITY;
+    e = cudaGraphLaunch(exec, st);
+    for (int r = 0; r < TIMED_REPLAYS && e == cudaSuccess; r++) {
+        float ms = 0.0f;
+        e = cudaEventRecord(t->ev0, st);
+        if (e == cudaSuccess) e = cudaGraphLaunch(exec, st);
+        if (e == cudaSuccess) e = cudaEventRecord(t->ev1, st);
+        if (e == cudaSuccess) e = cudaEventSynchronize(t->ev1);
+        if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, t->ev0, t->ev1);
+        if (e == cudaSuccess && ms < best) best = ms;
+    }
+    const cudaError_t e2 = cudaGraphExecDestroy(exec);
+    TRY(cuda_err(t, e, what));
+    TRY(cuda_err(t, e2, what));
+    *us = best * 1000.0f / TIMED_RUNS;
     return HRMT_OK;
 }
 

@@ -50,7 +50,7 @@ struct hrmt_model_cuda {
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
     int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
-    int glu;       /* fused gate_up + SwiGLU (sm90a/glu_wgmma.cu): 0 no, 1 auto, 2 always */
+    int glu;       /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
@@ -138,13 +138,10 @@ hrmt_status cu_gemm_tune(hrmt_model *m);
 
 /* sm90a/glu_wgmma.cu: act = SwiGLU(a W_gate_up^T) in one kernel, the bits of
  * cu_gemm then the SwiGLU table kernel. cu_glu_setting reads
- * HRMT_CUDA_FUSED_GLU at model load (where cu_glu_applies: unset: by rows,
- * 1: always, 0: never; anything else INVALID_ARG). */
+ * HRMT_CUDA_FUSED_GLU at model load (unset or 1: wherever cu_glu_applies,
+ * 0: never; anything else INVALID_ARG). */
 int cu_glu_applies(const hrmt_model *m);
 hrmt_status cu_glu_setting(hrmt_model *m);
-/* Whether a call of `rows` rows takes the fused kernel (HRMT_CUDA_FUSED_GLU=1:
- * always; unset: the row window where it measured faster). */
-int cu_glu_serves(const hrmt_model *m, size_t rows);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 
 /* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one

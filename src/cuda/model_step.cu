@@ -121,7 +121,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
         TRY(resnorm(m, h, ws->proj, rows, sram));
     }
-    if (cu_glu_serves(m, rows)) {
+    if (cu_model(m)->glu) {
         TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
     } else {
         TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));

@@ -264,8 +264,9 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_GLU='%s' is not 0 or 1",
                          env);
-    /* 2: every call; 1: calls whose rows measured faster fused (cu_glu_serves). */
-    cu_model(m)->glu = env && !strcmp(env, "0") ? 0 : !cu_glu_applies(m) ? 0 : env ? 2 : 1;
+    /* On wherever it applies: faster than cuBLASLt + the table kernel, or
+     * level with it, at every batch on the H200 (docs/CUDA.md). */
+    cu_model(m)->glu = !(env && !strcmp(env, "0")) && cu_glu_applies(m);
     env = getenv("HRMT_CUDA_FUSED_NORM");
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_NORM='%s' is not 0 or 1",
@@ -275,16 +276,6 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
      * norm epilogue runs with no products beside it). */
     cu_model(m)->pnorm = env && !strcmp(env, "1") && cu_proj_norm_applies(m);
     return HRMT_OK;
-}
-
-/* The row window where the fused kernel beat cuBLASLt + the table kernel in
- * the step on the H200 (docs/CUDA.md): below it the few 64-row tiles leave
- * their epilogues exposed, above it cuBLASLt's larger tiles win. */
-constexpr size_t GLU_AUTO_MIN_ROWS = 400, GLU_AUTO_MAX_ROWS = 2000;
-
-int cu_glu_serves(const hrmt_model *m, size_t rows) {
-    const int mode = cu_model(m)->glu;
-    return mode == 2 || (mode == 1 && rows >= GLU_AUTO_MIN_ROWS && rows <= GLU_AUTO_MAX_ROWS);
 }
 
 int hrmt_cuda_model_fused_glu(const hrmt_model *m) { return m->cu && cu_model(m)->glu != 0; }
