@@ -78,10 +78,7 @@ __global__ void __launch_bounds__(glu_cfg<MSUB, WGS>::THREADS, 1)
     const int wg = threadIdx.x / 128, nt = p.I / BNA, mt = (p.M + C::BM - 1) / C::BM;
     const int tiles = mt * nt, kb_n = p.kblocks;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < S; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4); /* one arrive per warp of the consuming warpgroup */
-        }
+        ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
         mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");

@@ -69,10 +69,7 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
     uint64_t *full = (uint64_t *)(xinv + PN_BM), *empty = full + S;
     const int wg = threadIdx.x / 128, tiles = (p.M + PN_BM - 1) / PN_BM, kb_n = p.kblocks;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < S; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * NWG); /* one arrive per consumer warp */
-        }
+        ring_init(full, empty, S, 4 * NWG); /* one arrive per consumer warp */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();

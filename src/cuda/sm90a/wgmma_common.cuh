@@ -25,6 +25,15 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p) {
 __device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
 }
+/* A TMA ring's barriers, by one thread: full[s] completes on the producer's
+ * arrive plus the stage's bytes, empty[s] on `consumers` arrives. */
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int stages,
+                                          unsigned consumers) {
+    for (int s = 0; s < stages; s++) {
+        mbar_init(&full[s], 1);
+        mbar_init(&empty[s], consumers);
+    }
+}
 __device__ __forceinline__ void mbar_expect_tx(uint64_t *b, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
                  "r"(bytes)
