@@ -92,6 +92,8 @@ hrmt_status time_us(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al,
     cudaStream_t st = cu_stream(t->m);
     const char *what = "cuda gemm tuning: timing";
     *us = INFINITY;
+    /* One call outside the capture, so that whatever cuBLASLt sets up on an
+     * algorithm's first use is not an API call inside it. */
     if (run(t, sl, al, M, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
     TRY(cuda_err(t, cudaStreamSynchronize(st), what));
     TRY(cuda_err(t, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), what));

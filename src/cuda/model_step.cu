@@ -112,23 +112,22 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
                          const cu_level_ws *ws, int sram) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
-    const int pnorm = g->pnorm;
     TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
     TRY(cu_attention(m, ws->qkv, ws->att, n));
-    if (pnorm) {
+    if (g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
     } else {
         TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
         TRY(resnorm(m, h, ws->proj, rows, sram));
     }
-    if (cu_model(m)->glu) {
+    if (g->glu) {
         TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
     } else {
         TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
         hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
         TRY(row_check(m, "cuda swiglu"));
     }
-    if (pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
+    if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     return resnorm(m, h, ws->proj, rows, sram);
 }

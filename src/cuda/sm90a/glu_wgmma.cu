@@ -275,7 +275,7 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
     return HRMT_OK;
 }
 
-int hrmt_cuda_model_fused_glu(const hrmt_model *m) { return m->cu && cu_model(m)->glu != 0; }
+int hrmt_cuda_model_fused_glu(const hrmt_model *m) { return m->cu && cu_model(m)->glu; }
 
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act) {
     if (rows == 0) return HRMT_OK;
