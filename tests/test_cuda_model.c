@@ -462,6 +462,118 @@ Test(cuda_model, fused_norm_equals_launches_short_seq) {
     fusion_equals_launches("HRMT_CUDA_FUSED_NORM", 256, 4, 60, batches, 2);
 }
 
+/* Each tile shape of the own wgmma kernels, forced for every row bucket
+ * (HRMT_CUDA_WGEMM_SHAPE / HRMT_CUDA_GLU_SHAPE), against the launches with
+ * the pinned cuBLASLt algorithm (HRMT_CUDA_GEMM_TUNE=0, fused gate_up off):
+ * the same bytes at HRM's width (82 rows: one sample, two 64-row tiles, the
+ * second ragged; 574; 1640) and at hidden 256 with T = 61. The tuner picks
+ * among these shapes by speed, so each must be right on its own. */
+static void shapes_equal_launches(const char *env, int count, int hidden, int heads, int seq_len,
+                                  const int *batches, int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
+    cfg.num_heads = heads;
+    cfg.seq_len = seq_len;
+    const int glu = !strcmp(env, "HRMT_CUDA_GLU_SHAPE");
+    hrmt_model *ref = NULL, *m = NULL;
+    setenv("HRMT_CUDA_FUSED_GLU", "0", 1);
+    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &ref), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_GEMM_TUNE");
+    if (glu) unsetenv("HRMT_CUDA_FUSED_GLU");
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
+        setenv(env, "0", 1);
+        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_ERR_INVALID_ARG,
+                     "%s on cc %d.%d: the sm_90a kernels do not serve it", env, ci.cc_major,
+                     ci.cc_minor);
+        unsetenv(env);
+        unsetenv("HRMT_CUDA_FUSED_GLU");
+        hrmt_model_destroy(m);
+        hrmt_model_destroy(ref);
+        hrmt_context_destroy(ctx);
+        cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    }
+    for (int shape = 0; shape <= count; shape++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", shape);
+        setenv(env, v, 1);
+        const hrmt_status st = hrmt_model_create_random(ctx, &cfg, 13, &m);
+        unsetenv(env);
+        if (shape == count) { /* one past the last shape */
+            cr_expect_eq(st, HRMT_ERR_INVALID_ARG, "%s=%d must be refused", env, shape);
+            cr_expect_not_null(strstr(hrmt_last_error(ctx), env), "%s", hrmt_last_error(ctx));
+            cr_expect_null(m);
+            break;
+        }
+        cr_assert_eq(st, HRMT_OK, "%s=%d: %s", env, shape, hrmt_last_error(ctx));
+        cr_assert_eq(hrmt_model_fused_glu(m), glu, "%s=%d", env, shape);
+        for (int b = 0; b < nb; b++) {
+            outs x[2], y[2];
+            run_steps(m, batches[b], HRMT_SCHEDULE_BASELINE, 2, x);
+            run_steps(ref, batches[b], HRMT_SCHEDULE_BASELINE, 2, y);
+            for (int s2 = 0; s2 < 2; s2++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
+                              "%s=%d hidden %d T %d batch %d step %d %s: != launches", env, shape,
+                              hidden, seq_len + 1, batches[b], s2, k_fields[f]);
+                outs_free(&x[s2]);
+                outs_free(&y[s2]);
+            }
+        }
+        hrmt_model_destroy(m);
+        m = NULL;
+    }
+    unsetenv("HRMT_CUDA_FUSED_GLU");
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
+}
+
+/* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu. */
+#define WGEMM_SHAPES 6
+#define GLU_SHAPES 4
+
+Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
+    const int batches[] = {1, 7, 20};
+    shapes_equal_launches("HRMT_CUDA_WGEMM_SHAPE", WGEMM_SHAPES, 512, 8, 81, batches, 3);
+}
+Test(cuda_model, wgemm_shapes_equal_launches_short_seq) {
+    const int batches[] = {3};
+    shapes_equal_launches("HRMT_CUDA_WGEMM_SHAPE", WGEMM_SHAPES, 256, 4, 60, batches, 1);
+}
+Test(cuda_model, glu_shapes_equal_launches_hrm_width) {
+    const int batches[] = {1, 7, 20};
+    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 3);
+}
+Test(cuda_model, glu_shapes_equal_launches_short_seq) {
+    const int batches[] = {3};
+    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1);
+}
+
+Test(cuda_model, bad_shape_settings) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    const char *names[2] = {"HRMT_CUDA_WGEMM_SHAPE", "HRMT_CUDA_GLU_SHAPE"};
+    const char *bad[3] = {"x", "-1", "2x"};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) {
+            hrmt_model *m = NULL;
+            setenv(names[i], bad[j], 1);
+            cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG,
+                         "%s=%s", names[i], bad[j]);
+            cr_expect(strstr(hrmt_last_error(ctx), names[i]), "%s", hrmt_last_error(ctx));
+            cr_expect_null(m);
+            unsetenv(names[i]);
+            hrmt_model_destroy(m);
+        }
+    hrmt_context_destroy(ctx);
+}
+
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);

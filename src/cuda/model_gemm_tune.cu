@@ -18,6 +18,7 @@
  * only lose speed here, never change an answer. HRMT_CUDA_GEMM_TUNE=0 skips
  * all this (the pinned algorithm for every M). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,18 +36,22 @@ namespace {
 constexpr int CANDIDATES = 8;
 constexpr int TIMED_RUNS = 20, TIMED_REPLAYS = 3;
 constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows */
+/* The own narrow tiles are tried up to rows <= 128 << OWN_MAX_BUCKET: above
+ * that cuBLASLt's tiles fill the SMs (and timing them costs load time). */
+constexpr int OWN_MAX_BUCKET = 5;
 
 struct tune_ctx {
     hrmt_model *m;
+    int own_shapes; /* gemm_wgmma.cu's tile shapes on this device */
+    int verbose;    /* HRMT_CUDA_GEMM_TUNE_LOG=1: each bucket's pick on stderr */
     uint16_t *a, *w, *c0, *c1, *c2; /* device: random A and W, three outputs */
     unsigned char *h0, *h1, *h2;    /* host copies of c0..c2 */
     cudaEvent_t ev0, ev1;
 };
 
 /* C [M, n] = A [M, k] W^T with algorithm `al` on the probe's buffers (rows
- * strided as the slot's, so the layouts are the model's own). */
-cublasStatus_t run(const tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
-                   void *c) {
+ * strided as the slot's, so the layouts are the model's own). 1: it ran. */
+int run_lt(const tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M, void *c) {
     hrmt_cuda *cu = t->m->ctx->cuda;
     cublasLtMatrixLayoutOpaque_t la, lc;
     cublasStatus_t st = cu_lt_layouts(sl, M, &la, &lc);
@@ -54,23 +59,38 @@ cublasStatus_t run(const tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmul(cu->lt, &sl->desc, &one, t->w, &sl->lw, t->a, &la, &zero, c, &lc, c,
                             &lc, al, cu->workspace, cu->ws_bytes, cu_stream(t->m));
-    return st;
+    return st == CUBLAS_STATUS_SUCCESS;
+}
+
+/* An own kernel's launch that fails is no candidate: not an error of the
+ * load (a sticky device error shows at the next synchronisation). */
+int own_ran(const tune_ctx *t, hrmt_status s) {
+    if (s == HRMT_OK) return 1;
+    t->m->ctx->err[0] = '\0';
+    (void)cudaGetLastError();
+    return 0;
+}
+
+/* The same with sm90a/gemm_wgmma.cu's tile shape `shape`. */
+int run_own(const tune_ctx *t, cu_lt_slot *sl, int shape, uint64_t M, void *c) {
+    int done = 0;
+    const hrmt_status s =
+        cu_wgemm(t->m, shape, M, sl->n, sl->k, t->a, sl->lda, t->w, c, sl->ldc, &done);
+    return own_ran(t, s) && done;
 }
 
 hrmt_status cuda_err(const tune_ctx *t, cudaError_t e, const char *what) {
     return e == cudaSuccess ? HRMT_OK : cu_fail(t->m->ctx, e, what);
 }
 
-/* *same = 1 when `al` gives the pinned algorithm's bits at M rows and at
- * one sample's rows. A candidate cuBLASLt refuses to run is not the same. */
-hrmt_status same_bits(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
-                      int *same) {
+/* *same = 1 when `cand(M, out)` writes what `ref(M, out)` does, rows of
+ * `row` bytes, at M rows and at one sample's rows. A candidate that does not
+ * run is not the same. */
+template <class R, class F>
+hrmt_status same_bits(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row, int *same) {
     *same = 0;
     const uint64_t T = t->m->T, mp = M < PROBE_ROWS ? M : PROBE_ROWS;
-    const size_t row = sl->ldc * 2;
-    if (run(t, sl, &sl->algo, mp, t->c0) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
-    if (run(t, sl, al, mp, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
-    if (run(t, sl, al, T, t->c2) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    if (!ref(mp, t->c0) || !cand(mp, t->c1) || !cand(T, t->c2)) return HRMT_OK;
     cudaStream_t st = cu_stream(t->m);
     const char *what = "cuda gemm tuning: probe download";
     TRY(cuda_err(t, cudaMemcpyAsync(t->h0, t->c0, mp * row, cudaMemcpyDeviceToHost, st), what));
@@ -82,24 +102,23 @@ hrmt_status same_bits(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *a
     return HRMT_OK;
 }
 
-/* Microseconds of `al` at M rows: the best of TIMED_REPLAYS replays of a
- * graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph, as
- * the step runs: calls timed from the host measured the host's launch rate
- * at small M (~5-10 us a cublasLtMatmul call against kernels of a few us),
- * so the pick was noise and two processes could differ by 0.2 ms a step. */
-hrmt_status time_us(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, uint64_t M,
-                    float *us) {
+/* Microseconds of `call()` (1: it ran): the best of TIMED_REPLAYS replays of
+ * a graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph,
+ * as the step runs: calls timed from the host measured the host's launch
+ * rate at small M (~5-10 us a cublasLtMatmul call against kernels of a few
+ * us), so the pick was noise and two processes could differ by 0.2 ms a step. */
+template <class F>
+hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     cudaStream_t st = cu_stream(t->m);
     const char *what = "cuda gemm tuning: timing";
     *us = INFINITY;
     /* One call outside the capture, so that whatever cuBLASLt sets up on an
      * algorithm's first use is not an API call inside it. */
-    if (run(t, sl, al, M, t->c1) != CUBLAS_STATUS_SUCCESS) return HRMT_OK;
+    if (!call()) return HRMT_OK;
     TRY(cuda_err(t, cudaStreamSynchronize(st), what));
     TRY(cuda_err(t, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), what));
     int ok = 1;
-    for (int i = 0; i < TIMED_RUNS && ok; i++)
-        ok = run(t, sl, al, M, t->c1) == CUBLAS_STATUS_SUCCESS;
+    for (int i = 0; i < TIMED_RUNS && ok; i++) ok = call();
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(st, &graph);
     cudaGraphExec_t exec = NULL;
@@ -130,9 +149,12 @@ hrmt_status time_us(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al,
 hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
     hrmt_cuda *cu = t->m->ctx->cuda;
     const uint64_t M = (uint64_t)128 << b;
+    const size_t row = sl->ldc * 2;
+    auto pinned = [&](uint64_t rows, void *c) { return run_lt(t, sl, &sl->algo, rows, c); };
     sl->small[b] = sl->algo;
+    sl->own[b] = 0;
     float best = 0.0f;
-    TRY(time_us(t, sl, &sl->algo, M, &best));
+    TRY(time_us(t, [&] { return pinned(M, t->c1); }, &best));
     cublasLtMatrixLayoutOpaque_t la, lc;
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t st = cu_lt_layouts(sl, M, &la, &lc);
@@ -150,7 +172,7 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
         st = cublasLtMatmulAlgoGetHeuristic(cu->lt, &sl->desc, &sl->lw, &la, &lc, &lc, pref,
                                             CANDIDATES, res, &got);
     if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS) return HRMT_OK; /* no candidates: the pinned one serves */
+    if (st != CUBLAS_STATUS_SUCCESS) got = 0; /* no candidates: the pinned one serves */
     for (int i = 0; i < got; i++) {
         int32_t splitk = 1;
         size_t wr = 0;
@@ -159,16 +181,74 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
                                                  &wr) != CUBLAS_STATUS_SUCCESS ||
             splitk > 1)
             continue;
+        const cublasLtMatmulAlgo_t *al = &res[i].algo;
+        auto cand = [&](uint64_t rows, void *c) { return run_lt(t, sl, al, rows, c); };
         int same = 0;
-        TRY(same_bits(t, sl, &res[i].algo, M, &same));
+        TRY(same_bits(t, pinned, cand, M, row, &same));
         if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(t, sl, &res[i].algo, M, &us));
+        TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
         if (us < best) {
             best = us;
             sl->small[b] = res[i].algo;
         }
     }
+    /* The own narrow tiles, where few rows leave cuBLASLt's tiles short of SMs. */
+    const float best_lt = best;
+    const int shapes = b <= OWN_MAX_BUCKET ? t->own_shapes : 0;
+    for (int i = 0; i < shapes; i++) {
+        auto cand = [&](uint64_t rows, void *c) { return run_own(t, sl, i, rows, c); };
+        int same = 0;
+        TRY(same_bits(t, pinned, cand, M, row, &same));
+        if (!same) continue;
+        float us = 0.0f;
+        TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
+        if (us < best) {
+            best = us;
+            sl->own[b] = (signed char)(i + 1);
+        }
+    }
+    if (t->verbose)
+        fprintf(stderr, "hrmt gemm tuning: %zux%zu, rows <= %llu: %s (%.2f us; cuBLASLt %.2f)\n",
+                sl->n, sl->k, (unsigned long long)M,
+                sl->own[b] ? cu_wgemm_name(sl->own[b] - 1) : "cuBLASLt", best, best_lt);
+    return HRMT_OK;
+}
+
+/* The fused gate_up + SwiGLU's tile shapes at bucket b: each must give the
+ * launches' bytes (the pinned gate_up GEMM, then the SwiGLU table kernel);
+ * the fastest serves the bucket. */
+hrmt_status tune_glu(tune_ctx *t, cu_lt_slot *gu, int b) {
+    hrmt_model *m = t->m;
+    const uint64_t M = (uint64_t)128 << b;
+    const size_t I = m->inter, row = I * 2;
+    auto launches = [&](uint64_t rows, void *c) {
+        if (!run_lt(t, gu, &gu->algo, rows, t->c2)) return 0;
+        hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, t->c2, 2 * I, c, I, 0);
+        return own_ran(t, cu_check(m->ctx, "cuda swiglu"));
+    };
+    float best = INFINITY;
+    cu_model(m)->glu_shape[b] = 0;
+    for (int i = 0; i < cu_glu_shapes(); i++) {
+        auto cand = [&](uint64_t rows, void *c) {
+            return own_ran(t, cu_glu_shape(m, i, rows, t->a, t->w, c));
+        };
+        int same = 0;
+        TRY(same_bits(t, launches, cand, M, row, &same));
+        if (!same) continue;
+        float us = 0.0f;
+        TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
+        if (t->verbose)
+            fprintf(stderr, "hrmt gemm tuning: fused gate_up shape %d, rows <= %llu: %.2f us\n", i,
+                    (unsigned long long)M, us);
+        if (us < best) {
+            best = us;
+            cu_model(m)->glu_shape[b] = (signed char)(i + 1);
+        }
+    }
+    if (t->verbose)
+        fprintf(stderr, "hrmt gemm tuning: fused gate_up, rows <= %llu: shape %d (%.2f us)\n",
+                (unsigned long long)M, cu_model(m)->glu_shape[b] - 1, best);
     return HRMT_OK;
 }
 
@@ -181,14 +261,47 @@ void fill_random(uint16_t *h, size_t n, uint64_t seed) {
     }
 }
 
+/* HRMT_CUDA_WGEMM_SHAPE / HRMT_CUDA_GLU_SHAPE = i (tests, development):
+ * that tile shape serves every bucket instead of the tuner's pick, so that
+ * each shape's bits can be checked whatever the timing. *shape -1: unset. */
+hrmt_status forced_shape(hrmt_model *m, const char *name, int count, int *shape) {
+    *shape = -1;
+    const char *env = getenv(name);
+    if (!env) return HRMT_OK;
+    char *end = NULL;
+    const long v = strtol(env, &end, 10);
+    if (end == env || *end || v < 0 || v >= count)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "%s='%s' is not a tile shape of this model and device (0..%d)", name, env,
+                         count - 1);
+    *shape = (int)v;
+    return HRMT_OK;
+}
+
 } // namespace
 
 hrmt_status cu_gemm_tune(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
+    int fw = -1, fg = -1;
+    TRY(forced_shape(m, "HRMT_CUDA_WGEMM_SHAPE", g->nlt ? cu_wgemm_shapes(m) : 0, &fw));
+    TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes() : 0, &fg));
+    if (fw >= 0 || fg >= 0) {
+        for (int b = 0; b < CU_LT_BUCKETS; b++) {
+            for (int i = 0; i < g->nlt && fw >= 0; i++) g->lt[i].own[b] = (signed char)(fw + 1);
+            if (fg >= 0) g->glu_shape[b] = (signed char)(fg + 1);
+        }
+        /* No tuning: the pinned algorithm for what a shape cannot take. */
+        for (int i = 0; i < g->nlt && fw >= 0; i++) {
+            for (int b = 0; b < CU_LT_BUCKETS; b++) g->lt[i].small[b] = g->lt[i].algo;
+            g->lt[i].nsmall = CU_LT_BUCKETS;
+        }
+        return HRMT_OK;
+    }
     const char *env = getenv("HRMT_CUDA_GEMM_TUNE");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_GEMM_TUNE='%s' is not 0 or 1",
-                         env);
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0 && strcmp(env, "lt") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "HRMT_CUDA_GEMM_TUNE='%s' is not 0, 1 or lt", env);
+    const int lt_only = env && !strcmp(env, "lt");
     if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
     const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);
     if (m->T > rows) return HRMT_OK;     /* one sample fills the buckets: the pinned one serves */
@@ -203,6 +316,9 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     tune_ctx t;
     memset(&t, 0, sizeof t);
     t.m = m;
+    t.own_shapes = lt_only ? 0 : cu_wgemm_shapes(m);
+    const char *log = getenv("HRMT_CUDA_GEMM_TUNE_LOG");
+    t.verbose = log && !strcmp(log, "1");
     hrmt_status s = HRMT_OK;
     uint16_t *host = (uint16_t *)malloc((a_el > w_el ? a_el : w_el) * 2);
     t.h0 = (unsigned char *)malloc(probe * maxn * 2);
@@ -235,12 +351,22 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     }
     if (s == HRMT_OK && !skip) s = cuda_err(&t, cudaEventCreate(&t.ev0), "cuda gemm tuning: event");
     if (s == HRMT_OK && !skip) s = cuda_err(&t, cudaEventCreate(&t.ev1), "cuda gemm tuning: event");
+    const int own_shapes = t.own_shapes;
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
+        /* The fused MLP never calls the gate_up GEMM: no own tiles for it. */
+        t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
         for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK; b++) s = tune_bucket(&t, &g->lt[i], b);
         if (s == HRMT_OK) g->lt[i].nsmall = CU_LT_BUCKETS;
     }
-    if (s != HRMT_OK)
-        for (int i = 0; i < g->nlt; i++) g->lt[i].nsmall = 0;
+    for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK && !skip && g->glu && !lt_only; b++)
+        s = tune_glu(&t, &g->lt[CU_LT_GATE_UP], b);
+    if (s != HRMT_OK) {
+        for (int i = 0; i < g->nlt; i++) {
+            g->lt[i].nsmall = 0;
+            memset(g->lt[i].own, 0, sizeof g->lt[i].own);
+        }
+        memset(g->glu_shape, 0, sizeof g->glu_shape);
+    }
     if (t.ev0) (void)cudaEventDestroy(t.ev0);
     if (t.ev1) (void)cudaEventDestroy(t.ev1);
     void *dev[5] = {t.a, t.w, t.c0, t.c1, t.c2};

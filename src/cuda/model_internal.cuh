@@ -19,7 +19,9 @@
  * (model_gemm.cu): descriptor and W layout made once, A and C layouts per
  * call on the stack (they carry M). small[b]: the fastest algorithm found at
  * load for bucket b among those that give the pinned algorithm's bits
- * (model_gemm_tune.cu); nsmall 0: the pinned one for every M. */
+ * (model_gemm_tune.cu); nsmall 0: the pinned one for every M. own[b]: 1 +
+ * the sm90a/gemm_wgmma.cu shape that serves bucket b instead (same bits,
+ * faster there), 0: cuBLASLt. */
 typedef struct cu_lt_slot {
     size_t n, k, lda, ldc;
     cublasLtMatmulDescOpaque_t desc;
@@ -28,9 +30,11 @@ typedef struct cu_lt_slot {
     size_t ws; /* workspace the algorithm needs */
     cublasLtMatmulAlgo_t small[CU_LT_BUCKETS];
     int nsmall;
+    signed char own[CU_LT_BUCKETS];
 } cu_lt_slot;
 
 #define CU_LT_SLOTS 4
+#define CU_LT_GATE_UP 2 /* the slots: qkv, o, gate_up, down */
 
 /* A [M, k] and C [M, n] layouts of a slot's call with M rows: C^T [n, M] =
  * W [n, k] A^T [k, M] in column-major terms (gemm_cublaslt.cu). */
@@ -51,6 +55,7 @@ struct hrmt_model_cuda {
     int nlt;
     int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
     int glu;       /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
+    signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
@@ -143,6 +148,20 @@ hrmt_status cu_gemm_tune(hrmt_model *m);
 int cu_glu_applies(const hrmt_model *m);
 hrmt_status cu_glu_setting(hrmt_model *m);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
+/* Its tile shapes, for the tuner: how many, and one shape's launch. */
+int cu_glu_shapes(void);
+hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
+                         void *act);
+
+/* sm90a/gemm_wgmma.cu: C = A W^T (BF16) in narrow wgmma tiles, the pinned
+ * cuBLASLt algorithms' arithmetic. cu_wgemm_shapes: how many tile shapes
+ * serve this model's device (0: none). cu_wgemm leaves *done 0 and launches
+ * nothing when the shape cannot take the call (alignment, widths): the
+ * caller's cuBLASLt algorithm serves it then. */
+int cu_wgemm_shapes(const hrmt_model *m);
+const char *cu_wgemm_name(int shape);
+hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k, const void *a,
+                     size_t lda, const void *w, void *c, size_t ldc, int *done);
 
 /* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one
  * kernel, the bits of cu_gemm then the residual + RMSNorm row kernel. */

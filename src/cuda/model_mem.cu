@@ -84,9 +84,9 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK && m->rope_sin)
         s = upload(m, m->rope_sin, m->T * m->head_dim * 4, (void **)&g->rope_sin);
     if (s == HRMT_OK) s = cu_gemm_pin(m);
+    if (s == HRMT_OK) s = cu_glu_setting(m); /* before the tuner, which times its shapes */
     if (s == HRMT_OK) s = cu_gemm_tune(m);
     if (s == HRMT_OK) s = cu_l_persist_setting(m);
-    if (s == HRMT_OK) s = cu_glu_setting(m);
     if (s == HRMT_OK) s = cu_grid_setting(m);
     if (s == HRMT_OK) s = cu_branch_setting(m);
     return s; /* on failure hrmt_model_destroy frees what was made */

@@ -116,6 +116,43 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_
           WG_R8(64), WG_R8(72), WG_R8(80), WG_R8(88), WG_R8(96), WG_R8(104), WG_R8(112), WG_R8(120)
         : "l"(da), "l"(db), "r"(1));
 }
+/* Narrower N for small batches (more tiles per product). */
+__device__ __forceinline__ void wgmma_n16(float (&d)[8], uint64_t da, uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}"
+        : WG_R8(0)
+        : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_n32(float (&d)[16], uint64_t da, uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, "
+        "p, 1, 1, 0, 0;\n}"
+        : WG_R8(0), WG_R8(8)
+        : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, "
+        "p, 1, 1, 0, 0;\n}"
+        : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24)
+        : "l"(da), "l"(db), "r"(1));
+}
+/* D[64 x N] += A B^T for N in 16, 32, 64, 128, 256 (N / 2 accumulators). */
+template <int N>
+__device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t db) {
+    if constexpr (N == 16) wgmma_n16(d, da, db);
+    else if constexpr (N == 32) wgmma_n32(d, da, db);
+    else if constexpr (N == 64) wgmma_n64(d, da, db);
+    else if constexpr (N == 128) wgmma_n128(d, da, db);
+    else wgmma_n256(d, da, db);
+}
 #endif
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {

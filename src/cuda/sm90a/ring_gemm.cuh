@@ -1,0 +1,142 @@
+/* The persistent wgmma GEMM main loop shared by the sm_90a kernels whose
+ * tiles are A's rows times a slice of W: C-tile = A[m0 .. m0 + 64 MSUB) W'^T
+ * over all of k, where the epilogue policy E says which WN rows of W a tile
+ * reads (E::load_w) and what it does with the accumulators (E::store).
+ *
+ * Bits: each output is one F32 chain of BF16 k16 tensor-core steps in
+ * ascending k from +0 (accumulators zeroed, wgmma always accumulating): the
+ * arithmetic of the pinned cuBLASLt algorithms and of the mma.sync kernels,
+ * whatever MSUB, WGS and WN.
+ *
+ * Shape (one CTA per SM, tiles blockIdx.x, blockIdx.x + gridDim.x, ...):
+ *  - warpgroup 0: one thread feeds a 192 KB ring by TMA; a stage holds the
+ *    tile's rows of A and its WN rows of W over 64 k, 128-byte rows in the
+ *    copy engine's 128-byte swizzle, which wgmma reads as it is;
+ *  - WGS consumer warpgroups taking alternate tiles: one's epilogue runs
+ *    beside the other's products ("ping-pong"). They take turns (order[])
+ *    to wait on the ring, so that none waits on a stage's parity a whole
+ *    phase ahead of the stage. */
+#ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
+#define HRMT_CUDA_SM90A_RING_GEMM_CUH
+
+#include "cuda/sm90a/wgmma_common.cuh"
+
+namespace {
+
+template <int MSUB, int WGS, int WN>
+struct ring_cfg {
+    static constexpr int BM = 64 * MSUB;
+    static constexpr int THREADS = 128 * (WGS + 1);
+    static constexpr int A_BYTES = BM * ROW_BYTES;
+    static constexpr int W_BYTES = WN * ROW_BYTES;
+    static constexpr int STAGE_BYTES = A_BYTES + W_BYTES;
+    static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
+    /* 1024-byte alignment for the swizzle, plus the barriers. */
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + (2 * STAGES + WGS) * 8;
+};
+
+/* What every policy's arguments start with: rows, column tiles, k blocks. */
+struct ring_dims {
+    int M, nt, kblocks;
+};
+
+/* E: static constexpr int TILE_N (the step of a tile's n0); typename E::args
+ * (starting with ring_dims d); load_w(stage W part, map, barrier, k block,
+ * n0, args) issues the stage's WN rows of W; store(acc, m0, n0, warp, lane,
+ * args) consumes a finished tile's accumulators. */
+template <int MSUB, int WGS, int WN, class E>
+__global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
+    ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
+                     const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
+#ifdef HRMT_SM90A
+    using C = ring_cfg<MSUB, WGS, WN>;
+    constexpr int S = C::STAGES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
+    const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
+    const int tiles = mt * nt, kb_n = p.d.kblocks;
+    if (threadIdx.x == 0) {
+        ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
+        for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
+        mbar_arrive(&order[0]); /* tile 0's turn */
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x != 0) return;
+        int s = 0;
+        unsigned ph = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
+            for (int kb = 0; kb < kb_n; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                uint8_t *st = smem + s * C::STAGE_BYTES;
+                mbar_expect_tx(&full[s], C::STAGE_BYTES);
+                tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
+                if (++s == S) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+    int q = cw;
+    unsigned turn = 0;
+    for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += WGS * gridDim.x, q += WGS) {
+        const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
+        const unsigned base = (unsigned)q * (unsigned)kb_n; /* ring uses before this tile */
+        int s = (int)(base % S);
+        unsigned ph = (base / S) & 1;
+        float acc[MSUB][WN / 2];
+#pragma unroll
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
+        int prev = -1;
+        mbar_wait(&order[cw], turn);
+        turn ^= 1;
+        for (int kb = 0; kb < kb_n; kb++) {
+            mbar_wait(&full[s], ph);
+            const uint8_t *st = smem + s * C::STAGE_BYTES;
+            const uint64_t dw = desc_k128(st + C::A_BYTES);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+                for (int ms = 0; ms < MSUB; ms++)
+                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk,
+                                dw + 2 * kk);
+            wg_commit();
+            /* The previous stage's products are done once one group is left
+             * in flight: hand its buffers back to the producer. */
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+            prev = s;
+            if (++s == S) {
+                s = 0;
+                ph ^= 1;
+            }
+        }
+        /* Every ring use of this tile has landed: the next tile's turn. */
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        wg_wait<0>();
+        /* Keep the epilogue's reads of the accumulators after the wait. */
+#pragma unroll
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        E::template store<MSUB>(acc, m0, n0, warp, lane, p);
+    }
+#endif
+}
+
+} // namespace
+
+#endif
