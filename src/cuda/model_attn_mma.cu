@@ -27,6 +27,7 @@
 #include "cuda/attn_rope.cuh"
 #include "cuda/bf16.cuh"
 #include "cuda/model_internal.cuh"
+#include "cuda/pdl.cuh"
 
 namespace {
 
@@ -63,6 +64,8 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
     extern __shared__ __align__(128) unsigned char mma_smem[];
+    pdl_wait(); /* qkv is the kernel before's (pdl.cuh) */
+    pdl_trigger();
     const mma_layout L = mma_plan(T, D, W);
     const int h = blockIdx.x / groups, grp = blockIdx.x % groups;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -101,9 +104,10 @@ cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, in
     for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
-        attend_mma<D, KT, FULL><<<grid, threads, bytes, cu_stream(m)>>>(
-            (int)m->T, (int)m->hidden, W, groups, (const char *)qkv + s0 * rows3,
-            (char *)att + s0 * rows1, cs, sn, scale);
+        e = pdl_launch(attend_mma<D, KT, FULL>, grid, dim3(threads), bytes, cu_stream(m),
+                       cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups,
+                       (const void *)((const char *)qkv + s0 * rows3),
+                       (void *)((char *)att + s0 * rows1), cs, sn, scale);
     }
     return e;
 }

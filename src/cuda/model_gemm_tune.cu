@@ -36,9 +36,10 @@ namespace {
 constexpr int CANDIDATES = 8;
 constexpr int TIMED_RUNS = 20, TIMED_REPLAYS = 3;
 constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows */
-/* The own narrow tiles are tried up to rows <= 128 << OWN_MAX_BUCKET: above
- * that cuBLASLt's tiles fill the SMs (and timing them costs load time). */
-constexpr int OWN_MAX_BUCKET = 5;
+/* The own narrow tiles are tried up to rows <= 128 << OWN_MAX_BUCKET: on the
+ * H200 they lost to cuBLASLt from 256 rows on (docs/CUDA.md), and timing
+ * them costs load time. */
+constexpr int OWN_MAX_BUCKET = 1;
 
 struct tune_ctx {
     hrmt_model *m;
@@ -203,6 +204,9 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
         if (!same) continue;
         float us = 0.0f;
         TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
+        if (t->verbose)
+            fprintf(stderr, "hrmt gemm tuning: %zux%zu shape %s, rows <= %llu: %.2f us\n", sl->n,
+                    sl->k, cu_wgemm_name(i), (unsigned long long)M, us);
         if (us < best) {
             best = us;
             sl->own[b] = (signed char)(i + 1);

@@ -57,6 +57,7 @@ struct hrmt_model_cuda {
     int glu;       /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
+    int pdl;       /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -168,6 +169,16 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
 int cu_proj_norm_applies(const hrmt_model *m);
 hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t k, const void *w,
                          void *h);
+
+/* rowops_norm.cu: the BF16 residual + RMSNorm row op (out = rmsnorm(x + r),
+ * no weight; the SRAM form when sram is set, else the DRAM form) of rows
+ * whose width is a multiple of 32 up to 512, launched on `st` by
+ * programmatic dependent launch when pdl is set (src/cuda/pdl.cuh): the row
+ * op's bits. 1: launched (a launch error is pending for the caller's
+ * check); 0: other rows or dtypes, nothing launched (use the row-op table). */
+int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
+                                   size_t ldx, const void *r, size_t ldr, float eps, void *out,
+                                   size_t ldo, int sram, int pdl, cudaStream_t st);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

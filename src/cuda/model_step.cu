@@ -101,6 +101,9 @@ static hrmt_status resnorm(const hrmt_model *m, void *h, const void *r, size_t r
     const hrmt_rowops *k = &m->ctx->be->rowops;
     const size_t H = m->hidden;
     const float eps = (float)m->cfg.rms_norm_eps;
+    if (cu_model(m)->pdl && hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, h, H, r, H, eps, h, H,
+                                                           sram, 1, cu_stream(m)))
+        return row_check(m, "cuda residual_rmsnorm");
     if (sram)
         k->residual_rmsnorm_sram[m->dt](rows, H, h, H, r, H, eps, h, H);
     else

@@ -14,6 +14,8 @@
  * HRMT_ROW_SMEM_MAX bytes (48 KiB: 12288 F32, 24576 BF16), and the DRAM form, read x and r twice
  * from global memory instead (reduction pass, then scale pass); same bits. */
 #include "cuda/cuda_backend.h"
+#include "cuda/model_internal.cuh"
+#include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 #include "cuda/rowops_vec.cuh"
@@ -125,6 +127,8 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
                     const float *w, float eps, void *out, size_t ldo, int nt) {
     constexpr size_t es = BF ? 2 : 4;
     constexpr int GM = HRMT_NORM_REG_G;
+    pdl_wait(); /* launched that way by the model's step (pdl.cuh) */
+    pdl_trigger();
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float cols_f = (float)(32 * G);
     /* Loads keep the raw bits; the values are used after the loop, so the
@@ -246,6 +250,19 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 }
 
 } // namespace
+
+int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
+                                   size_t ldx, const void *r, size_t ldr, float eps, void *out,
+                                   size_t ldo, int sram, int pdl, cudaStream_t st) {
+    if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
+    const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
+    auto kern = sram ? norm_reg_kernel<1, true, false> : norm_reg_kernel<1, true, true>;
+    const float *w = nullptr;
+    const int nt = 0;
+    (void)pdl_launch(kern, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, G, x, ldx, r,
+                     ldr, w, eps, out, ldo, nt);
+    return 1;
+}
 
 void hrmt_rowops_fill_cuda_norm(hrmt_rowops *t) {
     t->rmsnorm[HRMT_F32] = rmsnorm_cuda<0>;

@@ -82,7 +82,9 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const size_t tiles = (rows + C::BM - 1) / C::BM * (n / BN), ctas = (tiles + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
     typename store_epi<BN>::args p{{(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
-    kern<<<grid, C::THREADS, C::SMEM, cu_stream(m)>>>(ta, tw, p);
+    e = pdl_launch(kern, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta,
+                   tw, p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm");
     *done = 1;
     return cu_check(m->ctx, "cuda wgmma gemm");
 }

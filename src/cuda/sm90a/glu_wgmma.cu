@@ -18,9 +18,10 @@
  * Shape: ring_gemm.cuh's persistent kernel (TMA ring, one producer thread,
  * consumer warpgroups); a stage holds a tile's rows of A and its BNA gate
  * plus BNA up rows of W, adjacent, so that one wgmma of N = 2 BNA covers
- * both and a thread holds each gate next to its up. Four tile shapes
+ * both and a thread holds each gate next to its up. Six tile shapes
  * (GLU_SHAPES): 128 x 64 with two warpgroups taking turns (large batches),
- * 64 x 64 with two or one, 64 x 32 (one sample's rows over more SMs). The
+ * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
+ * more SMs). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
@@ -116,7 +117,8 @@ struct glu_epi {
 struct glu_shape {
     int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64}, {1, 1, 32}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
+                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
 template <int MSUB, int WGS, int BNA>
@@ -149,8 +151,9 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
                                   (int)I};
-    ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>
-        <<<grid, C::THREADS, C::SMEM, cu_stream(m)>>>(ta, tw, p);
+    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid),
+                   dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 
@@ -174,7 +177,9 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 0: return glu_launch<2, 2, 64>(m, fn, rows, a, w, act);
     case 1: return glu_launch<1, 2, 64>(m, fn, rows, a, w, act);
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
-    default: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
+    case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
+    case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -200,7 +205,8 @@ int cu_glu_applies(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!glu_loads<2, 2, 64>(per_block) || !glu_loads<1, 2, 64>(per_block) ||
-        !glu_loads<1, 1, 64>(per_block) || !glu_loads<1, 1, 32>(per_block))
+        !glu_loads<1, 1, 64>(per_block) || !glu_loads<1, 1, 32>(per_block) ||
+        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block))
         return 0;
     return encode_fn() != nullptr;
 }
@@ -221,6 +227,10 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
      * (docs/CUDA.md: a 64-row tile re-reads all of W from L2, and one tile's
      * norm epilogue runs with no products beside it). */
     cu_model(m)->pnorm = env && !strcmp(env, "1") && cu_proj_norm_applies(m);
+    env = getenv("HRMT_CUDA_PDL");
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_PDL='%s' is not 0 or 1", env);
+    cu_model(m)->pdl = !(env && !strcmp(env, "0")) && m->ctx->cuda->prop.major >= 9;
     return HRMT_OK;
 }
 

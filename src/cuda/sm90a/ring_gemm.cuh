@@ -19,6 +19,7 @@
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 
+#include "cuda/pdl.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace {
@@ -66,16 +67,31 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x != 0) return;
+        /* W does not depend on the kernel before (programmatic dependent
+         * launch): the first tile's first stages of it are requested before
+         * waiting for that kernel, A's rows after. */
+        const int pre = blockIdx.x < tiles ? (kb_n < S ? kb_n : S) : 0;
+        for (int kb = 0; kb < pre; kb++) {
+            mbar_expect_tx(&full[kb], C::STAGE_BYTES);
+            E::load_w(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb,
+                      (blockIdx.x % nt) * E::TILE_N, p);
+        }
+        pdl_wait();
+        pdl_trigger();
         int s = 0;
         unsigned ph = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
             for (int kb = 0; kb < kb_n; kb++) {
-                mbar_wait(&empty[s], ph ^ 1);
                 uint8_t *st = smem + s * C::STAGE_BYTES;
-                mbar_expect_tx(&full[s], C::STAGE_BYTES);
-                tma_load(st, &tm_a, &full[s], kb * BK, m0);
-                E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
+                if (t == (int)blockIdx.x && kb < pre) { /* W already on its way */
+                    tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                } else {
+                    mbar_wait(&empty[s], ph ^ 1);
+                    mbar_expect_tx(&full[s], C::STAGE_BYTES);
+                    tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                    E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
+                }
                 if (++s == S) {
                     s = 0;
                     ph ^= 1;
@@ -85,6 +101,8 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    pdl_wait(); /* before the epilogue's stores */
+    pdl_trigger();
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
     int q = cw;
     unsigned turn = 0;

@@ -1,0 +1,44 @@
+/* Programmatic dependent launch (compute capability 9.0 and up): a kernel
+ * launched with it may start while the kernel before it in the stream still
+ * runs; it does what does not depend on that kernel (barrier set-up, loads
+ * of weights), then pdl_wait() until the kernel before has finished and its
+ * writes are visible, then pdl_trigger() lets the kernel after it start the
+ * same way. Both are no-ops in a kernel launched without it, and compile to
+ * nothing below 9.0. Every kernel launched with it must call pdl_wait()
+ * before it reads or writes any buffer another kernel touches: that keeps
+ * "each kernel waits for the one before" transitive along the stream. */
+#ifndef HRMT_CUDA_PDL_CUH
+#define HRMT_CUDA_PDL_CUH
+
+#include <cuda_runtime.h>
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* kern<<<grid, block, smem, st>>>(args...), with programmatic dependent
+ * launch when pdl is set (the caller checked that the device has it). */
+template <class... P, class... A>
+cudaError_t pdl_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                       int pdl, A &&...args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)...);
+}
+
+#endif
