@@ -564,8 +564,8 @@ Test(cuda_model, bad_shape_settings) {
         for (int j = 0; j < 3; j++) {
             hrmt_model *m = NULL;
             setenv(names[i], bad[j], 1);
-            cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG,
-                         "%s=%s", names[i], bad[j]);
+            cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG, "%s=%s",
+                         names[i], bad[j]);
             cr_expect(strstr(hrmt_last_error(ctx), names[i]), "%s", hrmt_last_error(ctx));
             cr_expect_null(m);
             unsetenv(names[i]);

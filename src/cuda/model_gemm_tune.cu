@@ -43,8 +43,8 @@ constexpr int OWN_MAX_BUCKET = 1;
 
 struct tune_ctx {
     hrmt_model *m;
-    int own_shapes; /* gemm_wgmma.cu's tile shapes on this device */
-    int verbose;    /* HRMT_CUDA_GEMM_TUNE_LOG=1: each bucket's pick on stderr */
+    int own_shapes;                 /* gemm_wgmma.cu's tile shapes on this device */
+    int verbose;                    /* HRMT_CUDA_GEMM_TUNE_LOG=1: each bucket's pick on stderr */
     uint16_t *a, *w, *c0, *c1, *c2; /* device: random A and W, three outputs */
     unsigned char *h0, *h1, *h2;    /* host copies of c0..c2 */
     cudaEvent_t ev0, ev1;
@@ -155,7 +155,8 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
     sl->small[b] = sl->algo;
     sl->own[b] = 0;
     float best = 0.0f;
-    TRY(time_us(t, [&] { return pinned(M, t->c1); }, &best));
+    TRY(time_us(
+        t, [&] { return pinned(M, t->c1); }, &best));
     cublasLtMatrixLayoutOpaque_t la, lc;
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t st = cu_lt_layouts(sl, M, &la, &lc);
@@ -188,7 +189,8 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
         TRY(same_bits(t, pinned, cand, M, row, &same));
         if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
+        TRY(time_us(
+            t, [&] { return cand(M, t->c1); }, &us));
         if (us < best) {
             best = us;
             sl->small[b] = res[i].algo;
@@ -203,7 +205,8 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
         TRY(same_bits(t, pinned, cand, M, row, &same));
         if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
+        TRY(time_us(
+            t, [&] { return cand(M, t->c1); }, &us));
         if (t->verbose)
             fprintf(stderr, "hrmt gemm tuning: %zux%zu shape %s, rows <= %llu: %.2f us\n", sl->n,
                     sl->k, cu_wgemm_name(i), (unsigned long long)M, us);
@@ -241,7 +244,8 @@ hrmt_status tune_glu(tune_ctx *t, cu_lt_slot *gu, int b) {
         TRY(same_bits(t, launches, cand, M, row, &same));
         if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(t, [&] { return cand(M, t->c1); }, &us));
+        TRY(time_us(
+            t, [&] { return cand(M, t->c1); }, &us));
         if (t->verbose)
             fprintf(stderr, "hrmt gemm tuning: fused gate_up shape %d, rows <= %llu: %.2f us\n", i,
                     (unsigned long long)M, us);
@@ -303,8 +307,8 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     }
     const char *env = getenv("HRMT_CUDA_GEMM_TUNE");
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0 && strcmp(env, "lt") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                         "HRMT_CUDA_GEMM_TUNE='%s' is not 0, 1 or lt", env);
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_GEMM_TUNE='%s' is not 0, 1 or lt",
+                         env);
     const int lt_only = env && !strcmp(env, "lt");
     if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
     const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);

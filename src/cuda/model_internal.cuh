@@ -53,8 +53,8 @@ struct hrmt_model_cuda {
     float *rope_cos, *rope_sin;
     cu_lt_slot lt[CU_LT_SLOTS]; /* BF16 block GEMMs on cuBLASLt; nlt 0: own kernel */
     int nlt;
-    int l_persist; /* the tiered schedule runs model_l_persist.cu's kernel */
-    int glu;       /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
+    int l_persist;                        /* the tiered schedule runs model_l_persist.cu's kernel */
+    int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;       /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */

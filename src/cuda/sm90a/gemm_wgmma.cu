@@ -62,8 +62,8 @@ struct wg_shape {
     int wgs, bn;
     const char *name;
 };
-constexpr wg_shape WG_SHAPES[] = {{1, 16, "64x16"},    {1, 32, "64x32"},   {2, 32, "64x32x2"},
-                                  {1, 64, "64x64"},    {2, 64, "64x64x2"}, {2, 128, "64x128x2"}};
+constexpr wg_shape WG_SHAPES[] = {{1, 16, "64x16"}, {1, 32, "64x32"},   {2, 32, "64x32x2"},
+                                  {1, 64, "64x64"}, {2, 64, "64x64x2"}, {2, 128, "64x128x2"}};
 constexpr int WG_NSHAPES = (int)(sizeof WG_SHAPES / sizeof WG_SHAPES[0]);
 
 template <int WGS, int BN>
@@ -75,13 +75,15 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (n % BN != 0 || !encode(fn, &ta, a, rows, k, lda, C::BM) || !encode(fn, &tw, w, n, k, k, BN))
         return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
     auto kern = ring_gemm_kernel<1, WGS, BN, store_epi<BN>>;
-    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    cudaError_t e =
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     const size_t tiles = (rows + C::BM - 1) / C::BM * (n / BN), ctas = (tiles + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
-    typename store_epi<BN>::args p{{(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
+    typename store_epi<BN>::args p{
+        {(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
     e = pdl_launch(kern, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta,
                    tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm");
@@ -107,9 +109,8 @@ int cu_wgemm_shapes(const hrmt_model *m) {
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    if (!wg_loads<1, 16>(per_block) || !wg_loads<1, 32>(per_block) ||
-        !wg_loads<2, 32>(per_block) || !wg_loads<1, 64>(per_block) ||
-        !wg_loads<2, 64>(per_block) || !wg_loads<2, 128>(per_block))
+    if (!wg_loads<1, 16>(per_block) || !wg_loads<1, 32>(per_block) || !wg_loads<2, 32>(per_block) ||
+        !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) || !wg_loads<2, 128>(per_block))
         return 0;
     return encode_fn() ? WG_NSHAPES : 0;
 }

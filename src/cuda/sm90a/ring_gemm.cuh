@@ -128,8 +128,7 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
             for (int kk = 0; kk < BK / 16; kk++)
 #pragma unroll
                 for (int ms = 0; ms < MSUB; ms++)
-                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk,
-                                dw + 2 * kk);
+                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
             wg_commit();
             /* The previous stage's products are done once one group is left
              * in flight: hand its buffers back to the producer. */

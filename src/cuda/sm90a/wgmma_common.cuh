@@ -147,11 +147,16 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t 
 /* D[64 x N] += A B^T for N in 16, 32, 64, 128, 256 (N / 2 accumulators). */
 template <int N>
 __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t db) {
-    if constexpr (N == 16) wgmma_n16(d, da, db);
-    else if constexpr (N == 32) wgmma_n32(d, da, db);
-    else if constexpr (N == 64) wgmma_n64(d, da, db);
-    else if constexpr (N == 128) wgmma_n128(d, da, db);
-    else wgmma_n256(d, da, db);
+    if constexpr (N == 16)
+        wgmma_n16(d, da, db);
+    else if constexpr (N == 32)
+        wgmma_n32(d, da, db);
+    else if constexpr (N == 64)
+        wgmma_n64(d, da, db);
+    else if constexpr (N == 128)
+        wgmma_n128(d, da, db);
+    else
+        wgmma_n256(d, da, db);
 }
 #endif
 
