@@ -555,12 +555,62 @@ Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1);
 }
 
-Test(cuda_model, bad_shape_settings) {
+/* Programmatic dependent launch (HRMT_CUDA_PDL, on by default from
+ * compute capability 9.0) changes when the block kernels start, never what
+ * they compute: the same bytes as plain launches, both schedules, at HRM's
+ * width (batches 1, 7, 20) and with the GEMMs forced onto the own kernels
+ * (every kernel of a block then launched that way). */
+static void pdl_equals_plain(const char *wgemm_shape) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[2] = {"HRMT_CUDA_WGEMM_SHAPE", "HRMT_CUDA_GLU_SHAPE"};
+    cfg.hidden_size = cfg.puzzle_emb_ndim = 512;
+    cfg.num_heads = 8;
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (wgemm_shape && !(ci.cc_major == 9 && ci.cc_minor == 0))
+        cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    if (wgemm_shape) setenv("HRMT_CUDA_WGEMM_SHAPE", wgemm_shape, 1);
+    hrmt_model *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        setenv("HRMT_CUDA_PDL", k ? "0" : "1", 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 17, &m[k]), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+    }
+    unsetenv("HRMT_CUDA_PDL");
+    unsetenv("HRMT_CUDA_WGEMM_SHAPE");
+    const int batches[] = {1, 7, 20};
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    for (int b = 0; b < 3; b++)
+        for (int q = 0; q < 2; q++) {
+            outs x[2], y[2];
+            run_steps(m[0], batches[b], sched[q], 2, x);
+            run_steps(m[1], batches[b], sched[q], 2, y);
+            for (int s2 = 0; s2 < 2; s2++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
+                              "wgemm %s batch %d %s step %d %s: PDL != plain launches",
+                              wgemm_shape ? wgemm_shape : "tuned", batches[b],
+                              q ? "tiered" : "baseline", s2, k_fields[f]);
+                outs_free(&x[s2]);
+                outs_free(&y[s2]);
+            }
+        }
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, pdl_equals_plain_launches) { pdl_equals_plain(NULL); }
+Test(cuda_model, pdl_equals_plain_launches_own_gemm) { pdl_equals_plain("1"); }
+
+Test(cuda_model, bad_shape_and_pdl_settings) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    const char *names[3] = {"HRMT_CUDA_WGEMM_SHAPE", "HRMT_CUDA_GLU_SHAPE", "HRMT_CUDA_PDL"};
     const char *bad[3] = {"x", "-1", "2x"};
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             hrmt_model *m = NULL;
             setenv(names[i], bad[j], 1);
