@@ -147,6 +147,19 @@ hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     return HRMT_OK;
 }
 
+/* *us: cand's time at M rows when it gives ref's bytes (same_bits), else
+ * infinity. */
+template <class R, class F>
+hrmt_status checked_time(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row, float *us) {
+    int same = 0;
+    *us = INFINITY;
+    TRY(same_bits(t, ref, cand, M, row, &same));
+    if (same)
+        TRY(time_us(
+            t, [&] { return cand(M, t->c1); }, us));
+    return HRMT_OK;
+}
+
 hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
     hrmt_cuda *cu = t->m->ctx->cuda;
     const uint64_t M = (uint64_t)128 << b;
@@ -185,12 +198,8 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
             continue;
         const cublasLtMatmulAlgo_t *al = &res[i].algo;
         auto cand = [&](uint64_t rows, void *c) { return run_lt(t, sl, al, rows, c); };
-        int same = 0;
-        TRY(same_bits(t, pinned, cand, M, row, &same));
-        if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(
-            t, [&] { return cand(M, t->c1); }, &us));
+        TRY(checked_time(t, pinned, cand, M, row, &us));
         if (us < best) {
             best = us;
             sl->small[b] = res[i].algo;
@@ -201,12 +210,8 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
     const int shapes = b <= OWN_MAX_BUCKET ? t->own_shapes : 0;
     for (int i = 0; i < shapes; i++) {
         auto cand = [&](uint64_t rows, void *c) { return run_own(t, sl, i, rows, c); };
-        int same = 0;
-        TRY(same_bits(t, pinned, cand, M, row, &same));
-        if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(
-            t, [&] { return cand(M, t->c1); }, &us));
+        TRY(checked_time(t, pinned, cand, M, row, &us));
         if (t->verbose)
             fprintf(stderr, "hrmt gemm tuning: %zux%zu shape %s, rows <= %llu: %.2f us\n", sl->n,
                     sl->k, cu_wgemm_name(i), (unsigned long long)M, us);
@@ -240,12 +245,8 @@ hrmt_status tune_glu(tune_ctx *t, cu_lt_slot *gu, int b) {
         auto cand = [&](uint64_t rows, void *c) {
             return own_ran(t, cu_glu_shape(m, i, rows, t->a, t->w, c));
         };
-        int same = 0;
-        TRY(same_bits(t, launches, cand, M, row, &same));
-        if (!same) continue;
         float us = 0.0f;
-        TRY(time_us(
-            t, [&] { return cand(M, t->c1); }, &us));
+        TRY(checked_time(t, launches, cand, M, row, &us));
         if (t->verbose)
             fprintf(stderr, "hrmt gemm tuning: fused gate_up shape %d, rows <= %llu: %.2f us\n", i,
                     (unsigned long long)M, us);
