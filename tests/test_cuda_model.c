@@ -211,6 +211,15 @@ static hrmt_model_config small_cfg(hrmt_dtype dt) {
     return c;
 }
 
+/* small_cfg (BF16) at another width, head count and sequence length. */
+static hrmt_model_config sized_cfg(int hidden, int heads, int seq_len) {
+    hrmt_model_config c = small_cfg(HRMT_BF16);
+    c.hidden_size = c.puzzle_emb_ndim = hidden;
+    c.num_heads = heads;
+    c.seq_len = seq_len;
+    return c;
+}
+
 static void make_inputs(const hrmt_model_config *cfg, int B, int step, int32_t *in, int32_t *pid) {
     hrmt_test_rng r = {0x1234u + (uint64_t)step};
     for (size_t i = 0; i < (size_t)B * (size_t)cfg->seq_len; i++)
@@ -285,10 +294,7 @@ Test(cuda_model, tiered_equals_baseline_bf16) { schedules_equal(HRMT_BF16); }
 static void persistent_equals_baseline(int hidden, int heads, int seq_len, const int *batches,
                                        int nb, const char *persist) {
     hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
-    cfg.num_heads = heads;
-    cfg.seq_len = seq_len;
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *m = NULL;
     setenv("HRMT_CUDA_L_PERSIST", persist, 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
@@ -335,10 +341,7 @@ Test(cuda_model, tiles_equal_baseline_hrm_width) {
 static void grid_equals_launches(int hidden, int heads, int seq_len, const int *batches, int nb,
                                  const char *tile) {
     hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
-    cfg.num_heads = heads;
-    cfg.seq_len = seq_len;
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *m[2] = {NULL, NULL};
     setenv("HRMT_CUDA_GRID_TILE", tile, 1);
     for (int k = 0; k < 2; k++) {
@@ -401,10 +404,7 @@ static void fusion_equals_launches(const char *env, int hidden, int heads, int s
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
     cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
-    cfg.num_heads = heads;
-    cfg.seq_len = seq_len;
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *m[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
         setenv(env, k ? "0" : "1", 1);
@@ -474,10 +474,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
     cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    cfg.hidden_size = cfg.puzzle_emb_ndim = hidden;
-    cfg.num_heads = heads;
-    cfg.seq_len = seq_len;
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     const int glu = !strcmp(env, "HRMT_CUDA_GLU_SHAPE");
     hrmt_model *ref = NULL, *m = NULL;
     setenv("HRMT_CUDA_FUSED_GLU", "0", 1);

@@ -75,8 +75,7 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (n % BN != 0 || !encode(fn, &ta, a, rows, k, lda, C::BM) || !encode(fn, &tw, w, n, k, k, BN))
         return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
     auto kern = ring_gemm_kernel<1, WGS, BN, store_epi<BN>>;
-    cudaError_t e =
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    cudaError_t e = ring_prepare<1, WGS, BN, store_epi<BN>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -93,13 +92,7 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 template <int WGS, int BN>
 int wg_loads(size_t per_block) {
-    cudaFuncAttributes fa;
-    if (per_block < (size_t)ring_cfg<1, WGS, BN>::SMEM) return 0;
-    if (cudaFuncGetAttributes(&fa, ring_gemm_kernel<1, WGS, BN, store_epi<BN>>) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return 1;
+    return ring_loads<1, WGS, BN, store_epi<BN>>(per_block);
 }
 
 } // namespace

@@ -122,16 +122,6 @@ constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
 template <int MSUB, int WGS, int BNA>
-using glu_kernel_t = decltype(&ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>);
-
-template <int MSUB, int WGS, int BNA>
-cudaError_t glu_prepare() {
-    return cudaFuncSetAttribute(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                ring_cfg<MSUB, WGS, 2 * BNA>::SMEM);
-}
-
-template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
     using C = ring_cfg<MSUB, WGS, 2 * BNA>;
@@ -139,7 +129,7 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = glu_prepare<MSUB, WGS, BNA>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -157,18 +147,9 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 
-/* Every shape's kernel image loads on this device (another 9.0 part, a
- * driver) and its shared memory fits. */
 template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
-    cudaFuncAttributes fa;
-    if (per_block < (size_t)ring_cfg<MSUB, WGS, 2 * BNA>::SMEM) return 0;
-    if (cudaFuncGetAttributes(&fa, ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>) !=
-        cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return 1;
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
 }
 
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
