@@ -552,6 +552,89 @@ Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1);
 }
 
+/* The block's residual + RMSNorm as the next GEMM's prologue
+ * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
+ * gate_up's, the one after down_proj in the next block's qkv (own GEMM
+ * shapes). Against launches with the pinned GEMM and the row kernels, every
+ * own GEMM shape and gate_up shape forced (pairs i, i), both schedules; the
+ * batches mix calls it serves (82 / 164 / 246 rows; hidden 256 with T = 61:
+ * 183, 244) and larger ones it leaves to the launches. */
+static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, const int *batches,
+                                          int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    hrmt_model *ref = NULL, *m = NULL;
+    setenv("HRMT_CUDA_FUSED_GLU", "0", 1);
+    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &ref), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_FUSED_GLU");
+    unsetenv("HRMT_CUDA_GEMM_TUNE");
+    cr_assert_eq(hrmt_model_norm_prologue(ref), 0);
+    setenv("HRMT_CUDA_NORM_PROLOGUE", "1", 1);
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+        cr_expect_eq(hrmt_model_norm_prologue(m), 0, "cc %d.%d: the sm_90a kernels do not serve it",
+                     ci.cc_major, ci.cc_minor);
+        unsetenv("HRMT_CUDA_NORM_PROLOGUE");
+        hrmt_model_destroy(m);
+        hrmt_model_destroy(ref);
+        hrmt_context_destroy(ctx);
+        cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    }
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    for (int shape = 0; shape < 6; shape++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", shape);
+        setenv("HRMT_CUDA_WGEMM_SHAPE", v, 1);
+        setenv("HRMT_CUDA_GLU_SHAPE", v, 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "shape %d: %s", shape,
+                     hrmt_last_error(ctx));
+        unsetenv("HRMT_CUDA_WGEMM_SHAPE");
+        unsetenv("HRMT_CUDA_GLU_SHAPE");
+        cr_assert_eq(hrmt_model_norm_prologue(m), 1, "shape %d", shape);
+        for (int b = 0; b < nb; b++)
+            for (int q = 0; q < 2; q++) {
+                outs x[2], y[2];
+                run_steps(m, batches[b], sched[q], 2, x);
+                run_steps(ref, batches[b], sched[q], 2, y);
+                for (int s2 = 0; s2 < 2; s2++) {
+                    for (int f = 0; f < 5; f++)
+                        cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
+                                  "shape %d hidden %d T %d batch %d %s step %d %s: != launches",
+                                  shape, hidden, seq_len + 1, batches[b],
+                                  q ? "tiered" : "baseline", s2, k_fields[f]);
+                    outs_free(&x[s2]);
+                    outs_free(&y[s2]);
+                }
+            }
+        hrmt_model_destroy(m);
+        m = NULL;
+    }
+    /* Off when asked. */
+    setenv("HRMT_CUDA_NORM_PROLOGUE", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_norm_prologue(m), 0);
+    unsetenv("HRMT_CUDA_NORM_PROLOGUE");
+    hrmt_model_destroy(m);
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, norm_prologue_equals_launches_hrm_width) {
+    const int batches[] = {1, 3, 4};
+    norm_prologue_equals_launches(512, 8, 81, batches, 3);
+}
+Test(cuda_model, norm_prologue_equals_launches_short_seq) {
+    const int batches[] = {3, 4, 5};
+    norm_prologue_equals_launches(256, 4, 60, batches, 3);
+}
+
 /* Programmatic dependent launch (HRMT_CUDA_PDL, on by default from
  * compute capability 9.0) changes when the block kernels start, never what
  * they compute: the same bytes as plain launches, both schedules, at HRM's
@@ -605,9 +688,10 @@ Test(cuda_model, pdl_equals_plain_launches_own_gemm) { pdl_equals_plain("1"); }
 Test(cuda_model, bad_shape_and_pdl_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[3] = {"HRMT_CUDA_WGEMM_SHAPE", "HRMT_CUDA_GLU_SHAPE", "HRMT_CUDA_PDL"};
+    const char *names[4] = {"HRMT_CUDA_WGEMM_SHAPE", "HRMT_CUDA_GLU_SHAPE", "HRMT_CUDA_PDL",
+                            "HRMT_CUDA_NORM_PROLOGUE"};
     const char *bad[3] = {"x", "-1", "2x"};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++) {
             hrmt_model *m = NULL;
             setenv(names[i], bad[j], 1);

@@ -121,6 +121,16 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
 
 } // namespace
 
+int cu_gemm_own_shape(const hrmt_model *m, size_t rows, size_t n, size_t k, size_t lda,
+                      size_t ldc) {
+    if (m->dt != HRMT_BF16) return -1;
+    const cu_lt_slot *sl = find_slot(m, n, k, lda, ldc);
+    if (!sl) return -1;
+    for (int b = 0; b < sl->nsmall; b++)
+        if (rows <= ((size_t)128 << b) || b == sl->nsmall - 1) return sl->own[b] - 1;
+    return -1;
+}
+
 hrmt_status cu_gemm_pin(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     g->nlt = 0;

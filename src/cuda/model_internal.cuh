@@ -58,6 +58,7 @@ struct hrmt_model_cuda {
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;       /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
+    int npro;      /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -68,6 +69,8 @@ struct hrmt_model_cuda {
 /* Level scratch on the device, [rows, width] each. */
 typedef struct cu_level_ws {
     void *qkv, *att, *proj, *gu, *act;
+    void *hn; /* [rows, hidden]: the block's state after its first norm, when that norm is
+                 another kernel's prologue (it cannot be written in place there) */
 } cu_level_ws;
 
 /* One timed stretch of device work: events [e0, e1) and what it was. */
@@ -163,6 +166,25 @@ int cu_wgemm_shapes(const hrmt_model *m);
 const char *cu_wgemm_name(int shape);
 hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k, const void *a,
                      size_t lda, const void *w, void *c, size_t ldc, int *done);
+
+/* The block's residual + RMSNorm as the prologue of the GEMM after it
+ * (sm90a/ring_norm_gemm.cuh): c = rmsnorm(x + r) W^T, and h = rmsnorm(x + r)
+ * written too (h must differ from x and r); the bits of the row kernel then
+ * cu_gemm. cu_npro_rows: the most rows it serves (small batches, where the
+ * norm's own kernel is a link of the block's dependency chain).
+ * cu_wgemm_norm runs own GEMM shape `shape` (cu_gemm_own_shape: the tuner's
+ * pick for these rows, -1 none) and leaves *done 0 when it cannot take the
+ * call; cu_glu_norm is the fused gate_up + SwiGLU's form. */
+#define CU_NPRO_MAX_ROWS 256
+int cu_gemm_own_shape(const hrmt_model *m, size_t rows, size_t n, size_t k, size_t lda,
+                      size_t ldc);
+int cu_wgemm_norm_applies(const hrmt_model *m);
+hrmt_status cu_wgemm_norm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k,
+                          const void *x, const void *r, void *h, float eps, const void *w, void *c,
+                          size_t ldc, int *done);
+int cu_glu_norm_applies(const hrmt_model *m);
+hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const void *r, void *h,
+                        const void *w, void *act, int *done);
 
 /* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one
  * kernel, the bits of cu_gemm then the residual + RMSNorm row kernel. */

@@ -97,42 +97,74 @@ static hrmt_status row_check(const hrmt_model *m, const char *what) {
     return cu_check(m->ctx, what);
 }
 
-static hrmt_status resnorm(const hrmt_model *m, void *h, const void *r, size_t rows, int sram) {
+/* out = rmsnorm(x + r) (out may be x). */
+static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const void *r,
+                           size_t rows, int sram) {
     const hrmt_rowops *k = &m->ctx->be->rowops;
     const size_t H = m->hidden;
     const float eps = (float)m->cfg.rms_norm_eps;
-    if (cu_model(m)->pdl && hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, h, H, r, H, eps, h, H,
+    if (cu_model(m)->pdl && hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, x, H, r, H, eps, out, H,
                                                            sram, 1, cu_stream(m)))
         return row_check(m, "cuda residual_rmsnorm");
     if (sram)
-        k->residual_rmsnorm_sram[m->dt](rows, H, h, H, r, H, eps, h, H);
+        k->residual_rmsnorm_sram[m->dt](rows, H, x, H, r, H, eps, out, H);
     else
-        k->residual_rmsnorm_dram[m->dt](rows, H, h, H, r, H, eps, h, H, 0);
+        k->residual_rmsnorm_dram[m->dt](rows, H, x, H, r, H, eps, out, H, 0);
     return row_check(m, "cuda residual_rmsnorm");
 }
 
+/* One post-norm block on h [n T, H]:
+ *   h1 = rmsnorm(h + o_proj(attention(qkv(h)))),  h = rmsnorm(h1 + down(SwiGLU(gate_up(h1)))).
+ * At small batches (HRMT_CUDA_NORM_PROLOGUE, model_internal.cuh) a norm is
+ * the next GEMM's prologue instead of a kernel of its own: h1 goes to ws->hn
+ * (a prologue cannot write in place), and the block's last norm is left
+ * pending (*pend = its residual; the sum's other term is ws->proj) for the
+ * next block's qkv, or for the level's end. Same bytes either way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
-                         const cu_level_ws *ws, int sram) {
+                         const cu_level_ws *ws, int sram, int last, const void **pend) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
-    TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
+    const int npro = g->npro && rows <= CU_NPRO_MAX_ROWS;
+    int done = 0;
+    if (*pend) {
+        const int shape = cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H);
+        TRY(cu_wgemm_norm(m, shape, rows, 3 * H, H, *pend, ws->proj, h,
+                          (float)m->cfg.rms_norm_eps, b->qkv.dev, ws->qkv, 3 * H, &done));
+        if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
+        *pend = NULL;
+    }
+    if (!done) {
+        TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
+    }
     TRY(cu_attention(m, ws->qkv, ws->att, n));
     if (g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
     } else {
         TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
-        TRY(resnorm(m, h, ws->proj, rows, sram));
     }
-    if (g->glu) {
-        TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
-    } else {
-        TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
-        hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
-        TRY(row_check(m, "cuda swiglu"));
+    const void *res = h; /* the last norm's residual */
+    if (npro) {
+        TRY(cu_glu_norm(m, rows, h, ws->proj, ws->hn, b->gate_up.dev, ws->act, &done));
+        if (done) res = ws->hn;
+    }
+    if (res == h) {
+        if (!g->pnorm) TRY(resnorm(m, h, h, ws->proj, rows, sram));
+        if (g->glu) {
+            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
+        } else {
+            TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
+            hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
+            TRY(row_check(m, "cuda swiglu"));
+        }
     }
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
-    return resnorm(m, h, ws->proj, rows, sram);
+    /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
+    if (res != h && !last && cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) >= 0) {
+        *pend = res;
+        return HRMT_OK;
+    }
+    return resnorm(m, h, res, ws->proj, rows, sram);
 }
 
 static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, void *out,
@@ -146,7 +178,9 @@ static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, v
 static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers,
                          void *z, const void *inj, size_t n, const cu_level_ws *ws, int sram) {
     TRY(add_rows(m, z, inj, z, n * m->T));
-    for (int i = 0; i < nlayers; i++) TRY(block(m, &blocks[i], z, n, ws, sram));
+    const void *pend = NULL;
+    for (int i = 0; i < nlayers; i++)
+        TRY(block(m, &blocks[i], z, n, ws, sram, i + 1 == nlayers, &pend));
     return HRMT_OK;
 }
 
@@ -174,6 +208,7 @@ static cu_part part_of(const hrmt_model *m, const struct hrmt_carry_cuda *g, siz
     p.ws.proj = (char *)g->ws.proj + r * H;
     p.ws.gu = (char *)g->ws.gu + r * 2 * I;
     p.ws.act = (char *)g->ws.act + r * I;
+    p.ws.hn = (char *)g->ws.hn + r * H;
     p.n = n;
     return p;
 }

@@ -99,6 +99,9 @@ int hrmt_model_fused_glu(const hrmt_model *m);
 /* The same for o_proj / down_proj with residual + RMSNorm in the epilogue
  * (src/cuda/sm90a/proj_norm_wgmma.cu). */
 int hrmt_model_fused_norm(const hrmt_model *m);
+/* The same for the residual + RMSNorm as the next GEMM's prologue at small
+ * batches (src/cuda/sm90a/ring_norm_gemm.cuh). */
+int hrmt_model_norm_prologue(const hrmt_model *m);
 /* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
 

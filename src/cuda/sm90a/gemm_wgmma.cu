@@ -19,6 +19,7 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
+#include "cuda/sm90a/ring_norm_gemm.cuh"
 
 namespace {
 
@@ -95,6 +96,30 @@ int wg_loads(size_t per_block) {
     return ring_loads<1, WGS, BN, store_epi<BN>>(per_block);
 }
 
+/* The same tiles (one consumer warpgroup) with A = rmsnorm(x + r) formed in
+ * the prologue (ring_norm_gemm.cuh). */
+template <int BN>
+hrmt_status wgn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                       size_t n, size_t k, const norm_src &ns, const void *w, void *c, size_t ldc,
+                       int *done) {
+    using C = ring_norm_cfg<BN>;
+    CUtensorMap tw;
+    if (n % BN != 0 || !encode(fn, &tw, w, n, k, k, BN)) return HRMT_OK;
+    cudaError_t e = ring_norm_prepare<BN, store_epi<BN>>();
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + wgmma gemm: shared memory");
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
+    const size_t tiles = (rows + 63) / 64 * (n / BN);
+    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
+    typename store_epi<BN>::args p{
+        {(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
+    e = pdl_launch(ring_norm_gemm_kernel<BN, store_epi<BN>>, dim3(grid), dim3(C::THREADS), C::SMEM,
+                   cu_stream(m), cu_model(m)->pdl, tw, p, ns);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + wgmma gemm");
+    *done = 1;
+    return cu_check(m->ctx, "cuda norm + wgmma gemm");
+}
+
 } // namespace
 
 int cu_wgemm_shapes(const hrmt_model *m) {
@@ -106,6 +131,15 @@ int cu_wgemm_shapes(const hrmt_model *m) {
         !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) || !wg_loads<2, 128>(per_block))
         return 0;
     return encode_fn() ? WG_NSHAPES : 0;
+}
+
+int cu_wgemm_norm_applies(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return cu_wgemm_shapes(m) > 0 && ring_norm_loads<16, store_epi<16>>(per_block) &&
+           ring_norm_loads<32, store_epi<32>>(per_block) &&
+           ring_norm_loads<64, store_epi<64>>(per_block) &&
+           ring_norm_loads<128, store_epi<128>>(per_block);
 }
 
 const char *cu_wgemm_name(int shape) {
@@ -128,5 +162,25 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
     case 3: return wg_launch<1, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 4: return wg_launch<2, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     default: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    }
+}
+
+hrmt_status cu_wgemm_norm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k,
+                          const void *x, const void *r, void *h, float eps, const void *w, void *c,
+                          size_t ldc, int *done) {
+    *done = 0;
+    /* K = 32 G (G <= 16) in whole k blocks; 16-byte rows of x, r, h. */
+    if (rows == 0 || k % BK != 0 || k > 32 * NORM_MAXG || rows > (size_t)INT32_MAX - 128 ||
+        n > (size_t)INT32_MAX / 2 || ldc > (size_t)INT32_MAX || shape < 0 ||
+        shape >= WG_NSHAPES || ((uintptr_t)x | (uintptr_t)r | (uintptr_t)h) % 16 != 0)
+        return HRMT_OK;
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) return HRMT_OK;
+    const norm_src ns{(const uint16_t *)x, (const uint16_t *)r, (uint16_t *)h, eps};
+    switch (WG_SHAPES[shape].bn) {
+    case 16: return wgn_launch<16>(m, fn, rows, n, k, ns, w, c, ldc, done);
+    case 32: return wgn_launch<32>(m, fn, rows, n, k, ns, w, c, ldc, done);
+    case 64: return wgn_launch<64>(m, fn, rows, n, k, ns, w, c, ldc, done);
+    default: return wgn_launch<128>(m, fn, rows, n, k, ns, w, c, ldc, done);
     }
 }

@@ -37,6 +37,7 @@
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
+#include "cuda/sm90a/ring_norm_gemm.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
@@ -147,6 +148,33 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 
+/* The same with A = rmsnorm(x + r) formed in the prologue
+ * (ring_norm_gemm.cuh): 64-row tiles, one consumer warpgroup. */
+template <int BNA>
+hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                        const norm_src &ns, const void *w, void *act) {
+    using C = ring_norm_cfg<2 * BNA>;
+    const size_t H = m->hidden, I = m->inter;
+    CUtensorMap tw;
+    if (!encode(fn, &tw, w, 2 * I, H, H, BNA))
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda norm + fused gate_up: tensor map refused");
+    cudaError_t e = ring_norm_prepare<2 * BNA, glu_epi<BNA>>();
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + fused gate_up: shared memory");
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
+    const size_t tiles = (rows + 63) / 64 * (I / BNA);
+    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
+    typename glu_epi<BNA>::args p{{(int)rows, (int)(I / BNA), (int)(H / BK)},
+                                  (int)I,
+                                  m->ctx->cuda->silu_bf16,
+                                  (uint16_t *)act,
+                                  (int)I};
+    e = pdl_launch(ring_norm_gemm_kernel<2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
+                   C::SMEM, cu_stream(m), cu_model(m)->pdl, tw, p, ns);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + fused gate_up");
+    return cu_check(m->ctx, "cuda norm + fused gate_up");
+}
+
 template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
     return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
@@ -212,10 +240,28 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_PDL='%s' is not 0 or 1", env);
     cu_model(m)->pdl = !(env && !strcmp(env, "0")) && m->ctx->cuda->prop.major >= 9;
+    env = getenv("HRMT_CUDA_NORM_PROLOGUE");
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "HRMT_CUDA_NORM_PROLOGUE='%s' is not 0 or 1", env);
+    /* With the fused gate_up (the norm after o_proj goes into its prologue);
+     * not beside the opt-in projection + norm kernel, which does that norm. */
+    cu_model(m)->npro = !(env && !strcmp(env, "0")) && cu_model(m)->glu && !cu_model(m)->pnorm &&
+                        cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
     return HRMT_OK;
 }
 
+int cu_glu_norm_applies(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return cu_glu_applies(m) && m->hidden <= 32 * NORM_MAXG &&
+           ring_norm_loads<128, glu_epi<64>>(per_block) &&
+           ring_norm_loads<64, glu_epi<32>>(per_block) &&
+           ring_norm_loads<32, glu_epi<16>>(per_block);
+}
+
 int hrmt_cuda_model_fused_glu(const hrmt_model *m) { return m->cu && cu_model(m)->glu; }
+int hrmt_cuda_model_norm_prologue(const hrmt_model *m) { return m->cu && cu_model(m)->npro; }
 
 int cu_glu_shapes(void) { return GLU_NSHAPES; }
 
@@ -241,4 +287,31 @@ hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *
             break;
         }
     return cu_glu_shape(m, shape >= 0 ? shape : glu_default_shape(m, rows), rows, a, w, act);
+}
+
+hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const void *r, void *h,
+                        const void *w, void *act, int *done) {
+    *done = 0;
+    if (rows == 0 || rows > (size_t)INT32_MAX - 128 || m->hidden > 32 * NORM_MAXG ||
+        ((uintptr_t)x | (uintptr_t)r | (uintptr_t)h) % 16 != 0)
+        return HRMT_OK;
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) return HRMT_OK;
+    /* The tile width the tuner (or the untuned rule) picked for these rows. */
+    const struct hrmt_model_cuda *g = cu_model(m);
+    int shape = -1;
+    for (int b = 0; b < CU_LT_BUCKETS; b++)
+        if (rows <= ((size_t)128 << b) || b == CU_LT_BUCKETS - 1) {
+            shape = g->glu_shape[b] - 1;
+            break;
+        }
+    if (shape < 0) shape = glu_default_shape(m, rows);
+    const norm_src ns{(const uint16_t *)x, (const uint16_t *)r, (uint16_t *)h,
+                      (float)m->cfg.rms_norm_eps};
+    *done = 1;
+    switch (GLU_SHAPES[shape].bna) {
+    case 64: return glun_launch<64>(m, fn, rows, ns, w, act);
+    case 32: return glun_launch<32>(m, fn, rows, ns, w, act);
+    default: return glun_launch<16>(m, fn, rows, ns, w, act);
+    }
 }
