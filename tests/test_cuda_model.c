@@ -552,6 +552,44 @@ Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1);
 }
 
+/* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
+ * default; model_inject.cu) against the row-op adds: the same bytes, both
+ * schedules (the tiered one injects a tile's precomputed sum), at HRM's
+ * width (batches 1 and 7) and on the small model with T = 61. */
+static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    hrmt_model *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        setenv("HRMT_CUDA_FUSED_INJECT", k ? "0" : "1", 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 29, &m[k]), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+    }
+    unsetenv("HRMT_CUDA_FUSED_INJECT");
+    const int batches[] = {1, 7};
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    for (int b = 0; b < 2; b++)
+        for (int q = 0; q < 2; q++) {
+            outs x[2], y[2];
+            run_steps(m[0], batches[b], sched[q], 2, x);
+            run_steps(m[1], batches[b], sched[q], 2, y);
+            for (int s2 = 0; s2 < 2; s2++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
+                              "hidden %d batch %d %s step %d %s: fused injection != adds",
+                              hidden, batches[b], q ? "tiered" : "baseline", s2, k_fields[f]);
+                outs_free(&x[s2]);
+                outs_free(&y[s2]);
+            }
+        }
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, fused_inject_equals_adds_hrm_width) { fused_inject_equals_adds(512, 8, 81); }
+Test(cuda_model, fused_inject_equals_adds_short_seq) { fused_inject_equals_adds(256, 4, 60); }
+
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM
@@ -708,8 +746,9 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[2] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM"};
-    for (int i = 0; i < 2; i++) {
+    const char *names[3] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM",
+                            "HRMT_CUDA_FUSED_INJECT"};
+    for (int i = 0; i < 3; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

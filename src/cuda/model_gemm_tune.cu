@@ -36,10 +36,10 @@ namespace {
 constexpr int CANDIDATES = 8;
 constexpr int TIMED_RUNS = 20, TIMED_REPLAYS = 3;
 constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows */
-/* The own narrow tiles are tried up to rows <= 128 << OWN_MAX_BUCKET: on the
- * H200 they lost to cuBLASLt from 256 rows on (docs/CUDA.md), and timing
- * them costs load time. */
-constexpr int OWN_MAX_BUCKET = 1;
+/* The own narrow tiles are tried up to rows <= 128 << OWN_MAX_BUCKET (batch
+ * 12 of HRM's 82 rows): above, cuBLASLt's larger tiles fill the SMs, and
+ * timing them costs load time. */
+constexpr int OWN_MAX_BUCKET = 3;
 
 struct tune_ctx {
     hrmt_model *m;

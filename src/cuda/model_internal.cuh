@@ -59,6 +59,7 @@ struct hrmt_model_cuda {
     int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;       /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;      /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
+    int inject;    /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -185,6 +186,13 @@ hrmt_status cu_wgemm_norm(const hrmt_model *m, int shape, size_t rows, size_t n,
 int cu_glu_norm_applies(const hrmt_model *m);
 hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const void *r, void *h,
                         const void *w, void *act, int *done);
+
+/* model_inject.cu: z = z + bf16(a + b) (b NULL: z = z + a) over rows of the
+ * hidden width, BF16, one kernel by programmatic dependent launch, the bits
+ * of the row-op adds. *done 0: not its case (F32, alignment), nothing
+ * launched. */
+hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b, size_t rows,
+                      int *done);
 
 /* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one
  * kernel, the bits of cu_gemm then the residual + RMSNorm row kernel. */

@@ -174,10 +174,21 @@ static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, v
     return row_check(m, "cuda add");
 }
 
-/* ReasoningModule: z = z + injection, then each layer in order. */
+/* ReasoningModule: z = z + injection, then each layer in order. The
+ * injection is inj, or bf16(inj + inj2) when inj2 is given (the L level's
+ * z_H + x), rounded as two adds would round it. */
 static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers,
-                         void *z, const void *inj, size_t n, const cu_level_ws *ws, int sram) {
-    TRY(add_rows(m, z, inj, z, n * m->T));
+                         void *z, const void *inj, const void *inj2, void *inj_out, size_t n,
+                         const cu_level_ws *ws, int sram) {
+    int done = 0;
+    TRY(cu_inject(m, z, inj, inj2, n * m->T, &done));
+    if (!done) {
+        if (inj2) {
+            TRY(add_rows(m, inj, inj2, inj_out, n * m->T));
+            inj = inj_out;
+        }
+        TRY(add_rows(m, z, inj, z, n * m->T));
+    }
     const void *pend = NULL;
     for (int i = 0; i < nlayers; i++)
         TRY(block(m, &blocks[i], z, n, ws, sram, i + 1 == nlayers, &pend));
@@ -224,7 +235,8 @@ static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, c
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
     hrmt_status s = grid_bars ? cu_grid_level(m, 1, p->zH, p->zL, NULL, p->n, &p->ws, p->inj,
                                               next_bar(g, grid_bars))
-                              : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, p->n, &p->ws, 0);
+                              : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, NULL, NULL, p->n,
+                                      &p->ws, 0);
     hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
     TRY(s);
     if (!timed) return HRMT_OK;
@@ -239,8 +251,7 @@ static hrmt_status l_level(hrmt_model *m, struct hrmt_carry_cuda *g, const cu_pa
     if (grid_bars)
         return cu_grid_level(m, 0, p->zL, p->zH, p->x, p->n, &p->ws, p->inj,
                              next_bar(g, grid_bars));
-    TRY(add_rows(m, p->zH, p->x, p->inj, p->n * m->T));
-    return level(m, m->L, m->cfg.L_layers, p->zL, p->inj, p->n, &p->ws, 0);
+    return level(m, m->L, m->cfg.L_layers, p->zL, p->zH, p->x, p->inj, p->n, &p->ws, 0);
 }
 
 /* Every level of the step, op by op, on one part of the batch. */
@@ -352,7 +363,7 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n,
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
     hrmt_status s = HRMT_OK;
     for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
-        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, n, &g->ws, 1);
+        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1);
         tm->l_level_calls++;
     }
     hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);

@@ -240,13 +240,21 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_PDL='%s' is not 0 or 1", env);
     cu_model(m)->pdl = !(env && !strcmp(env, "0")) && m->ctx->cuda->prop.major >= 9;
+    env = getenv("HRMT_CUDA_FUSED_INJECT");
+    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "HRMT_CUDA_FUSED_INJECT='%s' is not 0 or 1", env);
+    cu_model(m)->inject = !(env && !strcmp(env, "0"));
     env = getenv("HRMT_CUDA_NORM_PROLOGUE");
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
                          "HRMT_CUDA_NORM_PROLOGUE='%s' is not 0 or 1", env);
-    /* With the fused gate_up (the norm after o_proj goes into its prologue);
-     * not beside the opt-in projection + norm kernel, which does that norm. */
-    cu_model(m)->npro = !(env && !strcmp(env, "0")) && cu_model(m)->glu && !cu_model(m)->pnorm &&
+    /* Opt-in: slower than the row kernel + GEMM on the H200 (docs/CUDA.md:
+     * every CTA of a row tile forms the same 64 rows, 128 threads doing what
+     * the row kernel spreads over the GPU). With the fused gate_up (the norm
+     * after o_proj goes into its prologue); not beside the opt-in projection
+     * + norm kernel, which does that norm. */
+    cu_model(m)->npro = env && !strcmp(env, "1") && cu_model(m)->glu && !cu_model(m)->pnorm &&
                         cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
     return HRMT_OK;
 }
