@@ -576,8 +576,8 @@ static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
             for (int s2 = 0; s2 < 2; s2++) {
                 for (int f = 0; f < 5; f++)
                     cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                              "hidden %d batch %d %s step %d %s: fused injection != adds",
-                              hidden, batches[b], q ? "tiered" : "baseline", s2, k_fields[f]);
+                              "hidden %d batch %d %s step %d %s: fused injection != adds", hidden,
+                              batches[b], q ? "tiered" : "baseline", s2, k_fields[f]);
                 outs_free(&x[s2]);
                 outs_free(&y[s2]);
             }
@@ -645,8 +645,8 @@ static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, co
                     for (int f = 0; f < 5; f++)
                         cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
                                   "shape %d hidden %d T %d batch %d %s step %d %s: != launches",
-                                  shape, hidden, seq_len + 1, batches[b],
-                                  q ? "tiered" : "baseline", s2, k_fields[f]);
+                                  shape, hidden, seq_len + 1, batches[b], q ? "tiered" : "baseline",
+                                  s2, k_fields[f]);
                     outs_free(&x[s2]);
                     outs_free(&y[s2]);
                 }

@@ -177,8 +177,7 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
  * pick for these rows, -1 none) and leaves *done 0 when it cannot take the
  * call; cu_glu_norm is the fused gate_up + SwiGLU's form. */
 #define CU_NPRO_MAX_ROWS 256
-int cu_gemm_own_shape(const hrmt_model *m, size_t rows, size_t n, size_t k, size_t lda,
-                      size_t ldc);
+int cu_gemm_own_shape(const hrmt_model *m, size_t rows, size_t n, size_t k, size_t lda, size_t ldc);
 int cu_wgemm_norm_applies(const hrmt_model *m);
 hrmt_status cu_wgemm_norm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k,
                           const void *x, const void *r, void *h, float eps, const void *w, void *c,

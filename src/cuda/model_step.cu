@@ -128,8 +128,8 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     int done = 0;
     if (*pend) {
         const int shape = cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H);
-        TRY(cu_wgemm_norm(m, shape, rows, 3 * H, H, *pend, ws->proj, h,
-                          (float)m->cfg.rms_norm_eps, b->qkv.dev, ws->qkv, 3 * H, &done));
+        TRY(cu_wgemm_norm(m, shape, rows, 3 * H, H, *pend, ws->proj, h, (float)m->cfg.rms_norm_eps,
+                          b->qkv.dev, ws->qkv, 3 * H, &done));
         if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
         *pend = NULL;
     }
@@ -233,10 +233,10 @@ static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, c
     int e0 = 0, e1 = 0;
     if (timed) TRY(ev_rec(m, g, &e0));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-    hrmt_status s = grid_bars ? cu_grid_level(m, 1, p->zH, p->zL, NULL, p->n, &p->ws, p->inj,
-                                              next_bar(g, grid_bars))
-                              : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, NULL, NULL, p->n,
-                                      &p->ws, 0);
+    hrmt_status s =
+        grid_bars
+            ? cu_grid_level(m, 1, p->zH, p->zL, NULL, p->n, &p->ws, p->inj, next_bar(g, grid_bars))
+            : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, NULL, NULL, p->n, &p->ws, 0);
     hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
     TRY(s);
     if (!timed) return HRMT_OK;

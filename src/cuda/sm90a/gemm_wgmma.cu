@@ -171,8 +171,8 @@ hrmt_status cu_wgemm_norm(const hrmt_model *m, int shape, size_t rows, size_t n,
     *done = 0;
     /* K = 32 G (G <= 16) in whole k blocks; 16-byte rows of x, r, h. */
     if (rows == 0 || k % BK != 0 || k > 32 * NORM_MAXG || rows > (size_t)INT32_MAX - 128 ||
-        n > (size_t)INT32_MAX / 2 || ldc > (size_t)INT32_MAX || shape < 0 ||
-        shape >= WG_NSHAPES || ((uintptr_t)x | (uintptr_t)r | (uintptr_t)h) % 16 != 0)
+        n > (size_t)INT32_MAX / 2 || ldc > (size_t)INT32_MAX || shape < 0 || shape >= WG_NSHAPES ||
+        ((uintptr_t)x | (uintptr_t)r | (uintptr_t)h) % 16 != 0)
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;

@@ -242,13 +242,13 @@ hrmt_status cu_glu_setting(hrmt_model *m) {
     cu_model(m)->pdl = !(env && !strcmp(env, "0")) && m->ctx->cuda->prop.major >= 9;
     env = getenv("HRMT_CUDA_FUSED_INJECT");
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                         "HRMT_CUDA_FUSED_INJECT='%s' is not 0 or 1", env);
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_INJECT='%s' is not 0 or 1",
+                         env);
     cu_model(m)->inject = !(env && !strcmp(env, "0"));
     env = getenv("HRMT_CUDA_NORM_PROLOGUE");
     if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                         "HRMT_CUDA_NORM_PROLOGUE='%s' is not 0 or 1", env);
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_NORM_PROLOGUE='%s' is not 0 or 1",
+                         env);
     /* Opt-in: slower than the row kernel + GEMM on the H200 (docs/CUDA.md:
      * every CTA of a row tile forms the same 64 rows, 128 threads doing what
      * the row kernel spreads over the GPU). With the fused gate_up (the norm

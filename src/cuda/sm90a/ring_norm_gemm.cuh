@@ -28,7 +28,7 @@
 
 namespace {
 
-constexpr int NORM_MAXG = 16;                       /* K <= 512 */
+constexpr int NORM_MAXG = 16;                         /* K <= 512 */
 constexpr int NORM_A_BYTES = 64 * 32 * NORM_MAXG * 2; /* 64 rows of K <= 512 */
 
 template <int WN>
@@ -76,10 +76,11 @@ __device__ __forceinline__ void norm_prologue(uint8_t *a, const norm_src &ns, in
             uint32_t *ph = (uint32_t *)&ux[g]; /* h replaces x, packed */
 #pragma unroll
             for (int w = 0; w < 4; w++) {
-                const float h0 = rc::round_bf16_arith(rc::fadd(rc::bf16_to_f((uint16_t)px[w]),
-                                                               rc::bf16_to_f((uint16_t)pr[w])));
-                const float h1 = rc::round_bf16_arith(rc::fadd(
-                    rc::bf16_to_f((uint16_t)(px[w] >> 16)), rc::bf16_to_f((uint16_t)(pr[w] >> 16))));
+                const float h0 = rc::round_bf16_arith(
+                    rc::fadd(rc::bf16_to_f((uint16_t)px[w]), rc::bf16_to_f((uint16_t)pr[w])));
+                const float h1 =
+                    rc::round_bf16_arith(rc::fadd(rc::bf16_to_f((uint16_t)(px[w] >> 16)),
+                                                  rc::bf16_to_f((uint16_t)(pr[w] >> 16))));
                 c[2 * w] = rc::fadd(c[2 * w], rc::fmul(h0, h0));
                 c[2 * w + 1] = rc::fadd(c[2 * w + 1], rc::fmul(h1, h1));
                 ph[w] = rc::pack_bf16x2_arith(h0, h1);
@@ -97,8 +98,7 @@ __device__ __forceinline__ void norm_prologue(uint8_t *a, const norm_src &ns, in
             const float t3 = __shfl_sync(0xffffffffu, c[j], base + 3);
             sum = rc::fadd(sum, rc::fadd(rc::fadd(rc::fadd(t0, t1), t2), t3));
         }
-        const float inv =
-            rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, (float)K), ns.eps)));
+        const float inv = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, (float)K), ns.eps)));
 #pragma unroll
         for (int g = 0; g < NORM_MAXG; g++) {
             if (g >= G) break;
