@@ -173,7 +173,7 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
     g->ws.proj = take(l, rows * H, es);
     g->ws.gu = take(l, rows * 2 * I, es);
     g->ws.act = take(l, rows * I, es);
-    g->ws.hn = take(l, rows * H, es);
+    g->ws.hn = take(l, cu_model(m)->npro ? rows * H : 0, es); /* only the norm prologue's */
     g->nbar = m->cfg.H_cycles * (m->cfg.L_cycles + 1);
     g->bar = (unsigned *)take(l, (size_t)g->nbar, 4);
     g->nbranch = cu_branch_count(m, B);
