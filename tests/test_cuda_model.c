@@ -552,6 +552,27 @@ Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1);
 }
 
+/* Two steps of a and of b at each batch, both schedules: the same bytes
+ * expected; `what` names the comparison in the messages. */
+static void expect_same_steps(hrmt_model *a, hrmt_model *b, const int *batches, int nb,
+                              const char *what) {
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    for (int i = 0; i < nb; i++)
+        for (int q = 0; q < 2; q++) {
+            outs x[2], y[2];
+            run_steps(a, batches[i], sched[q], 2, x);
+            run_steps(b, batches[i], sched[q], 2, y);
+            for (int s2 = 0; s2 < 2; s2++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
+                              "%s: batch %d %s step %d %s differ", what, batches[i],
+                              q ? "tiered" : "baseline", s2, k_fields[f]);
+                outs_free(&x[s2]);
+                outs_free(&y[s2]);
+            }
+        }
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -567,21 +588,9 @@ static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
     }
     unsetenv("HRMT_CUDA_FUSED_INJECT");
     const int batches[] = {1, 7};
-    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
-    for (int b = 0; b < 2; b++)
-        for (int q = 0; q < 2; q++) {
-            outs x[2], y[2];
-            run_steps(m[0], batches[b], sched[q], 2, x);
-            run_steps(m[1], batches[b], sched[q], 2, y);
-            for (int s2 = 0; s2 < 2; s2++) {
-                for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                              "hidden %d batch %d %s step %d %s: fused injection != adds", hidden,
-                              batches[b], q ? "tiered" : "baseline", s2, k_fields[f]);
-                outs_free(&x[s2]);
-                outs_free(&y[s2]);
-            }
-        }
+    char what[128];
+    snprintf(what, sizeof what, "hidden %d, fused injection vs adds", hidden);
+    expect_same_steps(m[0], m[1], batches, 2, what);
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
     hrmt_context_destroy(ctx);
@@ -625,7 +634,6 @@ static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, co
         cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
     }
-    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
     for (int shape = 0; shape < 6; shape++) {
         char v[16];
         snprintf(v, sizeof v, "%d", shape);
@@ -636,21 +644,10 @@ static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, co
         unsetenv("HRMT_CUDA_WGEMM_SHAPE");
         unsetenv("HRMT_CUDA_GLU_SHAPE");
         cr_assert_eq(hrmt_model_norm_prologue(m), 1, "shape %d", shape);
-        for (int b = 0; b < nb; b++)
-            for (int q = 0; q < 2; q++) {
-                outs x[2], y[2];
-                run_steps(m, batches[b], sched[q], 2, x);
-                run_steps(ref, batches[b], sched[q], 2, y);
-                for (int s2 = 0; s2 < 2; s2++) {
-                    for (int f = 0; f < 5; f++)
-                        cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                                  "shape %d hidden %d T %d batch %d %s step %d %s: != launches",
-                                  shape, hidden, seq_len + 1, batches[b], q ? "tiered" : "baseline",
-                                  s2, k_fields[f]);
-                    outs_free(&x[s2]);
-                    outs_free(&y[s2]);
-                }
-            }
+        char what[128];
+        snprintf(what, sizeof what, "shape %d hidden %d T %d, norm prologue vs launches", shape,
+                 hidden, seq_len + 1);
+        expect_same_steps(m, ref, batches, nb, what);
         hrmt_model_destroy(m);
         m = NULL;
     }
@@ -699,22 +696,10 @@ static void pdl_equals_plain(const char *wgemm_shape) {
     unsetenv("HRMT_CUDA_PDL");
     unsetenv("HRMT_CUDA_WGEMM_SHAPE");
     const int batches[] = {1, 7, 20};
-    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
-    for (int b = 0; b < 3; b++)
-        for (int q = 0; q < 2; q++) {
-            outs x[2], y[2];
-            run_steps(m[0], batches[b], sched[q], 2, x);
-            run_steps(m[1], batches[b], sched[q], 2, y);
-            for (int s2 = 0; s2 < 2; s2++) {
-                for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                              "wgemm %s batch %d %s step %d %s: PDL != plain launches",
-                              wgemm_shape ? wgemm_shape : "tuned", batches[b],
-                              q ? "tiered" : "baseline", s2, k_fields[f]);
-                outs_free(&x[s2]);
-                outs_free(&y[s2]);
-            }
-        }
+    char what[128];
+    snprintf(what, sizeof what, "wgemm %s, PDL vs plain launches",
+             wgemm_shape ? wgemm_shape : "tuned");
+    expect_same_steps(m[0], m[1], batches, 3, what);
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
     hrmt_context_destroy(ctx);
