@@ -87,10 +87,7 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
                 for (int j = 0; j < NWG; j++) /* boxes of 256 W rows */
                     tma_load(st + C::A_BYTES + j * 256 * ROW_BYTES, &tm_w, &full[s], kb * BK,
                              j * 256);
-                if (++s == S) {
-                    s = 0;
-                    ph ^= 1;
-                }
+                ring_next(s, ph, S);
             }
         return;
     }
@@ -115,10 +112,7 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
             wg_wait<1>(); /* the previous stage is read: give it back */
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
             prev = s;
-            if (++s == S) {
-                s = 0;
-                ph ^= 1;
-            }
+            ring_next(s, ph, S);
         }
         wg_wait<0>();
 #pragma unroll

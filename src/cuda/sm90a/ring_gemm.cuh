@@ -92,10 +92,7 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
                     tma_load(st, &tm_a, &full[s], kb * BK, m0);
                     E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
                 }
-                if (++s == S) {
-                    s = 0;
-                    ph ^= 1;
-                }
+                ring_next(s, ph, S);
             }
         }
         return;
@@ -135,10 +132,7 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
             wg_wait<1>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
             prev = s;
-            if (++s == S) {
-                s = 0;
-                ph ^= 1;
-            }
+            ring_next(s, ph, S);
         }
         /* Every ring use of this tile has landed: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);

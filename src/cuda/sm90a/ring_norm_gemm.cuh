@@ -163,10 +163,7 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
                 }
                 mbar_expect_tx(&full[s], C::W_BYTES);
                 E::load_w(ring + s * C::W_BYTES, &tm_w, &full[s], kb, n0, p);
-                if (++s == S) {
-                    s = 0;
-                    ph ^= 1;
-                }
+                ring_next(s, ph, S);
             }
         }
         if (!waited) {
@@ -204,10 +201,7 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
             wg_wait<1>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
             prev = s;
-            if (++s == S) {
-                s = 0;
-                ph ^= 1;
-            }
+            ring_next(s, ph, S);
         }
         wg_wait<0>();
 #pragma unroll

@@ -34,6 +34,13 @@ __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int s
         mbar_init(&empty[s], consumers);
     }
 }
+/* The ring's next stage; the parity to wait for flips at each wrap. */
+__device__ __forceinline__ void ring_next(int &s, unsigned &ph, int stages) {
+    if (++s == stages) {
+        s = 0;
+        ph ^= 1;
+    }
+}
 __device__ __forceinline__ void mbar_expect_tx(uint64_t *b, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
                  "r"(bytes)
