@@ -212,11 +212,21 @@ fi
 
 # ---- 5. HOOK: extra commands ------------------------------------------------
 # HRMT_GPU_HOOK: shell commands run here (with $build and $out set), output in
-# hook.log: one-off experiments without editing this script.
+# hook.log: one-off experiments without editing this script. They get the
+# budget's time left but HRMT_GPU_HOOK_RESERVE seconds (default 60, for the
+# steps after and the summary), at least 10: a hook that runs over is stopped
+# and reported, and the call still returns its summary.
 if [ -n "${HRMT_GPU_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
   stamp "hook"
-  (eval "$HRMT_GPU_HOOK") >"$out/hook.log" 2>&1
-  record "hook" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "hook.log"
+  hook_s=$(($(left) - ${HRMT_GPU_HOOK_RESERVE:-60}))
+  [ "$hook_s" -lt 10 ] && hook_s=10
+  build="$build" out="$out" timeout "$hook_s" bash -c "$HRMT_GPU_HOOK" >"$out/hook.log" 2>&1
+  rc=$?
+  if [ $rc -eq 124 ]; then
+    record "hook" FAIL "stopped after ${hook_s}s (hook.log)"
+  else
+    record "hook" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "hook.log"
+  fi
 fi
 
 # ---- 6. compute-sanitizer on the CUDA test binaries -------------------------
