@@ -573,6 +573,18 @@ static void expect_same_steps(hrmt_model *a, hrmt_model *b, const int *batches, 
         }
 }
 
+/* m[0] made with the switch `env` = 1, m[1] with it = 0 (same random
+ * weights); the variable is unset after. */
+static void models_on_off(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed,
+                          const char *env, hrmt_model *m[2]) {
+    for (int k = 0; k < 2; k++) {
+        setenv(env, k ? "0" : "1", 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, cfg, seed, &m[k]), HRMT_OK, "%s=%d: %s", env, !k,
+                     hrmt_last_error(ctx));
+    }
+    unsetenv(env);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -581,12 +593,7 @@ static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *m[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        setenv("HRMT_CUDA_FUSED_INJECT", k ? "0" : "1", 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 29, &m[k]), HRMT_OK, "%s",
-                     hrmt_last_error(ctx));
-    }
-    unsetenv("HRMT_CUDA_FUSED_INJECT");
+    models_on_off(ctx, &cfg, 29, "HRMT_CUDA_FUSED_INJECT", m);
     const int batches[] = {1, 7};
     char what[128];
     snprintf(what, sizeof what, "hidden %d, fused injection vs adds", hidden);
@@ -688,12 +695,7 @@ static void pdl_equals_plain(const char *wgemm_shape) {
                      ci.cc_major, ci.cc_minor);
     if (wgemm_shape) setenv("HRMT_CUDA_WGEMM_SHAPE", wgemm_shape, 1);
     hrmt_model *m[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        setenv("HRMT_CUDA_PDL", k ? "0" : "1", 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 17, &m[k]), HRMT_OK, "%s",
-                     hrmt_last_error(ctx));
-    }
-    unsetenv("HRMT_CUDA_PDL");
+    models_on_off(ctx, &cfg, 17, "HRMT_CUDA_PDL", m);
     unsetenv("HRMT_CUDA_WGEMM_SHAPE");
     const int batches[] = {1, 7, 20};
     char what[128];

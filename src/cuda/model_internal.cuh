@@ -14,6 +14,12 @@
 /* Row buckets of the tuned algorithms: bucket b serves rows <= 128 << b,
  * the last one every M above too. */
 #define CU_LT_BUCKETS 8
+/* The bucket of a call of `rows` rows among the first n (n >= 1). */
+static inline int cu_row_bucket(size_t rows, int n) {
+    int b = 0;
+    while (b < n - 1 && rows > ((size_t)128 << b)) b++;
+    return b;
+}
 
 /* A block GEMM shape served by cuBLASLt with one pinned algorithm
  * (model_gemm.cu): descriptor and W layout made once, A and C layouts per
@@ -146,12 +152,18 @@ hrmt_status cu_gemm_pin(hrmt_model *m);
  * when HRMT_CUDA_GEMM_TUNE=0). */
 hrmt_status cu_gemm_tune(hrmt_model *m);
 
+/* model_settings.cu: *on = the 0 / 1 switch `name` from the environment, or
+ * dflt when unset; anything else INVALID_ARG (message names the variable).
+ * cu_block_settings reads the block's kernel switches at model load
+ * (HRMT_CUDA_FUSED_GLU, _FUSED_NORM, _PDL, _FUSED_INJECT, _NORM_PROLOGUE), each
+ * on only where its kernels serve this model and device. */
+hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on);
+hrmt_status cu_block_settings(hrmt_model *m);
+
 /* sm90a/glu_wgmma.cu: act = SwiGLU(a W_gate_up^T) in one kernel, the bits of
- * cu_gemm then the SwiGLU table kernel. cu_glu_setting reads
- * HRMT_CUDA_FUSED_GLU at model load (unset or 1: wherever cu_glu_applies,
- * 0: never; anything else INVALID_ARG). */
+ * cu_gemm then the SwiGLU table kernel (cu_block_settings turns it on
+ * wherever cu_glu_applies, unless HRMT_CUDA_FUSED_GLU=0). */
 int cu_glu_applies(const hrmt_model *m);
-hrmt_status cu_glu_setting(hrmt_model *m);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
 int cu_glu_shapes(void);

@@ -40,7 +40,6 @@
  * all L weights from L2 for that one sample. */
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_bf16.h>
@@ -425,12 +424,10 @@ hrmt_status cu_l_persist(const hrmt_model *m, void *zL, const void *zH, const vo
 }
 
 hrmt_status cu_l_persist_setting(hrmt_model *m) {
-    const char *env = getenv("HRMT_CUDA_L_PERSIST");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_L_PERSIST='%s' is not 0 or 1",
-                         env);
+    int on = 0;
+    const hrmt_status s = cu_env_switch(m, "HRMT_CUDA_L_PERSIST", 0, &on);
     /* Opt-in: on the H200 it is slower than the tile-by-tile schedule at
      * every batch measured (docs/BENCHMARKS.md), so tiered keeps the tiles. */
-    cu_model(m)->l_persist = env && !strcmp(env, "1") && cu_l_persist_applies(m);
-    return HRMT_OK;
+    cu_model(m)->l_persist = s == HRMT_OK && on && cu_l_persist_applies(m);
+    return s;
 }

@@ -84,7 +84,7 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK && m->rope_sin)
         s = upload(m, m->rope_sin, m->T * m->head_dim * 4, (void **)&g->rope_sin);
     if (s == HRMT_OK) s = cu_gemm_pin(m);
-    if (s == HRMT_OK) s = cu_glu_setting(m); /* before the tuner, which times its shapes */
+    if (s == HRMT_OK) s = cu_block_settings(m); /* before the tuner, which times its shapes */
     if (s == HRMT_OK) s = cu_gemm_tune(m);
     if (s == HRMT_OK) s = cu_l_persist_setting(m);
     if (s == HRMT_OK) s = cu_grid_setting(m);

@@ -125,11 +125,13 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
     const int npro = g->npro && rows <= CU_NPRO_MAX_ROWS;
+    /* The qkv GEMM's own tile shape for these rows (-1: cuBLASLt's): a
+     * pending norm needs one. */
+    const int qkv_own = npro ? cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) : -1;
     int done = 0;
     if (*pend) {
-        const int shape = cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H);
-        TRY(cu_wgemm_norm(m, shape, rows, 3 * H, H, *pend, ws->proj, h, (float)m->cfg.rms_norm_eps,
-                          b->qkv.dev, ws->qkv, 3 * H, &done));
+        TRY(cu_wgemm_norm(m, qkv_own, rows, 3 * H, H, *pend, ws->proj, h,
+                          (float)m->cfg.rms_norm_eps, b->qkv.dev, ws->qkv, 3 * H, &done));
         if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
         *pend = NULL;
     }
@@ -160,7 +162,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
-    if (res != h && !last && cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) >= 0) {
+    if (res != h && !last && qkv_own >= 0) {
         *pend = res;
         return HRMT_OK;
     }

@@ -29,8 +29,6 @@
  * device is compute capability 9.0 and that the kernel image loads. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
@@ -220,45 +218,6 @@ int cu_glu_applies(const hrmt_model *m) {
     return encode_fn() != nullptr;
 }
 
-hrmt_status cu_glu_setting(hrmt_model *m) {
-    const char *env = getenv("HRMT_CUDA_FUSED_GLU");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_GLU='%s' is not 0 or 1",
-                         env);
-    /* On wherever it applies: faster than cuBLASLt + the table kernel, or
-     * level with it, at every batch on the H200 (docs/CUDA.md). */
-    cu_model(m)->glu = !(env && !strcmp(env, "0")) && cu_glu_applies(m);
-    env = getenv("HRMT_CUDA_FUSED_NORM");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_NORM='%s' is not 0 or 1",
-                         env);
-    /* Opt-in: slower than the GEMM + row kernel at every batch on the H200
-     * (docs/CUDA.md: a 64-row tile re-reads all of W from L2, and one tile's
-     * norm epilogue runs with no products beside it). */
-    cu_model(m)->pnorm = env && !strcmp(env, "1") && cu_proj_norm_applies(m);
-    env = getenv("HRMT_CUDA_PDL");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_PDL='%s' is not 0 or 1", env);
-    cu_model(m)->pdl = !(env && !strcmp(env, "0")) && m->ctx->cuda->prop.major >= 9;
-    env = getenv("HRMT_CUDA_FUSED_INJECT");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_FUSED_INJECT='%s' is not 0 or 1",
-                         env);
-    cu_model(m)->inject = !(env && !strcmp(env, "0"));
-    env = getenv("HRMT_CUDA_NORM_PROLOGUE");
-    if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_NORM_PROLOGUE='%s' is not 0 or 1",
-                         env);
-    /* Opt-in: slower than the row kernel + GEMM on the H200 (docs/CUDA.md:
-     * every CTA of a row tile forms the same 64 rows, 128 threads doing what
-     * the row kernel spreads over the GPU). With the fused gate_up (the norm
-     * after o_proj goes into its prologue); not beside the opt-in projection
-     * + norm kernel, which does that norm. */
-    cu_model(m)->npro = env && !strcmp(env, "1") && cu_model(m)->glu && !cu_model(m)->pnorm &&
-                        cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
-    return HRMT_OK;
-}
-
 int cu_glu_norm_applies(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
@@ -286,15 +245,14 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
     return glu_shape_launch(m, fn, shape, rows, a, w, act);
 }
 
+/* The tile shape for these rows: the tuner's pick, else the untuned rule. */
+static int glu_pick(const hrmt_model *m, size_t rows) {
+    const int shape = cu_model(m)->glu_shape[cu_row_bucket(rows, CU_LT_BUCKETS)] - 1;
+    return shape >= 0 ? shape : glu_default_shape(m, rows); /* 0 stored: not tuned */
+}
+
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act) {
-    const struct hrmt_model_cuda *g = cu_model(m);
-    int shape = -1;
-    for (int b = 0; b < CU_LT_BUCKETS; b++)
-        if (rows <= ((size_t)128 << b) || b == CU_LT_BUCKETS - 1) {
-            shape = g->glu_shape[b] - 1; /* 0: not tuned */
-            break;
-        }
-    return cu_glu_shape(m, shape >= 0 ? shape : glu_default_shape(m, rows), rows, a, w, act);
+    return cu_glu_shape(m, glu_pick(m, rows), rows, a, w, act);
 }
 
 hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const void *r, void *h,
@@ -305,15 +263,7 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    /* The tile width the tuner (or the untuned rule) picked for these rows. */
-    const struct hrmt_model_cuda *g = cu_model(m);
-    int shape = -1;
-    for (int b = 0; b < CU_LT_BUCKETS; b++)
-        if (rows <= ((size_t)128 << b) || b == CU_LT_BUCKETS - 1) {
-            shape = g->glu_shape[b] - 1;
-            break;
-        }
-    if (shape < 0) shape = glu_default_shape(m, rows);
+    const int shape = glu_pick(m, rows); /* its tile width */
     const norm_src ns{(const uint16_t *)x, (const uint16_t *)r, (uint16_t *)h,
                       (float)m->cfg.rms_norm_eps};
     *done = 1;

@@ -68,11 +68,7 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
     float *xpart = (float *)(smem + S * C::STAGE_BYTES), *xinv = xpart + PN_BM * 32;
     uint64_t *full = (uint64_t *)(xinv + PN_BM), *empty = full + S;
     const int wg = threadIdx.x / 128, tiles = (p.M + PN_BM - 1) / PN_BM, kb_n = p.kblocks;
-    if (threadIdx.x == 0) {
-        ring_init(full, empty, S, 4 * NWG); /* one arrive per consumer warp */
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_setup(full, empty, S, 4 * NWG); /* one arrive per consumer warp */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x != 0) return;

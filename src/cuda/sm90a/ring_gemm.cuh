@@ -148,24 +148,15 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
 #endif
 }
 
-/* Host side: whether an instantiation's image loads on this device (another
- * 9.0 part, a driver) with its shared memory within `per_block`, and its
- * shared-memory opt-in before a launch. */
+/* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
 template <int MSUB, int WGS, int WN, class E>
 int ring_loads(size_t per_block) {
-    cudaFuncAttributes fa;
-    if (per_block < (size_t)ring_cfg<MSUB, WGS, WN>::SMEM) return 0;
-    if (cudaFuncGetAttributes(&fa, ring_gemm_kernel<MSUB, WGS, WN, E>) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return 1;
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg<MSUB, WGS, WN>::SMEM,
+                       per_block);
 }
 template <int MSUB, int WGS, int WN, class E>
 cudaError_t ring_prepare() {
-    return cudaFuncSetAttribute(ring_gemm_kernel<MSUB, WGS, WN, E>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                ring_cfg<MSUB, WGS, WN>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg<MSUB, WGS, WN>::SMEM);
 }
 
 } // namespace

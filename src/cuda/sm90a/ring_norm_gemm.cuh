@@ -138,11 +138,7 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
     uint64_t *full = (uint64_t *)(ring + S * C::W_BYTES), *empty = full + S;
     const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + 63) / 64;
     const int tiles = mt * nt, kb_n = p.d.kblocks;
-    if (threadIdx.x == 0) {
-        ring_init(full, empty, S, 4); /* one arrive per consumer warp */
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x != 0) return;
@@ -215,19 +211,11 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
 /* Host side, as ring_gemm.cuh's. */
 template <int WN, class E>
 int ring_norm_loads(size_t per_block) {
-    cudaFuncAttributes fa;
-    if (per_block < (size_t)ring_norm_cfg<WN>::SMEM) return 0;
-    if (cudaFuncGetAttributes(&fa, ring_norm_gemm_kernel<WN, E>) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return 1;
+    return image_loads(ring_norm_gemm_kernel<WN, E>, ring_norm_cfg<WN>::SMEM, per_block);
 }
 template <int WN, class E>
 cudaError_t ring_norm_prepare() {
-    return cudaFuncSetAttribute(ring_norm_gemm_kernel<WN, E>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                ring_norm_cfg<WN>::SMEM);
+    return smem_opt_in(ring_norm_gemm_kernel<WN, E>, ring_norm_cfg<WN>::SMEM);
 }
 
 } // namespace

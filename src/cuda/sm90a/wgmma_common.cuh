@@ -34,6 +34,16 @@ __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int s
         mbar_init(&empty[s], consumers);
     }
 }
+/* The ring's barriers made by thread 0 and visible to the whole CTA; every
+ * thread of the CTA calls it. */
+__device__ __forceinline__ void ring_setup(uint64_t *full, uint64_t *empty, int stages,
+                                           unsigned consumers) {
+    if (threadIdx.x == 0) {
+        ring_init(full, empty, stages, consumers);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
 /* The ring's next stage; the parity to wait for flips at each wrap. */
 __device__ __forceinline__ void ring_next(int &s, unsigned &ph, int stages) {
     if (++s == stages) {
@@ -166,6 +176,24 @@ __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t
         wgmma_n256(d, da, db);
 }
 #endif
+
+/* Host side: whether a kernel's image loads on this device (another 9.0
+ * part, a driver) with `smem` bytes of shared memory within `per_block`,
+ * and its shared-memory opt-in before a launch. */
+template <class K>
+int image_loads(K *kern, size_t smem, size_t per_block) {
+    cudaFuncAttributes fa;
+    if (per_block < smem) return 0;
+    if (cudaFuncGetAttributes(&fa, kern) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+template <class K>
+cudaError_t smem_opt_in(K *kern, size_t smem) {
+    return cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
     void *fn = nullptr;

@@ -1,0 +1,46 @@
+/* The block's kernel choices a CUDA model reads from the environment at load
+ * (docs/USAGE.md): each a 0 / 1 switch, anything else INVALID_ARG, and on
+ * only where its kernels serve this model and device. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.cuh"
+#include "cuda/model_internal.cuh"
+
+hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
+    const char *env = getenv(name);
+    *on = dflt;
+    if (!env) return HRMT_OK;
+    if (strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "%s='%s' is not 0 or 1", name, env);
+    *on = env[0] == '1';
+    return HRMT_OK;
+}
+
+hrmt_status cu_block_settings(hrmt_model *m) {
+    struct hrmt_model_cuda *g = cu_model(m);
+    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0;
+    hrmt_status s;
+    if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_PDL", 1, &pdl)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_INJECT", 1, &inject)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK)
+        return s;
+    /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
+     * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
+    g->glu = glu && cu_glu_applies(m);
+    /* Projection + norm: opt-in, slower than the GEMM + row kernel at every
+     * batch on the H200 (a 64-row tile re-reads all of W from L2, and one
+     * tile's norm epilogue runs with no products beside it). */
+    g->pnorm = pnorm && cu_proj_norm_applies(m);
+    g->pdl = pdl && m->ctx->cuda->prop.major >= 9;
+    g->inject = inject;
+    /* Norm prologue: opt-in, slower than the row kernel + GEMM on the H200
+     * (every CTA of a row tile forms the same 64 rows, 128 threads doing what
+     * the row kernel spreads over the GPU). It needs the fused gate_up (the
+     * norm after o_proj goes into its prologue), and not the projection +
+     * norm kernel, which does that norm. */
+    g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
+    return HRMT_OK;
+}
