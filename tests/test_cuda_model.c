@@ -462,6 +462,19 @@ Test(cuda_model, fused_norm_equals_launches_short_seq) {
     fusion_equals_launches("HRMT_CUDA_FUSED_NORM", 256, 4, 60, batches, 2);
 }
 
+/* The reference of the own-kernel tests: the launch-by-launch block (pinned
+ * cuBLASLt GEMM, SwiGLU table and row kernels: no fused gate_up, no tuning). */
+static hrmt_model *launches_model(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed) {
+    hrmt_model *ref = NULL;
+    setenv("HRMT_CUDA_FUSED_GLU", "0", 1);
+    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, cfg, seed, &ref), HRMT_OK, "%s",
+                 hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_FUSED_GLU");
+    unsetenv("HRMT_CUDA_GEMM_TUNE");
+    return ref;
+}
+
 /* Each tile shape of the own wgmma kernels, forced for every row bucket
  * (HRMT_CUDA_WGEMM_SHAPE / HRMT_CUDA_GLU_SHAPE), against the launches with
  * the pinned cuBLASLt algorithm (HRMT_CUDA_GEMM_TUNE=0, fused gate_up off):
@@ -476,13 +489,8 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     const int glu = !strcmp(env, "HRMT_CUDA_GLU_SHAPE");
-    hrmt_model *ref = NULL, *m = NULL;
-    setenv("HRMT_CUDA_FUSED_GLU", "0", 1);
-    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &ref), HRMT_OK, "%s",
-                 hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_GEMM_TUNE");
-    if (glu) unsetenv("HRMT_CUDA_FUSED_GLU");
+    hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
+    if (!glu) setenv("HRMT_CUDA_FUSED_GLU", "0", 1); /* the own GEMM alone */
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
         setenv(env, "0", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_ERR_INVALID_ARG,
@@ -620,13 +628,7 @@ static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, co
     memset(&ci, 0, sizeof ci);
     cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
-    hrmt_model *ref = NULL, *m = NULL;
-    setenv("HRMT_CUDA_FUSED_GLU", "0", 1);
-    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &ref), HRMT_OK, "%s",
-                 hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_FUSED_GLU");
-    unsetenv("HRMT_CUDA_GEMM_TUNE");
+    hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
     cr_assert_eq(hrmt_model_norm_prologue(ref), 0);
     setenv("HRMT_CUDA_NORM_PROLOGUE", "1", 1);
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
