@@ -463,14 +463,17 @@ Test(cuda_model, fused_norm_equals_launches_short_seq) {
 }
 
 /* The reference of the own-kernel tests: the launch-by-launch block (pinned
- * cuBLASLt GEMM, SwiGLU table and row kernels: no fused gate_up, no tuning). */
+ * cuBLASLt GEMM, SwiGLU table and row kernels: no fused gate_up, no cluster
+ * projection + norm, no tuning). */
 static hrmt_model *launches_model(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed) {
     hrmt_model *ref = NULL;
     setenv("HRMT_CUDA_FUSED_GLU", "0", 1);
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, cfg, seed, &ref), HRMT_OK, "%s",
                  hrmt_last_error(ctx));
     unsetenv("HRMT_CUDA_FUSED_GLU");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     unsetenv("HRMT_CUDA_GEMM_TUNE");
     return ref;
 }
@@ -614,6 +617,50 @@ static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
 Test(cuda_model, fused_inject_equals_adds_hrm_width) { fused_inject_equals_adds(512, 8, 81); }
 Test(cuda_model, fused_inject_equals_adds_short_seq) { fused_inject_equals_adds(256, 4, 60); }
 
+/* o_proj / down_proj + residual + RMSNorm as one kernel over a thread-block
+ * cluster (HRMT_CUDA_CLUSTER_NORM, on by default; rows <= 1024) in the
+ * default (tuned) model against the launch-by-launch block: the same bytes,
+ * both schedules, at rows it serves (hidden 512: 82 rows, two tiles, the
+ * second ragged; 574; 984, ragged, at its limit; hidden 256 with T = 61: 183,
+ * 976) and above them (1066, 1220: the launches again). */
+static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, const int *batches,
+                                         int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    hrmt_model *ref = launches_model(ctx, &cfg, 31), *m = NULL;
+    cr_assert_eq(hrmt_model_cluster_norm(ref), 0, "HRMT_CUDA_CLUSTER_NORM=0 must turn it off");
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
+        cr_expect_eq(hrmt_model_cluster_norm(m), 0, "cc %d.%d: the sm_90a kernel does not serve it",
+                     ci.cc_major, ci.cc_minor);
+        hrmt_model_destroy(m);
+        hrmt_model_destroy(ref);
+        hrmt_context_destroy(ctx);
+        cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    }
+    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "on by default on cc 9.0");
+    char what[128];
+    snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm vs launches", hidden,
+             seq_len + 1);
+    expect_same_steps(m, ref, batches, nb, what);
+    hrmt_model_destroy(m);
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, cluster_norm_equals_launches_hrm_width) {
+    const int batches[] = {1, 7, 12, 13};
+    cluster_norm_equals_launches(512, 8, 81, batches, 4);
+}
+Test(cuda_model, cluster_norm_equals_launches_short_seq) {
+    const int batches[] = {3, 16, 20};
+    cluster_norm_equals_launches(256, 4, 60, batches, 3);
+}
+
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM
@@ -735,9 +782,9 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[3] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM",
-                            "HRMT_CUDA_FUSED_INJECT"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[4] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM",
+                            "HRMT_CUDA_FUSED_INJECT", "HRMT_CUDA_CLUSTER_NORM"};
+    for (int i = 0; i < 4; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

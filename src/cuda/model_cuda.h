@@ -33,6 +33,8 @@ int hrmt_cuda_model_fused_glu(const hrmt_model *m);
 int hrmt_cuda_model_fused_norm(const hrmt_model *m);
 /* ... and residual + RMSNorm as the next GEMM's prologue (sm90a/ring_norm_gemm.cuh). */
 int hrmt_cuda_model_norm_prologue(const hrmt_model *m);
+/* ... and the projections + norm spread over a cluster (sm90a/cluster_norm_wgmma.cu). */
+int hrmt_cuda_model_cluster_norm(const hrmt_model *m);
 
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out);
 void hrmt_cuda_carry_destroy(hrmt_carry *c);

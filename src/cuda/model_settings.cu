@@ -19,13 +19,14 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
-    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0;
+    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_PDL", 1, &pdl)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_INJECT", 1, &inject)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK)
         return s;
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
@@ -42,5 +43,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * norm after o_proj goes into its prologue), and not the projection +
      * norm kernel, which does that norm. */
     g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
+    /* Projection + norm over a cluster at small batches (CU_CNORM_MAX_ROWS):
+     * the two norms of a block stop being links of their own. The other
+     * two forms of those norms, when asked for, take precedence. */
+    g->cnorm = cnorm && !g->pnorm && !g->npro && cu_cluster_norm_applies(m);
     return HRMT_OK;
 }

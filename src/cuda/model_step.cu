@@ -119,12 +119,15 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * the next GEMM's prologue instead of a kernel of its own: h1 goes to ws->hn
  * (a prologue cannot write in place), and the block's last norm is left
  * pending (*pend = its residual; the sum's other term is ws->proj) for the
- * next block's qkv, or for the level's end. Same bytes either way. */
+ * next block's qkv, or for the level's end. Or (HRMT_CUDA_CLUSTER_NORM, on
+ * by default) each projection and the norm after it are one kernel over a
+ * thread-block cluster. Same bytes every way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram, int last, const void **pend) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
     const int npro = g->npro && rows <= CU_NPRO_MAX_ROWS;
+    const int cnorm = g->cnorm && rows <= CU_CNORM_MAX_ROWS;
     /* The qkv GEMM's own tile shape for these rows (-1: cuBLASLt's): a
      * pending norm needs one. */
     const int qkv_own = npro ? cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) : -1;
@@ -139,9 +142,12 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
     }
     TRY(cu_attention(m, ws->qkv, ws->att, n));
+    int normed = 0; /* h1 already in h: o_proj came with its norm */
+    if (cnorm) TRY(cu_cluster_norm(m, rows, ws->att, H, b->o.dev, h, &normed));
     if (g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
-    } else {
+        normed = 1;
+    } else if (!normed) {
         TRY(cu_gemm(m, rows, H, H, ws->att, H, b->o.dev, ws->proj, m->dt, H));
     }
     const void *res = h; /* the last norm's residual */
@@ -150,7 +156,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         if (done) res = ws->hn;
     }
     if (res == h) {
-        if (!g->pnorm) TRY(resnorm(m, h, h, ws->proj, rows, sram));
+        if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram));
         if (g->glu) {
             TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
         } else {
@@ -160,6 +166,10 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         }
     }
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
+    if (cnorm) {
+        TRY(cu_cluster_norm(m, rows, ws->act, I, b->down.dev, h, &normed));
+        if (normed) return HRMT_OK;
+    }
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
     if (res != h && !last && qkv_own >= 0) {

@@ -102,6 +102,9 @@ int hrmt_model_fused_norm(const hrmt_model *m);
 /* The same for the residual + RMSNorm as the next GEMM's prologue at small
  * batches (src/cuda/sm90a/ring_norm_gemm.cuh). */
 int hrmt_model_norm_prologue(const hrmt_model *m);
+/* The same for o_proj / down_proj + residual + RMSNorm spread over a
+ * thread-block cluster at small batches (src/cuda/sm90a/cluster_norm_wgmma.cu). */
+int hrmt_model_cluster_norm(const hrmt_model *m);
 /* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
 

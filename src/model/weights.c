@@ -213,6 +213,15 @@ int hrmt_model_norm_prologue(const hrmt_model *m) {
 #endif
 }
 
+int hrmt_model_cluster_norm(const hrmt_model *m) {
+#if defined(HRMT_HAVE_CUDA)
+    return m && m->cu && hrmt_cuda_model_cluster_norm(m);
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 void hrmt_model_destroy(hrmt_model *m) {
     if (!m) return;
 #if defined(HRMT_HAVE_CUDA)

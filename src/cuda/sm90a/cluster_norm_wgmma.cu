@@ -1,0 +1,312 @@
+/* A projection back to the hidden width with the block's residual + RMSNorm
+ * in the epilogue, one row tile spread over a thread-block cluster (o_proj
+ * and down_proj at small batches):
+ *
+ *   h[r, :] = rmsnorm( bf16( h[r, :] + bf16(A W^T)[r, :] ) )
+ *
+ * Launch by launch this is a GEMM writing proj and the row kernel reading
+ * proj and h back: two links of the block's dependency chain, where at a
+ * few samples each kernel's start and drain cost more than its work.
+ * proj_norm_wgmma.cu does the same with a CTA per 64 rows x all H columns,
+ * which leaves most SMs idle at small batches; here the CL CTAs of a
+ * cluster take WN columns each (H = CL WN), and the norm's row statistics
+ * are shared through distributed shared memory:
+ *  1. each CTA forms x = bf16(h + bf16(acc)) for its 64 x WN block and puts
+ *     it in its shared memory; cluster barrier;
+ *  2. CTA r computes inv for rows r 64/CL .. (r + 1) 64/CL - 1 of the tile
+ *     (a warp per row, lane l reading x[g 32 + l] from the CTA that holds
+ *     it) and writes each inv into every CTA's shared memory; barrier;
+ *  3. each CTA writes bf16(x inv) over its block of h.
+ *
+ * Bits: the GEMM is each output's F32 chain of k16 steps in ascending k
+ * from +0 rounded to BF16 (the pinned cuBLASLt algorithms' arithmetic, as
+ * ring_gemm.cuh); the norm is rowops_norm.cu's register form: lane l of the
+ * reference's 32 accumulator lanes sums x[g 32 + l]^2 over groups g in
+ * order from +0, the quarters fold ((a_l + a_l+8) + a_l+16) + a_l+24 for
+ * l < 8, those eight are summed from +0 in lane order, inv = 1 / sqrt(sum /
+ * H + eps), out = bf16(x inv), each op rounded once. Here lane l of a warp
+ * is reference lane l, so the chain is one thread's loop.
+ * cuda_model/cluster_norm_equals_launches checks the bytes on the device.
+ *
+ * Shape: a CTA per (row tile of 64, WN columns): one producer thread (a TMA
+ * ring of 64 k: A's 64 rows and W's WN rows), one consumer warpgroup of
+ * m64nWNk16; small enough for two CTAs per SM. */
+#include <stdlib.h>
+
+#include "cuda/bf16.cuh"
+#include "cuda/cuda_internal.cuh"
+#include "cuda/model_internal.cuh"
+#include "cuda/pdl.cuh"
+#include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+namespace rc = hrmt_rowops_cuda;
+
+namespace {
+
+constexpr int CN_BM = 64;
+
+template <int WN, int CL>
+struct cn_cfg {
+    static constexpr int H = WN * CL;
+    static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
+    static constexpr int A_BYTES = CN_BM * ROW_BYTES;
+    static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
+    static constexpr int STAGES = 4;
+    static constexpr int XBUF = CN_BM * WN * 2 + CN_BM * 4; /* x (BF16), inv per row */
+    static constexpr int SMEM = STAGES * STAGE_BYTES + XBUF + 1024 + 2 * STAGES * 8;
+};
+
+struct cn_args {
+    int M, kblocks;
+    uint16_t *h;
+    float eps;
+};
+
+#ifdef HRMT_SM90A
+__device__ __forceinline__ uint32_t cl_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+/* The same shared-memory offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ uint32_t cl_map(const void *p, uint32_t rank) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
+    uint16_t v;
+    asm volatile("ld.shared::cluster.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
+}
+/* Every thread of every CTA of the cluster: writes before it (shared and
+ * distributed shared memory) are seen by reads after it. */
+__device__ __forceinline__ void cl_sync() {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+#endif
+
+template <int WN, int CL>
+__global__ void __launch_bounds__(256, 2)
+    cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
+                        const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
+#ifdef HRMT_SM90A
+    using C = cn_cfg<WN, CL>;
+    constexpr int S = C::STAGES, H = C::H, G = H / 32;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint16_t *xs = (uint16_t *)(smem + S * C::STAGE_BYTES); /* [64][WN] */
+    float *xinv = (float *)(xs + CN_BM * WN);
+    uint64_t *full = (uint64_t *)(xinv + CN_BM), *empty = full + S;
+    const uint32_t rank = cl_rank();
+    const int wg = threadIdx.x / 128, kb_n = p.kblocks;
+    const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
+    ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
+    if (wg == 0) {
+        if (threadIdx.x == 0) {
+            /* W is never written: its first stages go out before the wait
+             * for the kernel before (programmatic dependent launch). */
+            const int pre = kb_n < S ? kb_n : S;
+            for (int kb = 0; kb < pre; kb++) {
+                mbar_expect_tx(&full[kb], C::STAGE_BYTES);
+                tma_load(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb * BK, n0);
+            }
+            pdl_wait();
+            pdl_trigger();
+            int s = 0;
+            unsigned ph = 0;
+            for (int kb = 0; kb < kb_n; kb++) {
+                uint8_t *st = smem + s * C::STAGE_BYTES;
+                if (kb >= pre) {
+                    mbar_wait(&empty[s], ph ^ 1);
+                    mbar_expect_tx(&full[s], C::STAGE_BYTES);
+                    tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
+                }
+                tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                ring_next(s, ph, S);
+            }
+        }
+        /* The producer warpgroup takes part in the cluster's two barriers. */
+        cl_sync();
+        cl_sync();
+        return;
+    }
+    pdl_wait(); /* before reading h */
+    pdl_trigger();
+    const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
+    float acc[WN / 2];
+#pragma unroll
+    for (int i = 0; i < WN / 2; i++) acc[i] = 0.0f;
+    int s = 0, prev = -1;
+    unsigned ph = 0;
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        const uint8_t *st = smem + s * C::STAGE_BYTES;
+        const uint64_t da = desc_k128(st), dw = desc_k128(st + C::A_BYTES);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+        wg_commit();
+        wg_wait<1>(); /* the previous stage is read: give it back */
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = s;
+        ring_next(s, ph, S);
+    }
+    wg_wait<0>();
+#pragma unroll
+    for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+
+    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs; rows past M
+     * stay unread and unwritten. */
+    const int lr0 = warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
+    uint16_t *hrow[2] = {p.h + (size_t)(m0 + lr0) * H + n0, p.h + (size_t)(m0 + lr0 + 8) * H + n0};
+    const bool live[2] = {m0 + lr0 < p.M, m0 + lr0 + 8 < p.M};
+#pragma unroll
+    for (int i = 0; i < WN / 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int col = 8 * i + 2 * c;
+            const uint32_t r = live[hf] ? *(const uint32_t *)(hrow[hf] + col) : 0u;
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float &x = acc[4 * i + 2 * hf + e];
+                const float pv = rc::bf16_to_f(hrmt_cu_f32_to_bf16(x));
+                const float rv = rc::bf16_to_f((uint16_t)(e ? r >> 16 : r & 0xffffu));
+                x = rc::bf16_to_f(hrmt_cu_f32_to_bf16(rc::fadd(rv, pv)));
+            }
+            *(uint32_t *)(xs + (lr0 + 8 * hf) * WN + col) =
+                (uint32_t)hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]) |
+                (uint32_t)hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]) << 16;
+        }
+    cl_sync();
+
+    /* 2. This CTA's rows of the tile: lane l's chain over the groups, each
+     * group's 32 columns in CTA g 32 / WN. */
+    for (int j = warp; j < C::RP; j += 4) {
+        const int row = (int)rank * C::RP + j;
+        if (m0 + row >= p.M) continue;
+        float xv[G];
+#pragma unroll
+        for (int g = 0; g < G; g++)
+            xv[g] = rc::bf16_to_f(
+                cl_ld_u16(cl_map(xs + row * WN + (g * 32) % WN + lane, (uint32_t)(g * 32 / WN))));
+        float a = 0.0f;
+#pragma unroll
+        for (int g = 0; g < G; g++) a = rc::fadd(a, rc::fmul(xv[g], xv[g]));
+        const float f = rc::fadd(rc::fadd(rc::fadd(a, __shfl_sync(0xffffffffu, a, (lane + 8) & 31)),
+                                          __shfl_sync(0xffffffffu, a, (lane + 16) & 31)),
+                                 __shfl_sync(0xffffffffu, a, (lane + 24) & 31));
+        float sum = 0.0f; /* lanes 0..7 in order */
+#pragma unroll
+        for (int l = 0; l < 8; l++) sum = rc::fadd(sum, __shfl_sync(0xffffffffu, f, l));
+        const float inv = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, (float)H), p.eps)));
+        if (lane < CL) cl_st_f32(cl_map(xinv + row, (uint32_t)lane), inv);
+    }
+    cl_sync();
+
+    /* 3. out = bf16(x inv) over this CTA's block. */
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+        if (!live[hf]) continue;
+        const float inv = xinv[lr0 + 8 * hf];
+#pragma unroll
+        for (int i = 0; i < WN / 8; i++)
+            *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) = rc::pack_bf16x2_arith(
+                rc::fmul(acc[4 * i + 2 * hf], inv), rc::fmul(acc[4 * i + 2 * hf + 1], inv));
+    }
+#endif
+}
+
+template <int WN, int CL>
+int cn_fits(const hrmt_cuda *cu) {
+    using C = cn_cfg<WN, CL>;
+    size_t per_block = 0;
+    hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
+    auto kern = cluster_norm_kernel<WN, CL>;
+    if (!image_loads(kern, C::SMEM, per_block) || smem_opt_in(kern, C::SMEM) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    /* Whether a cluster of CL such CTAs can be resident at all. */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(CL);
+    cfg.blockDim = dim3(256);
+    cfg.dynamicSmemBytes = C::SMEM;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = CL;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return clusters > 0;
+}
+
+template <int WN, int CL>
+hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                      const void *a, size_t k, const void *w, void *h, int *done) {
+    using C = cn_cfg<WN, CL>;
+    CUtensorMap ta, tw;
+    if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
+        return HRMT_OK; /* *done stays 0: the launches serve */
+    auto kern = cluster_norm_kernel<WN, CL>;
+    cudaError_t e = smem_opt_in(kern, C::SMEM);
+    if (e != cudaSuccess)
+        return cu_fail(m->ctx, e, "cuda cluster projection + norm: shared memory");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL));
+    cfg.blockDim = dim3(256);
+    cfg.dynamicSmemBytes = C::SMEM;
+    cfg.stream = cu_stream(m);
+    cudaLaunchAttribute at[2];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = CL;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cu_model(m)->pdl ? 2 : 1;
+    const cn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
+    e = cudaLaunchKernelEx(&cfg, kern, ta, tw, p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
+    *done = 1;
+    return cu_check(m->ctx, "cuda cluster projection + norm");
+}
+
+} // namespace
+
+int cu_cluster_norm_applies(const hrmt_model *m) {
+    const hrmt_cuda *cu = m->ctx->cuda;
+    const size_t H = m->hidden, I = m->inter;
+    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
+    if ((H != 256 && H != 512) || I % BK != 0 || I > (size_t)INT32_MAX / 2) return 0;
+    if (!encode_fn()) return 0;
+    return H == 512 ? cn_fits<64, 8>(cu) : cn_fits<32, 8>(cu);
+}
+
+int hrmt_cuda_model_cluster_norm(const hrmt_model *m) { return m->cu && cu_model(m)->cnorm; }
+
+hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
+                            const void *w, void *h, int *done) {
+    *done = 0;
+    /* Whole k blocks; 4-byte pairs of h; sizes the kernel's int arithmetic
+     * holds. */
+    if (rows == 0 || k % BK != 0 || k > (size_t)INT32_MAX / 2 || rows > (size_t)INT32_MAX / 2 ||
+        (uintptr_t)h % 4 != 0)
+        return HRMT_OK;
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) return HRMT_OK;
+    if (m->hidden == 512) return cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
+    if (m->hidden == 256) return cn_launch<32, 8>(m, fn, rows, a, k, w, h, done);
+    return HRMT_OK;
+}
