@@ -782,8 +782,8 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[4] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM",
-                            "HRMT_CUDA_FUSED_INJECT", "HRMT_CUDA_CLUSTER_NORM"};
+    const char *names[4] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM", "HRMT_CUDA_FUSED_INJECT",
+                            "HRMT_CUDA_CLUSTER_NORM"};
     for (int i = 0; i < 4; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
