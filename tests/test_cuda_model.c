@@ -642,10 +642,21 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
         cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
     }
-    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "on by default on cc 9.0");
+    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "on by default on cc 9.0 (clusters of 8)");
     char what[128];
-    snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm vs launches", hidden,
+    snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm (8) vs launches", hidden,
              seq_len + 1);
+    expect_same_steps(m, ref, batches, nb, what);
+    hrmt_model_destroy(m);
+    /* Clusters of 16: a non-portable size, which a device may not schedule
+     * with this much shared memory (then the launches serve: still compared). */
+    setenv("HRMT_CUDA_CLUSTER_NORM_CTAS", "16", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
+    if (!hrmt_model_cluster_norm(m))
+        cr_log_warn("clusters of 16 do not fit this device: the launches serve");
+    snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm (16) vs launches",
+             hidden, seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
     hrmt_model_destroy(m);
     hrmt_model_destroy(ref);
@@ -782,9 +793,9 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[4] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM", "HRMT_CUDA_FUSED_INJECT",
-                            "HRMT_CUDA_CLUSTER_NORM"};
-    for (int i = 0; i < 4; i++) {
+    const char *names[5] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM", "HRMT_CUDA_FUSED_INJECT",
+                            "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_CLUSTER_NORM_CTAS"};
+    for (int i = 0; i < 5; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

@@ -66,7 +66,8 @@ struct hrmt_model_cuda {
     int pdl;       /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;      /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
     int inject;    /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
-    int cnorm;     /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
+    int cnorm; /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
+                  this many CTAs (8 or 16); 0 off */
     int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -219,7 +220,7 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
  * to CU_CNORM_MAX_ROWS), where the two launches are two links of the
  * block's chain. *done 0: not its case, nothing launched. */
 #define CU_CNORM_MAX_ROWS 1024
-int cu_cluster_norm_applies(const hrmt_model *m);
+int cu_cluster_norm_applies(const hrmt_model *m, int ctas);
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
 

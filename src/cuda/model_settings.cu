@@ -46,6 +46,14 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* Projection + norm over a cluster at small batches (CU_CNORM_MAX_ROWS):
      * the two norms of a block stop being links of their own. The other
      * two forms of those norms, when asked for, take precedence. */
-    g->cnorm = cnorm && !g->pnorm && !g->npro && cu_cluster_norm_applies(m);
+    int ctas = 8;
+    const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
+    if (env) {
+        if (strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
+            return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                             "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
+        ctas = atoi(env);
+    }
+    g->cnorm = cnorm && !g->pnorm && !g->npro && cu_cluster_norm_applies(m, ctas) ? ctas : 0;
     return HRMT_OK;
 }

@@ -30,7 +30,8 @@
  *
  * Shape: a CTA per (row tile of 64, WN columns): one producer thread (a TMA
  * ring of 64 k: A's 64 rows and W's WN rows), one consumer warpgroup of
- * m64nWNk16; small enough for two CTAs per SM. */
+ * m64nWNk16; CL = 8 (portable) or 16 (HRMT_CUDA_CLUSTER_NORM_CTAS; the
+ * device's non-portable cluster size). */
 #include <stdlib.h>
 
 #include "cuda/bf16.cuh"
@@ -52,7 +53,8 @@ struct cn_cfg {
     static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
     static constexpr int A_BYTES = CN_BM * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
-    static constexpr int STAGES = 4;
+    /* At the rows it serves the grid is at most one CTA per SM: a deep ring. */
+    static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
     static constexpr int XBUF = CN_BM * WN * 2 + CN_BM * 4; /* x (BF16), inv per row */
     static constexpr int SMEM = STAGES * STAGE_BYTES + XBUF + 1024 + 2 * STAGES * 8;
 };
@@ -91,7 +93,7 @@ __device__ __forceinline__ void cl_sync() {
 #endif
 
 template <int WN, int CL>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
@@ -184,16 +186,16 @@ __global__ void __launch_bounds__(256, 2)
         }
     cl_sync();
 
-    /* 2. This CTA's rows of the tile: lane l's chain over the groups, each
-     * group's 32 columns in CTA g 32 / WN. */
+    /* 2. This CTA's rows of the tile: lane l's chain over the groups, column
+     * c = g 32 + l held by CTA c / WN. */
     for (int j = warp; j < C::RP; j += 4) {
         const int row = (int)rank * C::RP + j;
         if (m0 + row >= p.M) continue;
         float xv[G];
 #pragma unroll
         for (int g = 0; g < G; g++)
-            xv[g] = rc::bf16_to_f(
-                cl_ld_u16(cl_map(xs + row * WN + (g * 32) % WN + lane, (uint32_t)(g * 32 / WN))));
+            xv[g] = rc::bf16_to_f(cl_ld_u16(
+                cl_map(xs + row * WN + (g * 32 + lane) % WN, (uint32_t)((g * 32 + lane) / WN))));
         float a = 0.0f;
 #pragma unroll
         for (int g = 0; g < G; g++) a = rc::fadd(a, rc::fmul(xv[g], xv[g]));
@@ -227,7 +229,9 @@ int cn_fits(const hrmt_cuda *cu) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     auto kern = cluster_norm_kernel<WN, CL>;
-    if (!image_loads(kern, C::SMEM, per_block) || smem_opt_in(kern, C::SMEM) != cudaSuccess) {
+    if (!image_loads(kern, C::SMEM, per_block) || smem_opt_in(kern, C::SMEM) != cudaSuccess ||
+        (CL > 8 && cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                       cudaSuccess)) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -285,13 +289,14 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 } // namespace
 
-int cu_cluster_norm_applies(const hrmt_model *m) {
+int cu_cluster_norm_applies(const hrmt_model *m, int ctas) {
     const hrmt_cuda *cu = m->ctx->cuda;
     const size_t H = m->hidden, I = m->inter;
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
     if ((H != 256 && H != 512) || I % BK != 0 || I > (size_t)INT32_MAX / 2) return 0;
     if (!encode_fn()) return 0;
-    return H == 512 ? cn_fits<64, 8>(cu) : cn_fits<32, 8>(cu);
+    if (H == 512) return ctas == 16 ? cn_fits<32, 16>(cu) : cn_fits<64, 8>(cu);
+    return ctas == 16 ? cn_fits<16, 16>(cu) : cn_fits<32, 8>(cu);
 }
 
 int hrmt_cuda_model_cluster_norm(const hrmt_model *m) { return m->cu && cu_model(m)->cnorm; }
@@ -306,7 +311,12 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, siz
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    if (m->hidden == 512) return cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
-    if (m->hidden == 256) return cn_launch<32, 8>(m, fn, rows, a, k, w, h, done);
+    const int c16 = cu_model(m)->cnorm == 16;
+    if (m->hidden == 512)
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, done)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
+    if (m->hidden == 256)
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, done)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, done);
     return HRMT_OK;
 }
