@@ -62,14 +62,15 @@ struct hrmt_model_cuda {
     int l_persist;                        /* the tiered schedule runs model_l_persist.cu's kernel */
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
-    int pnorm;     /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
-    int pdl;       /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
-    int npro;      /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
-    int inject;    /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
-    int cnorm; /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
-                  this many CTAs (8 or 16); 0 off */
-    int grid;      /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
-    int grid_tile; /* its GEMM unit: 0 by M, 1 small, 2 large */
+    int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
+    int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
+    int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
+    int inject;      /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
+    int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
+                        this many CTAs (8 or 16); 0 off */
+    int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
+    int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
+    int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
     int branches;    /* HRMT_CUDA_BRANCHES: parallel graph branches asked for (model_branch.cu) */
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
@@ -214,13 +215,15 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
                          void *h);
 
 /* sm90a/cluster_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in
- * one kernel whose row tiles are spread over a thread-block cluster (the
- * norm's row sums shared through distributed shared memory): the bits of
- * cu_gemm then the residual + RMSNorm row kernel. For small batches (rows up
- * to CU_CNORM_MAX_ROWS), where the two launches are two links of the
- * block's chain. *done 0: not its case, nothing launched. */
-#define CU_CNORM_MAX_ROWS 1024
-int cu_cluster_norm_applies(const hrmt_model *m, int ctas);
+ * one kernel whose 64-row tiles are each spread over a thread-block cluster
+ * of `ctas` (8 or 16) CTAs (the norm's row sums shared through distributed
+ * shared memory): the bits of cu_gemm then the residual + RMSNorm row
+ * kernel. cu_cluster_norm_clusters: how many such clusters the device runs
+ * at once (0: it does not serve this model); the block uses the kernel when
+ * its tiles fit in that one wave (small batches, where the GEMM and the
+ * norm are two links of the block's chain). *done 0: not its case, nothing
+ * launched. */
+int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
 

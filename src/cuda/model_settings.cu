@@ -43,17 +43,25 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * norm after o_proj goes into its prologue), and not the projection +
      * norm kernel, which does that norm. */
     g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
-    /* Projection + norm over a cluster at small batches (CU_CNORM_MAX_ROWS):
-     * the two norms of a block stop being links of their own. The other
-     * two forms of those norms, when asked for, take precedence. */
-    int ctas = 8;
+    /* Projection + norm over a cluster at small batches (one wave of
+     * clusters): the two norms of a block stop being links of their own.
+     * Clusters of 16 (more SMs on a tile's bytes) where the device runs
+     * them, else 8; HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The other two
+     * forms of those norms, when asked for, take precedence. */
     const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
-    if (env) {
-        if (strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
-            return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                             "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
-        ctas = atoi(env);
+    if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
+    g->cnorm = g->cnorm_tiles = 0;
+    if (cnorm && !g->pnorm && !g->npro) {
+        const int ctas = env ? atoi(env) : 16;
+        int n = cu_cluster_norm_clusters(m, ctas);
+        if (n > 0) {
+            g->cnorm = ctas;
+        } else if (!env && (n = cu_cluster_norm_clusters(m, 8)) > 0) {
+            g->cnorm = 8;
+        }
+        g->cnorm_tiles = n;
     }
-    g->cnorm = cnorm && !g->pnorm && !g->npro && cu_cluster_norm_applies(m, ctas) ? ctas : 0;
     return HRMT_OK;
 }

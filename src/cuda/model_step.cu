@@ -127,7 +127,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
     const int npro = g->npro && rows <= CU_NPRO_MAX_ROWS;
-    const int cnorm = g->cnorm && rows <= CU_CNORM_MAX_ROWS;
+    const int cnorm = g->cnorm && (rows + 63) / 64 <= (size_t)g->cnorm_tiles;
     /* The qkv GEMM's own tile shape for these rows (-1: cuBLASLt's): a
      * pending norm needs one. */
     const int qkv_own = npro ? cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) : -1;

@@ -51,6 +51,10 @@ template <int WN, int CL>
 struct cn_cfg {
     static constexpr int H = WN * CL;
     static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
+    /* A's rows are loaded once per cluster, in NSL slices of 8 rows (whole
+     * 1024-byte swizzle atoms), CTA r < NSL multicasting slice r to all. */
+    static constexpr int NSL = CL < 8 ? CL : 8;
+    static constexpr int SL_ROWS = CN_BM / NSL;
     static constexpr int A_BYTES = CN_BM * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
     /* At the rows it serves the grid is at most one CTA per SM: a deep ring. */
@@ -85,6 +89,22 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 __device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
     asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
 }
+/* tma_load's box into the same offset of every CTA in `mask`, each CTA's
+ * barrier at bar's offset counting the bytes that land there. */
+__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1, uint16_t mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
+        : "memory");
+}
+/* An arrive on the barrier at b's offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_cl(uint64_t *b, uint32_t rank) {
+    asm volatile(
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cl_map(b, rank))
+        : "memory");
+}
 /* Every thread of every CTA of the cluster: writes before it (shared and
  * distributed shared memory) are seen by reads after it. */
 __device__ __forceinline__ void cl_sync() {
@@ -107,7 +127,10 @@ __global__ void __launch_bounds__(256, 1)
     const uint32_t rank = cl_rank();
     const int wg = threadIdx.x / 128, kb_n = p.kblocks;
     const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
-    ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
+    /* empty[s] frees stage s for this CTA's producer, whose A slice lands
+     * in every CTA's stage s: one arrive per consumer warp of the cluster. */
+    ring_setup(full, empty, S, 4 * CL);
+    cl_sync(); /* every CTA's barriers made before any multicast reaches them */
     if (wg == 0) {
         if (threadIdx.x == 0) {
             /* W is never written: its first stages go out before the wait
@@ -128,7 +151,9 @@ __global__ void __launch_bounds__(256, 1)
                     mbar_expect_tx(&full[s], C::STAGE_BYTES);
                     tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
                 }
-                tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                if ((int)rank < C::NSL)
+                    tma_load_mc(st + rank * C::SL_ROWS * ROW_BYTES, &tm_a, &full[s], kb * BK,
+                                m0 + (int)rank * C::SL_ROWS, (uint16_t)((1u << CL) - 1u));
                 ring_next(s, ph, S);
             }
         }
@@ -140,6 +165,17 @@ __global__ void __launch_bounds__(256, 1)
     pdl_wait(); /* before reading h */
     pdl_trigger();
     const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
+    /* The residual's values, read while the products run; rows past M stay
+     * unread and unwritten. */
+    const int lr0 = warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
+    uint16_t *hrow[2] = {p.h + (size_t)(m0 + lr0) * H + n0, p.h + (size_t)(m0 + lr0 + 8) * H + n0};
+    const bool live[2] = {m0 + lr0 < p.M, m0 + lr0 + 8 < p.M};
+    uint32_t res[WN / 8][2];
+#pragma unroll
+    for (int i = 0; i < WN / 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++)
+            res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
     float acc[WN / 2];
 #pragma unroll
     for (int i = 0; i < WN / 2; i++) acc[i] = 0.0f;
@@ -153,8 +189,8 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
         wg_commit();
-        wg_wait<1>(); /* the previous stage is read: give it back */
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        wg_wait<1>(); /* the previous stage is read: give it back to every producer */
+        if (prev >= 0 && lane < CL) mbar_arrive_cl(&empty[prev], (uint32_t)lane);
         prev = s;
         ring_next(s, ph, S);
     }
@@ -162,17 +198,13 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
     for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
 
-    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs; rows past M
-     * stay unread and unwritten. */
-    const int lr0 = warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
-    uint16_t *hrow[2] = {p.h + (size_t)(m0 + lr0) * H + n0, p.h + (size_t)(m0 + lr0 + 8) * H + n0};
-    const bool live[2] = {m0 + lr0 < p.M, m0 + lr0 + 8 < p.M};
+        /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
 #pragma unroll
     for (int i = 0; i < WN / 8; i++)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
             const int col = 8 * i + 2 * c;
-            const uint32_t r = live[hf] ? *(const uint32_t *)(hrow[hf] + col) : 0u;
+            const uint32_t r = res[i][hf];
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 float &x = acc[4 * i + 2 * hf + e];
@@ -223,6 +255,7 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
+/* How many clusters of CL such CTAs can run at once (0: none). */
 template <int WN, int CL>
 int cn_fits(const hrmt_cuda *cu) {
     using C = cn_cfg<WN, CL>;
@@ -252,7 +285,7 @@ int cn_fits(const hrmt_cuda *cu) {
         (void)cudaGetLastError();
         return 0;
     }
-    return clusters > 0;
+    return clusters;
 }
 
 template <int WN, int CL>
@@ -260,7 +293,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                       const void *a, size_t k, const void *w, void *h, int *done) {
     using C = cn_cfg<WN, CL>;
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
+    if (!encode(fn, &ta, a, rows, k, k, C::SL_ROWS) || !encode(fn, &tw, w, C::H, k, k, WN))
         return HRMT_OK; /* *done stays 0: the launches serve */
     auto kern = cluster_norm_kernel<WN, CL>;
     cudaError_t e = smem_opt_in(kern, C::SMEM);
@@ -289,7 +322,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 } // namespace
 
-int cu_cluster_norm_applies(const hrmt_model *m, int ctas) {
+int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     const hrmt_cuda *cu = m->ctx->cuda;
     const size_t H = m->hidden, I = m->inter;
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
