@@ -618,8 +618,8 @@ Test(cuda_model, fused_inject_equals_adds_hrm_width) { fused_inject_equals_adds(
 Test(cuda_model, fused_inject_equals_adds_short_seq) { fused_inject_equals_adds(256, 4, 60); }
 
 /* o_proj / down_proj + residual + RMSNorm as one kernel over a thread-block
- * cluster (HRMT_CUDA_CLUSTER_NORM, on by default; as many 64-row tiles as
- * one wave of clusters holds) in the default (tuned) model against the
+ * cluster (HRMT_CUDA_CLUSTER_NORM=1, opt-in; as many 64-row tiles as one
+ * wave of clusters holds) in the otherwise default (tuned) model against the
  * launch-by-launch block: the same bytes, both schedules, clusters of 16 and
  * of 8, at rows it serves (hidden 512: 82 rows, two tiles, the second
  * ragged; 328; hidden 256 with T = 61: 183) and at rows that may take one
@@ -633,8 +633,10 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *ref = launches_model(ctx, &cfg, 31), *m = NULL;
     cr_assert_eq(hrmt_model_cluster_norm(ref), 0, "HRMT_CUDA_CLUSTER_NORM=0 must turn it off");
+    setenv("HRMT_CUDA_CLUSTER_NORM", "1", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
+        unsetenv("HRMT_CUDA_CLUSTER_NORM");
         cr_expect_eq(hrmt_model_cluster_norm(m), 0, "cc %d.%d: the sm_90a kernel does not serve it",
                      ci.cc_major, ci.cc_minor);
         hrmt_model_destroy(m);
@@ -643,7 +645,7 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
         cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
     }
-    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "on by default on cc 9.0");
+    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "HRMT_CUDA_CLUSTER_NORM=1 on cc 9.0");
     char what[128];
     snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm vs launches", hidden,
              seq_len + 1);
@@ -653,6 +655,7 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
     setenv("HRMT_CUDA_CLUSTER_NORM_CTAS", "8", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     unsetenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     cr_assert_eq(hrmt_model_cluster_norm(m), 1, "clusters of 8 on cc 9.0");
     snprintf(what, sizeof what, "hidden %d T %d, cluster (8) projection + norm vs launches", hidden,
              seq_len + 1);

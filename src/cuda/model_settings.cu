@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_PDL", 1, &pdl)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_INJECT", 1, &inject)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 0, &cnorm)) != HRMT_OK)
         return s;
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
@@ -44,10 +44,13 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * norm kernel, which does that norm. */
     g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
     /* Projection + norm over a cluster at small batches (one wave of
-     * clusters): the two norms of a block stop being links of their own.
-     * Clusters of 16 (more SMs on a tile's bytes) where the device runs
-     * them, else 8; HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The other two
-     * forms of those norms, when asked for, take precedence. */
+     * clusters), so that the block's two norms are not links of their own:
+     * opt-in, level with the GEMM + row kernel at batch 1 and slower at 2-4
+     * on the H200 (a tile's 16 CTAs carry as many bytes as the GEMM's, and
+     * the norm's cluster barriers and remote reads cost about what the row
+     * kernel did). Clusters of 16 where the device runs them, else 8;
+     * HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The other two forms of those
+     * norms, when asked for, take precedence. */
     const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
     if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,

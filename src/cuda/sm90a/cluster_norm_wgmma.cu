@@ -30,8 +30,14 @@
  *
  * Shape: a CTA per (row tile of 64, WN columns): one producer thread (a TMA
  * ring of 64 k: A's 64 rows and W's WN rows), one consumer warpgroup of
- * m64nWNk16; CL = 8 (portable) or 16 (HRMT_CUDA_CLUSTER_NORM_CTAS; the
- * device's non-portable cluster size). */
+ * m64nWNk16 (the residual read while the products run); CL = 16 where the
+ * device runs such clusters, else 8 (HRMT_CUDA_CLUSTER_NORM_CTAS).
+ *
+ * Opt-in (HRMT_CUDA_CLUSTER_NORM=1): on the H200 it is level with the GEMM +
+ * row kernel at batch 1 and slower at 2-4 (docs/CUDA.md). Tried and
+ * dropped: A's rows multicast once per cluster (8-row slices, every
+ * consumer warp arriving on every CTA's empty barrier) made a call 1.5x
+ * slower (ncu at batch 1: 14.2 against 9.2 us). */
 #include <stdlib.h>
 
 #include "cuda/bf16.cuh"
@@ -51,10 +57,6 @@ template <int WN, int CL>
 struct cn_cfg {
     static constexpr int H = WN * CL;
     static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
-    /* A's rows are loaded once per cluster, in NSL slices of 8 rows (whole
-     * 1024-byte swizzle atoms), CTA r < NSL multicasting slice r to all. */
-    static constexpr int NSL = CL < 8 ? CL : 8;
-    static constexpr int SL_ROWS = CN_BM / NSL;
     static constexpr int A_BYTES = CN_BM * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
     /* At the rows it serves the grid is at most one CTA per SM: a deep ring. */
@@ -89,22 +91,6 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 __device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
     asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
 }
-/* tma_load's box into the same offset of every CTA in `mask`, each CTA's
- * barrier at bar's offset counting the bytes that land there. */
-__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
-                                            int c0, int c1, uint16_t mask) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
-        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
-        : "memory");
-}
-/* An arrive on the barrier at b's offset in CTA `rank` of the cluster. */
-__device__ __forceinline__ void mbar_arrive_cl(uint64_t *b, uint32_t rank) {
-    asm volatile(
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cl_map(b, rank))
-        : "memory");
-}
 /* Every thread of every CTA of the cluster: writes before it (shared and
  * distributed shared memory) are seen by reads after it. */
 __device__ __forceinline__ void cl_sync() {
@@ -127,10 +113,7 @@ __global__ void __launch_bounds__(256, 1)
     const uint32_t rank = cl_rank();
     const int wg = threadIdx.x / 128, kb_n = p.kblocks;
     const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
-    /* empty[s] frees stage s for this CTA's producer, whose A slice lands
-     * in every CTA's stage s: one arrive per consumer warp of the cluster. */
-    ring_setup(full, empty, S, 4 * CL);
-    cl_sync(); /* every CTA's barriers made before any multicast reaches them */
+    ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (wg == 0) {
         if (threadIdx.x == 0) {
             /* W is never written: its first stages go out before the wait
@@ -151,9 +134,7 @@ __global__ void __launch_bounds__(256, 1)
                     mbar_expect_tx(&full[s], C::STAGE_BYTES);
                     tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
                 }
-                if ((int)rank < C::NSL)
-                    tma_load_mc(st + rank * C::SL_ROWS * ROW_BYTES, &tm_a, &full[s], kb * BK,
-                                m0 + (int)rank * C::SL_ROWS, (uint16_t)((1u << CL) - 1u));
+                tma_load(st, &tm_a, &full[s], kb * BK, m0);
                 ring_next(s, ph, S);
             }
         }
@@ -189,8 +170,8 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
         wg_commit();
-        wg_wait<1>(); /* the previous stage is read: give it back to every producer */
-        if (prev >= 0 && lane < CL) mbar_arrive_cl(&empty[prev], (uint32_t)lane);
+        wg_wait<1>(); /* the previous stage is read: give it back */
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
         prev = s;
         ring_next(s, ph, S);
     }
@@ -293,7 +274,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                       const void *a, size_t k, const void *w, void *h, int *done) {
     using C = cn_cfg<WN, CL>;
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, k, k, C::SL_ROWS) || !encode(fn, &tw, w, C::H, k, k, WN))
+    if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
         return HRMT_OK; /* *done stays 0: the launches serve */
     auto kern = cluster_norm_kernel<WN, CL>;
     cudaError_t e = smem_opt_in(kern, C::SMEM);
