@@ -45,10 +45,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
     /* Projection + norm over a cluster at small batches (one wave of
      * clusters), so that the block's two norms are not links of their own:
-     * opt-in, level with the GEMM + row kernel at batch 1 and slower at 2-4
-     * on the H200 (a tile's 16 CTAs carry as many bytes as the GEMM's, and
-     * the norm's cluster barriers and remote reads cost about what the row
-     * kernel did). Clusters of 16 where the device runs them, else 8;
+     * opt-in until confirmed (docs/CUDA.md: level with the launches in its
+     * first form, 3-4% faster at batches 1-4 in one run of this one).
+     * Clusters of 16 where the device runs them, else 8;
      * HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The other two forms of those
      * norms, when asked for, take precedence. */
     const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");

@@ -33,8 +33,8 @@
  * m64nWNk16 (the residual read while the products run); CL = 16 where the
  * device runs such clusters, else 8 (HRMT_CUDA_CLUSTER_NORM_CTAS).
  *
- * Opt-in (HRMT_CUDA_CLUSTER_NORM=1): on the H200 it is level with the GEMM +
- * row kernel at batch 1 and slower at 2-4 (docs/CUDA.md). Tried and
+ * Opt-in (HRMT_CUDA_CLUSTER_NORM=1) until confirmed: on the H200 3-4% off
+ * the step at batches 1-4 in one run (docs/CUDA.md). Tried and
  * dropped: A's rows multicast once per cluster (8-row slices, every
  * consumer warp arriving on every CTA's empty barrier) made a call 1.5x
  * slower (ncu at batch 1: 14.2 against 9.2 us). */
