@@ -415,7 +415,8 @@ static void fusion_equals_launches(const char *env, int hidden, int heads, int s
     const int glu = !strcmp(env, "HRMT_CUDA_FUSED_GLU");
     int on[2];
     for (int k = 0; k < 2; k++)
-        on[k] = glu ? hrmt_model_fused_glu(m[k]) : hrmt_model_fused_norm(m[k]);
+        on[k] = glu ? hrmt_model_uses(m[k], HRMT_PATH_FUSED_GLU)
+                    : hrmt_model_uses(m[k], HRMT_PATH_FUSED_NORM);
     cr_assert_eq(on[1], 0, "%s=0 must turn it off", env);
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
         cr_expect_eq(on[0], 0, "sm_90a kernel on cc %d.%d", ci.cc_major, ci.cc_minor);
@@ -520,7 +521,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
             break;
         }
         cr_assert_eq(st, HRMT_OK, "%s=%d: %s", env, shape, hrmt_last_error(ctx));
-        cr_assert_eq(hrmt_model_fused_glu(m), glu, "%s=%d", env, shape);
+        cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_FUSED_GLU), glu, "%s=%d", env, shape);
         for (int b = 0; b < nb; b++) {
             outs x[2], y[2];
             run_steps(m, batches[b], HRMT_SCHEDULE_BASELINE, 2, x);
@@ -617,6 +618,22 @@ static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
 Test(cuda_model, fused_inject_equals_adds_hrm_width) { fused_inject_equals_adds(512, 8, 81); }
 Test(cuda_model, fused_inject_equals_adds_short_seq) { fused_inject_equals_adds(256, 4, 60); }
 
+/* Off compute capability 9.0 the sm_90a kernels must not serve (on: the
+ * path query's answer for m there): then m, ref and ctx are freed and the
+ * test is skipped. */
+static void skip_off_sm90a(int on, hrmt_model *m, hrmt_model *ref, hrmt_context *ctx) {
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (ci.cc_major == 9 && ci.cc_minor == 0) return;
+    cr_expect_eq(on, 0, "cc %d.%d: the sm_90a kernels do not serve it", ci.cc_major, ci.cc_minor);
+    hrmt_model_destroy(m);
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
+    cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
+                 ci.cc_major, ci.cc_minor);
+}
+
 /* o_proj / down_proj + residual + RMSNorm as one kernel over a thread-block
  * cluster (HRMT_CUDA_CLUSTER_NORM=1, opt-in; as many 64-row tiles as one
  * wave of clusters holds) in the otherwise default (tuned) model against the
@@ -627,36 +644,28 @@ Test(cuda_model, fused_inject_equals_adds_short_seq) { fused_inject_equals_adds(
 static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, const int *batches,
                                          int nb) {
     hrmt_context *ctx = cuda_ctx();
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *ref = launches_model(ctx, &cfg, 31), *m = NULL;
-    cr_assert_eq(hrmt_model_cluster_norm(ref), 0, "HRMT_CUDA_CLUSTER_NORM=0 must turn it off");
+    cr_assert_eq(hrmt_model_uses(ref, HRMT_PATH_CLUSTER_NORM), 0,
+                 "HRMT_CUDA_CLUSTER_NORM=0 must turn it off");
     setenv("HRMT_CUDA_CLUSTER_NORM", "1", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
-        unsetenv("HRMT_CUDA_CLUSTER_NORM");
-        cr_expect_eq(hrmt_model_cluster_norm(m), 0, "cc %d.%d: the sm_90a kernel does not serve it",
-                     ci.cc_major, ci.cc_minor);
-        hrmt_model_destroy(m);
-        hrmt_model_destroy(ref);
-        hrmt_context_destroy(ctx);
-        cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
-                     ci.cc_major, ci.cc_minor);
-    }
-    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "HRMT_CUDA_CLUSTER_NORM=1 on cc 9.0");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+    skip_off_sm90a(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), m, ref, ctx);
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1,
+                 "HRMT_CUDA_CLUSTER_NORM=1 on cc 9.0");
     char what[128];
     snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm vs launches", hidden,
              seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
     hrmt_model_destroy(m);
     /* Clusters of 8 (the default takes 16 where the device runs them). */
+    setenv("HRMT_CUDA_CLUSTER_NORM", "1", 1);
     setenv("HRMT_CUDA_CLUSTER_NORM_CTAS", "8", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     unsetenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
     unsetenv("HRMT_CUDA_CLUSTER_NORM");
-    cr_assert_eq(hrmt_model_cluster_norm(m), 1, "clusters of 8 on cc 9.0");
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1, "clusters of 8 on cc 9.0");
     snprintf(what, sizeof what, "hidden %d T %d, cluster (8) projection + norm vs launches", hidden,
              seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
@@ -684,35 +693,28 @@ Test(cuda_model, cluster_norm_equals_launches_short_seq) {
 static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, const int *batches,
                                           int nb) {
     hrmt_context *ctx = cuda_ctx();
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
-    cr_assert_eq(hrmt_model_norm_prologue(ref), 0);
+    cr_assert_eq(hrmt_model_uses(ref, HRMT_PATH_NORM_PROLOGUE), 0);
     setenv("HRMT_CUDA_NORM_PROLOGUE", "1", 1);
-    if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s",
-                     hrmt_last_error(ctx));
-        cr_expect_eq(hrmt_model_norm_prologue(m), 0, "cc %d.%d: the sm_90a kernels do not serve it",
-                     ci.cc_major, ci.cc_minor);
-        unsetenv("HRMT_CUDA_NORM_PROLOGUE");
-        hrmt_model_destroy(m);
-        hrmt_model_destroy(ref);
-        hrmt_context_destroy(ctx);
-        cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
-                     ci.cc_major, ci.cc_minor);
-    }
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_NORM_PROLOGUE");
+    const int on = hrmt_model_uses(m, HRMT_PATH_NORM_PROLOGUE);
+    hrmt_model_destroy(m);
+    m = NULL;
+    skip_off_sm90a(on, NULL, ref, ctx);
     for (int shape = 0; shape < 6; shape++) {
         char v[16];
         snprintf(v, sizeof v, "%d", shape);
+        setenv("HRMT_CUDA_NORM_PROLOGUE", "1", 1);
         setenv("HRMT_CUDA_WGEMM_SHAPE", v, 1);
         setenv("HRMT_CUDA_GLU_SHAPE", v, 1);
         cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "shape %d: %s", shape,
                      hrmt_last_error(ctx));
+        unsetenv("HRMT_CUDA_NORM_PROLOGUE");
         unsetenv("HRMT_CUDA_WGEMM_SHAPE");
         unsetenv("HRMT_CUDA_GLU_SHAPE");
-        cr_assert_eq(hrmt_model_norm_prologue(m), 1, "shape %d", shape);
+        cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_NORM_PROLOGUE), 1, "shape %d", shape);
         char what[128];
         snprintf(what, sizeof what, "shape %d hidden %d T %d, norm prologue vs launches", shape,
                  hidden, seq_len + 1);
@@ -723,7 +725,7 @@ static void norm_prologue_equals_launches(int hidden, int heads, int seq_len, co
     /* Off when asked. */
     setenv("HRMT_CUDA_NORM_PROLOGUE", "0", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_norm_prologue(m), 0);
+    cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_NORM_PROLOGUE), 0);
     unsetenv("HRMT_CUDA_NORM_PROLOGUE");
     hrmt_model_destroy(m);
     hrmt_model_destroy(ref);

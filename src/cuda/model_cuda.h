@@ -26,15 +26,8 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m);
 /* Frees what hrmt_cuda_model_upload made (the linears go with linear_free). */
 void hrmt_cuda_model_free(hrmt_model *m);
 
-/* 1 when the model's BF16 MLP runs gate_up and SwiGLU as one kernel
- * (sm90a/glu_wgmma.cu); for the tests, which must know the path they check. */
-int hrmt_cuda_model_fused_glu(const hrmt_model *m);
-/* ... and o_proj / down_proj with residual + RMSNorm (sm90a/proj_norm_wgmma.cu). */
-int hrmt_cuda_model_fused_norm(const hrmt_model *m);
-/* ... and residual + RMSNorm as the next GEMM's prologue (sm90a/ring_norm_gemm.cuh). */
-int hrmt_cuda_model_norm_prologue(const hrmt_model *m);
-/* ... and the projections + norm spread over a cluster (sm90a/cluster_norm_wgmma.cu). */
-int hrmt_cuda_model_cluster_norm(const hrmt_model *m);
+/* hrmt_model_uses for a model with device tables (model_settings.cu). */
+int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p);
 
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out);
 void hrmt_cuda_carry_destroy(hrmt_carry *c);

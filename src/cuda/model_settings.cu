@@ -67,3 +67,14 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     }
     return HRMT_OK;
 }
+
+int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
+    const struct hrmt_model_cuda *g = cu_model(m);
+    switch (p) {
+    case HRMT_PATH_FUSED_GLU: return g->glu != 0;
+    case HRMT_PATH_FUSED_NORM: return g->pnorm != 0;
+    case HRMT_PATH_NORM_PROLOGUE: return g->npro != 0;
+    case HRMT_PATH_CLUSTER_NORM: return g->cnorm != 0;
+    }
+    return 0;
+}

@@ -92,19 +92,18 @@ hrmt_status hrmt_model_pack_linear(hrmt_model *m, const float *w, size_t n, size
                                    hrmt_linear *out);
 /* Fills RoPE tables (rope models) after the config is set. */
 hrmt_status hrmt_model_init_rope(hrmt_model *m);
-/* 1 when a CUDA model runs its MLP's gate_up and SwiGLU as one kernel
- * (src/cuda/sm90a/glu_wgmma.cu); 0 otherwise, and in CPU-only builds. The
- * tests ask it so that they know which path their comparison checked. */
-int hrmt_model_fused_glu(const hrmt_model *m);
-/* The same for o_proj / down_proj with residual + RMSNorm in the epilogue
- * (src/cuda/sm90a/proj_norm_wgmma.cu). */
-int hrmt_model_fused_norm(const hrmt_model *m);
-/* The same for the residual + RMSNorm as the next GEMM's prologue at small
- * batches (src/cuda/sm90a/ring_norm_gemm.cuh). */
-int hrmt_model_norm_prologue(const hrmt_model *m);
-/* The same for o_proj / down_proj + residual + RMSNorm spread over a
- * thread-block cluster at small batches (src/cuda/sm90a/cluster_norm_wgmma.cu). */
-int hrmt_model_cluster_norm(const hrmt_model *m);
+/* The optional CUDA kernels a model may run in place of launches with the
+ * same bits; the tests ask which a model runs so that they know which path
+ * their comparison checked. */
+typedef enum hrmt_model_path {
+    HRMT_PATH_FUSED_GLU,     /* gate_up + SwiGLU as one kernel (src/cuda/sm90a/glu_wgmma.cu) */
+    HRMT_PATH_FUSED_NORM,    /* o_proj / down_proj + residual + RMSNorm (proj_norm_wgmma.cu) */
+    HRMT_PATH_NORM_PROLOGUE, /* residual + RMSNorm as the next GEMM's prologue (ring_norm_gemm.cuh)
+                              */
+    HRMT_PATH_CLUSTER_NORM   /* the projections + norm over a cluster (cluster_norm_wgmma.cu) */
+} hrmt_model_path;
+/* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
+int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
 /* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
 

@@ -186,38 +186,12 @@ static void blocks_free(hrmt_model *m, hrmt_block_weights *b, int n) {
     free(b);
 }
 
-int hrmt_model_fused_glu(const hrmt_model *m) {
+int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p) {
 #if defined(HRMT_HAVE_CUDA)
-    return m && m->cu && hrmt_cuda_model_fused_glu(m);
+    return m && m->cu && hrmt_cuda_model_uses(m, p);
 #else
     (void)m;
-    return 0;
-#endif
-}
-
-int hrmt_model_fused_norm(const hrmt_model *m) {
-#if defined(HRMT_HAVE_CUDA)
-    return m && m->cu && hrmt_cuda_model_fused_norm(m);
-#else
-    (void)m;
-    return 0;
-#endif
-}
-
-int hrmt_model_norm_prologue(const hrmt_model *m) {
-#if defined(HRMT_HAVE_CUDA)
-    return m && m->cu && hrmt_cuda_model_norm_prologue(m);
-#else
-    (void)m;
-    return 0;
-#endif
-}
-
-int hrmt_model_cluster_norm(const hrmt_model *m) {
-#if defined(HRMT_HAVE_CUDA)
-    return m && m->cu && hrmt_cuda_model_cluster_norm(m);
-#else
-    (void)m;
+    (void)p;
     return 0;
 #endif
 }

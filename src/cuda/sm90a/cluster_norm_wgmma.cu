@@ -45,6 +45,8 @@
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/rowops_sumsq.cuh"
+#include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -185,22 +187,16 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
             const int col = 8 * i + 2 * c;
-            const uint32_t r = res[i][hf];
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float &x = acc[4 * i + 2 * hf + e];
-                const float pv = rc::bf16_to_f(hrmt_cu_f32_to_bf16(x));
-                const float rv = rc::bf16_to_f((uint16_t)(e ? r >> 16 : r & 0xffffu));
-                x = rc::bf16_to_f(hrmt_cu_f32_to_bf16(rc::fadd(rv, pv)));
-            }
+            residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
             *(uint32_t *)(xs + (lr0 + 8 * hf) * WN + col) =
                 (uint32_t)hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]) |
                 (uint32_t)hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]) << 16;
         }
     cl_sync();
 
-    /* 2. This CTA's rows of the tile: lane l's chain over the groups, column
-     * c = g 32 + l held by CTA c / WN. */
+    /* 2. This CTA's rows of the tile: lane l is the reference's lane l
+     * (rowops_sumsq.cuh's register form), column c = g 32 + l held by CTA
+     * c / WN. */
     for (int j = warp; j < C::RP; j += 4) {
         const int row = (int)rank * C::RP + j;
         if (m0 + row >= p.M) continue;
@@ -209,16 +205,7 @@ __global__ void __launch_bounds__(256, 1)
         for (int g = 0; g < G; g++)
             xv[g] = rc::bf16_to_f(cl_ld_u16(
                 cl_map(xs + row * WN + (g * 32 + lane) % WN, (uint32_t)((g * 32 + lane) / WN))));
-        float a = 0.0f;
-#pragma unroll
-        for (int g = 0; g < G; g++) a = rc::fadd(a, rc::fmul(xv[g], xv[g]));
-        const float f = rc::fadd(rc::fadd(rc::fadd(a, __shfl_sync(0xffffffffu, a, (lane + 8) & 31)),
-                                          __shfl_sync(0xffffffffu, a, (lane + 16) & 31)),
-                                 __shfl_sync(0xffffffffu, a, (lane + 24) & 31));
-        float sum = 0.0f; /* lanes 0..7 in order */
-#pragma unroll
-        for (int l = 0; l < 8; l++) sum = rc::fadd(sum, __shfl_sync(0xffffffffu, f, l));
-        const float inv = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, (float)H), p.eps)));
+        const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
         if (lane < CL) cl_st_f32(cl_map(xinv + row, (uint32_t)lane), inv);
     }
     cl_sync();
@@ -312,8 +299,6 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     if (H == 512) return ctas == 16 ? cn_fits<32, 16>(cu) : cn_fits<64, 8>(cu);
     return ctas == 16 ? cn_fits<16, 16>(cu) : cn_fits<32, 8>(cu);
 }
-
-int hrmt_cuda_model_cluster_norm(const hrmt_model *m) { return m->cu && cu_model(m)->cnorm; }
 
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done) {

@@ -227,9 +227,6 @@ int cu_glu_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, glu_epi<16>>(per_block);
 }
 
-int hrmt_cuda_model_fused_glu(const hrmt_model *m) { return m->cu && cu_model(m)->glu; }
-int hrmt_cuda_model_norm_prologue(const hrmt_model *m) { return m->cu && cu_model(m)->npro; }
-
 int cu_glu_shapes(void) { return GLU_NSHAPES; }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

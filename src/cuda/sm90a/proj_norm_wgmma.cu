@@ -31,6 +31,7 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -126,13 +127,7 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
             for (int hf = 0; hf < 2; hf++) {
                 const int col = cw * 256 + 8 * i + 2 * c;
                 const uint32_t r = live[hf] ? *(const uint32_t *)(hrow[hf] + col) : 0u;
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float &x = acc[4 * i + 2 * hf + e];
-                    const float pv = rc::bf16_to_f(hrmt_cu_f32_to_bf16(x));
-                    const float rv = rc::bf16_to_f((uint16_t)(e ? r >> 16 : r & 0xffffu));
-                    x = rc::bf16_to_f(hrmt_cu_f32_to_bf16(rc::fadd(rv, pv)));
-                }
+                residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], r);
             }
         /* Lane chains: a[hf][k][e] for reference lane 8 k + 2 c + e over this
          * warpgroup's 8 groups (n8 tiles i = 4 g + k), on from the previous
@@ -239,8 +234,6 @@ int cu_proj_norm_applies(const hrmt_model *m) {
     }
     return encode_fn() != nullptr;
 }
-
-int hrmt_cuda_model_fused_norm(const hrmt_model *m) { return m->cu && cu_model(m)->pnorm; }
 
 hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t k, const void *w,
                          void *h) {
