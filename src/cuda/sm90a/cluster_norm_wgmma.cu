@@ -164,24 +164,10 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < WN / 2; i++) acc[i] = 0.0f;
     int s = 0, prev = -1;
     unsigned ph = 0;
-    for (int kb = 0; kb < kb_n; kb++) {
-        mbar_wait(&full[s], ph);
-        const uint8_t *st = smem + s * C::STAGE_BYTES;
-        const uint64_t da = desc_k128(st), dw = desc_k128(st + C::A_BYTES);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
-        wg_commit();
-        wg_wait<1>(); /* the previous stage is read: give it back */
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-        prev = s;
-        ring_next(s, ph, S);
-    }
-    wg_wait<0>();
-#pragma unroll
-    for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
+                      lane);
 
-        /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
+    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
 #pragma unroll
     for (int i = 0; i < WN / 8; i++)
 #pragma unroll

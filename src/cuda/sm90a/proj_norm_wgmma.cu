@@ -97,23 +97,8 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
 #pragma unroll
         for (int i = 0; i < 128; i++) acc[i] = 0.0f;
         int prev = -1;
-        for (int kb = 0; kb < kb_n; kb++) {
-            mbar_wait(&full[s], ph);
-            const uint8_t *st = smem + s * C::STAGE_BYTES;
-            const uint64_t da = desc_k128(st),
-                           dw = desc_k128(st + C::A_BYTES + cw * 256 * ROW_BYTES);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n256(acc, da + 2 * kk, dw + 2 * kk);
-            wg_commit();
-            wg_wait<1>(); /* the previous stage is read: give it back */
-            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-            prev = s;
-            ring_next(s, ph, S);
-        }
-        wg_wait<0>();
-#pragma unroll
-        for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        ring_products<256>(acc, smem, C::STAGE_BYTES, C::A_BYTES + cw * 256 * ROW_BYTES, full,
+                           empty, S, kb_n, s, ph, prev, lane);
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
 
         /* x = bf16(h + bf16(acc)) in place of acc; rows past M stay unread. */

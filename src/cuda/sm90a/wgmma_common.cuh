@@ -175,6 +175,37 @@ __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t
     else
         wgmma_n256(d, da, db);
 }
+/* One warpgroup's products of a tile over kb_n stages of a TMA ring, from
+ * stage s (parity ph): D[64 x N] += A W^T per stage, A at the stage's start
+ * and W `w_off` bytes in. Each stage is given back (one arrive per warp on
+ * empty[]) once the next stage's products are issued; the last stage's
+ * index comes back in prev (-1: none) for the caller to give back when it
+ * is done with the ring; s and ph move on past the tile. The accumulators
+ * are complete when it returns. */
+template <int N>
+__device__ __forceinline__ void ring_products(float (&acc)[N / 2], const uint8_t *smem,
+                                              int stage_bytes, int w_off, uint64_t *full,
+                                              uint64_t *empty, int stages, int kb_n, int &s,
+                                              unsigned &ph, int &prev, int lane) {
+    prev = -1;
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        const uint8_t *st = smem + s * stage_bytes;
+        const uint64_t da = desc_k128(st), dw = desc_k128(st + w_off);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
+        wg_commit();
+        wg_wait<1>(); /* the previous stage is read: give it back */
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = s;
+        ring_next(s, ph, stages);
+    }
+    wg_wait<0>();
+    /* Keep the caller's reads of the accumulators after the wait. */
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+}
 #endif
 
 /* Host side: whether a kernel's image loads on this device (another 9.0
