@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# A/B of one environment switch on the ACT step: `hrmt bench` run once per
+# value per round, the values alternating within each round (machines are
+# shared and noisy: side by side in one run), then one table of the median
+# ms per step, a column per value, a line per (batch, round), and the ratio
+# of each value's median over the rounds to the first value's.
+#   bash bench/ab.sh BUILD_DIR VAR "V1 V2 ..." [BATCHES] [ROUNDS] [-- extra hrmt bench args]
+# BATCHES defaults to 1,8,64,256 and ROUNDS to 2; the extra arguments default
+# to `--backend cuda --mode baseline --iterations 20`. A value "-" leaves VAR
+# unset. Example (docs/CUDA.md):
+#   bash bench/ab.sh build HRMT_CUDA_CLUSTER_NORM "0 1" 1,2,4 3
+# Needs python3. Exit 0 when every run succeeded.
+set -uo pipefail
+if [ $# -lt 3 ] || [ "$1" = --help ]; then
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
+  exit 2
+fi
+build=$1 var=$2 values=$3
+shift 3
+batches=1,8,64,256 rounds=2
+if [ $# -gt 0 ] && [ "$1" != -- ]; then batches=$1; shift; fi
+if [ $# -gt 0 ] && [ "$1" != -- ]; then rounds=$1; shift; fi
+[ $# -gt 0 ] && [ "$1" = -- ] && shift
+extra=("$@")
+[ ${#extra[@]} -gt 0 ] || extra=(--backend cuda --mode baseline --iterations 20)
+case $rounds in '' | *[!0-9]*) echo "ab.sh: ROUNDS '$rounds' is not a count" >&2; exit 2 ;; esac
+[ -x "$build/hrmt" ] || { echo "ab.sh: no $build/hrmt" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rc_all=0
+read -r -a vals <<<"$values"
+for r in $(seq 1 "$rounds"); do
+  for i in "${!vals[@]}"; do
+    v=${vals[$i]} out="$tmp/r${r}_v${i}.json"
+    if [ "$v" = - ]; then
+      env -u "$var" "$build/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet \
+        --output "$out" >"$tmp/log" 2>&1
+    else
+      env "$var=$v" "$build/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet \
+        --output "$out" >"$tmp/log" 2>&1
+    fi || {
+      rc_all=1
+      echo "ab.sh: $var=$v round $r failed:" >&2
+      tail -n 5 "$tmp/log" >&2
+    }
+  done
+done
+python3 - "$tmp" "$var" "$rounds" "${vals[@]}" <<'PY' || rc_all=1
+import json, os, statistics, sys
+tmp, var, rounds, vals = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+med = {}  # (value index, round, mode, batch) -> median ms
+for i in range(len(vals)):
+    for r in range(1, rounds + 1):
+        p = os.path.join(tmp, f"r{r}_v{i}.json")
+        if not os.path.exists(p):
+            continue
+        for row in json.load(open(p)):
+            med[(i, r, row["mode"], row["batch_size"])] = row["total_inference_latency_ms"]["median"]
+keys = sorted({(k[2], k[3]) for k in med})
+print(f"median ms per ACT step, {var} = " + " / ".join(vals))
+print("mode     batch round | " + " | ".join(f"{v:>8}" for v in vals))
+for mode, b in keys:
+    for r in range(1, rounds + 1):
+        cells = [med.get((i, r, mode, b)) for i in range(len(vals))]
+        print(f"{mode:8} {b:5} {r:5} | " + " | ".join(f"{c:8.3f}" if c is not None else "       -" for c in cells))
+print("ratio to the first value (median over rounds):")
+for mode, b in keys:
+    per = [[med[(i, r, mode, b)] for r in range(1, rounds + 1) if (i, r, mode, b) in med] for i in range(len(vals))]
+    if not per[0]:
+        continue
+    base = statistics.median(per[0])
+    print(f"{mode:8} {b:5}       | " + " | ".join(f"{statistics.median(x) / base:8.3f}" if x else "       -" for x in per))
+PY
+exit $rc_all
