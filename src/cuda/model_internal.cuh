@@ -158,8 +158,9 @@ hrmt_status cu_gemm_tune(hrmt_model *m);
 /* model_settings.cu: *on = the 0 / 1 switch `name` from the environment, or
  * dflt when unset; anything else INVALID_ARG (message names the variable).
  * cu_block_settings reads the block's kernel switches at model load
- * (HRMT_CUDA_FUSED_GLU, _FUSED_NORM, _PDL, _FUSED_INJECT, _NORM_PROLOGUE), each
- * on only where its kernels serve this model and device. */
+ * (HRMT_CUDA_FUSED_GLU, _FUSED_NORM, _PDL, _FUSED_INJECT, _NORM_PROLOGUE,
+ * _CLUSTER_NORM and its _CLUSTER_NORM_CTAS), each on only where its kernels
+ * serve this model and device. */
 hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on);
 hrmt_status cu_block_settings(hrmt_model *m);
 

@@ -249,10 +249,9 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
         return HRMT_OK; /* *done stays 0: the launches serve */
+    /* Its shared-memory (and cluster-size) opt-in was made at model load by
+     * cn_fits, which this model's settings passed. */
     auto kern = cluster_norm_kernel<WN, CL>;
-    cudaError_t e = smem_opt_in(kern, C::SMEM);
-    if (e != cudaSuccess)
-        return cu_fail(m->ctx, e, "cuda cluster projection + norm: shared memory");
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL));
     cfg.blockDim = dim3(256);
@@ -268,7 +267,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     cfg.attrs = at;
     cfg.numAttrs = cu_model(m)->pdl ? 2 : 1;
     const cn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
-    e = cudaLaunchKernelEx(&cfg, kern, ta, tw, p);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
