@@ -406,12 +406,16 @@ static void fusion_equals_launches(const char *env, int hidden, int heads, int s
     cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     hrmt_model *m[2] = {NULL, NULL};
+    /* The launches' norms are the row kernel's, not the cluster kernel's
+     * (on by default at small batches). */
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     for (int k = 0; k < 2; k++) {
         setenv(env, k ? "0" : "1", 1);
         cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m[k]), HRMT_OK, "%s",
                      hrmt_last_error(ctx));
     }
     unsetenv(env);
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     const int glu = !strcmp(env, "HRMT_CUDA_FUSED_GLU");
     int on[2];
     for (int k = 0; k < 2; k++)
@@ -495,6 +499,8 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     const int glu = !strcmp(env, "HRMT_CUDA_GLU_SHAPE");
     hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
     if (!glu) setenv("HRMT_CUDA_FUSED_GLU", "0", 1); /* the own GEMM alone */
+    /* o_proj and down_proj on the forced shape too, not on the cluster kernel. */
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
         setenv(env, "0", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_ERR_INVALID_ARG,
@@ -502,6 +508,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
                      ci.cc_minor);
         unsetenv(env);
         unsetenv("HRMT_CUDA_FUSED_GLU");
+        unsetenv("HRMT_CUDA_CLUSTER_NORM");
         hrmt_model_destroy(m);
         hrmt_model_destroy(ref);
         hrmt_context_destroy(ctx);
@@ -539,6 +546,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
         m = NULL;
     }
     unsetenv("HRMT_CUDA_FUSED_GLU");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     hrmt_model_destroy(ref);
     hrmt_context_destroy(ctx);
 }
@@ -635,7 +643,7 @@ static void skip_off_sm90a(int on, hrmt_model *m, hrmt_model *ref, hrmt_context 
 }
 
 /* o_proj / down_proj + residual + RMSNorm as one kernel over a thread-block
- * cluster (HRMT_CUDA_CLUSTER_NORM=1, opt-in; as many 64-row tiles as one
+ * cluster (HRMT_CUDA_CLUSTER_NORM, on by default; as many 64-row tiles as one
  * wave of clusters holds) in the otherwise default (tuned) model against the
  * launch-by-launch block: the same bytes, both schedules, clusters of 16 and
  * of 8, at rows it serves (hidden 512: 82 rows, two tiles, the second
@@ -648,12 +656,10 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
     hrmt_model *ref = launches_model(ctx, &cfg, 31), *m = NULL;
     cr_assert_eq(hrmt_model_uses(ref, HRMT_PATH_CLUSTER_NORM), 0,
                  "HRMT_CUDA_CLUSTER_NORM=0 must turn it off");
-    setenv("HRMT_CUDA_CLUSTER_NORM", "1", 1);
+    unsetenv("HRMT_CUDA_CLUSTER_NORM"); /* the default */
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     skip_off_sm90a(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), m, ref, ctx);
-    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1,
-                 "HRMT_CUDA_CLUSTER_NORM=1 on cc 9.0");
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1, "on by default on cc 9.0");
     char what[128];
     snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm vs launches", hidden,
              seq_len + 1);
@@ -757,10 +763,16 @@ static void pdl_equals_plain(const char *wgemm_shape) {
     if (wgemm_shape && !(ci.cc_major == 9 && ci.cc_minor == 0))
         cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
-    if (wgemm_shape) setenv("HRMT_CUDA_WGEMM_SHAPE", wgemm_shape, 1);
+    /* Forced shape: every projection on the own GEMM (the cluster kernel,
+     * on by default at small batches, is in the tuned pair). */
+    if (wgemm_shape) {
+        setenv("HRMT_CUDA_WGEMM_SHAPE", wgemm_shape, 1);
+        setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
+    }
     hrmt_model *m[2] = {NULL, NULL};
     models_on_off(ctx, &cfg, 17, "HRMT_CUDA_PDL", m);
     unsetenv("HRMT_CUDA_WGEMM_SHAPE");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     const int batches[] = {1, 7, 20};
     char what[128];
     snprintf(what, sizeof what, "wgemm %s, PDL vs plain launches",
@@ -1077,12 +1089,14 @@ Test(cuda_model, gemm_tuning_keeps_bits) {
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     hrmt_model *tuned = NULL, *pinned = NULL;
     setenv("HRMT_CUDA_GEMM_TUNE", "1", 1); /* whatever the caller's environment says */
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1); /* every projection through the tuned GEMMs */
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &tuned), HRMT_OK, "%s",
                  hrmt_last_error(ctx));
     setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &pinned), HRMT_OK, "%s",
                  hrmt_last_error(ctx));
     unsetenv("HRMT_CUDA_GEMM_TUNE");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
     const int batches[] = {1, 2, 13, 50};
     for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
         outs x[2], y[2];

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_PDL", 1, &pdl)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_INJECT", 1, &inject)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 0, &cnorm)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK)
         return s;
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
@@ -45,11 +45,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
     /* Projection + norm over a cluster at small batches (one wave of
      * clusters), so that the block's two norms are not links of their own:
-     * opt-in until confirmed (docs/CUDA.md: level with the launches in its
-     * first form, 3-4% faster at batches 1-4 in one run of this one).
-     * Clusters of 16 where the device runs them, else 8;
-     * HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The other two forms of those
-     * norms, when asked for, take precedence. */
+     * on by default (docs/CUDA.md: 7% / 5% faster at batches 1 / 4 on the
+     * H200 in three rounds, level at 2 and 6). Clusters of 16 where the
+     * device runs them, else 8; HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The
+     * other two forms of those norms, when asked for, take precedence. */
     const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
     if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,

@@ -119,8 +119,8 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * the next GEMM's prologue instead of a kernel of its own: h1 goes to ws->hn
  * (a prologue cannot write in place), and the block's last norm is left
  * pending (*pend = its residual; the sum's other term is ws->proj) for the
- * next block's qkv, or for the level's end. Or (HRMT_CUDA_CLUSTER_NORM=1,
- * opt-in) each projection and the norm after it are one kernel over a
+ * next block's qkv, or for the level's end. Or (HRMT_CUDA_CLUSTER_NORM, on
+ * by default) each projection and the norm after it are one kernel over a
  * thread-block cluster while the batch's tiles fit one wave of clusters.
  * Same bytes every way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
