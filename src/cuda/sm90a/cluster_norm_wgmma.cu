@@ -75,17 +75,6 @@ struct cn_args {
 };
 
 #ifdef HRMT_SM90A
-__device__ __forceinline__ uint32_t cl_rank() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-/* The same shared-memory offset in CTA `rank` of the cluster. */
-__device__ __forceinline__ uint32_t cl_map(const void *p, uint32_t rank) {
-    uint32_t r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
-    return r;
-}
 __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
     uint16_t v;
     asm volatile("ld.shared::cluster.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
@@ -93,11 +82,6 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 }
 __device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
     asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
-}
-/* Every thread of every CTA of the cluster: writes before it (shared and
- * distributed shared memory) are seen by reads after it. */
-__device__ __forceinline__ void cl_sync() {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 #endif
 
@@ -224,23 +208,7 @@ int cn_fits(const hrmt_cuda *cu) {
         return 0;
     }
     /* Whether a cluster of CL such CTAs can be resident at all. */
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(CL);
-    cfg.blockDim = dim3(256);
-    cfg.dynamicSmemBytes = C::SMEM;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = CL;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return clusters;
+    return cluster_fits(kern, CL, 256, C::SMEM);
 }
 
 template <int WN, int CL>
@@ -252,23 +220,10 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
         return HRMT_OK; /* *done stays 0: the launches serve */
     /* Its shared-memory (and cluster-size) opt-in was made at model load by
      * cn_fits, which this model's settings passed. */
-    auto kern = cluster_norm_kernel<WN, CL>;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL));
-    cfg.blockDim = dim3(256);
-    cfg.dynamicSmemBytes = C::SMEM;
-    cfg.stream = cu_stream(m);
-    cudaLaunchAttribute at[2];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = CL;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = cu_model(m)->pdl ? 2 : 1;
     const cn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tw, p);
+    const cudaError_t e = cluster_launch(
+        cluster_norm_kernel<WN, CL>, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)),
+        dim3(256), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");

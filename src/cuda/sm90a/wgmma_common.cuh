@@ -78,6 +78,40 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
         : "memory");
 }
 
+/* The same box multicast into the shared memory of every CTA of the
+ * cluster in `mask`, at the same offset, each CTA's barrier at the same
+ * offset getting the bytes. */
+__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1, uint16_t mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
+        : "memory");
+}
+__device__ __forceinline__ uint32_t cl_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+/* The same shared-memory offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ uint32_t cl_map(const void *p, uint32_t rank) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
+    return r;
+}
+/* An arrive on the barrier at `p`'s offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_cl(uint64_t *p, uint32_t rank) {
+    asm volatile(
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cl_map(p, rank))
+        : "memory");
+}
+/* Every thread of every CTA of the cluster: writes before it (shared and
+ * distributed shared memory) are seen by reads after it. */
+__device__ __forceinline__ void cl_sync() {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 /* Shared-memory matrix descriptor of a K-major operand in the 128-byte
  * swizzle: 8-row groups 1024 bytes apart; a k16 step moves the start 32 bytes
  * along the (swizzled) row. */
@@ -224,6 +258,46 @@ int image_loads(K *kern, size_t smem, size_t per_block) {
 template <class K>
 cudaError_t smem_opt_in(K *kern, size_t smem) {
     return cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
+
+/* A launch config of clusters of `cl` CTAs along x, with programmatic
+ * dependent launch when pdl is set; `at` holds its attributes. */
+inline cudaLaunchConfig_t cluster_config(int cl, dim3 grid, dim3 block, size_t smem,
+                                         cudaStream_t st, int pdl, cudaLaunchAttribute (&at)[2]) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cl;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 2 : 1;
+    return cfg;
+}
+template <class... P, class... A>
+cudaError_t cluster_launch(void (*kern)(P...), int cl, dim3 grid, dim3 block, size_t smem,
+                           cudaStream_t st, int pdl, A &&...args) {
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = cluster_config(cl, grid, block, smem, st, pdl, at);
+    return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)...);
+}
+/* How many clusters of `cl` such CTAs can be resident at once (0: none, or
+ * the query failed); the kernel's shared-memory opt-in made. */
+template <class K>
+int cluster_fits(K *kern, int cl, int threads, size_t smem) {
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = cluster_config(cl, dim3(cl), dim3(threads), smem, 0, 0, at);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return clusters;
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
