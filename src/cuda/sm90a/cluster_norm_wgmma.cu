@@ -125,7 +125,10 @@ __global__ void __launch_bounds__(256, 1)
                 ring_next(s, ph, S);
             }
         }
-        /* The producer warpgroup takes part in the cluster's two barriers. */
+        /* The producer warpgroup takes part in the cluster's two barriers,
+         * its first warp converged first (lanes waiting in a cluster
+         * barrier while lane 0 still loads slow the loads down). */
+        __syncwarp();
         cl_sync();
         cl_sync();
         return;

@@ -81,8 +81,14 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
         __syncthreads();
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        /* CL > 1: the producer's warp converges before the cluster barrier
+         * at the kernel's end; its other lanes waiting in that barrier
+         * while lane 0 still loads made the kernel 2x slower (H200). */
         if (threadIdx.x != 0) {
-            if constexpr (CL > 1) cl_sync(); /* the kernel's end (below) */
+            if constexpr (CL > 1) {
+                __syncwarp();
+                cl_sync(); /* the kernel's end (below) */
+            }
             return;
         }
         /* W does not depend on the kernel before (programmatic dependent
@@ -118,7 +124,10 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
                 ring_next(s, ph, S);
             }
         }
-        if constexpr (CL > 1) cl_sync();
+        if constexpr (CL > 1) {
+            __syncwarp();
+            cl_sync();
+        }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
