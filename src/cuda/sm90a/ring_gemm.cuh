@@ -138,11 +138,10 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
     unsigned turn = 0;
     /* A stage given back: to each CTA whose producer writes into it. */
     auto give_back = [&](int st) {
-        if constexpr (CL > 1) {
-            for (int r = 0; r < CL; r++) mbar_arrive_cl(&empty[st], (uint32_t)r);
-        } else {
-            mbar_arrive(&empty[st]);
-        }
+        mbar_arrive(&empty[st]);
+        if constexpr (CL > 1)
+            for (int r = 0; r < CL; r++)
+                if (r != rank) mbar_arrive_cl(&empty[st], (uint32_t)r);
     };
     for (int t = cid + cw * ncl; t < tiles; t += WGS * ncl, q += WGS) {
         const int m0 = ((t / nt) * CL + rank) * C::BM, n0 = (t % nt) * E::TILE_N;

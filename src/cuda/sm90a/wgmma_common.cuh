@@ -100,11 +100,11 @@ __device__ __forceinline__ uint32_t cl_map(const void *p, uint32_t rank) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
     return r;
 }
-/* An arrive on the barrier at `p`'s offset in CTA `rank` of the cluster. */
+/* An arrive on the barrier at `p`'s offset in CTA `rank` of the cluster,
+ * with the local arrive's default semantics (release at CTA scope; a
+ * cluster-scope release may wait for the thread's wgmma in flight). */
 __device__ __forceinline__ void mbar_arrive_cl(uint64_t *p, uint32_t rank) {
-    asm volatile(
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cl_map(p, rank))
-        : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cl_map(p, rank)) : "memory");
 }
 /* Every thread of every CTA of the cluster: writes before it (shared and
  * distributed shared memory) are seen by reads after it. */
