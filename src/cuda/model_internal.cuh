@@ -62,7 +62,6 @@ struct hrmt_model_cuda {
     int l_persist;                        /* the tiered schedule runs model_l_persist.cu's kernel */
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
-    int glu_clusters; /* resident clusters of its 2-CTA shape (cu_glu_clusters); 0: not used */
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
@@ -170,12 +169,8 @@ hrmt_status cu_block_settings(hrmt_model *m);
  * wherever cu_glu_applies, unless HRMT_CUDA_FUSED_GLU=0). */
 int cu_glu_applies(const hrmt_model *m);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
-/* Its tile shapes, for the tuner: how many serve this model (the last one,
- * clusters of two CTAs, where g->glu_clusters > 0), and one shape's launch.
- * cu_glu_clusters: how many of that shape's clusters can be resident at
- * once (0: none). */
-int cu_glu_shapes(const hrmt_model *m);
-int cu_glu_clusters(const hrmt_model *m);
+/* Its tile shapes, for the tuner: how many, and one shape's launch. */
+int cu_glu_shapes(void);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act);
 

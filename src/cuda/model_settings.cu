@@ -31,7 +31,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
     g->glu = glu && cu_glu_applies(m);
-    g->glu_clusters = g->glu ? cu_glu_clusters(m) : 0;
     /* Projection + norm: opt-in, slower than the GEMM + row kernel at every
      * batch on the H200 (a 64-row tile re-reads all of W from L2, and one
      * tile's norm epilogue runs with no products beside it). */

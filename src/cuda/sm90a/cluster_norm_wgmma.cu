@@ -126,8 +126,7 @@ __global__ void __launch_bounds__(256, 1)
             }
         }
         /* The producer warpgroup takes part in the cluster's two barriers,
-         * its first warp converged first (lanes waiting in a cluster
-         * barrier while lane 0 still loads slow the loads down). */
+         * its first warp converged first (lane 0 issued the loads). */
         __syncwarp();
         cl_sync();
         cl_sync();

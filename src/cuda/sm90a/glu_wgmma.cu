@@ -18,12 +18,11 @@
  * Shape: ring_gemm.cuh's persistent kernel (TMA ring, one producer thread,
  * consumer warpgroups); a stage holds a tile's rows of A and its BNA gate
  * plus BNA up rows of W, adjacent, so that one wgmma of N = 2 BNA covers
- * both and a thread holds each gate next to its up. Seven tile shapes
+ * both and a thread holds each gate next to its up. Six tile shapes
  * (GLU_SHAPES): 128 x 64 with two warpgroups taking turns (large batches),
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
- * more SMs), and 128 x 64 on clusters of two CTAs sharing W (one
- * multicasts the gate rows, the other the up rows: 3/4 of the L2 bytes per
- * product). The GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
+ * more SMs). The
+ * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
  * Built for sm_90a only (src/CMakeLists.txt): cu_glu_applies checks that the
@@ -60,15 +59,6 @@ struct glu_epi {
 #ifdef HRMT_SM90A
         tma_load(st, tm, bar, kb * BK, n0);
         tma_load(st + BNA * ROW_BYTES, tm, bar, kb * BK, p.I + n0);
-#endif
-    }
-    /* A 2-CTA cluster's share (ring_gemm.cuh, CL = 2): CTA 0 multicasts the
-     * gate rows, CTA 1 the up rows, each into both CTAs' stage. */
-    static __device__ __forceinline__ void load_w_part(uint8_t *st, const CUtensorMap *tm,
-                                                       uint64_t *bar, int kb, int n0, int rank,
-                                                       const args &p) {
-#ifdef HRMT_SM90A
-        tma_load_mc(st + rank * BNA * ROW_BYTES, tm, bar, kb * BK, rank * p.I + n0, 0x3);
 #endif
     }
     /* Thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8) of each m64
@@ -122,50 +112,36 @@ struct glu_epi {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W), CL CTAs a cluster sharing W (ring_gemm.cuh). */
+ * columns (2 BNA rows of W). */
 struct glu_shape {
-    int msub, wgs, bna, cl;
+    int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64, 1}, {1, 2, 64, 1}, {1, 1, 64, 1}, {1, 1, 32, 1},
-                                    {1, 2, 32, 1}, {1, 1, 16, 1}, {2, 2, 64, 2}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
+                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
-template <int MSUB, int WGS, int BNA, int CL = 1>
+template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
     using C = ring_cfg<MSUB, WGS, 2 * BNA>;
-    auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, CL>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, CL>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    /* Cluster tiles: CL row tiles x one column tile; no more clusters than
-     * can be resident at once (a late one would run its share after the
-     * others). */
-    const size_t mt = (rows + C::BM - 1) / C::BM, tiles = (mt + CL - 1) / CL * (I / BNA);
-    size_t most = (size_t)sms / CL;
-    if (CL > 1 && (size_t)cu_model(m)->glu_clusters < most)
-        most = (size_t)cu_model(m)->glu_clusters;
-    if (most == 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED, "cuda fused gate_up: no 2-CTA clusters");
-    const size_t clusters = (tiles + WGS - 1) / WGS;
-    const unsigned grid = (unsigned)((clusters < most ? clusters : most) * CL);
+    const size_t mt = (rows + C::BM - 1) / C::BM, tiles = mt * (I / BNA);
+    const size_t ctas = (tiles + WGS - 1) / WGS;
+    const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
     typename glu_epi<BNA>::args p{{(int)rows, (int)(I / BNA), (int)(H / BK)},
                                   (int)I,
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
                                   (int)I};
-    if constexpr (CL == 1) {
-        e = pdl_launch(kern, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl,
-                       ta, tw, p);
-    } else {
-        e = cluster_launch(kern, CL, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m),
-                           cu_model(m)->pdl, ta, tw, p);
-    }
+    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
+                   C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     return cu_check(m->ctx, "cuda fused gate_up");
 }
@@ -197,9 +173,9 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int MSUB, int WGS, int BNA, int CL = 1>
+template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, CL>(per_block);
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
 }
 
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
@@ -210,8 +186,7 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
-    case 5: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
-    default: return glu_launch<2, 2, 64, 2>(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -252,30 +227,14 @@ int cu_glu_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, glu_epi<16>>(per_block);
 }
 
-int cu_glu_clusters(const hrmt_model *m) {
-    size_t per_block = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    using C = ring_cfg<2, 2, 128>;
-    auto kern = ring_gemm_kernel<2, 2, 128, glu_epi<64>, 2>;
-    if (!glu_loads<2, 2, 64, 2>(per_block) ||
-        ring_prepare<2, 2, 128, glu_epi<64>, 2>() != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return cluster_fits(kern, 2, C::THREADS, C::SMEM);
-}
-
-/* The cluster shape is the last: without it the others still serve. */
-int cu_glu_shapes(const hrmt_model *m) {
-    return cu_model(m)->glu_clusters > 0 ? GLU_NSHAPES : GLU_NSHAPES - 1;
-}
+int cu_glu_shapes(void) { return GLU_NSHAPES; }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act) {
     if (rows == 0) return HRMT_OK;
     if (rows > (size_t)INT32_MAX - 128)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
-    if (shape < 0 || shape >= cu_glu_shapes(m))
+    if (shape < 0 || shape >= GLU_NSHAPES)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "cuda fused gate_up: shape %d", shape);
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)

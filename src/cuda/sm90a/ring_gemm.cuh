@@ -15,13 +15,7 @@
  *  - WGS consumer warpgroups taking alternate tiles: one's epilogue runs
  *    beside the other's products ("ping-pong"). They take turns (order[])
  *    to wait on the ring, so that none waits on a stage's parity a whole
- *    phase ahead of the stage.
- * CL = 2: clusters of two CTAs take the same column tile of two adjacent row
- * tiles (the second past the end reads zeros, stores nothing), and each
- * CTA's producer multicasts its part of the stage's W rows (E::load_w_part)
- * into both, so that a product moves 3/4 of the bytes from L2 per output. A
- * stage is refilled once both CTAs' consumers gave it back (every consumer
- * warp arrives on both CTAs' empty barriers). */
+ *    phase ahead of the stage. */
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 
@@ -51,7 +45,7 @@ struct ring_dims {
  * (starting with ring_dims d); load_w(stage W part, map, barrier, k block,
  * n0, args) issues the stage's WN rows of W; store(acc, m0, n0, warp, lane,
  * args) consumes a finished tile's accumulators. */
-template <int MSUB, int WGS, int WN, class E, int CL = 1>
+template <int MSUB, int WGS, int WN, class E>
 __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
@@ -62,71 +56,44 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
     const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
-    /* Tiles of CL row tiles x one column tile, one per cluster at a time. */
-    const int tiles = (mt + CL - 1) / CL * nt, kb_n = p.d.kblocks;
-    const int cid = (int)blockIdx.x / CL, ncl = (int)gridDim.x / CL;
-    int rank = 0;
-    if constexpr (CL > 1) rank = (int)cl_rank();
+    const int tiles = mt * nt, kb_n = p.d.kblocks;
     if (threadIdx.x == 0) {
-        ring_init(full, empty, S, 4 * CL); /* one arrive per consumer warp of each CTA */
+        ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
         mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    /* CL > 1: the other CTA's barriers exist before any load or arrive
-     * reaches them. */
-    if constexpr (CL > 1)
-        cl_sync();
-    else
-        __syncthreads();
+    __syncthreads();
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        /* CL > 1: the producer's warp converges before the cluster barrier
-         * at the kernel's end; its other lanes waiting in that barrier
-         * while lane 0 still loads made the kernel 2x slower (H200). */
-        if (threadIdx.x != 0) {
-            if constexpr (CL > 1) {
-                __syncwarp();
-                cl_sync(); /* the kernel's end (below) */
-            }
-            return;
-        }
+        if (threadIdx.x != 0) return;
         /* W does not depend on the kernel before (programmatic dependent
          * launch): the first tile's first stages of it are requested before
          * waiting for that kernel, A's rows after. */
-        const int pre = cid < tiles ? (kb_n < S ? kb_n : S) : 0;
-        auto load_w = [&](uint8_t *st, uint64_t *bar, int kb, int n0) {
-            if constexpr (CL > 1)
-                E::load_w_part(st + C::A_BYTES, &tm_w, bar, kb, n0, rank, p);
-            else
-                E::load_w(st + C::A_BYTES, &tm_w, bar, kb, n0, p);
-        };
+        const int pre = blockIdx.x < tiles ? (kb_n < S ? kb_n : S) : 0;
         for (int kb = 0; kb < pre; kb++) {
             mbar_expect_tx(&full[kb], C::STAGE_BYTES);
-            load_w(smem + kb * C::STAGE_BYTES, &full[kb], kb, (cid % nt) * E::TILE_N);
+            E::load_w(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb,
+                      (blockIdx.x % nt) * E::TILE_N, p);
         }
         pdl_wait();
         pdl_trigger();
         int s = 0;
         unsigned ph = 0;
-        for (int t = cid; t < tiles; t += ncl) {
-            const int m0 = ((t / nt) * CL + rank) * C::BM, n0 = (t % nt) * E::TILE_N;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
             for (int kb = 0; kb < kb_n; kb++) {
                 uint8_t *st = smem + s * C::STAGE_BYTES;
-                if (t == cid && kb < pre) { /* W already on its way */
+                if (t == (int)blockIdx.x && kb < pre) { /* W already on its way */
                     tma_load(st, &tm_a, &full[s], kb * BK, m0);
                 } else {
                     mbar_wait(&empty[s], ph ^ 1);
                     mbar_expect_tx(&full[s], C::STAGE_BYTES);
                     tma_load(st, &tm_a, &full[s], kb * BK, m0);
-                    load_w(st, &full[s], kb, n0);
+                    E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
                 }
                 ring_next(s, ph, S);
             }
-        }
-        if constexpr (CL > 1) {
-            __syncwarp();
-            cl_sync();
         }
         return;
     }
@@ -136,15 +103,8 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
     int q = cw;
     unsigned turn = 0;
-    /* A stage given back: to each CTA whose producer writes into it. */
-    auto give_back = [&](int st) {
-        mbar_arrive(&empty[st]);
-        if constexpr (CL > 1)
-            for (int r = 0; r < CL; r++)
-                if (r != rank) mbar_arrive_cl(&empty[st], (uint32_t)r);
-    };
-    for (int t = cid + cw * ncl; t < tiles; t += WGS * ncl, q += WGS) {
-        const int m0 = ((t / nt) * CL + rank) * C::BM, n0 = (t % nt) * E::TILE_N;
+    for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += WGS * gridDim.x, q += WGS) {
+        const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
         const unsigned base = (unsigned)q * (unsigned)kb_n; /* ring uses before this tile */
         int s = (int)(base % S);
         unsigned ph = (base / S) & 1;
@@ -170,7 +130,7 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
             /* The previous stage's products are done once one group is left
              * in flight: hand its buffers back to the producer. */
             wg_wait<1>();
-            if (prev >= 0 && lane == 0) give_back(prev);
+            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
             prev = s;
             ring_next(s, ph, S);
         }
@@ -182,24 +142,21 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
         for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
             for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
-        if (prev >= 0 && lane == 0) give_back(prev);
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
         E::template store<MSUB>(acc, m0, n0, warp, lane, p);
     }
-    /* CL > 1: no CTA leaves while the other may still arrive on its
-     * barriers. */
-    if constexpr (CL > 1) cl_sync();
 #endif
 }
 
 /* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
-template <int MSUB, int WGS, int WN, class E, int CL = 1>
+template <int MSUB, int WGS, int WN, class E>
 int ring_loads(size_t per_block) {
-    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E, CL>, ring_cfg<MSUB, WGS, WN>::SMEM,
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg<MSUB, WGS, WN>::SMEM,
                        per_block);
 }
-template <int MSUB, int WGS, int WN, class E, int CL = 1>
+template <int MSUB, int WGS, int WN, class E>
 cudaError_t ring_prepare() {
-    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E, CL>, ring_cfg<MSUB, WGS, WN>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg<MSUB, WGS, WN>::SMEM);
 }
 
 } // namespace

@@ -78,17 +78,6 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
         : "memory");
 }
 
-/* The same box multicast into the shared memory of every CTA of the
- * cluster in `mask`, at the same offset, each CTA's barrier at the same
- * offset getting the bytes. */
-__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
-                                            int c0, int c1, uint16_t mask) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
-        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
-        : "memory");
-}
 __device__ __forceinline__ uint32_t cl_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -99,12 +88,6 @@ __device__ __forceinline__ uint32_t cl_map(const void *p, uint32_t rank) {
     uint32_t r;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
     return r;
-}
-/* An arrive on the barrier at `p`'s offset in CTA `rank` of the cluster,
- * with the local arrive's default semantics (release at CTA scope; a
- * cluster-scope release may wait for the thread's wgmma in flight). */
-__device__ __forceinline__ void mbar_arrive_cl(uint64_t *p, uint32_t rank) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cl_map(p, rank)) : "memory");
 }
 /* Every thread of every CTA of the cluster: writes before it (shared and
  * distributed shared memory) are seen by reads after it. */
