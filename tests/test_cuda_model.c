@@ -605,6 +605,30 @@ static void models_on_off(hrmt_context *ctx, const hrmt_model_config *cfg, uint6
     unsetenv(env);
 }
 
+/* Attention at small batches with each query tile's O column passes shared
+ * by a team of warps (HRMT_CUDA_ATTN_TEAMS, on by default; teams of four at
+ * batches up to 6, of two up to 16 on a 132-SM GPU) against one warp per
+ * tile: the same bytes, both schedules (the tiered one's tiles take teams
+ * where the whole batch does not), head_dim 64 with T = 82 (all key tiles
+ * full) and T = 61, head_dim 32 with T = 101. */
+static void attn_teams_equal_one_warp(int hidden, int heads, int seq_len) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, 23, "HRMT_CUDA_ATTN_TEAMS", m);
+    const int batches[] = {1, 5, 8, 13, 40};
+    char what[128];
+    snprintf(what, sizeof what, "hidden %d T %d, attention teams vs one warp", hidden, seq_len + 1);
+    expect_same_steps(m[0], m[1], batches, 5, what);
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, attn_teams_equal_one_warp_hrm_width) { attn_teams_equal_one_warp(512, 8, 81); }
+Test(cuda_model, attn_teams_equal_one_warp_short_seq) { attn_teams_equal_one_warp(256, 4, 60); }
+Test(cuda_model, attn_teams_equal_one_warp_head_dim_32) { attn_teams_equal_one_warp(64, 2, 100); }
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -809,9 +833,10 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[5] = {"HRMT_CUDA_FUSED_GLU", "HRMT_CUDA_FUSED_NORM", "HRMT_CUDA_FUSED_INJECT",
-                            "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_CLUSTER_NORM_CTAS"};
-    for (int i = 0; i < 5; i++) {
+    const char *names[6] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+                            "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
+                            "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS"};
+    for (int i = 0; i < 6; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);
@@ -1088,7 +1113,7 @@ Test(cuda_model, gemm_tuning_keeps_bits) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     hrmt_model *tuned = NULL, *pinned = NULL;
-    setenv("HRMT_CUDA_GEMM_TUNE", "1", 1); /* whatever the caller's environment says */
+    setenv("HRMT_CUDA_GEMM_TUNE", "1", 1);    /* whatever the caller's environment says */
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1); /* every projection through the tuned GEMMs */
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &tuned), HRMT_OK, "%s",
                  hrmt_last_error(ctx));

@@ -5,7 +5,11 @@
  * zero) are in shared memory at row stride ldk; the warp's Q tile at Qs (row
  * stride ldq) is read, then overwritten by the tile's O (rounded once), so
  * the caller finds the output where the queries were; only the first qrows
- * (1..16) rows of the tile are read or written. */
+ * (1..16) rows of the tile are read or written.
+ * A team of `team` warps may share one tile (warps `mate` = 0..team-1,
+ * named barrier `bar`, 1 or 2, of team * 32 threads): each computes S and P
+ * as a lone warp would, then only O's column passes mate, mate + team, ...:
+ * the same bits per output column, a shorter chain per warp. */
 #ifndef HRMT_CUDA_ATTN_MMA_TILE_CUH
 #define HRMT_CUDA_ATTN_MMA_TILE_CUH
 
@@ -60,6 +64,15 @@ __device__ __forceinline__ float exp2_ftz(float x) {
     return y;
 }
 
+/* Named barrier 1 or 2 of `threads` threads. The ids are immediates: a
+ * register id makes ptxas reserve all sixteen, which caps blocks per SM. */
+__device__ __forceinline__ void team_sync(int bar, int threads) {
+    if (bar == 1)
+        asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+    else
+        asm volatile("bar.sync 2, %0;" ::"r"(threads) : "memory");
+}
+
 __device__ __forceinline__ float quad_max(float v) {
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
     return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -75,7 +88,8 @@ __device__ __forceinline__ float quad_sum(float v) {
 template <int D, int KT, bool FULL>
 __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t *Ks,
                                             const uint16_t *Vs, int ldk, uint16_t *Qs, int ldq,
-                                            int qrows, float scale) {
+                                            int qrows, float scale, int mate = 0, int team = 1,
+                                            int bar = 0) {
     constexpr int KD = D / 16, ND = D / 8;
     constexpr int NC = 2; /* 8-wide output column tiles per pass (one ldmatrix.x4) */
     const int lane = threadIdx.x % 32, g = lane / 4, tg = lane % 4;
@@ -182,13 +196,15 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
      * those lanes overwrite with O below: the warp's reads end here, in
      * program order and not only through the mma.sync steps between. */
     if (qrows < 16) __syncwarp();
-    /* O in passes of NC column tiles (8 accumulators live, not D / 2: what
-     * fits the register cap); an output's sum runs
-     * over the key steps in ascending order either way, so the bits do not
-     * depend on the pass width. Each pass is rounded once and staged in the
-     * warp's Q tile for 16-byte stores. */
+    /* A team's reads of the shared Q tile end before any mate writes O. */
+    if (team > 1) team_sync(bar, team * 32);
+        /* O in passes of NC column tiles (8 accumulators live, not D / 2: what
+         * fits the register cap); an output's sum runs
+         * over the key steps in ascending order either way, so the bits do not
+         * depend on the pass width. Each pass is rounded once and staged in the
+         * warp's Q tile for 16-byte stores. */
 #pragma unroll 1 /* at the cap, unrolled passes spilled 132 bytes (hoisted V loads), rolled 36 */
-    for (int pass = 0; pass < ND / NC; pass++) {
+    for (int pass = mate; pass < ND / NC; pass += team) {
         float o[NC][4];
 #pragma unroll
         for (int nt = 0; nt < NC; nt++)

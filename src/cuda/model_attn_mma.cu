@@ -51,8 +51,10 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
     return L;
 }
 
-/* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps, the first
- * W of which take query tiles group * W + warp. */
+/* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps. At W <= 2
+ * (small batches) a team of LOAD_WARPS / W warps shares each query tile
+ * (attn_mma_tile.cuh: each makes S and P, then a share of O's column
+ * passes); else warp w takes query tile group * W + w. */
 /* KT: key tiles the registers are sized for. At KT = MID_KT the cap of 80
  * registers gives six warps per scheduler: four blocks of KT warps share an
  * SM, so that one block's loads overlap the others' arithmetic (at 112, two
@@ -60,7 +62,7 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * idle); two at MAX_KT. */
 template <int D, int KT, bool FULL>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
-    attend_mma(int T, int hidden, int W, int groups, const void *__restrict__ qkv,
+    attend_mma(int T, int hidden, int W, int groups, int teams, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
     extern __shared__ __align__(128) unsigned char mma_smem[];
@@ -76,19 +78,25 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
      * copied with K and V by cp.async, all in flight at once, then RoPE'd in
      * shared memory (66.4 -> 62.1 us a call at batch 256 on the H200 than
      * load_qkv's register pass, ncu; same bytes). */
-    const int rt = grp * W + warp;
-    const bool active = warp < W && rt < L.nkt;
+    const int team = teams && W <= 2 ? LOAD_WARPS / W : 1;
+    const int slot = warp / team, mate = warp % team;
+    const int rt = grp * W + slot;
+    const bool active = slot < W && rt < L.nkt;
     const int r0 = rt * 16;
     const int q0 = grp * W * 16, q1 = min(q0 + W * 16, L.Tp);
-    uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)warp * 16 * L.ldk;
+    uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)slot * 16 * L.ldk;
     load_qkv_async<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, Ks, Vs, q0, q1,
                       (uint16_t *)(mma_smem + L.q_off), L.ldk);
     __syncthreads();
-    if (!active) return; /* no block barrier follows */
-    attend_tile<D, KT, FULL>(T, L.nkt, Ks, Vs, L.ldk, Qs, L.ldk, 16, scale);
-    __syncwarp();
+    if (!active) return; /* only the team's named barrier follows */
+    attend_tile<D, KT, FULL>(T, L.nkt, Ks, Vs, L.ldk, Qs, L.ldk, 16, scale, mate, team, 1 + slot);
+    /* The tile's O is whole in shared memory: the team's passes are done. */
+    if (team > 1)
+        team_sync(1 + slot, team * 32);
+    else
+        __syncwarp();
     uint16_t *out = (uint16_t *)att + s * T * (size_t)hidden + (size_t)h * D;
-    for (int e = lane; e < 16 * (D / 8); e += 32) {
+    for (int e = mate * 32 + lane; e < 16 * (D / 8); e += team * 32) {
         const int i = e / (D / 8), c = (e % (D / 8)) * 8, t = r0 + i;
         if (t < T) *(uint4 *)(out + (size_t)t * hidden + c) = *(const uint4 *)(Qs + i * L.ldk + c);
     }
@@ -106,7 +114,7 @@ cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, in
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
         e = pdl_launch(attend_mma<D, KT, FULL>, grid, dim3(threads), bytes, cu_stream(m),
                        cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups,
-                       (const void *)((const char *)qkv + s0 * rows3),
+                       cu_model(m)->attn_teams, (const void *)((const char *)qkv + s0 * rows3),
                        (void *)((char *)att + s0 * rows1), cs, sn, scale);
     }
     return e;

@@ -69,6 +69,7 @@ struct hrmt_model_cuda {
     int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
                         this many CTAs (8 or 16); 0 off */
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
+    int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -159,7 +160,7 @@ hrmt_status cu_gemm_tune(hrmt_model *m);
  * dflt when unset; anything else INVALID_ARG (message names the variable).
  * cu_block_settings reads the block's kernel switches at model load
  * (HRMT_CUDA_FUSED_GLU, _FUSED_NORM, _PDL, _FUSED_INJECT, _NORM_PROLOGUE,
- * _CLUSTER_NORM and its _CLUSTER_NORM_CTAS), each on only where its kernels
+ * _CLUSTER_NORM and its _CLUSTER_NORM_CTAS, _ATTN_TEAMS), each on only where its kernels
  * serve this model and device. */
 hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on);
 hrmt_status cu_block_settings(hrmt_model *m);

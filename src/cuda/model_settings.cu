@@ -19,15 +19,19 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
-    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0;
+    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_PDL", 1, &pdl)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_INJECT", 1, &inject)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK)
         return s;
+    /* Attention at small batches: each query tile's O column passes shared
+     * by a team of the block's warps (model_attn_mma.cu), same bits. */
+    g->attn_teams = teams;
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
     g->glu = glu && cu_glu_applies(m);
