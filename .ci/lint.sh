@@ -49,7 +49,7 @@ source_files() {
     git -C "$ROOT" ls-files --cached --others --exclude-standard -- "$@"
   else
     find "$@" -type f
-  fi | grep -E '\.(c|h)$' | grep -v '^tests/data/' | grep -E -- "${ONLY:-.}" | sort -u |
+  fi | grep -E "${SRC_EXT:-\.(c|h)\$}" | grep -v '^tests/data/' | grep -E -- "${ONLY:-.}" | sort -u |
     while IFS= read -r f; do
       [ -f "$f" ] && printf '%s\n' "$f"
     done
@@ -61,8 +61,9 @@ step_format() {
   need_tool "$CLANG_FORMAT" clang-format || return 1
   [ -f .clang-format ] || { say "lint: .clang-format is missing"; return 1; }
   local -a files
-  mapfile -t files < <(source_files include src tests bench tools)
-  say "  ${#files[@]} files under include/ src/ tests/ bench/ tools/"
+  # The CUDA sources too (the other steps read C only).
+  mapfile -t files < <(SRC_EXT='\.(c|h|cu|cuh)$' source_files include src tests bench tools)
+  say "  ${#files[@]} files (C and CUDA) under include/ src/ tests/ bench/ tools/"
   [ ${#files[@]} -gt 0 ] || return 0
   say "+ $CLANG_FORMAT --style=file --dry-run --Werror <files>"
   "$CLANG_FORMAT" --style=file --dry-run --Werror "${files[@]}" >"$TMP/format.log" 2>&1

@@ -67,10 +67,11 @@ int main(void) {
     CK(cudaMemcpy(&nbad, bad, 4, cudaMemcpyDeviceToHost));
     printf("%s, %d CTAs of 256 threads (best of 5):\n", prop.name, grid);
     printf("  empty cooperative launch (event to event): %.2f us\n", best_empty * 1e3);
-    printf("  grid barrier: %.3f us each (%d back to back)\n",
-           (best_sync - best_empty) * 1e3 / n, n);
-    printf("  write, barrier, read a neighbour's value, barrier: %.3f us per round; %u stale reads\n",
-           (best_xchg - best_empty) * 1e3 / n, nbad);
+    printf("  grid barrier: %.3f us each (%d back to back)\n", (best_sync - best_empty) * 1e3 / n,
+           n);
+    printf(
+        "  write, barrier, read a neighbour's value, barrier: %.3f us per round; %u stale reads\n",
+        (best_xchg - best_empty) * 1e3 / n, nbad);
     CK(cudaFree(bar));
     CK(cudaFree(slots));
     CK(cudaFree(bad));

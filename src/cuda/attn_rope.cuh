@@ -85,8 +85,7 @@ __device__ __forceinline__ void load_pair(const uint16_t *v, int c, int half, in
 template <int D>
 __device__ __forceinline__ void load_qkv(const uint16_t *base, int T, int Tp, int hidden, int ld,
                                          const float *cs, const float *sn, uint16_t *Ks,
-                                         uint16_t *Vs, int q0, int q1, uint16_t *Qs,
-                                         int ldq) {
+                                         uint16_t *Vs, int q0, int q1, uint16_t *Qs, int ldq) {
     constexpr int HALF = D / 2, PAIRS = D / 16; /* 8-wide chunk pairs per row */
     const size_t ld3 = 3 * (size_t)hidden;
     const uint4 z4 = make_uint4(0, 0, 0, 0);

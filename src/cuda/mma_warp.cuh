@@ -44,7 +44,8 @@ __device__ __forceinline__ void mma_k16(float (&acc)[MI][NI][4], AROW a_row, con
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-        for (int ni = 0; ni < NI; ni++) mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
+        for (int ni = 0; ni < NI; ni++)
+            mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1], acc[mi][ni]);
 }
 
 } // namespace

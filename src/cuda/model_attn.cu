@@ -175,8 +175,8 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32)
     __nv_bfloat16 *Wb = (__nv_bfloat16 *)W; /* the same region as bf16 */
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
     const uint4 z4 = make_uint4(0, 0, 0, 0);
-    load_qkv<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, (uint16_t *)Ks, (uint16_t *)Vs, 0, 0,
-                nullptr, 0);
+    load_qkv<D>(base, T, L.Tp, hidden, L.ldk, cs, sn, (uint16_t *)Ks, (uint16_t *)Vs, 0, 0, nullptr,
+                0);
     __syncthreads();
     const int nkt = L.Tp / 16, ldp = 2 * L.lds;
     for (int rt = warp; rt < nkt; rt += L.nw) {

@@ -45,9 +45,9 @@
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/grid_sync.cuh"
+#include "cuda/mma_warp.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_internal.cuh"
-#include "cuda/mma_warp.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 
@@ -57,12 +57,12 @@ namespace {
 
 constexpr int GS_THREADS = 256, GS_WARPS = 8;
 constexpr int GS_MAX_LAYERS = 8;
-constexpr int GS_D = 64;           /* head_dim */
-constexpr int GS_TP = 96;          /* attention: six m16 tiles, T <= 96 */
-constexpr int GS_KT = 6;           /* key tiles */
-constexpr int GS_LDK = GS_D + 8;   /* attention K, V, Q row stride */
-constexpr int GS_STAGES = 4;       /* ring stages, all but one in flight */
-constexpr int GS_MAX_H = 512;      /* the norm keeps H / 32 <= 16 values per lane */
+constexpr int GS_D = 64;         /* head_dim */
+constexpr int GS_TP = 96;        /* attention: six m16 tiles, T <= 96 */
+constexpr int GS_KT = 6;         /* key tiles */
+constexpr int GS_LDK = GS_D + 8; /* attention K, V, Q row stride */
+constexpr int GS_STAGES = 4;     /* ring stages, all but one in flight */
+constexpr int GS_MAX_H = 512;    /* the norm keeps H / 32 <= 16 values per lane */
 /* (MI, NI, BK): 32 x 64 units with k blocks of 128, 64 x 128 with 64. At
  * small batches a stage is latency-bound: a unit puts most of its W slice
  * in flight at once (3 x 128 of K = 512), so that the whole grid's requests
@@ -72,12 +72,12 @@ constexpr int GS_TILES[2][3] = {{1, 2, 128}, {2, 4, 64}};
 struct gs_params {
     const uint16_t *wqkv[GS_MAX_LAYERS], *wo[GS_MAX_LAYERS], *wgu[GS_MAX_LAYERS],
         *wdown[GS_MAX_LAYERS];
-    uint16_t *z;          /* the level's state, updated in place */
+    uint16_t *z;           /* the level's state, updated in place */
     const uint16_t *a, *b; /* injection a (+ b when set) */
     uint16_t *qkv, *att, *act, *r, *h;
     const float *cs, *sn;
-    const uint16_t *lut; /* SwiGLU's s(g) per BF16 gate */
-    unsigned *bar;       /* grid barrier arrivals, zero at launch */
+    const uint16_t *lut;       /* SwiGLU's s(g) per BF16 gate */
+    unsigned *bar;             /* grid barrier arrivals, zero at launch */
     unsigned long long *trace; /* HRMT_CUDA_GRID_TRACE: per stage, the slowest CTA's work (ns) */
     float scale, eps;
     int M, T, H, I, heads, layers;
@@ -159,8 +159,7 @@ struct tile {
             for (int c = tid; c < BM * (K / 8); c += GS_THREADS) {
                 const int i = c / (K / 8), part = c % (K / 8);
                 const uint16_t *src = arow(i);
-                cp_async16(ares + i * lda + part * 8, src ? src + part * 8 : wrow(0),
-                           src ? 16 : 0);
+                cp_async16(ares + i * lda + part * 8, src ? src + part * 8 : wrow(0), src ? 16 : 0);
             }
             cp_async_commit();
         }
@@ -196,8 +195,8 @@ struct tile {
      * columns col, col + 1), rows at or past rows_left skipped. */
     template <class F>
     __device__ static void each_pair(const acc_t &acc, int rows_left, F f) {
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2,
-                  wn = warp & 3, tg = lane & 3;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3,
+                  tg = lane & 3;
 #pragma unroll
         for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -356,14 +355,15 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
             const uint16_t *w = p.wqkv[li] + (size_t)n0 * H;
             const uint16_t *src = li == 0 ? p.h : p.r;
             TL::zero(acc);
-            TL::run(acc, H, [&](int j) { return w + (size_t)j * H; }, as, lda,
-                    [&](int i) -> const uint16_t * {
-                        return m0 + i < M ? src + (size_t)(m0 + i) * H : nullptr;
-                    },
-                    [&] {
-                        if (li > 0) pro_norm(p, m0, BM, n0 == 0, as, lda);
-                    },
-                    ring);
+            TL::run(
+                acc, H, [&](int j) { return w + (size_t)j * H; }, as, lda,
+                [&](int i) -> const uint16_t * {
+                    return m0 + i < M ? src + (size_t)(m0 + i) * H : nullptr;
+                },
+                [&] {
+                    if (li > 0) pro_norm(p, m0, BM, n0 == 0, as, lda);
+                },
+                ring);
             TL::each_pair(acc, M - m0, [&](int, int, int, int row, int col, float v0, float v1) {
                 *(uint32_t *)(p.qkv + (size_t)(m0 + row) * 3 * H + n0 + col) =
                     rnd(v0) | (rnd(v1) << 16);
@@ -380,23 +380,24 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                 const int m0 = (u / nn) * BM, n0 = (u % nn) * BN;
                 const uint16_t *w = wbase + (size_t)n0 * K;
                 TL::zero(acc);
-                TL::run(acc, K, [&](int j) { return w + (size_t)j * K; }, nullptr, 0,
-                        [&](int i) -> const uint16_t * {
-                            return m0 + i < M ? abase + (size_t)(m0 + i) * K : nullptr;
-                        },
-                        no_pro, ring);
+                TL::run(
+                    acc, K, [&](int j) { return w + (size_t)j * K; }, nullptr, 0,
+                    [&](int i) -> const uint16_t * {
+                        return m0 + i < M ? abase + (size_t)(m0 + i) * K : nullptr;
+                    },
+                    no_pro, ring);
                 /* h's values first, all loads in flight, then the sums */
                 unsigned hv[MI][NI][2];
-                TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float,
-                                                float) {
-                    hv[mi][ni][hf] =
-                        __ldcg((const unsigned *)(p.h + (size_t)(m0 + row) * H + n0 + col));
-                });
-                TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float v0,
-                                                float v1) {
-                    *(uint32_t *)(p.r + (size_t)(m0 + row) * H + n0 + col) =
-                        rc::add_bf16x2_arith(hv[mi][ni][hf], rnd(v0) | (rnd(v1) << 16));
-                });
+                TL::each_pair(
+                    acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float, float) {
+                        hv[mi][ni][hf] =
+                            __ldcg((const unsigned *)(p.h + (size_t)(m0 + row) * H + n0 + col));
+                    });
+                TL::each_pair(
+                    acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float v0, float v1) {
+                        *(uint32_t *)(p.r + (size_t)(m0 + row) * H + n0 + col) =
+                            rc::add_bf16x2_arith(hv[mi][ni][hf], rnd(v0) | (rnd(v1) << 16));
+                    });
             }
         };
         residual(p.wo[li], p.att, H);
@@ -411,16 +412,17 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
             const int m0 = (u / ng) * BM, j0 = (u % ng) * (BN / 2);
             const uint16_t *w = p.wgu[li];
             TL::zero(acc);
-            TL::run(acc, H,
-                    [&](int r) {
-                        const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
-                        return w + (size_t)(q < WR / 2 ? j : I + j) * H;
-                    },
-                    as, lda,
-                    [&](int i) -> const uint16_t * {
-                        return m0 + i < M ? p.r + (size_t)(m0 + i) * H : nullptr;
-                    },
-                    [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring);
+            TL::run(
+                acc, H,
+                [&](int r) {
+                    const int q = r % WR, j = j0 + (r / WR) * (WR / 2) + q % (WR / 2);
+                    return w + (size_t)(q < WR / 2 ? j : I + j) * H;
+                },
+                as, lda,
+                [&](int i) -> const uint16_t * {
+                    return m0 + i < M ? p.r + (size_t)(m0 + i) * H : nullptr;
+                },
+                [&] { pro_norm(p, m0, BM, j0 == 0, as, lda); }, ring);
             /* s(g) of every gate first (all table loads in flight), then
              * the products */
             float sg[MI][HN][2][2];
@@ -430,15 +432,15 @@ __global__ void __launch_bounds__(GS_THREADS, 1) grid_level(const gs_params p) {
                     sg[mi][ni][hf][1] = bf(__ldg(p.lut + rnd(v1)));
                 }
             });
-            TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float,
-                                            float) {
+            TL::each_pair(acc, M - m0, [&](int mi, int ni, int hf, int row, int col, float, float) {
                 if (ni >= HN) return;
                 const int j = j0 + (col / WR) * (WR / 2) + (col % WR);
                 float o[2];
 #pragma unroll
                 for (int e = 0; e < 2; e++)
                     o[e] = rc::fmul(sg[mi][ni][hf][e], bf(rnd(acc[mi][ni + HN][2 * hf + e])));
-                *(uint32_t *)(p.act + (size_t)(m0 + row) * I + j) = rc::pack_bf16x2_arith(o[0], o[1]);
+                *(uint32_t *)(p.act + (size_t)(m0 + row) * I + j) =
+                    rc::pack_bf16x2_arith(o[0], o[1]);
             });
         }
         tr.sync(p, target);
@@ -481,8 +483,8 @@ int cu_grid_applies(const hrmt_model *m) {
     /* H and I multiples of 128: whole k blocks and N tiles for both unit
      * sizes (gate_up: units of 32 or 64 act columns). */
     return m->dt == HRMT_BF16 && m->head_dim == GS_D && m->heads * GS_D == H && H % 128 == 0 &&
-           H <= GS_MAX_H && I % 128 == 0 && m->T >= 1 && m->T <= GS_TP &&
-           m->cfg.L_layers >= 1 && m->cfg.L_layers <= GS_MAX_LAYERS && m->cfg.H_layers >= 1 &&
+           H <= GS_MAX_H && I % 128 == 0 && m->T >= 1 && m->T <= GS_TP && m->cfg.L_layers >= 1 &&
+           m->cfg.L_layers <= GS_MAX_LAYERS && m->cfg.H_layers >= 1 &&
            m->cfg.H_layers <= GS_MAX_LAYERS && smem_bytes(0, (int)H) <= per_block &&
            smem_bytes(1, (int)H) <= per_block && hrmt_cuda_cooperative(m->ctx->cuda);
 }
@@ -531,8 +533,8 @@ hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a,
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: trace");
     }
     const size_t bytes = smem_bytes(t, p.H);
-    cudaError_t e = cudaFuncSetAttribute(k_kernels[tr][t], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)bytes);
+    cudaError_t e = cudaFuncSetAttribute(k_kernels[tr][t],
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda grid level: shared memory");
     int per = 0;
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_kernels[tr][t], GS_THREADS, bytes);

@@ -49,9 +49,9 @@
 #include "cuda/bf16.cuh"
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_internal.cuh"
+#include "cuda/mma_warp.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/model_l_persist.h"
-#include "cuda/mma_warp.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 
@@ -60,17 +60,17 @@ namespace rc = hrmt_rowops_cuda;
 namespace {
 
 constexpr int LP_MAX_LAYERS = 8;
-constexpr int LP_D = 64;       /* head_dim */
-constexpr int LP_TP = 96;      /* six m16 tiles: T <= 96 */
-constexpr int LP_KT = 6;       /* key tiles of attention */
-constexpr int LP_NI = 8;       /* n8 tiles per warp: a warp owns 48 x 64 of C */
+constexpr int LP_D = 64;          /* head_dim */
+constexpr int LP_TP = 96;         /* six m16 tiles: T <= 96 */
+constexpr int LP_KT = 6;          /* key tiles of attention */
+constexpr int LP_NI = 8;          /* n8 tiles per warp: a warp owns 48 x 64 of C */
 constexpr int LP_NT = 32 * LP_NI; /* GEMM N tile (W rows per pass): 4 warps across */
-constexpr int LP_BK = 32;      /* k per W stage */
-constexpr int LP_LDW = 40;     /* W stage row stride (elements) */
-constexpr int LP_STAGES = 3;   /* cp.async ring in the W area */
+constexpr int LP_BK = 32;         /* k per W stage */
+constexpr int LP_LDW = 40;        /* W stage row stride (elements) */
+constexpr int LP_STAGES = 3;      /* cp.async ring in the W area */
 constexpr int LP_THREADS = 256;
 constexpr int LP_LDK = LP_D + 8; /* attention K, V row stride */
-constexpr int LP_MAX_H = 512;  /* rmsnorm keeps H / 32 <= 16 values per lane */
+constexpr int LP_MAX_H = 512;    /* rmsnorm keeps H / 32 <= 16 values per lane */
 constexpr size_t LP_W_BYTES = (size_t)LP_STAGES * LP_NT * LP_LDW * 2;
 /* Stages of the GEMMs whose A is z (qkv, gate_up): the buffer is free then
  * and lies just before the W area, so the ring spans both, six k blocks in
@@ -138,7 +138,7 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
     }
     for (int kb = 0; kb < nkb; kb++) {
         cp_async_wait<NS - 2>(); /* stage kb has landed (for this thread) */
-        __syncthreads();   /* ... for every thread; stage kb - 1 is free */
+        __syncthreads();         /* ... for every thread; stage kb - 1 is free */
         if (kb + NS - 1 < nkb) load(kb + NS - 1);
         cp_async_commit();
         const uint16_t *st = wst + (kb % NS) * LP_NT * LP_LDW;
@@ -146,9 +146,7 @@ __device__ __forceinline__ void gemm_tile(lp_acc &acc, const uint16_t *As, int l
         for (int ks = 0; ks < 2; ks++)
             mma_k16<3, LP_NI>(
                 acc,
-                [&](int r) {
-                    return As + min(wm * 48 + r, T - 1) * lda + kb * LP_BK + ks * 16;
-                },
+                [&](int r) { return As + min(wm * 48 + r, T - 1) * lda + kb * LP_BK + ks * 16; },
                 st + wn * 8 * LP_NI * LP_LDW + ks * 16, LP_LDW);
     }
     cp_async_wait<0>();
@@ -177,8 +175,7 @@ __device__ __forceinline__ void each_pair(const lp_acc &acc, int T, F f) {
     each_row(T, [&](int mi, int hf, int row) {
 #pragma unroll
         for (int ni = 0; ni < LP_NI; ni++)
-            f(row, wn * 8 * LP_NI + ni * 8 + 2 * tg, acc[mi][ni][2 * hf],
-              acc[mi][ni][2 * hf + 1]);
+            f(row, wn * 8 * LP_NI + ni * 8 + 2 * tg, acc[mi][ni][2 * hf], acc[mi][ni][2 * hf + 1]);
     });
 }
 
@@ -213,8 +210,8 @@ __device__ __forceinline__ void rmsnorm_rows(uint16_t *zs, int ldz, int T, int H
 
 /* z += bf16(zH + x) for the sample's rows: the baseline's two add row ops
  * (injection once, then the level's add). */
-__device__ __forceinline__ void inject(uint16_t *zs, int ldz, const uint16_t *zh,
-                                       const uint16_t *x, int T, int H) {
+__device__ __forceinline__ void inject(uint16_t *zs, int ldz, const uint16_t *zh, const uint16_t *x,
+                                       int T, int H) {
     const int per_row = H / 8;
     for (int e = threadIdx.x; e < T * per_row; e += LP_THREADS) {
         const int row = e / per_row, c = (e % per_row) * 8;
@@ -287,8 +284,8 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
     const uint16_t *wo = p.wo[li];
     for (int n0 = 0; n0 < H; n0 += LP_NT) {
         zero_acc(acc);
-        gemm_tile<LP_STAGES>(acc, ab, ldz, H, T,
-                             [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
+        gemm_tile<LP_STAGES>(
+            acc, ab, ldz, H, T, [&](int r) { return wo + (size_t)(n0 + r) * H; }, wst);
         residual_tile(acc, zs, ldz, n0, T);
     }
     __syncthreads();
@@ -332,8 +329,8 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
             const int kc = I - k0 < H ? I - k0 : H;
             rows_to_smem(ab, ldz, act_g, I, k0, kc, T);
             __syncthreads();
-            gemm_tile<LP_STAGES>(acc, ab, ldz, kc, T,
-                      [&](int r) { return wd + (size_t)(n0 + r) * I + k0; }, wst);
+            gemm_tile<LP_STAGES>(
+                acc, ab, ldz, kc, T, [&](int r) { return wd + (size_t)(n0 + r) * I + k0; }, wst);
         }
         residual_tile(acc, zs, ldz, n0, T);
     }
@@ -375,8 +372,8 @@ int cu_l_persist_applies(const hrmt_model *m) {
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     const size_t H = m->hidden, I = m->inter;
     return m->dt == HRMT_BF16 && m->head_dim == LP_D && m->heads * LP_D == H && H % LP_NT == 0 &&
-           H <= LP_MAX_H && I % (LP_NT / 2) == 0 && I % 32 == 0 && m->T >= 1 &&
-           m->T <= LP_TP && m->cfg.L_layers >= 1 && m->cfg.L_layers <= LP_MAX_LAYERS &&
+           H <= LP_MAX_H && I % (LP_NT / 2) == 0 && I % 32 == 0 && m->T >= 1 && m->T <= LP_TP &&
+           m->cfg.L_layers >= 1 && m->cfg.L_layers <= LP_MAX_LAYERS &&
            smem_bytes(m->T, H) <= per_block;
 }
 
