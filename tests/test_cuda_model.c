@@ -605,6 +605,22 @@ static void models_on_off(hrmt_context *ctx, const hrmt_model_config *cfg, uint6
     unsetenv(env);
 }
 
+/* A 0 / 1 switch `env` whose two sides must give the same bytes: models
+ * made with it on and off (same random weights), both schedules. */
+static void switch_keeps_bits(const char *env, const char *label, int hidden, int heads,
+                              int seq_len, uint64_t seed, const int *batches, int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, seed, env, m);
+    char what[128];
+    snprintf(what, sizeof what, "hidden %d T %d, %s", hidden, seq_len + 1, label);
+    expect_same_steps(m[0], m[1], batches, nb, what);
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
 /* Attention at small batches with each query tile's O column passes shared
  * by a team of warps (HRMT_CUDA_ATTN_TEAMS, on by default; teams of four at
  * batches up to 6, of two up to 16 on a 132-SM GPU) against one warp per
@@ -612,17 +628,9 @@ static void models_on_off(hrmt_context *ctx, const hrmt_model_config *cfg, uint6
  * where the whole batch does not), head_dim 64 with T = 82 (all key tiles
  * full) and T = 61, head_dim 32 with T = 101. */
 static void attn_teams_equal_one_warp(int hidden, int heads, int seq_len) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 23, "HRMT_CUDA_ATTN_TEAMS", m);
     const int batches[] = {1, 5, 8, 13, 40};
-    char what[128];
-    snprintf(what, sizeof what, "hidden %d T %d, attention teams vs one warp", hidden, seq_len + 1);
-    expect_same_steps(m[0], m[1], batches, 5, what);
-    hrmt_model_destroy(m[0]);
-    hrmt_model_destroy(m[1]);
-    hrmt_context_destroy(ctx);
+    switch_keeps_bits("HRMT_CUDA_ATTN_TEAMS", "attention teams vs one warp", hidden, heads, seq_len,
+                      23, batches, 5);
 }
 
 Test(cuda_model, attn_teams_equal_one_warp_hrm_width) { attn_teams_equal_one_warp(512, 8, 81); }
@@ -634,17 +642,9 @@ Test(cuda_model, attn_teams_equal_one_warp_head_dim_32) { attn_teams_equal_one_w
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
  * width (batches 1 and 7) and on the small model with T = 61. */
 static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 29, "HRMT_CUDA_FUSED_INJECT", m);
     const int batches[] = {1, 7};
-    char what[128];
-    snprintf(what, sizeof what, "hidden %d, fused injection vs adds", hidden);
-    expect_same_steps(m[0], m[1], batches, 2, what);
-    hrmt_model_destroy(m[0]);
-    hrmt_model_destroy(m[1]);
-    hrmt_context_destroy(ctx);
+    switch_keeps_bits("HRMT_CUDA_FUSED_INJECT", "fused injection vs adds", hidden, heads, seq_len,
+                      29, batches, 2);
 }
 
 Test(cuda_model, fused_inject_equals_adds_hrm_width) { fused_inject_equals_adds(512, 8, 81); }
