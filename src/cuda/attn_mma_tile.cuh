@@ -197,12 +197,14 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
      * program order and not only through the mma.sync steps between. */
     if (qrows < 16) __syncwarp();
     /* A team's reads of the shared Q tile end before any mate writes O. */
-    if (team > 1) team_sync(bar, team * 32);
-        /* O in passes of NC column tiles (8 accumulators live, not D / 2: what
-         * fits the register cap); an output's sum runs
-         * over the key steps in ascending order either way, so the bits do not
-         * depend on the pass width. Each pass is rounded once and staged in the
-         * warp's Q tile for 16-byte stores. */
+    if (team > 1) {
+        team_sync(bar, team * 32);
+    }
+    /* O in passes of NC column tiles (8 accumulators live, not D / 2: what
+     * fits the register cap); an output's sum runs over the key steps in
+     * ascending order either way, so the bits do not depend on the pass
+     * width or on which warp of a team runs the pass. Each pass is rounded
+     * once and staged in the tile's Q rows for 16-byte stores. */
 #pragma unroll 1 /* at the cap, unrolled passes spilled 132 bytes (hoisted V loads), rolled 36 */
     for (int pass = mate; pass < ND / NC; pass += team) {
         float o[NC][4];
