@@ -51,10 +51,10 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
     return L;
 }
 
-/* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps. At W <= 2
- * (small batches) a team of LOAD_WARPS / W warps shares each query tile
- * (attn_mma_tile.cuh: each makes S and P, then a share of O's column
- * passes); else warp w takes query tile group * W + w. */
+/* grid (heads * groups, samples); block max(W, LOAD_WARPS) warps; a team
+ * of `team` warps shares each of the block's W query tiles (W team <=
+ * LOAD_WARPS; attn_mma_tile.cuh: each makes S and P, then a share of O's
+ * column passes), warp w on tile group * W + w / team. */
 /* KT: key tiles the registers are sized for. At KT = MID_KT the cap of 80
  * registers gives six warps per scheduler: four blocks of KT warps share an
  * SM, so that one block's loads overlap the others' arithmetic (at 112, two
@@ -62,7 +62,7 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * idle); two at MAX_KT. */
 template <int D, int KT, bool FULL>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
-    attend_mma(int T, int hidden, int W, int groups, int teams, const void *__restrict__ qkv,
+    attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
     extern __shared__ __align__(128) unsigned char mma_smem[];
@@ -78,7 +78,6 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
      * copied with K and V by cp.async, all in flight at once, then RoPE'd in
      * shared memory (66.4 -> 62.1 us a call at batch 256 on the H200 than
      * load_qkv's register pass, ncu; same bytes). */
-    const int team = teams && W <= 2 ? LOAD_WARPS / W : 1;
     const int slot = warp / team, mate = warp % team;
     const int rt = grp * W + slot;
     const bool active = slot < W && rt < L.nkt;
@@ -109,12 +108,15 @@ cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, in
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
     const int threads = 32 * (W > LOAD_WARPS ? W : LOAD_WARPS);
+    /* Small batches (one or two query tiles a block): the load warps share
+     * the tiles' column passes (HRMT_CUDA_ATTN_TEAMS). */
+    const int team = cu_model(m)->attn_teams && W <= 2 ? LOAD_WARPS / W : 1;
     for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
         e = pdl_launch(attend_mma<D, KT, FULL>, grid, dim3(threads), bytes, cu_stream(m),
-                       cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups,
-                       cu_model(m)->attn_teams, (const void *)((const char *)qkv + s0 * rows3),
+                       cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team,
+                       (const void *)((const char *)qkv + s0 * rows3),
                        (void *)((char *)att + s0 * rows1), cs, sn, scale);
     }
     return e;

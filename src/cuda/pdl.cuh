@@ -6,7 +6,8 @@
  * same way. Both are no-ops in a kernel launched without it, and compile to
  * nothing below 9.0. Every kernel launched with it must call pdl_wait()
  * before it reads or writes any buffer another kernel touches: that keeps
- * "each kernel waits for the one before" transitive along the stream. */
+ * "each kernel waits for the one before" transitive along the stream.
+ * The launch helpers below also take thread-block clusters (sm_90a kernels). */
 #ifndef HRMT_CUDA_PDL_CUH
 #define HRMT_CUDA_PDL_CUH
 
@@ -23,22 +24,42 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
-/* kern<<<grid, block, smem, st>>>(args...), with programmatic dependent
- * launch when pdl is set (the caller checked that the device has it). */
-template <class... P, class... A>
-cudaError_t pdl_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-                       int pdl, A &&...args) {
+/* A launch config with programmatic dependent launch when pdl is set and
+ * clusters of `cl` CTAs along x when cl > 1; `at` holds its attributes. */
+inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                                        int pdl, int cl, cudaLaunchAttribute (&at)[2]) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = 0;
+    if (pdl) {
+        at[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cl > 1) {
+        at[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        at[cfg.numAttrs++].val.clusterDim = {(unsigned)cl, 1, 1};
+    }
+    return cfg;
+}
+
+/* kern<<<grid, block, smem, st>>>(args...) in clusters of `cl` CTAs (1:
+ * none), with programmatic dependent launch when pdl is set (the caller
+ * checked that the device has both). */
+template <class... P, class... A>
+cudaError_t cluster_launch(void (*kern)(P...), int cl, dim3 grid, dim3 block, size_t smem,
+                           cudaStream_t st, int pdl, A &&...args) {
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = launch_config(grid, block, smem, st, pdl, cl, at);
     return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)...);
+}
+template <class... P, class... A>
+cudaError_t pdl_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                       int pdl, A &&...args) {
+    return cluster_launch(kern, 1, grid, block, smem, st, pdl, static_cast<A &&>(args)...);
 }
 
 #endif

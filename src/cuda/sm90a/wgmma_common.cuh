@@ -9,6 +9,8 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include "cuda/pdl.cuh"
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HRMT_SM90A 1 /* device pass with wgmma and setmaxnreg */
 #endif
@@ -243,38 +245,12 @@ cudaError_t smem_opt_in(K *kern, size_t smem) {
     return cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 }
 
-/* A launch config of clusters of `cl` CTAs along x, with programmatic
- * dependent launch when pdl is set; `at` holds its attributes. */
-inline cudaLaunchConfig_t cluster_config(int cl, dim3 grid, dim3 block, size_t smem,
-                                         cudaStream_t st, int pdl, cudaLaunchAttribute (&at)[2]) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = st;
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)cl;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = pdl ? 2 : 1;
-    return cfg;
-}
-template <class... P, class... A>
-cudaError_t cluster_launch(void (*kern)(P...), int cl, dim3 grid, dim3 block, size_t smem,
-                           cudaStream_t st, int pdl, A &&...args) {
-    cudaLaunchAttribute at[2];
-    const cudaLaunchConfig_t cfg = cluster_config(cl, grid, block, smem, st, pdl, at);
-    return cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)...);
-}
 /* How many clusters of `cl` such CTAs can be resident at once (0: none, or
  * the query failed); the kernel's shared-memory opt-in made. */
 template <class K>
 int cluster_fits(K *kern, int cl, int threads, size_t smem) {
     cudaLaunchAttribute at[2];
-    const cudaLaunchConfig_t cfg = cluster_config(cl, dim3(cl), dim3(threads), smem, 0, 0, at);
+    const cudaLaunchConfig_t cfg = launch_config(dim3(cl), dim3(threads), smem, 0, 0, cl, at);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
