@@ -229,13 +229,14 @@ static void make_inputs(const hrmt_model_config *cfg, int B, int step, int32_t *
 }
 
 /* Runs `steps` steps of batch B on m, outputs of each step into xs[step]. */
-static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs *xs) {
+/* `steps` ACT steps of one carry (early: the early-halt rule on). */
+static void run_act(hrmt_model *m, int B, hrmt_schedule sched, int early, int steps, outs *xs) {
     const hrmt_model_config *cfg = hrmt_model_get_config(m);
     int32_t *in = malloc((size_t)B * (size_t)cfg->seq_len * 4), *pid = malloc((size_t)B * 4);
     cr_assert(in && pid);
     hrmt_carry *c = NULL;
     cr_assert_eq(hrmt_carry_create(m, B, &c), HRMT_OK);
-    hrmt_step_options opt = {sched, 0};
+    hrmt_step_options opt = {sched, early};
     for (int s = 0; s < steps; s++) {
         make_inputs(cfg, B, s, in, pid);
         outs_init(&xs[s], cfg, hrmt_model_puzzle_len(m), B);
@@ -244,6 +245,10 @@ static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs
     hrmt_carry_destroy(c);
     free(in);
     free(pid);
+}
+
+static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs *xs) {
+    run_act(m, B, sched, 0, steps, xs);
 }
 
 /* The tile-by-tile tiered schedule (the persistent kernel needs hidden to be
@@ -637,6 +642,74 @@ Test(cuda_model, attn_teams_equal_one_warp_hrm_width) { attn_teams_equal_one_war
 Test(cuda_model, attn_teams_equal_one_warp_short_seq) { attn_teams_equal_one_warp(256, 4, 60); }
 Test(cuda_model, attn_teams_equal_one_warp_head_dim_32) { attn_teams_equal_one_warp(64, 2, 100); }
 
+/* The output heads and the ACT finish as one kernel (HRMT_CUDA_FUSED_HEADS,
+ * on by default for BF16 models with vocab + 2 <= 16) against the two GEMMs
+ * and the finish kernel: the same bytes (logits, q, z_H, z_L and halted)
+ * over four steps with the early-halt rule and a 3-step limit, so samples
+ * halt by either rule and restart; both schedules; batches whose rows end
+ * inside a 16-row tile and one that fills them (T = 64, batch 3: 192 rows). */
+static void fused_heads_equal_launches(int hidden, int heads, int seq_len, const int *batches,
+                                       int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    cfg.halt_max_steps = 3;
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, 37, "HRMT_CUDA_FUSED_HEADS", m);
+    cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_FUSED_HEADS), 1, "on by default (BF16, vocab %d)",
+                 cfg.vocab_size);
+    cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_FUSED_HEADS), 0, "=0 turns it off");
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    for (int i = 0; i < nb; i++)
+        for (int q = 0; q < 2; q++) {
+            outs x[4], y[4];
+            run_act(m[0], batches[i], sched[q], 1, 4, x);
+            run_act(m[1], batches[i], sched[q], 1, 4, y);
+            for (int s2 = 0; s2 < 4; s2++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
+                              "hidden %d T %d, fused heads: batch %d %s step %d %s differ", hidden,
+                              seq_len + 1, batches[i], q ? "tiered" : "baseline", s2, k_fields[f]);
+                cr_expect(!memcmp(x[s2].halted, y[s2].halted, (size_t)batches[i] * 4),
+                          "fused heads: batch %d step %d halted differ", batches[i], s2);
+                outs_free(&x[s2]);
+                outs_free(&y[s2]);
+            }
+        }
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, fused_heads_equal_launches_hrm_width) {
+    const int batches[] = {1, 7, 40};
+    fused_heads_equal_launches(512, 8, 81, batches, 3);
+}
+Test(cuda_model, fused_heads_equal_launches_short_seq) {
+    const int batches[] = {3, 5};
+    fused_heads_equal_launches(256, 4, 63, batches, 2);
+}
+
+/* Where the fused heads do not serve, the launches do: F32 models and
+ * vocabularies past 14 (the kernel's 16 columns hold vocab + 2). */
+Test(cuda_model, fused_heads_rules) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_F32);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_FUSED_HEADS), 0, "F32 keeps the launches");
+    hrmt_model_destroy(m);
+    cfg = small_cfg(HRMT_BF16);
+    cfg.vocab_size = 15;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_FUSED_HEADS), 0, "vocab 15 keeps the launches");
+    hrmt_model_destroy(m);
+    cfg.vocab_size = 14;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_FUSED_HEADS), 1, "vocab 14 fits");
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -670,7 +743,7 @@ static void skip_off_sm90a(int on, hrmt_model *m, hrmt_model *ref, hrmt_context 
  * cluster (HRMT_CUDA_CLUSTER_NORM, on by default; as many 64-row tiles as one
  * wave of clusters holds) in the otherwise default (tuned) model against the
  * launch-by-launch block: the same bytes, both schedules, clusters of 16 and
- * of 8, at rows it serves (hidden 512: 82 rows, two tiles, the second
+ * of 8, tiles of 16, 32 and 64 rows, at rows it serves (hidden 512: 82 rows, two tiles, the second
  * ragged; 328; hidden 256 with T = 61: 183) and at rows that may take one
  * path or the other (574, 984, 1066; 976, 1220), per tiered tile too. */
 static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, const int *batches,
@@ -700,6 +773,20 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
              seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
     hrmt_model_destroy(m);
+    /* Each row-tile size forced at every batch (the default picks the
+     * fewest rows that keep one wave: 16 at batch 1). */
+    const char *tile_rows[3] = {"16", "32", "64"};
+    for (int i = 0; i < 3; i++) {
+        setenv("HRMT_CUDA_CLUSTER_NORM_ROWS", tile_rows[i], 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+        unsetenv("HRMT_CUDA_CLUSTER_NORM_ROWS");
+        cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1, "on with forced rows");
+        snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm, %s-row tiles",
+                 hidden, seq_len + 1, tile_rows[i]);
+        expect_same_steps(m, ref, batches, nb, what);
+        hrmt_model_destroy(m);
+    }
     hrmt_model_destroy(ref);
     hrmt_context_destroy(ctx);
 }
@@ -833,10 +920,11 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[6] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+    const char *names[8] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
-                            "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS"};
-    for (int i = 0; i < 6; i++) {
+                            "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_CLUSTER_NORM_ROWS",
+                            "HRMT_CUDA_ATTN_TEAMS",        "HRMT_CUDA_FUSED_HEADS"};
+    for (int i = 0; i < 8; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

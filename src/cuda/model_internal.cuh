@@ -69,7 +69,9 @@ struct hrmt_model_cuda {
     int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
                         this many CTAs (8 or 16); 0 off */
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
+    int cnorm_rows;  /* HRMT_CUDA_CLUSTER_NORM_ROWS: a tile's rows (16, 32, 64); 0: by batch */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
+    int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -217,7 +219,8 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
                          void *h);
 
 /* sm90a/cluster_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in
- * one kernel whose 64-row tiles are each spread over a thread-block cluster
+ * one kernel whose row tiles (16, 32 or 64 rows: cu_cluster_norm_rows) are
+ * each spread over a thread-block cluster
  * of `ctas` (8 or 16) CTAs (the norm's row sums shared through distributed
  * shared memory): the bits of cu_gemm then the residual + RMSNorm row
  * kernel. cu_cluster_norm_clusters: how many such clusters the device runs
@@ -226,6 +229,7 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
  * norm are two links of the block's chain). *done 0: not its case, nothing
  * launched. */
 int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
+int cu_cluster_norm_rows(size_t rows, int forced, int tiles);
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
 
@@ -252,5 +256,12 @@ int cu_attention_mma_applies(const hrmt_model *m);
 hrmt_status cu_attention_mma(const hrmt_model *m, const void *qkv, void *att, size_t n,
                              const float *cs, const float *sn, float scale, int sms,
                              size_t per_block);
+
+/* model_heads.cu: logits = lm_head(zH), q = q_head(zH[:, 0]) and the ACT
+ * finish (cu_finish's bias, steps and halting) as one kernel, the bits of
+ * the two own-kernel GEMMs and the finish kernel. cu_heads_applies: BF16,
+ * vocab + 2 <= 16, hidden a multiple of 16 up to 736, cc >= 8.0. */
+int cu_heads_applies(const hrmt_model *m);
+hrmt_status cu_heads(const hrmt_model *m, const hrmt_carry *c, int early_halt);
 
 #endif

@@ -2,6 +2,7 @@
  * Q-head finish with the ACT halting rule. Arithmetic as model/forward.c and
  * model/act.c: each product and sum rounded separately (no FMA contraction),
  * BF16 by round-to-nearest-even of the F32 result. */
+#include "cuda/act_finish.cuh"
 #include "cuda/bf16.cuh"
 #include "cuda/model_kernels.cuh"
 
@@ -86,18 +87,7 @@ __global__ void finish(int B, float *q, float b0, float b1, int bf, int32_t *ste
                        int max_steps, int early) {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= B) return;
-    float v0 = __fadd_rn(q[2 * s], b0), v1 = __fadd_rn(q[2 * s + 1], b1);
-    if (bf) {
-        v0 = bf16_to_f32(hrmt_cu_f32_to_bf16(v0));
-        v1 = bf16_to_f32(hrmt_cu_f32_to_bf16(v1));
-    }
-    q[2 * s] = v0;
-    q[2 * s + 1] = v1;
-    int st = steps[s] + 1;
-    steps[s] = st;
-    int halt = st >= max_steps;
-    if (early && max_steps > 1 && v0 > v1) halt = 1;
-    halted[s] = halt;
+    act_finish_sample(s, q[2 * s], q[2 * s + 1], b0, b1, bf, q, steps, halted, max_steps, early);
 }
 
 } // namespace

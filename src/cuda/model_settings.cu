@@ -19,7 +19,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
-    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0;
+    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -27,8 +27,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_INJECT", 1, &inject)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK)
         return s;
+    /* The output heads and the ACT finish as one kernel (model_heads.cu),
+     * same bits: one link at the step's end instead of three. */
+    g->heads = heads && cu_heads_applies(m);
     /* Attention at small batches: each query tile's O column passes shared
      * by a team of the block's warps (model_attn_mma.cu), same bits. */
     g->attn_teams = teams;
@@ -57,6 +61,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
                          "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
+    const char *renv = getenv("HRMT_CUDA_CLUSTER_NORM_ROWS");
+    if (renv && strcmp(renv, "16") != 0 && strcmp(renv, "32") != 0 && strcmp(renv, "64") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "HRMT_CUDA_CLUSTER_NORM_ROWS='%s' is not 16, 32 or 64", renv);
+    g->cnorm_rows = renv ? atoi(renv) : 0;
     g->cnorm = g->cnorm_tiles = 0;
     if (cnorm && !g->pnorm && !g->npro) {
         const int ctas = env ? atoi(env) : 16;
@@ -78,6 +87,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FUSED_NORM: return g->pnorm != 0;
     case HRMT_PATH_NORM_PROLOGUE: return g->npro != 0;
     case HRMT_PATH_CLUSTER_NORM: return g->cnorm != 0;
+    case HRMT_PATH_FUSED_HEADS: return g->heads != 0;
     }
     return 0;
 }
