@@ -69,7 +69,6 @@ struct hrmt_model_cuda {
     int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
                         this many CTAs (8 or 16); 0 off */
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
-    int cnorm_rows;  /* HRMT_CUDA_CLUSTER_NORM_ROWS: a tile's rows (16, 32, 64); 0: by batch */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
@@ -219,8 +218,7 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
                          void *h);
 
 /* sm90a/cluster_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in
- * one kernel whose row tiles (16, 32 or 64 rows: cu_cluster_norm_rows) are
- * each spread over a thread-block cluster
+ * one kernel whose 64-row tiles are each spread over a thread-block cluster
  * of `ctas` (8 or 16) CTAs (the norm's row sums shared through distributed
  * shared memory): the bits of cu_gemm then the residual + RMSNorm row
  * kernel. cu_cluster_norm_clusters: how many such clusters the device runs
@@ -229,7 +227,6 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
  * norm are two links of the block's chain). *done 0: not its case, nothing
  * launched. */
 int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
-int cu_cluster_norm_rows(size_t rows, int forced, int tiles);
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
 

@@ -61,11 +61,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
                          "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
-    const char *renv = getenv("HRMT_CUDA_CLUSTER_NORM_ROWS");
-    if (renv && strcmp(renv, "16") != 0 && strcmp(renv, "32") != 0 && strcmp(renv, "64") != 0)
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                         "HRMT_CUDA_CLUSTER_NORM_ROWS='%s' is not 16, 32 or 64", renv);
-    g->cnorm_rows = renv ? atoi(renv) : 0;
     g->cnorm = g->cnorm_tiles = 0;
     if (cnorm && !g->pnorm && !g->npro) {
         const int ctas = env ? atoi(env) : 16;

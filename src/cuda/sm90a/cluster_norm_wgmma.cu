@@ -28,12 +28,10 @@
  * is reference lane l, so the chain is one thread's loop.
  * cuda_model/cluster_norm_equals_launches checks the bytes on the device.
  *
- * Shape: a CTA per (row tile, WN columns): one producer thread (a TMA ring
- * of 64 k: the tile's rows of A and W's WN rows), one consumer warpgroup of
+ * Shape: a CTA per (row tile of 64, WN columns): one producer thread (a TMA
+ * ring of 64 k: A's 64 rows and W's WN rows), one consumer warpgroup of
  * m64nWNk16 (the residual read while the products run); CL = 16 where the
- * device runs such clusters, else 8 (HRMT_CUDA_CLUSTER_NORM_CTAS). A tile
- * is 16, 32 or 64 rows: the fewest that keep the batch in one wave of
- * clusters (cu_cluster_norm_rows; HRMT_CUDA_CLUSTER_NORM_ROWS forces one).
+ * device runs such clusters, else 8 (HRMT_CUDA_CLUSTER_NORM_CTAS).
  *
  * On by default (HRMT_CUDA_CLUSTER_NORM=0 turns it off): on the H200 the
  * step is 7% / 5% faster at batches 1 / 4, level at 2 and 6, in three
@@ -61,7 +59,7 @@ constexpr int CN_BM = 64;
 template <int WN, int CL>
 struct cn_cfg {
     static constexpr int H = WN * CL;
-    /* A stage holds 64 rows of A (wgmma's M) whatever the tile's rows. */
+    static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
     static constexpr int A_BYTES = CN_BM * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
     /* At the rows it serves the grid is at most one CTA per SM: a deep ring. */
@@ -72,7 +70,6 @@ struct cn_cfg {
 
 struct cn_args {
     int M, kblocks;
-    int rt; /* rows a tile takes: 16, 32 or 64 */
     uint16_t *h;
     float eps;
 };
@@ -102,11 +99,7 @@ __global__ void __launch_bounds__(256, 1)
     uint64_t *full = (uint64_t *)(xinv + CN_BM), *empty = full + S;
     const uint32_t rank = cl_rank();
     const int wg = threadIdx.x / 128, kb_n = p.kblocks;
-    const int m0 = (int)(blockIdx.x / CL) * p.rt, n0 = (int)rank * WN;
-    /* A tile of rt < 64 rows loads only those: the stage's other A rows are
-     * left as they are, and their products (rows of D no one reads) cost
-     * nothing on the critical path, where A's bytes do. */
-    const uint32_t tx = (uint32_t)(p.rt + WN) * ROW_BYTES;
+    const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (wg == 0) {
         if (threadIdx.x == 0) {
@@ -114,7 +107,7 @@ __global__ void __launch_bounds__(256, 1)
              * for the kernel before (programmatic dependent launch). */
             const int pre = kb_n < S ? kb_n : S;
             for (int kb = 0; kb < pre; kb++) {
-                mbar_expect_tx(&full[kb], tx);
+                mbar_expect_tx(&full[kb], C::STAGE_BYTES);
                 tma_load(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb * BK, n0);
             }
             pdl_wait();
@@ -125,7 +118,7 @@ __global__ void __launch_bounds__(256, 1)
                 uint8_t *st = smem + s * C::STAGE_BYTES;
                 if (kb >= pre) {
                     mbar_wait(&empty[s], ph ^ 1);
-                    mbar_expect_tx(&full[s], tx);
+                    mbar_expect_tx(&full[s], C::STAGE_BYTES);
                     tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
                 }
                 tma_load(st, &tm_a, &full[s], kb * BK, m0);
@@ -146,7 +139,7 @@ __global__ void __launch_bounds__(256, 1)
      * unread and unwritten. */
     const int lr0 = warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
     uint16_t *hrow[2] = {p.h + (size_t)(m0 + lr0) * H + n0, p.h + (size_t)(m0 + lr0 + 8) * H + n0};
-    const bool live[2] = {lr0 < p.rt && m0 + lr0 < p.M, lr0 + 8 < p.rt && m0 + lr0 + 8 < p.M};
+    const bool live[2] = {m0 + lr0 < p.M, m0 + lr0 + 8 < p.M};
     uint32_t res[WN / 8][2];
 #pragma unroll
     for (int i = 0; i < WN / 8; i++)
@@ -177,9 +170,8 @@ __global__ void __launch_bounds__(256, 1)
     /* 2. This CTA's rows of the tile: lane l is the reference's lane l
      * (rowops_sumsq.cuh's register form), column c = g 32 + l held by CTA
      * c / WN. */
-    const int rp = p.rt / CL; /* tile rows whose inv this CTA computes */
-    for (int j = warp; j < rp; j += 4) {
-        const int row = (int)rank * rp + j;
+    for (int j = warp; j < C::RP; j += 4) {
+        const int row = (int)rank * C::RP + j;
         if (m0 + row >= p.M) continue;
         float xv[G];
 #pragma unroll
@@ -223,36 +215,23 @@ int cn_fits(const hrmt_cuda *cu) {
 
 template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                      int rt, const void *a, size_t k, const void *w, void *h, int *done) {
+                      const void *a, size_t k, const void *w, void *h, int *done) {
     using C = cn_cfg<WN, CL>;
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, k, k, rt) || !encode(fn, &tw, w, C::H, k, k, WN))
+    if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
         return HRMT_OK; /* *done stays 0: the launches serve */
     /* Its shared-memory (and cluster-size) opt-in was made at model load by
      * cn_fits, which this model's settings passed. */
-    const cn_args p{(int)rows, (int)(k / BK), rt, (uint16_t *)h, (float)m->cfg.rms_norm_eps};
-    const cudaError_t e =
-        cluster_launch(cluster_norm_kernel<WN, CL>, CL, dim3((unsigned)((rows + rt - 1) / rt * CL)),
-                       dim3(256), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    const cn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
+    const cudaError_t e = cluster_launch(
+        cluster_norm_kernel<WN, CL>, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)),
+        dim3(256), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
 }
 
 } // namespace
-
-/* The fewest rows a tile (a cluster) takes such that the tiles still fit
- * one wave of clusters: each CTA streams all of A's k for its tile's rows,
- * so at a few samples shorter tiles over more clusters put fewer bytes on
- * each SM (batch 1, down_proj: 16 rows x 1536 k + W's 32 x 1536 is 144 KB
- * a CTA, against 288 KB with 64 rows). forced (HRMT_CUDA_CLUSTER_NORM_ROWS)
- * wins. The bits are the same at every size: each output's chain is its own. */
-int cu_cluster_norm_rows(size_t rows, int forced, int tiles) {
-    if (forced) return forced;
-    for (int rt = 16; rt < 64; rt *= 2)
-        if ((rows + (size_t)rt - 1) / (size_t)rt <= (size_t)tiles) return rt;
-    return 64;
-}
 
 int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     const hrmt_cuda *cu = m->ctx->cuda;
@@ -274,13 +253,12 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, siz
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const struct hrmt_model_cuda *g = cu_model(m);
-    const int c16 = g->cnorm == 16, rt = cu_cluster_norm_rows(rows, g->cnorm_rows, g->cnorm_tiles);
+    const int c16 = cu_model(m)->cnorm == 16;
     if (m->hidden == 512)
-        return c16 ? cn_launch<32, 16>(m, fn, rows, rt, a, k, w, h, done)
-                   : cn_launch<64, 8>(m, fn, rows, rt, a, k, w, h, done);
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, done)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
     if (m->hidden == 256)
-        return c16 ? cn_launch<16, 16>(m, fn, rows, rt, a, k, w, h, done)
-                   : cn_launch<32, 8>(m, fn, rows, rt, a, k, w, h, done);
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, done)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, done);
     return HRMT_OK;
 }
