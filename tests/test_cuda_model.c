@@ -773,22 +773,6 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
              seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
     hrmt_model_destroy(m);
-    /* Its products by wgmma instead of mma.sync (HRMT_CUDA_CLUSTER_MMA=0),
-     * clusters of 16 and of 8. */
-    const char *ctas[2] = {"16", "8"};
-    for (int i = 0; i < 2; i++) {
-        setenv("HRMT_CUDA_CLUSTER_MMA", "0", 1);
-        setenv("HRMT_CUDA_CLUSTER_NORM_CTAS", ctas[i], 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s",
-                     hrmt_last_error(ctx));
-        unsetenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
-        unsetenv("HRMT_CUDA_CLUSTER_MMA");
-        cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1, "wgmma products on cc 9.0");
-        snprintf(what, sizeof what, "hidden %d T %d, cluster (%s, wgmma) projection + norm", hidden,
-                 seq_len + 1, ctas[i]);
-        expect_same_steps(m, ref, batches, nb, what);
-        hrmt_model_destroy(m);
-    }
     hrmt_model_destroy(ref);
     hrmt_context_destroy(ctx);
 }
@@ -922,11 +906,11 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[8] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+    const char *names[7] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                            "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_CLUSTER_MMA"};
-    for (int i = 0; i < 8; i++) {
+                            "HRMT_CUDA_FUSED_HEADS"};
+    for (int i = 0; i < 7; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

@@ -69,7 +69,6 @@ struct hrmt_model_cuda {
     int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
                         this many CTAs (8 or 16); 0 off */
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
-    int cnorm_mma;   /* HRMT_CUDA_CLUSTER_MMA: its products by mma.sync instead of wgmma */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */

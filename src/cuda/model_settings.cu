@@ -20,7 +20,6 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0;
-    int cmma = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -29,8 +28,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_MMA", 1, &cmma)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK)
         return s;
     /* The output heads and the ACT finish as one kernel (model_heads.cu),
      * same bits: one link at the step's end instead of three. */
@@ -64,9 +62,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
                          "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
     g->cnorm = g->cnorm_tiles = 0;
-    /* Its products by mma.sync: independent chains per warp where wgmma's
-     * narrow products are one dependent chain (ring_mma.cuh). */
-    g->cnorm_mma = cmma;
     if (cnorm && !g->pnorm && !g->npro) {
         const int ctas = env ? atoi(env) : 16;
         int n = cu_cluster_norm_clusters(m, ctas);

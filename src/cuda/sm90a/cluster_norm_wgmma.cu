@@ -48,7 +48,6 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
-#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -86,8 +85,7 @@ __device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
 }
 #endif
 
-/* MMA: the products by mma.sync (ring_mma.cuh) instead of wgmma, same bits. */
-template <int WN, int CL, bool MMA>
+template <int WN, int CL>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
@@ -153,14 +151,10 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < WN / 2; i++) acc[i] = 0.0f;
     int s = 0, prev = -1;
     unsigned ph = 0;
-    if constexpr (MMA)
-        ring_products_mma<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
-                              prev, warp, lane);
-    else
-        ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
-                          lane);
+    ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
+                      lane);
 
-        /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
+    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
 #pragma unroll
     for (int i = 0; i < WN / 8; i++)
 #pragma unroll
@@ -203,12 +197,12 @@ __global__ void __launch_bounds__(256, 1)
 }
 
 /* How many clusters of CL such CTAs can run at once (0: none). */
-template <int WN, int CL, bool MMA>
+template <int WN, int CL>
 int cn_fits(const hrmt_cuda *cu) {
     using C = cn_cfg<WN, CL>;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = cluster_norm_kernel<WN, CL, MMA>;
+    auto kern = cluster_norm_kernel<WN, CL>;
     if (!image_loads(kern, C::SMEM, per_block) || smem_opt_in(kern, C::SMEM) != cudaSuccess ||
         (CL > 8 && cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
                        cudaSuccess)) {
@@ -219,7 +213,7 @@ int cn_fits(const hrmt_cuda *cu) {
     return cluster_fits(kern, CL, 256, C::SMEM);
 }
 
-template <int WN, int CL, bool MMA>
+template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                       const void *a, size_t k, const void *w, void *h, int *done) {
     using C = cn_cfg<WN, CL>;
@@ -230,7 +224,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
      * cn_fits, which this model's settings passed. */
     const cn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
     const cudaError_t e = cluster_launch(
-        cluster_norm_kernel<WN, CL, MMA>, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)),
+        cluster_norm_kernel<WN, CL>, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)),
         dim3(256), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
@@ -239,21 +233,14 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 } // namespace
 
-/* Both product engines' opt-ins (they share the shape, so the count). */
-template <int WN, int CL>
-int cn_fits_both(const hrmt_cuda *cu) {
-    const int n = cn_fits<WN, CL, false>(cu);
-    return n > 0 && cn_fits<WN, CL, true>(cu) > 0 ? n : 0;
-}
-
 int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     const hrmt_cuda *cu = m->ctx->cuda;
     const size_t H = m->hidden, I = m->inter;
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
     if ((H != 256 && H != 512) || I % BK != 0 || I > (size_t)INT32_MAX / 2) return 0;
     if (!encode_fn()) return 0;
-    if (H == 512) return ctas == 16 ? cn_fits_both<32, 16>(cu) : cn_fits_both<64, 8>(cu);
-    return ctas == 16 ? cn_fits_both<16, 16>(cu) : cn_fits_both<32, 8>(cu);
+    if (H == 512) return ctas == 16 ? cn_fits<32, 16>(cu) : cn_fits<64, 8>(cu);
+    return ctas == 16 ? cn_fits<16, 16>(cu) : cn_fits<32, 8>(cu);
 }
 
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
@@ -266,22 +253,12 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, siz
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const struct hrmt_model_cuda *g = cu_model(m);
-    const int c16 = g->cnorm == 16;
-    if (g->cnorm_mma) {
-        if (m->hidden == 512)
-            return c16 ? cn_launch<32, 16, true>(m, fn, rows, a, k, w, h, done)
-                       : cn_launch<64, 8, true>(m, fn, rows, a, k, w, h, done);
-        if (m->hidden == 256)
-            return c16 ? cn_launch<16, 16, true>(m, fn, rows, a, k, w, h, done)
-                       : cn_launch<32, 8, true>(m, fn, rows, a, k, w, h, done);
-        return HRMT_OK;
-    }
+    const int c16 = cu_model(m)->cnorm == 16;
     if (m->hidden == 512)
-        return c16 ? cn_launch<32, 16, false>(m, fn, rows, a, k, w, h, done)
-                   : cn_launch<64, 8, false>(m, fn, rows, a, k, w, h, done);
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, done)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
     if (m->hidden == 256)
-        return c16 ? cn_launch<16, 16, false>(m, fn, rows, a, k, w, h, done)
-                   : cn_launch<32, 8, false>(m, fn, rows, a, k, w, h, done);
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, done)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, done);
     return HRMT_OK;
 }
