@@ -710,36 +710,6 @@ Test(cuda_model, fused_heads_rules) {
     hrmt_context_destroy(ctx);
 }
 
-/* The L weights' persisting L2 window (HRMT_CUDA_L2_PERSIST=1, opt-in):
- * cache policy only, so the same bytes as without it, both schedules, with
- * the step's graph (the window on its kernel nodes) and launch by launch
- * (on the stream). */
-Test(cuda_model, l2_persist_keeps_bits) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 41, "HRMT_CUDA_L2_PERSIST", m);
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    if (ci.cc_major >= 8)
-        cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_L2_PERSIST), 1, "on with =1 (cc %d.%d)",
-                     ci.cc_major, ci.cc_minor);
-    cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_L2_PERSIST), 0, "off with =0");
-    const int batches[] = {1, 6};
-    expect_same_steps(m[0], m[1], batches, 2, "L2 persisting window vs none (graphs)");
-    hrmt_context *plain = cuda_ctx_graphs(-1);
-    hrmt_model *p[2] = {NULL, NULL};
-    models_on_off(plain, &cfg, 41, "HRMT_CUDA_L2_PERSIST", p);
-    expect_same_steps(p[0], m[1], batches, 2, "L2 persisting window vs none (launches)");
-    for (int k = 0; k < 2; k++) {
-        hrmt_model_destroy(p[k]);
-        hrmt_model_destroy(m[k]);
-    }
-    hrmt_context_destroy(plain);
-    hrmt_context_destroy(ctx);
-}
-
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -936,11 +906,11 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[8] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+    const char *names[7] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                            "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_L2_PERSIST"};
-    for (int i = 0; i < 8; i++) {
+                            "HRMT_CUDA_FUSED_HEADS"};
+    for (int i = 0; i < 7; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

@@ -71,9 +71,6 @@ struct hrmt_model_cuda {
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
-    void *l2_base;   /* HRMT_CUDA_L2_PERSIST: the L weights' access-policy window (model_l2.cu) */
-    size_t l2_bytes; /* ... 0: none */
-    float l2_ratio;  /* ... its hit ratio (persisting lines / window) */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -263,13 +260,5 @@ hrmt_status cu_attention_mma(const hrmt_model *m, const void *qkv, void *att, si
  * vocab + 2 <= 16, hidden a multiple of 16 up to 736, cc >= 8.0. */
 int cu_heads_applies(const hrmt_model *m);
 hrmt_status cu_heads(const hrmt_model *m, const hrmt_carry *c, int early_halt);
-
-/* model_l2.cu (HRMT_CUDA_L2_PERSIST=1): the L weights' L2 access-policy
- * window, read at load; put on a captured step graph's kernel nodes, or on
- * the stream around a step run launch by launch (on 0 clears it). No-ops
- * when off. */
-hrmt_status cu_l2_setting(hrmt_model *m);
-hrmt_status cu_l2_graph(const hrmt_model *m, cudaGraph_t graph);
-hrmt_status cu_l2_stream(const hrmt_model *m, int on);
 
 #endif

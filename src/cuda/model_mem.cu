@@ -89,7 +89,6 @@ hrmt_status hrmt_cuda_model_upload(hrmt_model *m) {
     if (s == HRMT_OK) s = cu_l_persist_setting(m);
     if (s == HRMT_OK) s = cu_grid_setting(m);
     if (s == HRMT_OK) s = cu_branch_setting(m);
-    if (s == HRMT_OK) s = cu_l2_setting(m);
     return s; /* on failure hrmt_model_destroy frees what was made */
 }
 

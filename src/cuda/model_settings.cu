@@ -83,7 +83,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_NORM_PROLOGUE: return g->npro != 0;
     case HRMT_PATH_CLUSTER_NORM: return g->cnorm != 0;
     case HRMT_PATH_FUSED_HEADS: return g->heads != 0;
-    case HRMT_PATH_L2_PERSIST: return g->l2_bytes != 0;
     }
     return 0;
 }

@@ -623,11 +623,6 @@ static hrmt_status build_graph(hrmt_model *m, hrmt_carry *c, const hrmt_step_opt
         (void)cudaGetLastError(); /* an invalidated capture is not sticky */
         return s != HRMT_OK ? s : cu_fail(m->ctx, e, "cuda step graph: cudaStreamEndCapture");
     }
-    s = cu_l2_graph(m, graph);
-    if (s != HRMT_OK) {
-        cudaGraphDestroy(graph);
-        return s;
-    }
     e = cudaGraphInstantiate(&g->graph, graph, 0);
     cudaError_t e2 = cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
@@ -672,12 +667,7 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
         e = cudaGraphLaunch(g->graph, cu_stream(m));
         if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step graph: cudaGraphLaunch");
     } else {
-        TRY(cu_l2_stream(m, 1));
-        const hrmt_status s = enqueue_step(m, c, o, has_pids, &tm);
-        /* Cleared after: the stream is the thread's, shared with other work. */
-        const hrmt_status s2 = cu_l2_stream(m, 0);
-        TRY(s);
-        TRY(s2);
+        TRY(enqueue_step(m, c, o, has_pids, &tm));
     }
     e = cudaEventRecord(g->ev[EV_END], cu_stream(m));
     if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step: cudaEventRecord");
