@@ -104,10 +104,12 @@ if [ $build_rc -eq 0 ] && skip bench; then
   record "benchmarks" SKIP "HRMT_GPU_SKIP"
 elif [ $build_rc -eq 0 ]; then
   stamp "model step benchmark"
-  {
+  (
     "$build/hrmt" info
     "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 --iterations 10 --quiet \
       --mode compare --output "$out/steps.json"
+    # HRMT_GPU_BENCH_EXTRA=0: the default steps only (a call short of time).
+    [ "${HRMT_GPU_BENCH_EXTRA:-1}" = 0 ] && exit 0
     echo "--- the same with the pinned GEMM algorithm at every M (HRMT_CUDA_GEMM_TUNE=0)"
     HRMT_CUDA_GEMM_TUNE=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
       --iterations 10 --quiet --mode compare --output "$out/steps_pinned.json"
@@ -121,13 +123,17 @@ elif [ $build_rc -eq 0 ]; then
     HRMT_CUDA_GRAPHS=0 "$build/hrmt" bench --backend cuda --batch-sizes 1,8,64,256 \
       --iterations 10 --quiet
     "$build/hrmt" bench --backend cuda --dtype f32 --batch-sizes 1,64 --iterations 5 --quiet
-  } >"$out/model.log" 2>&1
+  ) >"$out/model.log" 2>&1
   rc=$?
   record "model step bench" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
     "$(grep -c '^tiered\|^baseline' "$out/model.log") rows; model.log"
+  # The table's inputs that exist (HRMT_GPU_BENCH_EXTRA=0 leaves some out).
+  targs=("$out/steps.json")
+  for kf in pinned:steps_pinned persist:steps_persist grid:steps_grid; do
+    [ -f "$out/${kf#*:}.json" ] && targs+=("--${kf%%:*}" "$out/${kf#*:}.json")
+  done
   # Shown at once too: a call cut short still reports the steps.
-  python3 bench/gpu_table.py "$out/steps.json" --pinned "$out/steps_pinned.json" \
-    --persist "$out/steps_persist.json" --grid "$out/steps_grid.json" || true
+  python3 bench/gpu_table.py "${targs[@]}" || true
   # PyTorch on the official HRM code (sapientinc/HRM's models/ and config/ in
   # HRMT_GPU_HRM_SRC, default .hrm-src), eager and torch.compile + CUDA graphs,
   # in this same call; then the side-by-side table.
@@ -144,8 +150,6 @@ elif [ $build_rc -eq 0 ]; then
     rc=${PIPESTATUS[0]}
     record "torch anchors" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "rc $rc; torch_anchor.log"
   fi
-  targs=("$out/steps.json" --pinned "$out/steps_pinned.json" --persist "$out/steps_persist.json"
-    --grid "$out/steps_grid.json")
   [ -f "$out/torch.json" ] && targs+=(--torch "$out/torch.json")
   python3 bench/gpu_table.py "${targs[@]}" >"$out/step_table.log" 2>&1
   rc=$?
