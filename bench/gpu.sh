@@ -34,6 +34,8 @@ left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
 # ctest bench anchors ops probe install sanitizers cpu (the hook runs before
 # the sanitizers; ops: the fused-op bandwidth table).
+# HRMT_GPU_BENCH_EXTRA=0: the step table's default steps only (no pinned-GEMM,
+# persistent, grid-level, launch-by-launch or f32 runs).
 # HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck");
 # HRMT_GPU_SAN_BINS: which test binaries (a glob under tests/, default test_cuda_*);
 # HRMT_GPU_SAN_FILTERS: Criterion filters (space-separated) to run under every
