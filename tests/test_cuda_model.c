@@ -251,6 +251,15 @@ static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs
     run_act(m, B, sched, 0, steps, xs);
 }
 
+/* One step's five output fields and halted flags of a batch of B: the same
+ * bytes expected; `what` names the comparison in the messages. */
+static void expect_same_outs(const outs *x, const outs *y, int B, const char *what) {
+    for (int f = 0; f < 5; f++)
+        cr_expect(!memcmp(x->f[f], y->f[f], x->n[f] * sizeof(float)), "%s: %s differ", what,
+                  k_fields[f]);
+    cr_expect(!memcmp(x->halted, y->halted, (size_t)B * 4), "%s: halted differ", what);
+}
+
 /* The tile-by-tile tiered schedule (the persistent kernel needs hidden to be
  * a multiple of 256: not this model). */
 static void schedules_equal(hrmt_dtype dt) {
@@ -361,11 +370,10 @@ static void grid_equals_launches(int hidden, int heads, int seq_len, const int *
         run_steps(m[0], batches[b], HRMT_SCHEDULE_BASELINE, 2, gr);
         run_steps(m[1], batches[b], HRMT_SCHEDULE_BASELINE, 2, ln);
         for (int s = 0; s < 2; s++) {
-            for (int f = 0; f < 5; f++)
-                cr_expect(!memcmp(gr[s].f[f], ln[s].f[f], gr[s].n[f] * sizeof(float)),
-                          "hidden %d T %d batch %d step %d %s tile %s: grid kernel != launches",
-                          hidden, seq_len + 1, batches[b], s, k_fields[f], tile);
-            cr_expect(!memcmp(gr[s].halted, ln[s].halted, (size_t)batches[b] * 4));
+            char what[128];
+            snprintf(what, sizeof what, "hidden %d T %d batch %d step %d tile %s: grid kernel",
+                     hidden, seq_len + 1, batches[b], s, tile);
+            expect_same_outs(&gr[s], &ln[s], batches[b], what);
             outs_free(&gr[s]);
             outs_free(&ln[s]);
         }
@@ -665,12 +673,10 @@ static void fused_heads_equal_launches(int hidden, int heads, int seq_len, const
             run_act(m[0], batches[i], sched[q], 1, 4, x);
             run_act(m[1], batches[i], sched[q], 1, 4, y);
             for (int s2 = 0; s2 < 4; s2++) {
-                for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                              "hidden %d T %d, fused heads: batch %d %s step %d %s differ", hidden,
-                              seq_len + 1, batches[i], q ? "tiered" : "baseline", s2, k_fields[f]);
-                cr_expect(!memcmp(x[s2].halted, y[s2].halted, (size_t)batches[i] * 4),
-                          "fused heads: batch %d step %d halted differ", batches[i], s2);
+                char what[128];
+                snprintf(what, sizeof what, "hidden %d T %d, fused heads: batch %d %s step %d",
+                         hidden, seq_len + 1, batches[i], q ? "tiered" : "baseline", s2);
+                expect_same_outs(&x[s2], &y[s2], batches[i], what);
                 outs_free(&x[s2]);
                 outs_free(&y[s2]);
             }

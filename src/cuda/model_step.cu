@@ -471,9 +471,9 @@ static hrmt_status tile_bookkeeping(hrmt_model *m, const hrmt_carry *c) {
 
 /* logits = lm_head(zH) over all T rows; q = q_head(zH[:, 0]) + bias; halting. */
 static hrmt_status heads(hrmt_model *m, hrmt_carry *c, int early_halt) {
+    if (cu_model(m)->heads) return cu_heads(m, c, early_halt);
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch, T = m->T, H = m->hidden;
-    if (cu_model(m)->heads) return cu_heads(m, c, early_halt);
     TRY(cu_gemm(m, B * T, m->vocab, H, g->zH, H, m->lm_head.dev, g->logits, m->dt, m->vocab));
     TRY(cu_gemm(m, B, 2, H, g->zH, T * H, m->q_head.dev, g->q, HRMT_F32, 2));
     return cu_finish(m, c, early_halt);
