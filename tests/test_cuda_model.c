@@ -792,6 +792,45 @@ Test(cuda_model, cluster_norm_equals_launches_short_seq) {
     cluster_norm_equals_launches(256, 4, 60, batches, 3);
 }
 
+/* The block's qkv projection and attention as one kernel over a cluster per
+ * (sample, head) (HRMT_CUDA_QKV_ATTN, on by default; while the batch's
+ * (sample, head) pairs fit one wave of clusters) in the otherwise default
+ * (tuned) model against the qkv GEMM + attention kernel: the same bytes, both
+ * schedules, at batches it serves and one it leaves to the launches (the
+ * tiered tiles may take it there). HRM's width has two 64-row tiles per
+ * sample (T = 82, the second ragged: clusters of six); T = 61 one (clusters
+ * of three, a CTA with two query tiles), with RoPE and with learned
+ * positions. */
+static void qkv_attn_equals_launches(int hidden, int heads, int seq_len, hrmt_pos_encoding pos,
+                                     const int *batches, int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    cfg.pos_encodings = pos;
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, 37, "HRMT_CUDA_QKV_ATTN", m);
+    cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_QKV_ATTN), 0,
+                 "HRMT_CUDA_QKV_ATTN=0 must turn it off");
+    skip_off_sm90a(hrmt_model_uses(m[0], HRMT_PATH_QKV_ATTN), m[0], m[1], ctx);
+    cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_QKV_ATTN), 1, "on by default on cc 9.0");
+    char what[128];
+    snprintf(what, sizeof what, "hidden %d T %d pos %d, qkv + attention vs launches", hidden,
+             seq_len + 1, (int)pos);
+    expect_same_steps(m[0], m[1], batches, nb, what);
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+
+Test(cuda_model, qkv_attn_equals_launches_hrm_width) {
+    const int batches[] = {1, 2, 7};
+    qkv_attn_equals_launches(512, 8, 81, HRMT_POS_ROPE, batches, 3);
+}
+Test(cuda_model, qkv_attn_equals_launches_short_seq) {
+    const int batches[] = {1, 3, 40};
+    qkv_attn_equals_launches(256, 4, 60, HRMT_POS_ROPE, batches, 3);
+    qkv_attn_equals_launches(256, 4, 60, HRMT_POS_LEARNED, batches, 2);
+}
+
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM
@@ -912,11 +951,11 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[7] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+    const char *names[8] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                            "HRMT_CUDA_FUSED_HEADS"};
-    for (int i = 0; i < 7; i++) {
+                            "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN"};
+    for (int i = 0; i < 8; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

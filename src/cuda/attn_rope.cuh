@@ -32,6 +32,15 @@ __device__ __forceinline__ void rope_factors(const float *cs, const float *sn, i
     *(float4 *)r->s = s1[0], *(float4 *)(r->s + 4) = s1[1];
 }
 
+/* One rotated pair (x1 at element j, x2 at j + half) at factors c, s: each
+ * product and the sum rounded separately (the row op's arithmetic); the
+ * caller rounds to the storage type. */
+__device__ __forceinline__ void rope_pair(float f1, float f2, float c, float s, float *o1,
+                                          float *o2) {
+    *o1 = __fadd_rn(__fmul_rn(f1, c), __fmul_rn(-f2, s));
+    *o2 = __fadd_rn(__fmul_rn(f2, c), __fmul_rn(f1, s));
+}
+
 /* x1 = elements c..c+8, x2 = c+half..c+half+8 of a head vector, rotated:
  * the row op's arithmetic (each product and the sum rounded separately,
  * then the storage rounding), as exact BF16 values. */
@@ -46,9 +55,7 @@ __device__ __forceinline__ void rope_rotate(uint4 a, uint4 b, const rope8 &r, ui
         for (int j = 0; j < 2; j++) {
             const float f1 = __uint_as_float(j ? x1[k] & 0xffff0000u : x1[k] << 16);
             const float f2 = __uint_as_float(j ? x2[k] & 0xffff0000u : x2[k] << 16);
-            const float c = r.c[2 * k + j], sn = r.s[2 * k + j];
-            o1[j] = __fadd_rn(__fmul_rn(f1, c), __fmul_rn(-f2, sn));
-            o2[j] = __fadd_rn(__fmul_rn(f2, c), __fmul_rn(f1, sn));
+            rope_pair(f1, f2, r.c[2 * k + j], r.s[2 * k + j], &o1[j], &o2[j]);
         }
         /* The hardware's paired RNE conversion: core/bf16.h's bits for
          * every non-NaN (a NaN stays a NaN, its payload may differ). */

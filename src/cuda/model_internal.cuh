@@ -71,6 +71,8 @@ struct hrmt_model_cuda {
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
+    int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention over a cluster per (sample, head) */
+    int qa_clusters; /* ... while the batch's (sample, head) pairs fit this many clusters */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -229,6 +231,17 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
 int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
 hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
+
+/* sm90a/qkv_attn_wgmma.cu: att = attention(RoPE(q), RoPE(k), v) with
+ * [q k v] = h W_qkv^T for n samples' rows of h, one thread-block cluster per
+ * (sample, head), q, k and v never leaving shared memory: the bits of cu_gemm
+ * then cu_attention. cu_qkv_attn_clusters: how many such clusters the device
+ * runs at once (0: it does not serve this model: BF16, head_dim 64, T <= 128,
+ * compute capability 9.0); the block uses it while n heads fit that one
+ * wave. *done 0: not its case, nothing launched. */
+int cu_qkv_attn_clusters(const hrmt_model *m);
+hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                        int *done);
 
 /* rowops_norm.cu: the BF16 residual + RMSNorm row op (out = rmsnorm(x + r),
  * no weight; the SRAM form when sram is set, else the DRAM form) of rows

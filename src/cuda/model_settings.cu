@@ -19,7 +19,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
-    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0;
+    int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -28,8 +28,14 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_PROLOGUE", 0, &npro)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM", 1, &cnorm)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN", 1, &qa)) != HRMT_OK)
         return s;
+    /* qkv + attention over a cluster per (sample, head) while the batch's
+     * pairs fit one wave of clusters (sm90a/qkv_attn_wgmma.cu), same bits:
+     * one link of the block's chain instead of two. */
+    g->qa_clusters = qa ? cu_qkv_attn_clusters(m) : 0;
+    g->qa = g->qa_clusters > 0;
     /* The output heads and the ACT finish as one kernel (model_heads.cu),
      * same bits: one link at the step's end instead of three. */
     g->heads = heads && cu_heads_applies(m);
@@ -83,6 +89,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_NORM_PROLOGUE: return g->npro != 0;
     case HRMT_PATH_CLUSTER_NORM: return g->cnorm != 0;
     case HRMT_PATH_FUSED_HEADS: return g->heads != 0;
+    case HRMT_PATH_QKV_ATTN: return g->qa != 0;
     }
     return 0;
 }

@@ -139,10 +139,12 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
         *pend = NULL;
     }
-    if (!done) {
-        TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
+    int attended = 0; /* att made by the qkv + attention kernel */
+    if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended));
+    if (!attended) {
+        if (!done) TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
+        TRY(cu_attention(m, ws->qkv, ws->att, n));
     }
-    TRY(cu_attention(m, ws->qkv, ws->att, n));
     int normed = 0; /* h1 already in h: o_proj came with its norm */
     if (cnorm) TRY(cu_cluster_norm(m, rows, ws->att, H, b->o.dev, h, &normed));
     if (g->pnorm) {

@@ -1,0 +1,272 @@
+/* The block's qkv projection and attention as one kernel over a
+ * thread-block cluster per (sample, head), for small batches:
+ *
+ *   att[s, :, h] = attention(RoPE(bf16(h_s Wq_h^T)), RoPE(bf16(h_s Wk_h^T)),
+ *                            bf16(h_s Wv_h^T))
+ *
+ * Launch by launch this is the qkv GEMM writing [rows, 3 H] and the attention
+ * kernel reading it back (model_attn_mma.cu): two links of the block's
+ * dependency chain, where at one or two samples each kernel's start, drain
+ * and memory round trip cost more than its work. Here a cluster of 3 RT CTAs
+ * (RT = the sample's 64-row tiles, 2 for HRM's T = 82) takes one (sample,
+ * head): CTA (r, part) computes rows r 64 .. r 64 + 63 of the head's q, k or
+ * v (64 columns, so a row's RoPE pairs d and d + 32 sit in one thread's
+ * accumulators), rounds to BF16, RoPEs q and k, and puts the block in its
+ * shared memory; after a cluster barrier each CTA copies K, V and its query
+ * tiles from the others' shared memory and runs attention on them (two warp
+ * teams, each a query tile), then a second barrier keeps every CTA's block
+ * alive until all copies are done.
+ *
+ * Bits: the projection is ring_gemm.cuh's F32 chain of k16 steps in
+ * ascending k from +0 rounded to BF16 (the pinned cuBLASLt algorithms'
+ * arithmetic); RoPE is attn_rope.cuh's rope_pair on the rounded values with
+ * the paired RNE conversion; attention is attn_mma_tile.cuh's attend_tile on
+ * the same K, V and Q rows (zero past T), so the bytes are those of the GEMM
+ * and model_attn_mma.cu's kernel. cuda_model/qkv_attn_equals_launches checks
+ * that on the device.
+ *
+ * Shape: 256 threads; warp 0's first thread feeds a TMA ring (A's 64 rows
+ * and W's 64 rows over 64 k per stage, 128-byte swizzle), warpgroup 1 runs
+ * the m64n64k16 products; for attention all eight warps are two teams of
+ * four. One CTA per SM (shared memory), so the model uses it while the
+ * batch's clusters fit one wave (HRMT_CUDA_QKV_ATTN). */
+#include <math.h>
+
+#include "cuda/attn_mma_tile.cuh"
+#include "cuda/attn_rope.cuh"
+#include "cuda/bf16.cuh"
+#include "cuda/cuda_internal.cuh"
+#include "cuda/model_internal.cuh"
+#include "cuda/pdl.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+namespace {
+
+constexpr int QA_D = 64;       /* head_dim */
+constexpr int QA_LD = QA_D + 8; /* bf16 row stride of the blocks (attention's ldk) */
+constexpr int QA_TPMAX = 128;  /* padded keys: T <= 128 */
+constexpr int QA_STAGES = 8;   /* HRM's hidden 512: every k block in flight at once */
+constexpr int QA_A_BYTES = 64 * ROW_BYTES;
+constexpr int QA_STAGE_BYTES = QA_A_BYTES + QA_D * ROW_BYTES;
+constexpr int QA_X = 64 * QA_LD * 2;        /* this CTA's block */
+constexpr int QA_KV = QA_TPMAX * QA_LD * 2; /* K or V, all keys */
+constexpr int QA_Q = 2 * 16 * QA_LD * 2;    /* two query tiles */
+constexpr int QA_SMEM =
+    QA_STAGES * QA_STAGE_BYTES + QA_X + 2 * QA_KV + QA_Q + 1024 + 2 * QA_STAGES * 8;
+
+struct qa_args {
+    int T, H, heads, kblocks;
+    uint16_t *att;
+    const float *cs, *sn; /* RoPE tables [T, 64] (NULL: no RoPE) */
+    float scale;
+};
+
+#ifdef HRMT_SM90A
+__device__ __forceinline__ uint4 cl_ld_v4(uint32_t a) {
+    uint4 v;
+    asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
+
+/* Row t (< RT 64) of part (0 q, 1 k, 2 v) from the CTA that holds it into
+ * dst: eight 16-byte chunks, chunk c by the calling thread. */
+__device__ __forceinline__ void copy_chunk(uint16_t *dst, const uint16_t *xs, int part, int t,
+                                           int c) {
+    const uint32_t src = cl_map(xs + (t % 64) * QA_LD + c * 8, (uint32_t)((t / 64) * 3 + part));
+    *(uint4 *)(dst + c * 8) = cl_ld_v4(src);
+}
+#endif
+
+template <int RT, int KT, bool FULL>
+__global__ void __launch_bounds__(256, 1)
+    qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
+                    const __grid_constant__ CUtensorMap tm_w, const qa_args p) {
+#ifdef HRMT_SM90A
+    constexpr int CL = 3 * RT, S = QA_STAGES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint16_t *xs = (uint16_t *)(smem + S * QA_STAGE_BYTES);
+    uint16_t *Ks = (uint16_t *)((uint8_t *)xs + QA_X), *Vs = (uint16_t *)((uint8_t *)Ks + QA_KV);
+    uint16_t *Qs = (uint16_t *)((uint8_t *)Vs + QA_KV);
+    uint64_t *full = (uint64_t *)((uint8_t *)Qs + QA_Q), *empty = full + S;
+    const int rank = (int)cl_rank(), part = rank % 3, r = rank / 3;
+    const int cid = (int)(blockIdx.x / CL), smp = cid / p.heads, head = cid % p.heads;
+    const int T = p.T, H = p.H, kb_n = p.kblocks, tp = (T + 15) / 16 * 16, nkt = tp / 16;
+    const int m0 = smp * T + r * 64, n0 = part * H + head * QA_D;
+    /* Warp-uniform by a shuffle, so that ptxas sees the warpgroups' paths as
+     * convergent (else it serialises the wgmma products). */
+    const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
+    if (wg == 0) {
+        if (threadIdx.x == 0) {
+            /* W is never written: its first stages go out before the wait
+             * for the kernel before (programmatic dependent launch). */
+            const int pre = kb_n < S ? kb_n : S;
+            for (int kb = 0; kb < pre; kb++) {
+                mbar_expect_tx(&full[kb], QA_STAGE_BYTES);
+                tma_load(smem + kb * QA_STAGE_BYTES + QA_A_BYTES, &tm_w, &full[kb], kb * BK, n0);
+            }
+            pdl_wait();
+            pdl_trigger();
+            int s = 0;
+            unsigned ph = 0;
+            for (int kb = 0; kb < kb_n; kb++) {
+                uint8_t *st = smem + s * QA_STAGE_BYTES;
+                if (kb >= pre) {
+                    mbar_wait(&empty[s], ph ^ 1);
+                    mbar_expect_tx(&full[s], QA_STAGE_BYTES);
+                    tma_load(st + QA_A_BYTES, &tm_w, &full[s], kb * BK, n0);
+                }
+                tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                ring_next(s, ph, S);
+            }
+        }
+        __syncwarp();
+        pdl_wait(); /* before this warpgroup's attention stores */
+    } else {
+        pdl_wait();
+        pdl_trigger();
+        float acc[QA_D / 2];
+#pragma unroll
+        for (int i = 0; i < QA_D / 2; i++) acc[i] = 0.0f;
+        int s = 0, prev = -1;
+        unsigned ph = 0;
+        ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
+                            prev, lane);
+        /* BF16 (the GEMM's rounding), RoPE on q and k at position t (the
+         * pair d, d + 32 is accumulators 4 i + .. and 4 (i + 4) + ..), zero
+         * past T; thread (w, lane) holds rows w 16 + lane / 4 (+ 8), columns
+         * 8 i + 2 (lane % 4) (+ 1). */
+        const int c2 = 2 * (lane & 3), w4 = warp & 3;
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int lr = w4 * 16 + lane / 4 + 8 * hf, t = r * 64 + lr;
+            uint32_t outw[QA_D / 8];
+#pragma unroll
+            for (int i = 0; i < QA_D / 8; i++) {
+                const uint32_t lo = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]);
+                const uint32_t hi = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]);
+                outw[i] = t < T ? lo | hi << 16 : 0u;
+            }
+            if (part < 2 && p.cs && t < T) {
+#pragma unroll
+                for (int i = 0; i < QA_D / 16; i++) {
+                    const int d = 8 * i + c2;
+                    const float2 cf = *(const float2 *)(p.cs + (size_t)t * QA_D + d);
+                    const float2 sf = *(const float2 *)(p.sn + (size_t)t * QA_D + d);
+                    const uint32_t a = outw[i], b = outw[i + QA_D / 16];
+                    float o1[2], o2[2];
+                    rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x,
+                              &o1[0], &o2[0]);
+                    rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u),
+                              cf.y, sf.y, &o1[1], &o2[1]);
+                    outw[i] = pack_bf16(o1[0], o1[1]);
+                    outw[i + QA_D / 16] = pack_bf16(o2[0], o2[1]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < QA_D / 8; i++) *(uint32_t *)(xs + lr * QA_LD + 8 * i + c2) = outw[i];
+        }
+    }
+    cl_sync();
+
+    /* K and V (all tp rows) and this CTA's query tiles rank, rank + CL from
+     * the cluster's blocks. */
+#pragma unroll 1
+    for (int e = threadIdx.x; e < tp * 8; e += 256) {
+        const int t = e / 8, c = e % 8;
+        copy_chunk(Ks + t * QA_LD, xs, 1, t, c);
+        copy_chunk(Vs + t * QA_LD, xs, 2, t, c);
+    }
+    const int team = warp / 4, mate = warp % 4, j = rank + CL * team;
+    for (int e = threadIdx.x % 128; e < 16 * 8 && j < nkt; e += 128) {
+        const int i = e / 8, c = e % 8;
+        copy_chunk(Qs + (team * 16 + i) * QA_LD, xs, 0, j * 16 + i, c);
+    }
+    cl_sync(); /* every copy out of every block done; this CTA's copies seen */
+    if (j >= nkt) return;
+    uint16_t *q = Qs + team * 16 * QA_LD;
+    attend_tile<QA_D, KT, FULL>(T, nkt, Ks, Vs, QA_LD, q, QA_LD, 16, p.scale, mate, 4, 1 + team);
+    team_sync(1 + team, 128); /* the tile's O is whole in shared memory */
+    uint16_t *out = p.att + (size_t)smp * T * H + (size_t)head * QA_D;
+    for (int e = mate * 32 + lane; e < 16 * (QA_D / 8); e += 128) {
+        const int i = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = j * 16 + i;
+        if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
+    }
+#endif
+}
+
+template <int RT, int KT, bool FULL>
+int qa_fits(const hrmt_cuda *cu) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
+    auto kern = qkv_attn_kernel<RT, KT, FULL>;
+    if (!image_loads(kern, QA_SMEM, per_block) || smem_opt_in(kern, QA_SMEM) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return cluster_fits(kern, 3 * RT, 256, QA_SMEM);
+}
+
+template <int RT, int KT, bool FULL>
+hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t n,
+                      const void *h, const void *w, void *att, int *done) {
+    const size_t H = m->hidden, rows = n * m->T;
+    CUtensorMap ta, tw;
+    if (!encode(fn, &ta, h, rows, H, H, 64) || !encode(fn, &tw, w, 3 * H, H, H, QA_D))
+        return HRMT_OK; /* *done stays 0: the launches serve */
+    const struct hrmt_model_cuda *g = cu_model(m);
+    const int rope = m->cfg.pos_encodings == HRMT_POS_ROPE;
+    const qa_args p{(int)m->T,
+                    (int)H,
+                    (int)m->heads,
+                    (int)(H / BK),
+                    (uint16_t *)att,
+                    rope ? g->rope_cos : nullptr,
+                    rope ? g->rope_sin : nullptr,
+                    (float)(1.0 / sqrt((double)QA_D))};
+    /* The shared-memory opt-in was made at model load (qa_fits). */
+    const cudaError_t e = cluster_launch(qkv_attn_kernel<RT, KT, FULL>, 3 * RT,
+                                         dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
+                                         QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
+    *done = 1;
+    return cu_check(m->ctx, "cuda qkv + attention");
+}
+
+} // namespace
+
+int cu_qkv_attn_clusters(const hrmt_model *m) {
+    const hrmt_cuda *cu = m->ctx->cuda;
+    const size_t T = m->T, H = m->hidden;
+    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
+    if (m->head_dim != QA_D || m->heads * QA_D != H || H % BK != 0 || H > 4096 || T < 1 ||
+        T > QA_TPMAX || !encode_fn())
+        return 0;
+    const int nkt = (int)((T + 15) / 16);
+    if (T <= 64) return qa_fits<1, 6, false>(cu);
+    if (nkt == 6) return qa_fits<2, 6, true>(cu);
+    return nkt < 6 ? qa_fits<2, 6, false>(cu) : qa_fits<2, 8, false>(cu);
+}
+
+hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                        int *done) {
+    *done = 0;
+    const struct hrmt_model_cuda *g = cu_model(m);
+    /* One wave of clusters; 16-byte rows of att; sizes the kernel's int
+     * arithmetic holds. */
+    if (n == 0 || n * m->heads > (size_t)g->qa_clusters || (uintptr_t)att % 16 != 0 ||
+        n * m->T > (size_t)INT32_MAX / 2)
+        return HRMT_OK;
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) return HRMT_OK;
+    const int nkt = (int)((m->T + 15) / 16);
+    if (m->T <= 64) return qa_launch<1, 6, false>(m, fn, n, h, w, att, done);
+    if (nkt == 6) return qa_launch<2, 6, true>(m, fn, n, h, w, att, done);
+    return nkt < 6 ? qa_launch<2, 6, false>(m, fn, n, h, w, att, done)
+                   : qa_launch<2, 8, false>(m, fn, n, h, w, att, done);
+}
