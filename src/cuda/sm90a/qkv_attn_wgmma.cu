@@ -62,21 +62,10 @@ struct qa_args {
 };
 
 #ifdef HRMT_SM90A
-__device__ __forceinline__ uint4 cl_ld_v4(uint32_t a) {
-    uint4 v;
-    asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(a)
+__device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
+    asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
                  : "memory");
-    return v;
-}
-
-/* Row t (< RT 64) of part (0 q, 1 k, 2 v) from the CTA that holds it into
- * dst: eight 16-byte chunks, chunk c by the calling thread. */
-__device__ __forceinline__ void copy_chunk(uint16_t *dst, const uint16_t *xs, int part, int t,
-                                           int c) {
-    const uint32_t src = cl_map(xs + (t % 64) * QA_LD + c * 8, (uint32_t)((t / 64) * 3 + part));
-    *(uint4 *)(dst + c * 8) = cl_ld_v4(src);
 }
 #endif
 
@@ -96,12 +85,10 @@ __global__ void __launch_bounds__(256, 1)
     const int cid = (int)(blockIdx.x / CL), smp = cid / p.heads, head = cid % p.heads;
     const int T = p.T, H = p.H, kb_n = p.kblocks, tp = (T + 15) / 16 * 16, nkt = tp / 16;
     const int m0 = smp * T + r * 64, n0 = part * H + head * QA_D;
-    /* Warp-uniform by a shuffle, so that ptxas sees the warpgroups' paths as
-     * convergent (else it serialises the wgmma products). */
-    const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
             /* W is never written: its first stages go out before the wait
              * for the kernel before (programmatic dependent launch). */
@@ -125,77 +112,94 @@ __global__ void __launch_bounds__(256, 1)
                 ring_next(s, ph, S);
             }
         }
+        /* The producer warpgroup takes part in the cluster barrier (its
+         * first warp converged first: lane 0 issued the loads). */
         __syncwarp();
-        pdl_wait(); /* before this warpgroup's attention stores */
-    } else {
-        pdl_wait();
-        pdl_trigger();
-        float acc[QA_D / 2];
+        cl_sync();
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    pdl_wait();
+    pdl_trigger();
+    float acc[QA_D / 2];
+    /* +0 by an opaque move: with a plain 0.0f NVVM carries the accumulators
+     * through the k loop as integers (the epilogue only bit-casts them) and
+     * moves them into F32 registers before each product, which ptxas
+     * answers by serialising the wgmma steps. */
 #pragma unroll
-        for (int i = 0; i < QA_D / 2; i++) acc[i] = 0.0f;
-        int s = 0, prev = -1;
-        unsigned ph = 0;
-        ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
-                            prev, lane);
-        /* BF16 (the GEMM's rounding), RoPE on q and k at position t (the
-         * pair d, d + 32 is accumulators 4 i + .. and 4 (i + 4) + ..), zero
-         * past T; thread (w, lane) holds rows w 16 + lane / 4 (+ 8), columns
-         * 8 i + 2 (lane % 4) (+ 1). */
-        const int c2 = 2 * (lane & 3), w4 = warp & 3;
+    for (int i = 0; i < QA_D / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
+    int s = 0, prev = -1;
+    unsigned ph = 0;
+    ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph, prev,
+                        lane);
+    /* 1. BF16 (the GEMM's rounding), RoPE on q and k at position t (the
+     * pair d, d + 32 is accumulators 4 i + .. and 4 (i + 4) + ..), zero past
+     * T, into xs; thread (w, lane) holds rows w 16 + lane / 4 (+ 8), columns
+     * 8 i + 2 (lane % 4) (+ 1). */
+    const int c2 = 2 * (lane & 3), w4 = warp & 3, tid = threadIdx.x - 128;
 #pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int lr = w4 * 16 + lane / 4 + 8 * hf, t = r * 64 + lr;
-            uint32_t outw[QA_D / 8];
+    for (int hf = 0; hf < 2; hf++) {
+        const int lr = w4 * 16 + lane / 4 + 8 * hf, t = r * 64 + lr;
+        uint32_t outw[QA_D / 8];
 #pragma unroll
-            for (int i = 0; i < QA_D / 8; i++) {
-                const uint32_t lo = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]);
-                const uint32_t hi = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]);
-                outw[i] = t < T ? lo | hi << 16 : 0u;
+        for (int i = 0; i < QA_D / 8; i++) {
+            const uint32_t lo = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]);
+            const uint32_t hi = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]);
+            outw[i] = t < T ? lo | hi << 16 : 0u;
+        }
+        if (part < 2 && p.cs && t < T) {
+#pragma unroll
+            for (int i = 0; i < QA_D / 16; i++) {
+                const int d = 8 * i + c2;
+                const float2 cf = *(const float2 *)(p.cs + (size_t)t * QA_D + d);
+                const float2 sf = *(const float2 *)(p.sn + (size_t)t * QA_D + d);
+                const uint32_t a = outw[i], b = outw[i + QA_D / 16];
+                float o1[2], o2[2];
+                rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x, &o1[0],
+                          &o2[0]);
+                rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u), cf.y,
+                          sf.y, &o1[1], &o2[1]);
+                outw[i] = pack_bf16(o1[0], o1[1]);
+                outw[i + QA_D / 16] = pack_bf16(o2[0], o2[1]);
             }
-            if (part < 2 && p.cs && t < T) {
+        }
 #pragma unroll
-                for (int i = 0; i < QA_D / 16; i++) {
-                    const int d = 8 * i + c2;
-                    const float2 cf = *(const float2 *)(p.cs + (size_t)t * QA_D + d);
-                    const float2 sf = *(const float2 *)(p.sn + (size_t)t * QA_D + d);
-                    const uint32_t a = outw[i], b = outw[i + QA_D / 16];
-                    float o1[2], o2[2];
-                    rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x,
-                              &o1[0], &o2[0]);
-                    rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u),
-                              cf.y, sf.y, &o1[1], &o2[1]);
-                    outw[i] = pack_bf16(o1[0], o1[1]);
-                    outw[i + QA_D / 16] = pack_bf16(o2[0], o2[1]);
-                }
-            }
+        for (int i = 0; i < QA_D / 8; i++) *(uint32_t *)(xs + lr * QA_LD + 8 * i + c2) = outw[i];
+    }
+    asm volatile("bar.sync 3, 128;" ::: "memory"); /* xs whole (this warpgroup) */
+    /* 2. The block pushed, 16 bytes a store, to where attention reads it:
+     * k and v rows into every CTA's K or V (row r 64 + row), a q row into
+     * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
+     * slot j / CL). */
+#pragma unroll 1
+    for (int e = tid; e < 64 * (QA_D / 8); e += 128) {
+        const int row = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = r * 64 + row;
+        const uint4 v = *(const uint4 *)(xs + row * QA_LD + c);
+        if (part == 0) {
+            const int j = t / 16;
+            if (j < nkt)
+                cl_st_v4(cl_map(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL)), v);
+        } else {
+            uint16_t *dst = (part == 1 ? Ks : Vs) + t * QA_LD + c;
 #pragma unroll
-            for (int i = 0; i < QA_D / 8; i++) *(uint32_t *)(xs + lr * QA_LD + 8 * i + c2) = outw[i];
+            for (int d = 0; d < CL; d++) cl_st_v4(cl_map(dst, (uint32_t)d), v);
         }
     }
-    cl_sync();
+    cl_sync(); /* every push into every CTA landed and is seen */
 
-    /* K and V (all tp rows) and this CTA's query tiles rank, rank + CL from
-     * the cluster's blocks. */
-#pragma unroll 1
-    for (int e = threadIdx.x; e < tp * 8; e += 256) {
-        const int t = e / 8, c = e % 8;
-        copy_chunk(Ks + t * QA_LD, xs, 1, t, c);
-        copy_chunk(Vs + t * QA_LD, xs, 2, t, c);
-    }
-    const int team = warp / 4, mate = warp % 4, j = rank + CL * team;
-    for (int e = threadIdx.x % 128; e < 16 * 8 && j < nkt; e += 128) {
-        const int i = e / 8, c = e % 8;
-        copy_chunk(Qs + (team * 16 + i) * QA_LD, xs, 0, j * 16 + i, c);
-    }
-    cl_sync(); /* every copy out of every block done; this CTA's copies seen */
-    if (j >= nkt) return;
-    uint16_t *q = Qs + team * 16 * QA_LD;
-    attend_tile<QA_D, KT, FULL>(T, nkt, Ks, Vs, QA_LD, q, QA_LD, 16, p.scale, mate, 4, 1 + team);
-    team_sync(1 + team, 128); /* the tile's O is whole in shared memory */
+    /* 3. Attention on this CTA's query tiles rank, rank + CL: the
+     * warpgroup's four warps a team (attn_mma_tile.cuh). */
     uint16_t *out = p.att + (size_t)smp * T * H + (size_t)head * QA_D;
-    for (int e = mate * 32 + lane; e < 16 * (QA_D / 8); e += 128) {
-        const int i = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = j * 16 + i;
-        if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
+    for (int slot = 0; slot < 2; slot++) {
+        const int j = rank + CL * slot;
+        if (j >= nkt) break;
+        uint16_t *q = Qs + slot * 16 * QA_LD;
+        attend_tile<QA_D, KT, FULL>(T, nkt, Ks, Vs, QA_LD, q, QA_LD, 16, p.scale, w4, 4, 1);
+        team_sync(1, 128); /* the tile's O is whole in shared memory */
+        for (int e = tid; e < 16 * (QA_D / 8); e += 128) {
+            const int i = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = j * 16 + i;
+            if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
+        }
     }
 #endif
 }
