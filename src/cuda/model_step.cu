@@ -121,8 +121,10 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * pending (*pend = its residual; the sum's other term is ws->proj) for the
  * next block's qkv, or for the level's end. Or (HRMT_CUDA_CLUSTER_NORM, on
  * by default) each projection and the norm after it are one kernel over a
- * thread-block cluster while the batch's tiles fit one wave of clusters.
- * Same bytes every way. */
+ * thread-block cluster while the batch's tiles fit one wave of clusters,
+ * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
+ * kernel over a cluster per (sample, head) while those fit one wave. Same
+ * bytes every way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram, int last, const void **pend) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;

@@ -11,11 +11,12 @@
  * (RT = the sample's 64-row tiles, 2 for HRM's T = 82) takes one (sample,
  * head): CTA (r, part) computes rows r 64 .. r 64 + 63 of the head's q, k or
  * v (64 columns, so a row's RoPE pairs d and d + 32 sit in one thread's
- * accumulators), rounds to BF16, RoPEs q and k, and puts the block in its
- * shared memory; after a cluster barrier each CTA copies K, V and its query
- * tiles from the others' shared memory and runs attention on them (two warp
- * teams, each a query tile), then a second barrier keeps every CTA's block
- * alive until all copies are done.
+ * accumulators), rounds to BF16, RoPEs q and k (zero past T) and pushes the
+ * block by 16-byte distributed-shared-memory stores to where attention reads
+ * it: k and v rows into every CTA's K and V, q rows into the CTA that owns
+ * their query tile (tile j: CTA j % CL). After one cluster barrier each CTA
+ * runs attention on its tiles and stores att; nothing reads another CTA's
+ * memory after the barrier, so CTAs may end in any order.
  *
  * Bits: the projection is ring_gemm.cuh's F32 chain of k16 steps in
  * ascending k from +0 rounded to BF16 (the pinned cuBLASLt algorithms'
@@ -25,11 +26,13 @@
  * and model_attn_mma.cu's kernel. cuda_model/qkv_attn_equals_launches checks
  * that on the device.
  *
- * Shape: 256 threads; warp 0's first thread feeds a TMA ring (A's 64 rows
- * and W's 64 rows over 64 k per stage, 128-byte swizzle), warpgroup 1 runs
- * the m64n64k16 products; for attention all eight warps are two teams of
- * four. One CTA per SM (shared memory), so the model uses it while the
- * batch's clusters fit one wave (HRMT_CUDA_QKV_ATTN). */
+ * Shape: 256 threads; warpgroup 0 (40 registers) has one thread feed a TMA
+ * ring (A's 64 rows and W's 64 rows over 64 k per stage, 128-byte swizzle;
+ * W requested before the wait for the kernel before), warpgroup 1 runs the
+ * m64n64k16 products, the epilogue and attention (its four warps a team per
+ * query tile). One CTA per SM (shared memory), so the model uses it while
+ * the batch's clusters fit one wave (HRMT_CUDA_QKV_ATTN): batches 1 and 2 at
+ * HRM's size on the H200, 5% / 7.5% off the step (docs/CUDA.md). */
 #include <math.h>
 
 #include "cuda/attn_mma_tile.cuh"
@@ -42,10 +45,10 @@
 
 namespace {
 
-constexpr int QA_D = 64;       /* head_dim */
+constexpr int QA_D = 64;        /* head_dim */
 constexpr int QA_LD = QA_D + 8; /* bf16 row stride of the blocks (attention's ldk) */
-constexpr int QA_TPMAX = 128;  /* padded keys: T <= 128 */
-constexpr int QA_STAGES = 8;   /* HRM's hidden 512: every k block in flight at once */
+constexpr int QA_TPMAX = 128;   /* padded keys: T <= 128 */
+constexpr int QA_STAGES = 8;    /* HRM's hidden 512: every k block in flight at once */
 constexpr int QA_A_BYTES = 64 * ROW_BYTES;
 constexpr int QA_STAGE_BYTES = QA_A_BYTES + QA_D * ROW_BYTES;
 constexpr int QA_X = 64 * QA_LD * 2;        /* this CTA's block */
