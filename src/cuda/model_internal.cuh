@@ -236,8 +236,8 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, siz
  * [q k v] = h W_qkv^T for n samples' rows of h, one thread-block cluster per
  * (sample, head), q, k and v never leaving shared memory: the bits of cu_gemm
  * then cu_attention. cu_qkv_attn_clusters: how many such clusters the device
- * runs at once (0: it does not serve this model: BF16, head_dim 64, T <= 128,
- * compute capability 9.0); the block uses it while n heads fit that one
+ * runs at once (0: it does not serve this model: BF16, head_dim 64, hidden <=
+ * 512, T <= 128, compute capability 9.0); the block uses it while n heads fit that one
  * wave. *done 0: not its case, nothing launched. */
 int cu_qkv_attn_clusters(const hrmt_model *m);
 hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,

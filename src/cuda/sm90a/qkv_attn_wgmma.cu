@@ -251,7 +251,9 @@ int cu_qkv_attn_clusters(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
     const size_t T = m->T, H = m->hidden;
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
-    if (m->head_dim != QA_D || m->heads * QA_D != H || H % BK != 0 || H > 4096 || T < 1 ||
+    /* H <= 512: every k block has its own stage (the ring never wraps: the
+     * forms the device tests cover, hidden 256 and 512). */
+    if (m->head_dim != QA_D || m->heads * QA_D != H || H % BK != 0 || H > QA_STAGES * BK || T < 1 ||
         T > QA_TPMAX || !encode_fn())
         return 0;
     const int nkt = (int)((T + 15) / 16);
