@@ -14,7 +14,9 @@
  * accumulators), rounds to BF16, RoPEs q and k (zero past T) and pushes the
  * block by 16-byte distributed-shared-memory stores to where attention reads
  * it: k and v rows into every CTA's K and V, q rows into the CTA that owns
- * their query tile (tile j: CTA j % CL). After one cluster barrier each CTA
+ * their query tile (tile j: CTA j % CL) — once every CTA of the cluster has
+ * started (an arrive at the start, its wait before the first push; the
+ * distributed-shared-memory rule). After one cluster barrier each CTA
  * runs attention on its tiles and stores att; nothing reads another CTA's
  * memory after the barrier, so CTAs may end in any order.
  *
@@ -90,6 +92,11 @@ __global__ void __launch_bounds__(256, 1)
     const int m0 = smp * T + r * 64, n0 = part * H + head * QA_D;
     const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
+    /* Peers' shared memory may be written only once every CTA of the cluster
+     * has started: arrive now, wait just before the first push (by then all
+     * have arrived, so the wait costs nothing). Every thread arrives before
+     * any waits, so no wait can block on another's progress. */
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
@@ -118,6 +125,7 @@ __global__ void __launch_bounds__(256, 1)
         /* The producer warpgroup takes part in the cluster barrier (its
          * first warp converged first: lane 0 issued the loads). */
         __syncwarp();
+        asm volatile("barrier.cluster.wait;" ::: "memory");
         cl_sync();
         return;
     }
@@ -169,7 +177,8 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int i = 0; i < QA_D / 8; i++) *(uint32_t *)(xs + lr * QA_LD + 8 * i + c2) = outw[i];
     }
-    asm volatile("bar.sync 3, 128;" ::: "memory"); /* xs whole (this warpgroup) */
+    asm volatile("bar.sync 3, 128;" ::: "memory");      /* xs whole (this warpgroup) */
+    asm volatile("barrier.cluster.wait;" ::: "memory"); /* every CTA started */
     /* 2. The block pushed, 16 bytes a store, to where attention reads it:
      * k and v rows into every CTA's K or V (row r 64 + row), a q row into
      * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
