@@ -50,7 +50,7 @@ namespace {
 constexpr int QA_D = 64;        /* head_dim */
 constexpr int QA_LD = QA_D + 8; /* bf16 row stride of the blocks (attention's ldk) */
 constexpr int QA_TPMAX = 128;   /* padded keys: T <= 128 */
-constexpr int QA_STAGES = 8;    /* HRM's hidden 512: every k block in flight at once */
+constexpr int QA_STAGES = 8;    /* hidden <= 512: every k block its own stage, all in flight */
 constexpr int QA_A_BYTES = 64 * ROW_BYTES;
 constexpr int QA_STAGE_BYTES = QA_A_BYTES + QA_D * ROW_BYTES;
 constexpr int QA_X = 64 * QA_LD * 2;        /* this CTA's block */
@@ -100,27 +100,18 @@ __global__ void __launch_bounds__(256, 1)
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
-            /* W is never written: its first stages go out before the wait
-             * for the kernel before (programmatic dependent launch). */
-            const int pre = kb_n < S ? kb_n : S;
-            for (int kb = 0; kb < pre; kb++) {
+            /* Every k block has its own stage (hidden <= 512, the model's
+             * rule), so the ring never wraps. W is never written: it goes
+             * out before the wait for the kernel before (programmatic
+             * dependent launch), A's rows after. */
+            for (int kb = 0; kb < kb_n; kb++) {
                 mbar_expect_tx(&full[kb], QA_STAGE_BYTES);
                 tma_load(smem + kb * QA_STAGE_BYTES + QA_A_BYTES, &tm_w, &full[kb], kb * BK, n0);
             }
             pdl_wait();
             pdl_trigger();
-            int s = 0;
-            unsigned ph = 0;
-            for (int kb = 0; kb < kb_n; kb++) {
-                uint8_t *st = smem + s * QA_STAGE_BYTES;
-                if (kb >= pre) {
-                    mbar_wait(&empty[s], ph ^ 1);
-                    mbar_expect_tx(&full[s], QA_STAGE_BYTES);
-                    tma_load(st + QA_A_BYTES, &tm_w, &full[s], kb * BK, n0);
-                }
-                tma_load(st, &tm_a, &full[s], kb * BK, m0);
-                ring_next(s, ph, S);
-            }
+            for (int kb = 0; kb < kb_n; kb++)
+                tma_load(smem + kb * QA_STAGE_BYTES, &tm_a, &full[kb], kb * BK, m0);
         }
         /* The producer warpgroup takes part in the cluster barrier (its
          * first warp converged first: lane 0 issued the loads). */
