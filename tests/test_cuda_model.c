@@ -503,7 +503,7 @@ static hrmt_model *launches_model(hrmt_context *ctx, const hrmt_model_config *cf
  * second ragged; 574; 1640) and at hidden 256 with T = 61. The tuner picks
  * among these shapes by speed, so each must be right on its own. */
 static void shapes_equal_launches(const char *env, int count, int hidden, int heads, int seq_len,
-                                  const int *batches, int nb) {
+                                  const int *batches, int nb, const char *off) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
@@ -512,6 +512,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     const int glu = !strcmp(env, "HRMT_CUDA_GLU_SHAPE");
     hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
     if (!glu) setenv("HRMT_CUDA_FUSED_GLU", "0", 1); /* the own GEMM alone */
+    if (off) setenv(off, "0", 1);                     /* a switch of the forced kernels off */
     /* o_proj and down_proj on the forced shape too, not on the cluster kernel. */
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
@@ -522,6 +523,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
         unsetenv(env);
         unsetenv("HRMT_CUDA_FUSED_GLU");
         unsetenv("HRMT_CUDA_CLUSTER_NORM");
+        if (off) unsetenv(off);
         hrmt_model_destroy(m);
         hrmt_model_destroy(ref);
         hrmt_context_destroy(ctx);
@@ -560,6 +562,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     }
     unsetenv("HRMT_CUDA_FUSED_GLU");
     unsetenv("HRMT_CUDA_CLUSTER_NORM");
+    if (off) unsetenv(off);
     hrmt_model_destroy(ref);
     hrmt_context_destroy(ctx);
 }
@@ -570,19 +573,26 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
-    shapes_equal_launches("HRMT_CUDA_WGEMM_SHAPE", WGEMM_SHAPES, 512, 8, 81, batches, 3);
+    shapes_equal_launches("HRMT_CUDA_WGEMM_SHAPE", WGEMM_SHAPES, 512, 8, 81, batches, 3, NULL);
 }
 Test(cuda_model, wgemm_shapes_equal_launches_short_seq) {
     const int batches[] = {3};
-    shapes_equal_launches("HRMT_CUDA_WGEMM_SHAPE", WGEMM_SHAPES, 256, 4, 60, batches, 1);
+    shapes_equal_launches("HRMT_CUDA_WGEMM_SHAPE", WGEMM_SHAPES, 256, 4, 60, batches, 1, NULL);
 }
 Test(cuda_model, glu_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
-    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 3);
+    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 3, NULL);
+}
+/* The same with every SwiGLU lookup from the global table (the shared-memory
+ * window off): the path the window's outliers take. */
+Test(cuda_model, glu_shapes_equal_launches_global_table) {
+    const int batches[] = {7};
+    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 1,
+                          "HRMT_CUDA_GLU_SMEM_TABLE");
 }
 Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     const int batches[] = {3};
-    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1);
+    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1, NULL);
 }
 
 /* Two steps of a and of b at each batch, both schedules: the same bytes
@@ -951,11 +961,12 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[8] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+    const char *names[9] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                            "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN"};
-    for (int i = 0; i < 8; i++) {
+                            "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",
+                            "HRMT_CUDA_GLU_SMEM_TABLE"};
+    for (int i = 0; i < 9; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

@@ -62,6 +62,7 @@ struct hrmt_model_cuda {
     int l_persist;                        /* the tiered schedule runs model_l_persist.cu's kernel */
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
+    int glu_slut; /* HRMT_CUDA_GLU_SMEM_TABLE: the fused gate_up's SwiGLU window in shared memory */
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */

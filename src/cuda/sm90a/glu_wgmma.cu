@@ -41,19 +41,49 @@ namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
+/* The table's entries for |g| in [2^-16, 2^8) - nearly every gate - copied
+ * into the CTA's shared memory (12 KB; cuda/sm90a/ring_gemm.cuh's epilogue
+ * part): a warp's 32 lookups there cost a few shared-memory wavefronts, where
+ * the same from the 128 KB global table cost a wavefront per cache line
+ * touched (ncu: the kernel's warps stalled on L1TEX). Gates outside the
+ * window read the global table; the bytes are the table's either way. */
+constexpr unsigned SLUT_E0 = 111;       /* first biased exponent held: 2^-16 */
+constexpr unsigned SLUT_HALF = 24 * 128; /* entries per sign: 24 exponents */
+constexpr int SLUT_BYTES = 2 * SLUT_HALF * 2;
+
+__device__ __forceinline__ uint16_t silu_lookup(const uint16_t *lut, const uint16_t *slut,
+                                                uint16_t gb) {
+    const unsigned i = (gb & 0x7fffu) - SLUT_E0 * 128u; /* wraps below the window */
+    if (slut && i < SLUT_HALF) return slut[(gb >> 15) * SLUT_HALF + i];
+    return __ldg(lut + gb);
+}
+
 /* act[r, n0 .. n0 + BNA): the tile reads W's gate rows n0.. and up rows
  * I + n0.. into one stage, adjacent, so that one wgmma of N = 2 BNA covers
  * both and a thread holds each gate next to its up. */
 template <int BNA>
 struct glu_epi {
     static constexpr int TILE_N = BNA;
+    static constexpr int EPI_SMEM = SLUT_BYTES;
     struct args {
         ring_dims d;
         int I;
         const uint16_t *lut;
         uint16_t *act;
         int ldo;
+        int slut; /* HRMT_CUDA_GLU_SMEM_TABLE: the window in shared memory */
     };
+    /* The window's two halves (g >= 0, g < 0), 16 bytes per copy. */
+    static __device__ __forceinline__ void epi_load(uint8_t *part, int t, int threads,
+                                                    const args &p) {
+        if (!p.slut) return;
+        constexpr int HALF16 = SLUT_HALF * 2 / 16;
+        for (int i = t; i < 2 * HALF16; i += threads) {
+            const int sign = i / HALF16, j = i % HALF16;
+            const uint4 *src = (const uint4 *)(p.lut + (sign << 15) + SLUT_E0 * 128);
+            ((uint4 *)part)[i] = __ldg(src + j);
+        }
+    }
     static __device__ __forceinline__ void load_w(uint8_t *st, const CUtensorMap *tm, uint64_t *bar,
                                                   int kb, int n0, const args &p) {
 #ifdef HRMT_SM90A
@@ -68,8 +98,10 @@ struct glu_epi {
      * tell act from the table) would make each load wait for the one before. */
     template <int MSUB>
     static __device__ __forceinline__ void store(float (&acc)[MSUB][BNA], int m0, int n0, int warp,
-                                                 int lane, const args &p) {
+                                                 int lane, const args &p,
+                                                 const uint8_t *part = nullptr) {
         constexpr int NP = MSUB * (BNA / 8) * 2; /* column pairs per thread */
+        const uint16_t *slut = p.slut ? (const uint16_t *)part : nullptr;
         uint32_t sg[NP];
         float uv[2 * NP];
 #pragma unroll
@@ -85,7 +117,7 @@ struct glu_epi {
                         const uint16_t gb = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf + e]);
                         uv[2 * q + e] = rc::bf16_to_f(
                             hrmt_cu_f32_to_bf16(acc[ms][BNA / 2 + 4 * i + 2 * hf + e]));
-                        s2 |= (uint32_t)__ldg(p.lut + gb) << (16 * e);
+                        s2 |= (uint32_t)silu_lookup(p.lut, slut, gb) << (16 * e);
                     }
                     sg[q] = s2;
                 }
@@ -123,7 +155,7 @@ constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
-    using C = ring_cfg<MSUB, WGS, 2 * BNA>;
+    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
@@ -139,7 +171,8 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                                   (int)I,
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
-                                  (int)I};
+                                  (int)I,
+                                  cu_model(m)->glu_slut};
     e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
@@ -166,7 +199,8 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
                                   (int)I,
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
-                                  (int)I};
+                                  (int)I,
+                                  0}; /* no shared-memory part in ring_norm_gemm.cuh */
     e = pdl_launch(ring_norm_gemm_kernel<2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, tw, p, ns);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + fused gate_up");

@@ -24,7 +24,18 @@
 
 namespace {
 
-template <int MSUB, int WGS, int WN>
+/* Shared memory a policy's epilogue asks for beside the ring (E::EPI_SMEM
+ * bytes, a multiple of 16; none when E does not say). */
+template <class E, class = void>
+struct epi_smem {
+    static constexpr int value = 0;
+};
+template <class E>
+struct epi_smem<E, decltype((void)E::EPI_SMEM)> {
+    static constexpr int value = E::EPI_SMEM;
+};
+
+template <int MSUB, int WGS, int WN, int EPI = 0>
 struct ring_cfg {
     static constexpr int BM = 64 * MSUB;
     static constexpr int THREADS = 128 * (WGS + 1);
@@ -32,9 +43,12 @@ struct ring_cfg {
     static constexpr int W_BYTES = WN * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + W_BYTES;
     static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
-    /* 1024-byte alignment for the swizzle, plus the barriers. */
-    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + (2 * STAGES + WGS) * 8;
+    static constexpr int BAR_BYTES = ((2 * STAGES + WGS) * 8 + 15) / 16 * 16;
+    /* 1024-byte alignment for the swizzle, the barriers, the epilogue's part. */
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + BAR_BYTES + EPI;
 };
+template <int MSUB, int WGS, int WN, class E>
+using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value>;
 
 /* What every policy's arguments start with: rows, column tiles, k blocks. */
 struct ring_dims {
@@ -44,17 +58,21 @@ struct ring_dims {
 /* E: static constexpr int TILE_N (the step of a tile's n0); typename E::args
  * (starting with ring_dims d); load_w(stage W part, map, barrier, k block,
  * n0, args) issues the stage's WN rows of W; store(acc, m0, n0, warp, lane,
- * args) consumes a finished tile's accumulators. */
+ * args) consumes a finished tile's accumulators. A policy with EPI_SMEM > 0
+ * also has epi_load(part, thread, threads, args), which the consumer
+ * warpgroups run once before their first tile to fill that shared-memory
+ * part, and store(..., args, part). */
 template <int MSUB, int WGS, int WN, class E>
-__global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
+__global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
-    using C = ring_cfg<MSUB, WGS, WN>;
+    using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
+    uint8_t *epi = smem + S * C::STAGE_BYTES + C::BAR_BYTES;
     const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
     const int tiles = mt * nt, kb_n = p.d.kblocks;
     if (threadIdx.x == 0) {
@@ -98,6 +116,10 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (epi_smem<E>::value > 0) {
+        E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p); /* data of no kernel before */
+        asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
+    }
     pdl_wait(); /* before the epilogue's stores */
     pdl_trigger();
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
@@ -143,7 +165,10 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
 #pragma unroll
             for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-        E::template store<MSUB>(acc, m0, n0, warp, lane, p);
+        if constexpr (epi_smem<E>::value > 0)
+            E::template store<MSUB>(acc, m0, n0, warp, lane, p, epi);
+        else
+            E::template store<MSUB>(acc, m0, n0, warp, lane, p);
     }
 #endif
 }
@@ -151,12 +176,12 @@ __global__ void __launch_bounds__(ring_cfg<MSUB, WGS, WN>::THREADS, 1)
 /* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
 template <int MSUB, int WGS, int WN, class E>
 int ring_loads(size_t per_block) {
-    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg<MSUB, WGS, WN>::SMEM,
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM,
                        per_block);
 }
 template <int MSUB, int WGS, int WN, class E>
 cudaError_t ring_prepare() {
-    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg<MSUB, WGS, WN>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
 }
 
 } // namespace
