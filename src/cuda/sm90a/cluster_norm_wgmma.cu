@@ -146,9 +146,12 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
             res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
+    /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
+     * accumulators as integers into the first wgmma and serialise every
+     * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
     float acc[WN / 2];
 #pragma unroll
-    for (int i = 0; i < WN / 2; i++) acc[i] = 0.0f;
+    for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
     int s = 0, prev = -1;
     unsigned ph = 0;
     ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
