@@ -175,7 +175,7 @@ hrmt_status cu_block_settings(hrmt_model *m);
 int cu_glu_applies(const hrmt_model *m);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
-int cu_glu_shapes(const hrmt_model *m);
+int cu_glu_shapes(void);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act);
 

@@ -18,10 +18,10 @@
  * Shape: ring_gemm.cuh's persistent kernel (TMA ring, one producer thread,
  * consumer warpgroups); a stage holds a tile's rows of A and its BNA gate
  * plus BNA up rows of W, adjacent, so that one wgmma of N = 2 BNA covers
- * both and a thread holds each gate next to its up. Seven tile shapes
+ * both and a thread holds each gate next to its up. Six tile shapes
  * (GLU_SHAPES): 128 x 64 with two warpgroups taking turns (large batches),
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
- * more SMs), 64 x 128 with two (m64n256 products; inter % 128 == 0). The
+ * more SMs). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
@@ -148,8 +148,8 @@ struct glu_epi {
 struct glu_shape {
     int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64}, {1, 1, 32},
-                                    {1, 2, 32}, {1, 1, 16}, {1, 2, 128}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
+                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
 template <int MSUB, int WGS, int BNA>
@@ -220,8 +220,7 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
-    case 5: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
-    default: return glu_launch<1, 2, 128>(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -248,8 +247,7 @@ int cu_glu_applies(const hrmt_model *m) {
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!glu_loads<2, 2, 64>(per_block) || !glu_loads<1, 2, 64>(per_block) ||
         !glu_loads<1, 1, 64>(per_block) || !glu_loads<1, 1, 32>(per_block) ||
-        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block) ||
-        !glu_loads<1, 2, 128>(per_block))
+        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block))
         return 0;
     return encode_fn() != nullptr;
 }
@@ -263,18 +261,14 @@ int cu_glu_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, glu_epi<16>>(per_block);
 }
 
-/* The last shape's 128-wide column tiles need inter % 128 == 0; the others
- * take any inter cu_glu_applies takes. */
-int cu_glu_shapes(const hrmt_model *m) {
-    return m->inter % GLU_SHAPES[GLU_NSHAPES - 1].bna == 0 ? GLU_NSHAPES : GLU_NSHAPES - 1;
-}
+int cu_glu_shapes(void) { return GLU_NSHAPES; }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act) {
     if (rows == 0) return HRMT_OK;
     if (rows > (size_t)INT32_MAX - 128)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
-    if (shape < 0 || shape >= cu_glu_shapes(m))
+    if (shape < 0 || shape >= GLU_NSHAPES)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "cuda fused gate_up: shape %d", shape);
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
@@ -305,7 +299,6 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
                       (float)m->cfg.rms_norm_eps};
     *done = 1;
     switch (GLU_SHAPES[shape].bna) {
-    case 128: /* no 128-wide form with the norm prologue: 64 (same bits) */
     case 64: return glun_launch<64>(m, fn, rows, ns, w, act);
     case 32: return glun_launch<32>(m, fn, rows, ns, w, act);
     default: return glun_launch<16>(m, fn, rows, ns, w, act);
