@@ -1120,6 +1120,9 @@ Test(cuda_model, gpu_matches_cpu) { gpu_vs_cpu(0, 0, 0); }
 Test(cuda_model, gpu_matches_cpu_head_dim_32_long_seq) { gpu_vs_cpu(64, 2, 100); }
 Test(cuda_model, gpu_matches_cpu_short_seq) { gpu_vs_cpu(0, 0, 60); }
 Test(cuda_model, gpu_matches_cpu_head_dim_32_seq_121) { gpu_vs_cpu(64, 2, 120); }
+/* hidden % 8 != 0 (head_dim 18): the one-element embedding and reset kernels
+ * and the scalar attention. */
+Test(cuda_model, gpu_matches_cpu_hidden_36) { gpu_vs_cpu(36, 2, 0); }
 
 /* Graph replays against kernel-by-kernel launches, one carry each, through
  * every change a replay must honour: samples halting and restarting with new
