@@ -18,8 +18,11 @@
 #include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
+#include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
+
+namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
@@ -51,9 +54,10 @@ struct store_epi {
                 for (int hf = 0; hf < 2; hf++) {
                     const int row = r0 + 8 * hf, col = n0 + 8 * i + 2 * (lane & 3);
                     if (row >= p.d.M) continue;
-                    const uint32_t lo = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf]);
-                    const uint32_t hi = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf + 1]);
-                    *(uint32_t *)(p.c + (size_t)row * p.ldc + col) = lo | hi << 16;
+                    /* One paired RNE conversion: the software rounding's
+                     * bits for every non-NaN. */
+                    *(uint32_t *)(p.c + (size_t)row * p.ldc + col) = rc::pack_bf16x2_arith(
+                        acc[ms][4 * i + 2 * hf], acc[ms][4 * i + 2 * hf + 1]);
                 }
         }
     }

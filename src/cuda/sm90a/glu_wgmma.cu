@@ -93,53 +93,67 @@ struct glu_epi {
     }
     /* Thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8) of each m64
      * block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i: gates in tiles
-     * 0 .. BNA / 8 - 1, ups in the next BNA / 8. All table loads are issued
-     * before the first store: a store between them (the compiler cannot
-     * tell act from the table) would make each load wait for the one before. */
+     * 0 .. BNA / 8 - 1, ups in the next BNA / 8. Each column pair of gates
+     * and of ups is rounded by one paired conversion (cvt.rn.bf16x2: RNE,
+     * the software rounding's bits for every non-NaN); when every gate of
+     * the warp falls in the shared-memory window (nearly always) the
+     * lookups are plain shared loads, else each takes silu_lookup's branch.
+     * All lookups are issued before the first store: a store between them
+     * (the compiler cannot tell act from the table) would make each load
+     * wait for the one before. (ncu: the epilogue, ~60 instructions an
+     * output in its first form, outlasted the other warpgroup's products.) */
     template <int MSUB>
     static __device__ __forceinline__ void store(float (&acc)[MSUB][BNA], int m0, int n0, int warp,
                                                  int lane, const args &p,
                                                  const uint8_t *part = nullptr) {
         constexpr int NP = MSUB * (BNA / 8) * 2; /* column pairs per thread */
         const uint16_t *slut = p.slut ? (const uint16_t *)part : nullptr;
-        uint32_t sg[NP];
-        float uv[2 * NP];
+        uint32_t g2[NP], u2[NP];
+        bool in = slut != nullptr;
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
             for (int i = 0; i < BNA / 8; i++)
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
-                    const int q = (ms * (BNA / 8) + i) * 2 + hf;
-                    uint32_t s2 = 0;
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const uint16_t gb = hrmt_cu_f32_to_bf16(acc[ms][4 * i + 2 * hf + e]);
-                        uv[2 * q + e] = rc::bf16_to_f(
-                            hrmt_cu_f32_to_bf16(acc[ms][BNA / 2 + 4 * i + 2 * hf + e]));
-                        s2 |= (uint32_t)silu_lookup(p.lut, slut, gb) << (16 * e);
-                    }
-                    sg[q] = s2;
+                    const int q = (ms * (BNA / 8) + i) * 2 + hf, a = 4 * i + 2 * hf;
+                    g2[q] = rc::pack_bf16x2_arith(acc[ms][a], acc[ms][a + 1]);
+                    u2[q] = rc::pack_bf16x2_arith(acc[ms][BNA / 2 + a], acc[ms][BNA / 2 + a + 1]);
+                    in = in && ((g2[q] & 0x7fffu) - SLUT_E0 * 128u) < SLUT_HALF &&
+                         (((g2[q] >> 16) & 0x7fffu) - SLUT_E0 * 128u) < SLUT_HALF;
                 }
+        uint32_t sg[NP];
+        if (__all_sync(0xffffffffu, in)) {
 #pragma unroll
-        for (int ms = 0; ms < MSUB; ms++) {
-            const int r0 = m0 + ms * 64 + warp * 16 + lane / 4;
+            for (int q = 0; q < NP; q++) {
+                const uint32_t lo = g2[q] & 0xffffu, hi = g2[q] >> 16;
+                sg[q] = (uint32_t)slut[(lo >> 15) * SLUT_HALF + (lo & 0x7fffu) - SLUT_E0 * 128u] |
+                        (uint32_t)slut[(hi >> 15) * SLUT_HALF + (hi & 0x7fffu) - SLUT_E0 * 128u]
+                            << 16;
+            }
+        } else {
 #pragma unroll
-            for (int i = 0; i < BNA / 8; i++) {
-                const int col = n0 + 8 * i + 2 * (lane & 3);
+            for (int q = 0; q < NP; q++)
+                sg[q] = (uint32_t)silu_lookup(p.lut, slut, (uint16_t)(g2[q] & 0xffffu)) |
+                        (uint32_t)silu_lookup(p.lut, slut, (uint16_t)(g2[q] >> 16)) << 16;
+        }
 #pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int row = r0 + 8 * hf, q = (ms * (BNA / 8) + i) * 2 + hf;
-                    if (row >= p.d.M) continue;
-                    const float o0 =
-                        rc::fmul(rc::bf16_to_f((uint16_t)(sg[q] & 0xffffu)), uv[2 * q]);
-                    const float o1 =
-                        rc::fmul(rc::bf16_to_f((uint16_t)(sg[q] >> 16)), uv[2 * q + 1]);
-                    *(uint32_t *)(p.act + (size_t)row * p.ldo + col) =
-                        rc::pack_bf16x2_arith(o0, o1);
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = m0 + ms * 64 + warp * 16 + lane / 4 + 8 * hf;
+                if (row >= p.d.M) continue;
+                uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
+#pragma unroll
+                for (int i = 0; i < BNA / 8; i++) {
+                    const int q = (ms * (BNA / 8) + i) * 2 + hf;
+                    const float o0 = rc::fmul(__uint_as_float(sg[q] << 16),
+                                              __uint_as_float(u2[q] << 16));
+                    const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
+                                              __uint_as_float(u2[q] & 0xffff0000u));
+                    *(uint32_t *)(out + 8 * i) = rc::pack_bf16x2_arith(o0, o1);
                 }
             }
-        }
     }
 };
 
