@@ -512,7 +512,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     const int glu = !strcmp(env, "HRMT_CUDA_GLU_SHAPE");
     hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
     if (!glu) setenv("HRMT_CUDA_FUSED_GLU", "0", 1); /* the own GEMM alone */
-    if (off) setenv(off, "0", 1);                     /* a switch of the forced kernels off */
+    if (off) setenv(off, "0", 1);                    /* a switch of the forced kernels off */
     /* o_proj and down_proj on the forced shape too, not on the cluster kernel. */
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     if (!(ci.cc_major == 9 && ci.cc_minor == 0)) {
@@ -961,11 +961,10 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[9] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
-                            "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
-                            "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                            "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",
-                            "HRMT_CUDA_GLU_SMEM_TABLE"};
+    const char *names[9] = {
+        "HRMT_CUDA_FUSED_GLU",    "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
+        "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+        "HRMT_CUDA_FUSED_HEADS",  "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE"};
     for (int i = 0; i < 9; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

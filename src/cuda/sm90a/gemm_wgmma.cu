@@ -56,8 +56,8 @@ struct store_epi {
                     if (row >= p.d.M) continue;
                     /* One paired RNE conversion: the software rounding's
                      * bits for every non-NaN. */
-                    *(uint32_t *)(p.c + (size_t)row * p.ldc + col) = rc::pack_bf16x2_arith(
-                        acc[ms][4 * i + 2 * hf], acc[ms][4 * i + 2 * hf + 1]);
+                    *(uint32_t *)(p.c + (size_t)row * p.ldc + col) =
+                        rc::pack_bf16x2_arith(acc[ms][4 * i + 2 * hf], acc[ms][4 * i + 2 * hf + 1]);
                 }
         }
     }

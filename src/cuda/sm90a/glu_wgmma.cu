@@ -47,7 +47,7 @@ namespace {
  * the same from the 128 KB global table cost a wavefront per cache line
  * touched (ncu: the kernel's warps stalled on L1TEX). Gates outside the
  * window read the global table; the bytes are the table's either way. */
-constexpr unsigned SLUT_E0 = 111;       /* first biased exponent held: 2^-16 */
+constexpr unsigned SLUT_E0 = 111;        /* first biased exponent held: 2^-16 */
 constexpr unsigned SLUT_HALF = 24 * 128; /* entries per sign: 24 exponents */
 constexpr int SLUT_BYTES = 2 * SLUT_HALF * 2;
 
@@ -147,8 +147,8 @@ struct glu_epi {
 #pragma unroll
                 for (int i = 0; i < BNA / 8; i++) {
                     const int q = (ms * (BNA / 8) + i) * 2 + hf;
-                    const float o0 = rc::fmul(__uint_as_float(sg[q] << 16),
-                                              __uint_as_float(u2[q] << 16));
+                    const float o0 =
+                        rc::fmul(__uint_as_float(sg[q] << 16), __uint_as_float(u2[q] << 16));
                     const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
                                               __uint_as_float(u2[q] & 0xffff0000u));
                     *(uint32_t *)(out + 8 * i) = rc::pack_bf16x2_arith(o0, o1);
