@@ -62,13 +62,13 @@ struct hrmt_model_cuda {
     int l_persist;                        /* the tiered schedule runs model_l_persist.cu's kernel */
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
-    int glu_slut; /* HRMT_CUDA_GLU_SMEM_TABLE: the fused gate_up's SwiGLU window in shared memory */
-    int pnorm;    /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
-    int pdl;      /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
-    int npro;     /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
-    int inject;   /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
-    int cnorm;    /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
-                     this many CTAs (8 or 16); 0 off */
+    int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
+    int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
+    int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
+    int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
+    int inject;      /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
+    int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
+                        this many CTAs (8 or 16); 0 off */
     int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
