@@ -7,12 +7,15 @@
 #   bash bench/ab.sh BUILD_DIR VAR "V1 V2 ..." [BATCHES] [ROUNDS] [-- extra hrmt bench args]
 # BATCHES defaults to 1,8,64,256 and ROUNDS to 2; the extra arguments default
 # to `--backend cuda --mode baseline --iterations 20`. A value "-" leaves VAR
-# unset. Example (docs/CUDA.md):
+# unset. VAR = BUILD: the values are build directories, each run by its own
+# hrmt with no variable set (BUILD_DIR unused: write -), for changes that no
+# switch selects. Examples (docs/CUDA.md):
 #   bash bench/ab.sh build HRMT_CUDA_CLUSTER_NORM "0 1" 1,2,4 3
+#   bash bench/ab.sh - BUILD "build-new build-old" 8,64,256 3
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
   exit 2
 fi
@@ -25,15 +28,22 @@ if [ $# -gt 0 ] && [ "$1" != -- ]; then rounds=$1; shift; fi
 extra=("$@")
 [ ${#extra[@]} -gt 0 ] || extra=(--backend cuda --mode baseline --iterations 20)
 case $rounds in '' | *[!0-9]*) echo "ab.sh: ROUNDS '$rounds' is not a count" >&2; exit 2 ;; esac
-[ -x "$build/hrmt" ] || { echo "ab.sh: no $build/hrmt" >&2; exit 2; }
+read -r -a vals <<<"$values"
+if [ "$var" = BUILD ]; then
+  for v in "${vals[@]}"; do [ -x "$v/hrmt" ] || { echo "ab.sh: no $v/hrmt" >&2; exit 2; }; done
+else
+  [ -x "$build/hrmt" ] || { echo "ab.sh: no $build/hrmt" >&2; exit 2; }
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc_all=0
-read -r -a vals <<<"$values"
 for r in $(seq 1 "$rounds"); do
   for i in "${!vals[@]}"; do
     v=${vals[$i]} out="$tmp/r${r}_v${i}.json"
-    if [ "$v" = - ]; then
+    if [ "$var" = BUILD ]; then
+      "$v/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet --output "$out" \
+        >"$tmp/log" 2>&1
+    elif [ "$v" = - ]; then
       env -u "$var" "$build/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet \
         --output "$out" >"$tmp/log" 2>&1
     else
