@@ -164,9 +164,9 @@ __global__ void __launch_bounds__(256, 1)
         for (int hf = 0; hf < 2; hf++) {
             const int col = 8 * i + 2 * c;
             residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
+            /* acc holds BF16 values now: the pair packs exactly. */
             *(uint32_t *)(xs + (lr0 + 8 * hf) * WN + col) =
-                (uint32_t)hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]) |
-                (uint32_t)hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]) << 16;
+                rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]);
         }
     cl_sync();
 

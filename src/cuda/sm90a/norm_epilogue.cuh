@@ -8,16 +8,17 @@
 #include "cuda/rowops_common.cuh"
 
 /* p0, p1 := bf16(r + bf16(p)) for two adjacent columns; r holds their BF16
- * residuals, p0's in the low half. */
+ * residuals, p0's in the low half. Both roundings are paired conversions
+ * (cvt.rn.bf16x2: RNE, the software rounding's bits for every non-NaN; the
+ * row kernel rounds its sum the same way). */
 __device__ __forceinline__ void residual_pair(float &p0, float &p1, uint32_t r) {
     namespace rc = hrmt_rowops_cuda;
-    float *p[2] = {&p0, &p1};
-#pragma unroll
-    for (int e = 0; e < 2; e++) {
-        const float pv = rc::bf16_to_f(hrmt_cu_f32_to_bf16(*p[e]));
-        const float rv = rc::bf16_to_f((uint16_t)(e ? r >> 16 : r & 0xffffu));
-        *p[e] = rc::bf16_to_f(hrmt_cu_f32_to_bf16(rc::fadd(rv, pv)));
-    }
+    const uint32_t pb = rc::pack_bf16x2_arith(p0, p1);
+    const uint32_t sb = rc::pack_bf16x2_arith(
+        rc::fadd(__uint_as_float(r << 16), __uint_as_float(pb << 16)),
+        rc::fadd(__uint_as_float(r & 0xffff0000u), __uint_as_float(pb & 0xffff0000u)));
+    p0 = __uint_as_float(sb << 16);
+    p1 = __uint_as_float(sb & 0xffff0000u);
 }
 
 #endif

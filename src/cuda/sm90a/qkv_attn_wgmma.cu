@@ -43,7 +43,10 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
+
+namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
@@ -145,9 +148,10 @@ __global__ void __launch_bounds__(256, 1)
         uint32_t outw[QA_D / 8];
 #pragma unroll
         for (int i = 0; i < QA_D / 8; i++) {
-            const uint32_t lo = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf]);
-            const uint32_t hi = hrmt_cu_f32_to_bf16(acc[4 * i + 2 * hf + 1]);
-            outw[i] = t < T ? lo | hi << 16 : 0u;
+            /* One paired RNE conversion: the software rounding's bits for
+             * every non-NaN. */
+            outw[i] =
+                t < T ? rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]) : 0u;
         }
         if (part < 2 && p.cs && t < T) {
 #pragma unroll
