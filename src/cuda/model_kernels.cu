@@ -78,6 +78,19 @@ __device__ __forceinline__ float scale(float c, float x) {
     return __fmul_rn(c, x);
 }
 
+/* One element of the embedding: e (and its position embedding p when pos
+ * is set) as F32 values of the storage type, scaled as forward.c does. */
+template <bool BF>
+__device__ __forceinline__ float embed_el(float v, bool pos, float p, float sqrt_h) {
+    if (pos) {
+        /* 0.707106781 * (e + embed_pos): the add and the product each round. */
+        v = __fadd_rn(v, p);
+        if (BF) v = bf16_to_f32(hrmt_cu_f32_to_bf16(v));
+        v = scale<BF>(0.707106781f, v);
+    }
+    return scale<BF>(sqrt_h, v);
+}
+
 template <bool BF>
 __global__ void embed(size_t total, size_t T, size_t P, size_t seq, size_t H, const int32_t *inputs,
                       const int32_t *pids, const void *tok, const void *puz, const void *pos,
@@ -88,16 +101,12 @@ __global__ void embed(size_t total, size_t T, size_t P, size_t seq, size_t H, co
         size_t s = i / (T * H), t = (i / H) % T, c = i % H;
         E e = t < P ? ((const E *)puz)[((size_t)pids[s] * P + t) * H + c]
                     : ((const E *)tok)[(size_t)inputs[s * seq + t - P] * H + c];
-        float v = BF ? bf16_to_f32((uint16_t)e) : (float)e;
-        if (pos) {
-            /* 0.707106781 * (e + embed_pos): the add and the product each round. */
-            float p = BF ? bf16_to_f32(((const uint16_t *)pos)[t * H + c])
-                         : ((const float *)pos)[t * H + c];
-            v = __fadd_rn(v, p);
-            if (BF) v = bf16_to_f32(hrmt_cu_f32_to_bf16(v));
-            v = scale<BF>(0.707106781f, v);
-        }
-        v = scale<BF>(sqrt_h, v);
+        float p = 0.0f;
+        if (pos)
+            p = BF ? bf16_to_f32(((const uint16_t *)pos)[t * H + c])
+                   : ((const float *)pos)[t * H + c];
+        const float v =
+            embed_el<BF>(BF ? bf16_to_f32((uint16_t)e) : (float)e, pos != nullptr, p, sqrt_h);
         if (BF)
             ((uint16_t *)x)[i] = hrmt_cu_f32_to_bf16(v);
         else
@@ -130,12 +139,7 @@ __global__ void embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, un
                 v = e.v[k];
                 if (pos) q = p.v[k];
             }
-            if (pos) {
-                v = __fadd_rn(v, q);
-                if (BF) v = bf16_to_f32(hrmt_cu_f32_to_bf16(v));
-                v = scale<BF>(0.707106781f, v);
-            }
-            v = scale<BF>(sqrt_h, v);
+            v = embed_el<BF>(v, pos != nullptr, q, sqrt_h);
             if constexpr (BF)
                 o.v[k] = hrmt_cu_f32_to_bf16(v);
             else

@@ -41,7 +41,6 @@
  * slower (ncu at batch 1: 14.2 against 9.2 us). */
 #include <stdlib.h>
 
-#include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"

@@ -15,7 +15,6 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"

@@ -30,7 +30,6 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
@@ -51,10 +50,18 @@ constexpr unsigned SLUT_E0 = 111;        /* first biased exponent held: 2^-16 */
 constexpr unsigned SLUT_HALF = 24 * 128; /* entries per sign: 24 exponents */
 constexpr int SLUT_BYTES = 2 * SLUT_HALF * 2;
 
-__device__ __forceinline__ uint16_t silu_lookup(const uint16_t *lut, const uint16_t *slut,
-                                                uint16_t gb) {
-    const unsigned i = (gb & 0x7fffu) - SLUT_E0 * 128u; /* wraps below the window */
-    if (slut && i < SLUT_HALF) return slut[(gb >> 15) * SLUT_HALF + i];
+/* Gate bits gb's place in its sign's half of the window; SLUT_HALF or more
+ * (wrapping below) when outside it. */
+__device__ __forceinline__ unsigned slut_offset(uint32_t gb) {
+    return (gb & 0x7fffu) - SLUT_E0 * 128u;
+}
+/* s(gb) from the window; gb must be in it. */
+__device__ __forceinline__ uint32_t slut_at(const uint16_t *slut, uint32_t gb) {
+    return slut[(gb >> 15) * SLUT_HALF + slut_offset(gb)];
+}
+__device__ __forceinline__ uint32_t silu_lookup(const uint16_t *lut, const uint16_t *slut,
+                                                uint32_t gb) {
+    if (slut && slut_offset(gb) < SLUT_HALF) return slut_at(slut, gb);
     return __ldg(lut + gb);
 }
 
@@ -119,23 +126,19 @@ struct glu_epi {
                     const int q = (ms * (BNA / 8) + i) * 2 + hf, a = 4 * i + 2 * hf;
                     g2[q] = rc::pack_bf16x2_arith(acc[ms][a], acc[ms][a + 1]);
                     u2[q] = rc::pack_bf16x2_arith(acc[ms][BNA / 2 + a], acc[ms][BNA / 2 + a + 1]);
-                    in = in && ((g2[q] & 0x7fffu) - SLUT_E0 * 128u) < SLUT_HALF &&
-                         (((g2[q] >> 16) & 0x7fffu) - SLUT_E0 * 128u) < SLUT_HALF;
+                    in = in && slut_offset(g2[q] & 0xffffu) < SLUT_HALF &&
+                         slut_offset(g2[q] >> 16) < SLUT_HALF;
                 }
         uint32_t sg[NP];
         if (__all_sync(0xffffffffu, in)) {
 #pragma unroll
-            for (int q = 0; q < NP; q++) {
-                const uint32_t lo = g2[q] & 0xffffu, hi = g2[q] >> 16;
-                sg[q] = (uint32_t)slut[(lo >> 15) * SLUT_HALF + (lo & 0x7fffu) - SLUT_E0 * 128u] |
-                        (uint32_t)slut[(hi >> 15) * SLUT_HALF + (hi & 0x7fffu) - SLUT_E0 * 128u]
-                            << 16;
-            }
+            for (int q = 0; q < NP; q++)
+                sg[q] = slut_at(slut, g2[q] & 0xffffu) | slut_at(slut, g2[q] >> 16) << 16;
         } else {
 #pragma unroll
             for (int q = 0; q < NP; q++)
-                sg[q] = (uint32_t)silu_lookup(p.lut, slut, (uint16_t)(g2[q] & 0xffffu)) |
-                        (uint32_t)silu_lookup(p.lut, slut, (uint16_t)(g2[q] >> 16)) << 16;
+                sg[q] = silu_lookup(p.lut, slut, g2[q] & 0xffffu) |
+                        silu_lookup(p.lut, slut, g2[q] >> 16) << 16;
         }
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)

@@ -4,7 +4,6 @@
 #ifndef HRMT_CUDA_SM90A_NORM_EPILOGUE_CUH
 #define HRMT_CUDA_SM90A_NORM_EPILOGUE_CUH
 
-#include "cuda/bf16.cuh"
 #include "cuda/rowops_common.cuh"
 
 /* p0, p1 := bf16(r + bf16(p)) for two adjacent columns; r holds their BF16

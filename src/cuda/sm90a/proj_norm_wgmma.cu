@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"

@@ -39,7 +39,6 @@
 
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/attn_rope.cuh"
-#include "cuda/bf16.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
