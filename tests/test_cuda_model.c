@@ -756,12 +756,13 @@ static void skip_off_sm90a(int on, hrmt_model *m, hrmt_model *ref, hrmt_context 
 }
 
 /* o_proj / down_proj + residual + RMSNorm as one kernel over a thread-block
- * cluster (HRMT_CUDA_CLUSTER_NORM, on by default; as many 64-row tiles as one
- * wave of clusters holds) in the otherwise default (tuned) model against the
- * launch-by-launch block: the same bytes, both schedules, clusters of 16 and
- * of 8, at rows it serves (hidden 512: 82 rows, two tiles, the second
- * ragged; 328; hidden 256 with T = 61: 183) and at rows that may take one
- * path or the other (574, 984, 1066; 976, 1220), per tiered tile too. */
+ * cluster (HRMT_CUDA_CLUSTER_NORM, on by default: clusters of 16 up to six
+ * 64-row tiles, of 8 up to 14) in the otherwise default (tuned) model against
+ * the launch-by-launch block: the same bytes, both schedules, at rows the
+ * default gives clusters of 16 (hidden 512: 82 rows, two tiles, the second
+ * ragged; 328; hidden 256 with T = 61: 183), clusters of 8 (574) and neither
+ * (984, 1066; 976, 1220), per tiered tile too; then clusters of 8 forced
+ * (every row count up to one wave of them: 1024 rows). */
 static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, const int *batches,
                                          int nb) {
     hrmt_context *ctx = cuda_ctx();
@@ -778,7 +779,7 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
              seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
     hrmt_model_destroy(m);
-    /* Clusters of 8 (the default takes 16 where the device runs them). */
+    /* Clusters of 8 at every row count a wave of them holds. */
     setenv("HRMT_CUDA_CLUSTER_NORM", "1", 1);
     setenv("HRMT_CUDA_CLUSTER_NORM_CTAS", "8", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));

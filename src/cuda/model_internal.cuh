@@ -67,9 +67,9 @@ struct hrmt_model_cuda {
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
     int inject;      /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
-    int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster of
-                        this many CTAs (8 or 16); 0 off */
-    int cnorm_tiles; /* ... at most this many 64-row tiles (one wave of clusters) */
+    int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
+    int cnorm16_max; /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
+    int cnorm8_max;  /* ... then of 8 CTAs up to this many */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention over a cluster per (sample, head) */
@@ -230,7 +230,10 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
  * norm are two links of the block's chain). *done 0: not its case, nothing
  * launched. */
 int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
-hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
+/* The cluster size (16, 8) the block uses for these rows; 0: the GEMM and
+ * the row kernel (model_settings.cu says which rows take which). */
+int cu_cluster_norm_ctas(const hrmt_model *m, size_t rows);
+hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
 
 /* sm90a/qkv_attn_wgmma.cu: att = attention(RoPE(q), RoPE(k), v) with

@@ -7,6 +7,10 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 
+/* Where the cluster projection + norm changes cluster size and where it
+ * stops, in 64-row tiles (cu_block_settings says how they were found). */
+enum { CN16_TILES = 6, CN8_TILES = 15 };
+
 hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
     const char *env = getenv(name);
     *on = dflt;
@@ -64,26 +68,36 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     g->npro = npro && g->glu && !g->pnorm && cu_glu_norm_applies(m) && cu_wgemm_norm_applies(m);
     /* Projection + norm over a cluster at small batches (one wave of
      * clusters), so that the block's two norms are not links of their own:
-     * on by default (docs/CUDA.md: 7% / 5% faster at batches 1 / 4 on the
-     * H200 in three rounds, level at 2 and 6). Clusters of 16 where the
-     * device runs them, else 8; HRMT_CUDA_CLUSTER_NORM_CTAS forces one. The
-     * other two forms of those norms, when asked for, take precedence. */
+     * on by default. Clusters of 16 up to CN16_TILES 64-row tiles, then of 8
+     * (more tiles fit a wave) up to CN8_TILES, then the GEMM and the row
+     * kernel: the H200's crossovers (docs/CUDA.md; session 24: 8 against 16
+     * 0.941 / 0.960 / 0.958 / 1.009 of the step at 8 / 11 / 13 / 16 tiles,
+     * session 23: 1.116 / 1.094 / 1.054 at 2 / 3 / 6). A device without
+     * clusters of 16 takes 8 from the first tile. HRMT_CUDA_CLUSTER_NORM_CTAS
+     * forces one size wherever its wave holds the tiles. The other two forms
+     * of those norms, when asked for, take precedence. */
     const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
     if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
                          "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
-    g->cnorm = g->cnorm_tiles = 0;
+    g->cnorm = g->cnorm16_max = g->cnorm8_max = 0;
     if (cnorm && !g->pnorm && !g->npro) {
-        const int ctas = env ? atoi(env) : 16;
-        int n = cu_cluster_norm_clusters(m, ctas);
-        if (n > 0) {
-            g->cnorm = ctas;
-        } else if (!env && (n = cu_cluster_norm_clusters(m, 8)) > 0) {
-            g->cnorm = 8;
-        }
-        g->cnorm_tiles = n;
+        const int force = env ? atoi(env) : 0;
+        const int fit16 = force == 8 ? 0 : cu_cluster_norm_clusters(m, 16);
+        const int fit8 = force == 16 ? 0 : cu_cluster_norm_clusters(m, 8);
+        g->cnorm16_max = force ? fit16 : (fit16 < CN16_TILES ? fit16 : CN16_TILES);
+        g->cnorm8_max = force ? fit8 : (fit8 < CN8_TILES ? fit8 : CN8_TILES);
+        g->cnorm = g->cnorm16_max > 0 || g->cnorm8_max > 0;
     }
     return HRMT_OK;
+}
+
+int cu_cluster_norm_ctas(const hrmt_model *m, size_t rows) {
+    const struct hrmt_model_cuda *g = cu_model(m);
+    const size_t tiles = (rows + 63) / 64;
+    if (!g->cnorm || rows == 0) return 0;
+    if (tiles <= (size_t)g->cnorm16_max) return 16;
+    return tiles <= (size_t)g->cnorm8_max ? 8 : 0;
 }
 
 int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {

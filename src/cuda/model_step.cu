@@ -121,7 +121,7 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * pending (*pend = its residual; the sum's other term is ws->proj) for the
  * next block's qkv, or for the level's end. Or (HRMT_CUDA_CLUSTER_NORM, on
  * by default) each projection and the norm after it are one kernel over a
- * thread-block cluster while the batch's tiles fit one wave of clusters,
+ * thread-block cluster at small batches (cu_cluster_norm_ctas),
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
  * kernel over a cluster per (sample, head) while those fit one wave. Same
  * bytes every way. */
@@ -130,7 +130,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
     const int npro = g->npro && rows <= CU_NPRO_MAX_ROWS;
-    const int cnorm = g->cnorm && (rows + 63) / 64 <= (size_t)g->cnorm_tiles;
+    const int cnorm = cu_cluster_norm_ctas(m, rows);
     /* The qkv GEMM's own tile shape for these rows (-1: cuBLASLt's): a
      * pending norm needs one. */
     const int qkv_own = npro ? cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) : -1;
@@ -148,7 +148,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         TRY(cu_attention(m, ws->qkv, ws->att, n));
     }
     int normed = 0; /* h1 already in h: o_proj came with its norm */
-    if (cnorm) TRY(cu_cluster_norm(m, rows, ws->att, H, b->o.dev, h, &normed));
+    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, &normed));
     if (g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
         normed = 1;
@@ -172,7 +172,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     if (cnorm) {
-        TRY(cu_cluster_norm(m, rows, ws->act, I, b->down.dev, h, &normed));
+        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, &normed));
         if (normed) return HRMT_OK;
     }
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));

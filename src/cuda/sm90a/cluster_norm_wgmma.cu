@@ -245,9 +245,10 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     return ctas == 16 ? cn_fits<16, 16>(cu) : cn_fits<32, 8>(cu);
 }
 
-hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, size_t k,
+hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done) {
     *done = 0;
+    if (ctas != 8 && ctas != 16) return HRMT_OK;
     /* Whole k blocks; 4-byte pairs of h; sizes the kernel's int arithmetic
      * holds. */
     if (rows == 0 || k % BK != 0 || k > (size_t)INT32_MAX / 2 || rows > (size_t)INT32_MAX / 2 ||
@@ -255,7 +256,7 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, size_t rows, const void *a, siz
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const int c16 = cu_model(m)->cnorm == 16;
+    const int c16 = ctas == 16;
     if (m->hidden == 512)
         return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, done)
                    : cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
