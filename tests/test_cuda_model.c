@@ -761,9 +761,7 @@ static void skip_off_sm90a(int on, hrmt_model *m, hrmt_model *ref, hrmt_context 
  * the launch-by-launch block: the same bytes, both schedules, at rows the
  * default gives clusters of 16 (hidden 512: 82 rows, two tiles, the second
  * ragged; 328; hidden 256 with T = 61: 183), clusters of 8 (574) and neither
- * (984, 1066; 976, 1220), per tiered tile too, with o_proj's clusters
- * running gate_up + SwiGLU too (HRMT_CUDA_CLUSTER_GLU, on by default; at
- * hidden 256 only clusters of 8 do) and without; then clusters of 8 forced
+ * (984, 1066; 976, 1220), per tiered tile too; then clusters of 8 forced
  * (every row count up to one wave of them: 1024 rows). */
 static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, const int *batches,
                                          int nb) {
@@ -776,17 +774,7 @@ static void cluster_norm_equals_launches(int hidden, int heads, int seq_len, con
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     skip_off_sm90a(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), m, ref, ctx);
     cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1, "on by default on cc 9.0");
-    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_GLU), 1, "gate_up with it by default");
     char what[128];
-    snprintf(what, sizeof what, "hidden %d T %d, cluster o_proj + norm + gate_up vs launches",
-             hidden, seq_len + 1);
-    expect_same_steps(m, ref, batches, nb, what);
-    hrmt_model_destroy(m);
-    /* The projections + norm alone (the fused gate_up a kernel of its own). */
-    setenv("HRMT_CUDA_CLUSTER_GLU", "0", 1);
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 31, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_CLUSTER_GLU");
-    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_GLU), 0, "HRMT_CUDA_CLUSTER_GLU=0");
     snprintf(what, sizeof what, "hidden %d T %d, cluster projection + norm vs launches", hidden,
              seq_len + 1);
     expect_same_steps(m, ref, batches, nb, what);
@@ -974,12 +962,11 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[10] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
-                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
-                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                             "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",
-                             "HRMT_CUDA_GLU_SMEM_TABLE",    "HRMT_CUDA_CLUSTER_GLU"};
-    for (int i = 0; i < 10; i++) {
+    const char *names[9] = {
+        "HRMT_CUDA_FUSED_GLU",    "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
+        "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+        "HRMT_CUDA_FUSED_HEADS",  "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE"};
+    for (int i = 0; i < 9; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

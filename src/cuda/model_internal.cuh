@@ -70,8 +70,6 @@ struct hrmt_model_cuda {
     int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
     int cnorm16_max; /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
     int cnorm8_max;  /* ... then of 8 CTAs up to this many */
-    int cglu16;      /* HRMT_CUDA_CLUSTER_GLU: those clusters of 16 run gate_up + SwiGLU too */
-    int cglu8;       /* ... and those of 8 */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention over a cluster per (sample, head) */
@@ -237,16 +235,6 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
 int cu_cluster_norm_ctas(const hrmt_model *m, size_t rows);
 hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
                             const void *w, void *h, int *done);
-
-/* sm90a/cluster_glu_wgmma.cu: h = rmsnorm(h + att W_o^T) as cu_cluster_norm
- * does it, then act = SwiGLU(h W_gu^T) as cu_glu does it, in one kernel over
- * clusters of `ctas` CTAs (each gathers the normalised tile from its peers
- * for its share of gate_up). cu_cluster_glu_clusters: how many such
- * clusters the device runs at once (0: it does not serve this model or
- * size). *done 0: not its case, nothing launched. */
-int cu_cluster_glu_clusters(const hrmt_model *m, int ctas);
-hrmt_status cu_cluster_glu(const hrmt_model *m, int ctas, size_t rows, const void *att,
-                           const void *w_o, void *h, const void *w_gu, void *act, int *done);
 
 /* sm90a/qkv_attn_wgmma.cu: att = attention(RoPE(q), RoPE(k), v) with
  * [q k v] = h W_qkv^T for n samples' rows of h, one thread-block cluster per

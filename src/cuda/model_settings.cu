@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        cglu = 0, slut = 0;
+        slut = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -35,8 +35,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN", 1, &qa)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_SMEM_TABLE", 1, &slut)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_GLU", 1, &cglu)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_SMEM_TABLE", 1, &slut)) != HRMT_OK)
         return s;
     /* The fused gate_up's SwiGLU lookups from a shared-memory copy of the
      * table's busy window (sm90a/glu_wgmma.cu), same bits. */
@@ -90,14 +89,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         g->cnorm8_max = force ? fit8 : (fit8 < CN8_TILES ? fit8 : CN8_TILES);
         g->cnorm = g->cnorm16_max > 0 || g->cnorm8_max > 0;
     }
-    /* And the gate_up + SwiGLU after the o_proj + norm in the same kernel
-     * (sm90a/cluster_glu_wgmma.cu), same bits: one link of the block's chain
-     * fewer where its clusters fit the same wave. */
-    g->cglu16 = g->cglu8 = 0;
-    if (cglu && g->glu && g->cnorm) {
-        g->cglu16 = g->cnorm16_max > 0 && cu_cluster_glu_clusters(m, 16) >= g->cnorm16_max;
-        g->cglu8 = g->cnorm8_max > 0 && cu_cluster_glu_clusters(m, 8) >= g->cnorm8_max;
-    }
     return HRMT_OK;
 }
 
@@ -116,7 +107,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FUSED_NORM: return g->pnorm != 0;
     case HRMT_PATH_NORM_PROLOGUE: return g->npro != 0;
     case HRMT_PATH_CLUSTER_NORM: return g->cnorm != 0;
-    case HRMT_PATH_CLUSTER_GLU: return g->cglu16 || g->cglu8;
     case HRMT_PATH_FUSED_HEADS: return g->heads != 0;
     case HRMT_PATH_QKV_ATTN: return g->qa != 0;
     }

@@ -147,12 +147,8 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         if (!done) TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
         TRY(cu_attention(m, ws->qkv, ws->att, n));
     }
-    int normed = 0, glued = 0; /* h1 already in h: o_proj came with its norm (and act) */
-    if (cnorm && (cnorm == 16 ? g->cglu16 : g->cglu8)) {
-        TRY(cu_cluster_glu(m, cnorm, rows, ws->att, b->o.dev, h, b->gate_up.dev, ws->act, &glued));
-        normed = glued;
-    }
-    if (cnorm && !glued) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, &normed));
+    int normed = 0; /* h1 already in h: o_proj came with its norm */
+    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, &normed));
     if (g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
         normed = 1;
@@ -164,7 +160,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         TRY(cu_glu_norm(m, rows, h, ws->proj, ws->hn, b->gate_up.dev, ws->act, &done));
         if (done) res = ws->hn;
     }
-    if (res == h && !glued) {
+    if (res == h) {
         if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram));
         if (g->glu) {
             TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));

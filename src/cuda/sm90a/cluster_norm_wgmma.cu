@@ -44,13 +44,21 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
-#include "cuda/sm90a/cluster_norm_steps.cuh"
+#include "cuda/rowops_common.cuh"
+#include "cuda/rowops_sumsq.cuh"
+#include "cuda/sm90a/norm_epilogue.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+namespace rc = hrmt_rowops_cuda;
 
 namespace {
+
+constexpr int CN_BM = 64;
 
 template <int WN, int CL>
 struct cn_cfg {
     static constexpr int H = WN * CL;
+    static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
     static constexpr int A_BYTES = CN_BM * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
     /* At the rows it serves the grid is at most one CTA per SM: a deep ring. */
@@ -65,13 +73,24 @@ struct cn_args {
     float eps;
 };
 
+#ifdef HRMT_SM90A
+__device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
+    uint16_t v;
+    asm volatile("ld.shared::cluster.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
+}
+#endif
+
 template <int WN, int CL>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
     using C = cn_cfg<WN, CL>;
-    constexpr int S = C::STAGES, H = C::H;
+    constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint16_t *xs = (uint16_t *)(smem + S * C::STAGE_BYTES); /* [64][WN] */
@@ -114,8 +133,18 @@ __global__ void __launch_bounds__(256, 1)
     }
     pdl_wait(); /* before reading h */
     pdl_trigger();
-    const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
-    cn_thread<WN> th(p.h, p.M, H, m0, n0, warp, lane);
+    const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
+    /* The residual's values, read while the products run; rows past M stay
+     * unread and unwritten. */
+    const int lr0 = warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
+    uint16_t *hrow[2] = {p.h + (size_t)(m0 + lr0) * H + n0, p.h + (size_t)(m0 + lr0 + 8) * H + n0};
+    const bool live[2] = {m0 + lr0 < p.M, m0 + lr0 + 8 < p.M};
+    uint32_t res[WN / 8][2];
+#pragma unroll
+    for (int i = 0; i < WN / 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++)
+            res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
     /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
      * accumulators as integers into the first wgmma and serialise every
      * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
@@ -126,18 +155,45 @@ __global__ void __launch_bounds__(256, 1)
     unsigned ph = 0;
     ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
                       lane);
-    th.residual(acc, xs); /* 1. */
+
+    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
+#pragma unroll
+    for (int i = 0; i < WN / 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int col = 8 * i + 2 * c;
+            residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
+            /* acc holds BF16 values now: the pair packs exactly. */
+            *(uint32_t *)(xs + (lr0 + 8 * hf) * WN + col) =
+                rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]);
+        }
     cl_sync();
-    cn_row_invs<WN, CL>(xs, xinv, rank, m0, p.M, p.eps, warp, lane); /* 2. */
+
+    /* 2. This CTA's rows of the tile: lane l is the reference's lane l
+     * (rowops_sumsq.cuh's register form), column c = g 32 + l held by CTA
+     * c / WN. */
+    for (int j = warp; j < C::RP; j += 4) {
+        const int row = (int)rank * C::RP + j;
+        if (m0 + row >= p.M) continue;
+        float xv[G];
+#pragma unroll
+        for (int g = 0; g < G; g++)
+            xv[g] = rc::bf16_to_f(cl_ld_u16(
+                cl_map(xs + row * WN + (g * 32 + lane) % WN, (uint32_t)((g * 32 + lane) / WN))));
+        const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
+        if (lane < CL) cl_st_f32(cl_map(xinv + row, (uint32_t)lane), inv);
+    }
     cl_sync();
+
     /* 3. out = bf16(x inv) over this CTA's block. */
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
-        if (!th.live[hf]) continue;
-        const float inv = xinv[th.lr0 + 8 * hf];
+        if (!live[hf]) continue;
+        const float inv = xinv[lr0 + 8 * hf];
 #pragma unroll
         for (int i = 0; i < WN / 8; i++)
-            *(uint32_t *)(th.hrow[hf] + 8 * i + 2 * th.c) = th.normed(acc, inv, i, hf);
+            *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) = rc::pack_bf16x2_arith(
+                rc::fmul(acc[4 * i + 2 * hf], inv), rc::fmul(acc[4 * i + 2 * hf + 1], inv));
     }
 #endif
 }
