@@ -757,7 +757,7 @@ static void skip_off_sm90a(int on, hrmt_model *m, hrmt_model *ref, hrmt_context 
 
 /* o_proj / down_proj + residual + RMSNorm as one kernel over a thread-block
  * cluster (HRMT_CUDA_CLUSTER_NORM, on by default: clusters of 16 up to six
- * 64-row tiles, of 8 up to 14) in the otherwise default (tuned) model against
+ * 64-row tiles, of 8 up to 15) in the otherwise default (tuned) model against
  * the launch-by-launch block: the same bytes, both schedules, at rows the
  * default gives clusters of 16 (hidden 512: 82 rows, two tiles, the second
  * ragged; 328; hidden 256 with T = 61: 183), clusters of 8 (574) and neither
@@ -801,6 +801,26 @@ Test(cuda_model, cluster_norm_equals_launches_hrm_width) {
 Test(cuda_model, cluster_norm_equals_launches_short_seq) {
     const int batches[] = {3, 16, 20};
     cluster_norm_equals_launches(256, 4, 60, batches, 3);
+}
+
+/* The block GEMMs and the fused gate_up tuned at a step's exact M
+ * (HRMT_CUDA_GEMM_TUNE_EXACT, on by default; rows above 2048 that are no
+ * bucket's own M: 26 and 40 samples of T = 82, 2132 and 3280 rows) against
+ * the launches with the pinned algorithm: the same bytes, both schedules
+ * (the tiered tiles take their buckets' picks). */
+Test(cuda_model, exact_m_tuning_keeps_bits) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *ref = launches_model(ctx, &cfg, 37), *m = NULL;
+    cr_assert_eq(hrmt_model_uses(ref, HRMT_PATH_GEMM_TUNE_EXACT), 0,
+                 "HRMT_CUDA_GEMM_TUNE=0: no tuning at all");
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 37, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_GEMM_TUNE_EXACT), 1, "on by default");
+    const int batches[] = {26, 40};
+    expect_same_steps(m, ref, batches, 2, "GEMMs tuned at the step's M vs launches");
+    hrmt_model_destroy(m);
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
 }
 
 /* The block's qkv projection and attention as one kernel over a cluster per
@@ -962,11 +982,12 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[9] = {
-        "HRMT_CUDA_FUSED_GLU",    "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
-        "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-        "HRMT_CUDA_FUSED_HEADS",  "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE"};
-    for (int i = 0; i < 9; i++) {
+    const char *names[10] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
+                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
+                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+                             "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",
+                             "HRMT_CUDA_GLU_SMEM_TABLE",    "HRMT_CUDA_GEMM_TUNE_EXACT"};
+    for (int i = 0; i < 10; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

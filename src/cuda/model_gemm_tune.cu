@@ -40,6 +40,12 @@ constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows
  * 12 of HRM's 82 rows): above, cuBLASLt's larger tiles fill the SMs, and
  * timing them costs load time. */
 constexpr int OWN_MAX_BUCKET = 3;
+/* The step's own M is tuned (cu_gemm_tune_rows) above EXACT_MIN_ROWS, where
+ * a bucket's pick, timed at the bucket's top M, can lose a wave to tile
+ * quantisation at the step's M (H200, batch 256 of HRM: 0.978 of the step),
+ * and up to EXACT_MAX_ROWS, which bounds the scratch (~300 MB at HRM's
+ * width). */
+constexpr size_t EXACT_MIN_ROWS = (size_t)128 << 4, EXACT_MAX_ROWS = (size_t)1 << 15;
 
 struct tune_ctx {
     hrmt_model *m;
@@ -160,13 +166,17 @@ hrmt_status checked_time(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row,
     return HRMT_OK;
 }
 
-hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
+/* The fastest at M rows ("rows <= M" for a bucket, "rows = M" for an exact
+ * M in the log) of the pinned algorithm, the heuristic's candidates that
+ * give its bits and, when own_ok, the own tile shapes: into *algo and *own
+ * (1 + the shape; 0: cuBLASLt). */
+hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const char *le,
+                   cublasLtMatmulAlgo_t *algo, signed char *own) {
     hrmt_cuda *cu = t->m->ctx->cuda;
-    const uint64_t M = (uint64_t)128 << b;
     const size_t row = sl->ldc * 2;
     auto pinned = [&](uint64_t rows, void *c) { return run_lt(t, sl, &sl->algo, rows, c); };
-    sl->small[b] = sl->algo;
-    sl->own[b] = 0;
+    *algo = sl->algo;
+    *own = 0;
     float best = 0.0f;
     TRY(time_us(
         t, [&] { return pinned(M, t->c1); }, &best));
@@ -202,37 +212,41 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
         TRY(checked_time(t, pinned, cand, M, row, &us));
         if (us < best) {
             best = us;
-            sl->small[b] = res[i].algo;
+            *algo = res[i].algo;
         }
     }
     /* The own narrow tiles, where few rows leave cuBLASLt's tiles short of SMs. */
     const float best_lt = best;
-    const int shapes = b <= OWN_MAX_BUCKET ? t->own_shapes : 0;
+    const int shapes = own_ok ? t->own_shapes : 0;
     for (int i = 0; i < shapes; i++) {
         auto cand = [&](uint64_t rows, void *c) { return run_own(t, sl, i, rows, c); };
         float us = 0.0f;
         TRY(checked_time(t, pinned, cand, M, row, &us));
         if (t->verbose)
-            fprintf(stderr, "hrmt gemm tuning: %zux%zu shape %s, rows <= %llu: %.2f us\n", sl->n,
-                    sl->k, cu_wgemm_name(i), (unsigned long long)M, us);
+            fprintf(stderr, "hrmt gemm tuning: %zux%zu shape %s, rows %s %llu: %.2f us\n", sl->n,
+                    sl->k, cu_wgemm_name(i), le, (unsigned long long)M, us);
         if (us < best) {
             best = us;
-            sl->own[b] = (signed char)(i + 1);
+            *own = (signed char)(i + 1);
         }
     }
     if (t->verbose)
-        fprintf(stderr, "hrmt gemm tuning: %zux%zu, rows <= %llu: %s (%.2f us; cuBLASLt %.2f)\n",
-                sl->n, sl->k, (unsigned long long)M,
-                sl->own[b] ? cu_wgemm_name(sl->own[b] - 1) : "cuBLASLt", best, best_lt);
+        fprintf(stderr, "hrmt gemm tuning: %zux%zu, rows %s %llu: %s (%.2f us; cuBLASLt %.2f)\n",
+                sl->n, sl->k, le, (unsigned long long)M,
+                *own ? cu_wgemm_name(*own - 1) : "cuBLASLt", best, best_lt);
     return HRMT_OK;
 }
 
-/* The fused gate_up + SwiGLU's tile shapes at bucket b: each must give the
+hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
+    return tune_m(t, sl, (uint64_t)128 << b, b <= OWN_MAX_BUCKET, "<=", &sl->small[b], &sl->own[b]);
+}
+
+/* The fused gate_up + SwiGLU's tile shapes at M rows: each must give the
  * launches' bytes (the pinned gate_up GEMM, then the SwiGLU table kernel);
- * the fastest serves the bucket. */
-hrmt_status tune_glu(tune_ctx *t, cu_lt_slot *gu, int b) {
+ * the fastest (1 + its index) into *shape. */
+hrmt_status tune_glu_m(tune_ctx *t, cu_lt_slot *gu, uint64_t M, const char *le,
+                       signed char *shape) {
     hrmt_model *m = t->m;
-    const uint64_t M = (uint64_t)128 << b;
     const size_t I = m->inter, row = I * 2;
     auto launches = [&](uint64_t rows, void *c) {
         if (!run_lt(t, gu, &gu->algo, rows, t->c2)) return 0;
@@ -240,7 +254,7 @@ hrmt_status tune_glu(tune_ctx *t, cu_lt_slot *gu, int b) {
         return own_ran(t, cu_check(m->ctx, "cuda swiglu"));
     };
     float best = INFINITY;
-    cu_model(m)->glu_shape[b] = 0;
+    *shape = 0;
     for (int i = 0; i < cu_glu_shapes(); i++) {
         auto cand = [&](uint64_t rows, void *c) {
             return own_ran(t, cu_glu_shape(m, i, rows, t->a, t->w, c));
@@ -248,16 +262,16 @@ hrmt_status tune_glu(tune_ctx *t, cu_lt_slot *gu, int b) {
         float us = 0.0f;
         TRY(checked_time(t, launches, cand, M, row, &us));
         if (t->verbose)
-            fprintf(stderr, "hrmt gemm tuning: fused gate_up shape %d, rows <= %llu: %.2f us\n", i,
-                    (unsigned long long)M, us);
+            fprintf(stderr, "hrmt gemm tuning: fused gate_up shape %d, rows %s %llu: %.2f us\n", i,
+                    le, (unsigned long long)M, us);
         if (us < best) {
             best = us;
-            cu_model(m)->glu_shape[b] = (signed char)(i + 1);
+            *shape = (signed char)(i + 1);
         }
     }
     if (t->verbose)
-        fprintf(stderr, "hrmt gemm tuning: fused gate_up, rows <= %llu: shape %d (%.2f us)\n",
-                (unsigned long long)M, cu_model(m)->glu_shape[b] - 1, best);
+        fprintf(stderr, "hrmt gemm tuning: fused gate_up, rows %s %llu: shape %d (%.2f us)\n", le,
+                (unsigned long long)M, *shape - 1, best);
     return HRMT_OK;
 }
 
@@ -287,11 +301,80 @@ hrmt_status forced_shape(hrmt_model *m, const char *name, int count, int *shape)
     return HRMT_OK;
 }
 
+/* Scratch and events for tuning at up to `rows` rows: random A and W, the
+ * outputs. *skip: the device cannot spare the scratch (not an error: the
+ * pinned algorithm, or the buckets, serve). tune_close frees what it made. */
+hrmt_status tune_open(hrmt_model *m, size_t rows, tune_ctx *t, int *skip) {
+    struct hrmt_model_cuda *g = cu_model(m);
+    memset(t, 0, sizeof *t);
+    t->m = m;
+    *skip = 0;
+    size_t maxn = 0, maxk = 0, maxw = 0; /* widest C and A rows, largest W */
+    for (int i = 0; i < g->nlt; i++) {
+        maxn = g->lt[i].ldc > maxn ? g->lt[i].ldc : maxn;
+        maxk = g->lt[i].lda > maxk ? g->lt[i].lda : maxk;
+        maxw = g->lt[i].n * g->lt[i].k > maxw ? g->lt[i].n * g->lt[i].k : maxw;
+    }
+    const size_t probe = PROBE_ROWS > m->T ? PROBE_ROWS : m->T;
+    const size_t a_el = rows * maxk, w_el = maxw, c_el = rows * maxn;
+    const char *log = getenv("HRMT_CUDA_GEMM_TUNE_LOG");
+    t->verbose = log && !strcmp(log, "1");
+    hrmt_status s = HRMT_OK;
+    uint16_t *host = (uint16_t *)malloc((a_el > w_el ? a_el : w_el) * 2);
+    t->h0 = (unsigned char *)malloc(probe * maxn * 2);
+    t->h1 = (unsigned char *)malloc(probe * maxn * 2);
+    t->h2 = (unsigned char *)malloc(probe * maxn * 2);
+    if (!host || !t->h0 || !t->h1 || !t->h2)
+        s = hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda gemm tuning: host buffers");
+    hrmt_cuda *cu = m->ctx->cuda;
+    char *err = m->ctx->err;
+    const size_t el = sizeof m->ctx->err;
+    /* The reference output only ever holds a probe's rows (same_bits). */
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, a_el * 2, (void **)&t->a, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, w_el * 2, (void **)&t->w, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, probe * maxn * 2, (void **)&t->c0, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, c_el * 2, (void **)&t->c1, err, el);
+    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, probe * maxn * 2, (void **)&t->c2, err, el);
+    if (s == HRMT_ERR_OUT_OF_MEMORY) {
+        *skip = 1;
+        s = HRMT_OK;
+        m->ctx->err[0] = '\0'; /* not an error of the load or the step */
+    }
+    if (s == HRMT_OK && !*skip) {
+        fill_random(host, a_el, 0x5eed);
+        s = hrmt_cuda_memcpy(cu, t->a, host, a_el * 2, 0, err, el);
+    }
+    if (s == HRMT_OK && !*skip) {
+        fill_random(host, w_el, 0xbeef);
+        s = hrmt_cuda_memcpy(cu, t->w, host, w_el * 2, 0, err, el);
+    }
+    free(host);
+    if (s == HRMT_OK && !*skip)
+        s = cuda_err(t, cudaEventCreate(&t->ev0), "cuda gemm tuning: event");
+    if (s == HRMT_OK && !*skip)
+        s = cuda_err(t, cudaEventCreate(&t->ev1), "cuda gemm tuning: event");
+    return s;
+}
+
+void tune_close(tune_ctx *t) {
+    hrmt_cuda *cu = t->m->ctx->cuda;
+    if (t->ev0) (void)cudaEventDestroy(t->ev0);
+    if (t->ev1) (void)cudaEventDestroy(t->ev1);
+    void *dev[5] = {t->a, t->w, t->c0, t->c1, t->c2};
+    for (int i = 0; i < 5; i++)
+        if (dev[i]) hrmt_cuda_free(cu, dev[i]);
+    free(t->h0);
+    free(t->h1);
+    free(t->h2);
+}
+
 } // namespace
 
 hrmt_status cu_gemm_tune(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
-    int fw = -1, fg = -1;
+    int fw = -1, fg = -1, exact = 1;
+    TRY(cu_env_switch(m, "HRMT_CUDA_GEMM_TUNE_EXACT", 1, &exact));
+    g->tune_exact = 0;
     TRY(forced_shape(m, "HRMT_CUDA_WGEMM_SHAPE", g->nlt ? cu_wgemm_shapes(m) : 0, &fw));
     TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes() : 0, &fg));
     if (fw >= 0 || fg >= 0) {
@@ -313,53 +396,11 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     const int lt_only = env && !strcmp(env, "lt");
     if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
     const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);
-    if (m->T > rows) return HRMT_OK;     /* one sample fills the buckets: the pinned one serves */
-    size_t maxn = 0, maxk = 0, maxw = 0; /* widest C and A rows, largest W */
-    for (int i = 0; i < g->nlt; i++) {
-        maxn = g->lt[i].ldc > maxn ? g->lt[i].ldc : maxn;
-        maxk = g->lt[i].lda > maxk ? g->lt[i].lda : maxk;
-        maxw = g->lt[i].n * g->lt[i].k > maxw ? g->lt[i].n * g->lt[i].k : maxw;
-    }
-    const size_t probe = PROBE_ROWS > m->T ? PROBE_ROWS : m->T;
-    const size_t a_el = rows * maxk, w_el = maxw, c_el = rows * maxn;
+    if (m->T > rows) return HRMT_OK; /* one sample fills the buckets: the pinned one serves */
     tune_ctx t;
-    memset(&t, 0, sizeof t);
-    t.m = m;
-    t.own_shapes = lt_only ? 0 : cu_wgemm_shapes(m);
-    const char *log = getenv("HRMT_CUDA_GEMM_TUNE_LOG");
-    t.verbose = log && !strcmp(log, "1");
-    hrmt_status s = HRMT_OK;
-    uint16_t *host = (uint16_t *)malloc((a_el > w_el ? a_el : w_el) * 2);
-    t.h0 = (unsigned char *)malloc(probe * maxn * 2);
-    t.h1 = (unsigned char *)malloc(probe * maxn * 2);
-    t.h2 = (unsigned char *)malloc(probe * maxn * 2);
-    if (!host || !t.h0 || !t.h1 || !t.h2)
-        s = hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "cuda gemm tuning: host buffers");
-    hrmt_cuda *cu = m->ctx->cuda;
-    char *err = m->ctx->err;
-    const size_t el = sizeof m->ctx->err;
-    /* Scratch the device cannot spare only costs the tuning: the pinned
-     * algorithm serves every M then. */
-    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, a_el * 2, (void **)&t.a, err, el);
-    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, w_el * 2, (void **)&t.w, err, el);
-    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, c_el * 2, (void **)&t.c0, err, el);
-    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, c_el * 2, (void **)&t.c1, err, el);
-    if (s == HRMT_OK) s = hrmt_cuda_malloc(cu, probe * maxn * 2, (void **)&t.c2, err, el);
-    const int skip = s == HRMT_ERR_OUT_OF_MEMORY;
-    if (skip) {
-        s = HRMT_OK;
-        m->ctx->err[0] = '\0'; /* not an error of the load */
-    }
-    if (s == HRMT_OK && !skip) {
-        fill_random(host, a_el, 0x5eed);
-        s = hrmt_cuda_memcpy(cu, t.a, host, a_el * 2, 0, err, el);
-    }
-    if (s == HRMT_OK && !skip) {
-        fill_random(host, w_el, 0xbeef);
-        s = hrmt_cuda_memcpy(cu, t.w, host, w_el * 2, 0, err, el);
-    }
-    if (s == HRMT_OK && !skip) s = cuda_err(&t, cudaEventCreate(&t.ev0), "cuda gemm tuning: event");
-    if (s == HRMT_OK && !skip) s = cuda_err(&t, cudaEventCreate(&t.ev1), "cuda gemm tuning: event");
+    int skip = 0;
+    hrmt_status s = tune_open(m, rows, &t, &skip);
+    if (s == HRMT_OK && !skip) t.own_shapes = lt_only ? 0 : cu_wgemm_shapes(m);
     const int own_shapes = t.own_shapes;
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
         /* The fused MLP never calls the gate_up GEMM: no own tiles for it. */
@@ -368,7 +409,7 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
         if (s == HRMT_OK) g->lt[i].nsmall = CU_LT_BUCKETS;
     }
     for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK && !skip && g->glu && !lt_only; b++)
-        s = tune_glu(&t, &g->lt[CU_LT_GATE_UP], b);
+        s = tune_glu_m(&t, &g->lt[CU_LT_GATE_UP], (uint64_t)128 << b, "<=", &g->glu_shape[b]);
     if (s != HRMT_OK) {
         for (int i = 0; i < g->nlt; i++) {
             g->lt[i].nsmall = 0;
@@ -376,14 +417,46 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
         }
         memset(g->glu_shape, 0, sizeof g->glu_shape);
     }
-    if (t.ev0) (void)cudaEventDestroy(t.ev0);
-    if (t.ev1) (void)cudaEventDestroy(t.ev1);
-    void *dev[5] = {t.a, t.w, t.c0, t.c1, t.c2};
-    for (int i = 0; i < 5; i++)
-        if (dev[i]) hrmt_cuda_free(cu, dev[i]);
-    free(host);
-    free(t.h0);
-    free(t.h1);
-    free(t.h2);
+    tune_close(&t);
+    /* The step's own M tuned at its first step (cu_gemm_tune_rows) where the
+     * buckets were; off with HRMT_CUDA_GEMM_TUNE_EXACT=0. */
+    g->tune_exact = s == HRMT_OK && !skip && !lt_only && exact;
     return s;
+}
+
+const cu_exact_pick *cu_exact_for(const hrmt_model *m, size_t rows) {
+    const struct hrmt_model_cuda *g = cu_model(m);
+    for (int i = 0; i < g->nexact; i++)
+        if (g->exact[i].rows == rows) return g->exact[i].tuned ? &g->exact[i] : NULL;
+    return NULL;
+}
+
+hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
+    struct hrmt_model_cuda *g = cu_model(m);
+    if (!g->tune_exact || rows <= EXACT_MIN_ROWS || rows > EXACT_MAX_ROWS) return HRMT_OK;
+    /* A bucket's own M was tuned at load. */
+    if ((rows & (rows - 1)) == 0 && rows <= (size_t)128 << (CU_LT_BUCKETS - 1)) return HRMT_OK;
+    for (int i = 0; i < g->nexact; i++)
+        if (g->exact[i].rows == rows) return HRMT_OK;
+    cu_exact_pick p;
+    memset(&p, 0, sizeof p);
+    p.rows = rows;
+    tune_ctx t;
+    int skip = 0;
+    hrmt_status s = tune_open(m, rows, &t, &skip);
+    for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
+        signed char own = 0; /* no own tiles at these rows (OWN_MAX_BUCKET) */
+        s = tune_m(&t, &g->lt[i], rows, 0, "=", &p.algo[i], &own);
+    }
+    if (s == HRMT_OK && !skip && g->glu)
+        s = tune_glu_m(&t, &g->lt[CU_LT_GATE_UP], rows, "=", &p.glu_shape);
+    tune_close(&t);
+    if (s != HRMT_OK) return s;
+    /* Scratch the device cannot spare: the buckets serve these rows (and
+     * the entry says so, so that the next step does not try again). */
+    p.tuned = !skip;
+    g->exact[g->exact_next] = p;
+    g->exact_next = (g->exact_next + 1) % CU_EXACT;
+    if (g->nexact < CU_EXACT) g->nexact++;
+    return HRMT_OK;
 }

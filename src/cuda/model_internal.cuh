@@ -53,6 +53,17 @@ static inline cublasStatus_t cu_lt_layouts(const cu_lt_slot *sl, uint64_t M,
     return st;
 }
 
+/* The tuner's picks at one step's exact M (cu_gemm_tune_rows): per slot's
+ * cuBLASLt algorithm and the fused gate_up's shape (1 + it; 0 untuned);
+ * tuned 0: the device could not spare the scratch, the buckets serve. */
+#define CU_EXACT 4
+typedef struct cu_exact_pick {
+    size_t rows;
+    int tuned;
+    cublasLtMatmulAlgo_t algo[CU_LT_SLOTS];
+    signed char glu_shape;
+} cu_exact_pick;
+
 /* Device copies of the model's tables (forward dtype; rope F32). */
 struct hrmt_model_cuda {
     void *embed_tokens, *puzzle_emb, *embed_pos, *H_init, *L_init;
@@ -63,6 +74,9 @@ struct hrmt_model_cuda {
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
+    int tune_exact;                       /* the step's own M tuned (cu_gemm_tune_rows) */
+    cu_exact_pick exact[CU_EXACT];        /* ... the last CU_EXACT of them */
+    int nexact, exact_next;
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
@@ -159,6 +173,13 @@ hrmt_status cu_gemm_pin(hrmt_model *m);
 /* model_gemm_tune.cu: fills each pinned slot's small-M algorithms (skipped
  * when HRMT_CUDA_GEMM_TUNE=0). */
 hrmt_status cu_gemm_tune(hrmt_model *m);
+/* The block GEMMs' algorithms and the fused gate_up's shape tuned at
+ * exactly `rows` rows (a step's B T) where the load's buckets were tuned
+ * and rows is large and not a bucket's own M; once per rows (the last
+ * CU_EXACT kept). Before a step's work is enqueued or captured: it times
+ * kernels on the model's stream. cu_exact_for: that pick, or NULL. */
+hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows);
+const cu_exact_pick *cu_exact_for(const hrmt_model *m, size_t rows);
 
 /* model_settings.cu: *on = the 0 / 1 switch `name` from the environment, or
  * dflt when unset; anything else INVALID_ARG (message names the variable).

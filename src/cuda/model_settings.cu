@@ -109,6 +109,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_CLUSTER_NORM: return g->cnorm != 0;
     case HRMT_PATH_FUSED_HEADS: return g->heads != 0;
     case HRMT_PATH_QKV_ATTN: return g->qa != 0;
+    case HRMT_PATH_GEMM_TUNE_EXACT: return g->tune_exact != 0;
     }
     return 0;
 }

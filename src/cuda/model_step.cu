@@ -656,6 +656,8 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     const int rebuild = use_graph && g->graph_key != key;
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);
+    /* The block GEMMs at this batch's own M, once (before any capture). */
+    TRY(cu_gemm_tune_rows(m, B * m->T));
     TRY(ev_reserve(m, g, EV_END));
     if (!use_graph || rebuild) { /* a new timeline; a replay reuses the captured one */
         g->nev = EV_FIRST_SEG;

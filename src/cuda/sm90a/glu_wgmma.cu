@@ -293,8 +293,11 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
     return glu_shape_launch(m, fn, shape, rows, a, w, act);
 }
 
-/* The tile shape for these rows: the tuner's pick, else the untuned rule. */
+/* The tile shape for these rows: the tuner's pick (at these rows, else at
+ * their bucket), else the untuned rule. */
 static int glu_pick(const hrmt_model *m, size_t rows) {
+    const cu_exact_pick *ex = cu_exact_for(m, rows);
+    if (ex && ex->glu_shape > 0) return ex->glu_shape - 1;
     const int shape = cu_model(m)->glu_shape[cu_row_bucket(rows, CU_LT_BUCKETS)] - 1;
     return shape >= 0 ? shape : glu_default_shape(m, rows); /* 0 stored: not tuned */
 }
