@@ -804,7 +804,7 @@ Test(cuda_model, cluster_norm_equals_launches_short_seq) {
 }
 
 /* The block GEMMs and the fused gate_up tuned at a step's exact M
- * (HRMT_CUDA_GEMM_TUNE_EXACT, on by default; rows above 2048 that are no
+ * (HRMT_CUDA_GEMM_TUNE_EXACT, on by default; rows above 1024 that are no
  * bucket's own M: 26 and 40 samples of T = 82, 2132 and 3280 rows) against
  * the launches with the pinned algorithm: the same bytes, both schedules
  * (the tiered tiles take their buckets' picks). */

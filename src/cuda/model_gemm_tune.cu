@@ -40,12 +40,12 @@ constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows
  * 12 of HRM's 82 rows): above, cuBLASLt's larger tiles fill the SMs, and
  * timing them costs load time. */
 constexpr int OWN_MAX_BUCKET = 3;
-/* The step's own M is tuned (cu_gemm_tune_rows) above EXACT_MIN_ROWS, where
- * a bucket's pick, timed at the bucket's top M, can lose a wave to tile
- * quantisation at the step's M (H200, batch 256 of HRM: 0.978 of the step),
- * and up to EXACT_MAX_ROWS, which bounds the scratch (~300 MB at HRM's
- * width). */
-constexpr size_t EXACT_MIN_ROWS = (size_t)128 << 4, EXACT_MAX_ROWS = (size_t)1 << 15;
+/* The step's own M is tuned (cu_gemm_tune_rows) above the own tiles' buckets,
+ * where a bucket's pick, timed at the bucket's top M, can lose a wave to tile
+ * quantisation at the step's M (H200, HRM: 0.892 / 0.931 / 0.930 / 0.980 of
+ * the step at batch 32 / 64 / 128 / 256), and up to EXACT_MAX_ROWS, which
+ * bounds the scratch (~300 MB at HRM's width). */
+constexpr size_t EXACT_MIN_ROWS = (size_t)128 << OWN_MAX_BUCKET, EXACT_MAX_ROWS = (size_t)1 << 15;
 
 struct tune_ctx {
     hrmt_model *m;
