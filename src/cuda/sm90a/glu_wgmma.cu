@@ -18,11 +18,10 @@
  * Shape: ring_gemm.cuh's persistent kernel (TMA ring, one producer thread,
  * consumer warpgroups); a stage holds a tile's rows of A and its BNA gate
  * plus BNA up rows of W, adjacent, so that one wgmma of N = 2 BNA covers
- * both and a thread holds each gate next to its up. Seven tile shapes
+ * both and a thread holds each gate next to its up. Six tile shapes
  * (GLU_SHAPES): 128 x 64 with two warpgroups taking turns (large batches),
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
- * more SMs), 128 x 128 with two warpgroups sharing each tile (m64n256
- * products: fewer shared-memory bytes a product, session 24). The
+ * more SMs). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
@@ -162,31 +161,28 @@ struct glu_epi {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W); coop: the warpgroups share each tile of 64 WGS
- * rows (ring_gemm.cuh's COOP: m64n256 products, W read once a product). */
+ * columns (2 BNA rows of W). */
 struct glu_shape {
     int msub, wgs, bna;
-    bool coop;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64, false}, {1, 2, 64, false}, {1, 1, 64, false},
-                                    {1, 1, 32, false}, {1, 2, 32, false}, {1, 1, 16, false},
-                                    {1, 2, 128, true}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
+                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
-template <int MSUB, int WGS, int BNA, bool COOP = false>
+template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
-    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>, COOP>;
+    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, COOP>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     const size_t mt = (rows + C::BM - 1) / C::BM, tiles = mt * (I / BNA);
-    const size_t ctas = COOP ? tiles : (tiles + WGS - 1) / WGS;
+    const size_t ctas = (tiles + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
     typename glu_epi<BNA>::args p{{(int)rows, (int)(I / BNA), (int)(H / BK)},
                                   (int)I,
@@ -194,8 +190,8 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                                   (uint16_t *)act,
                                   (int)I,
                                   cu_model(m)->glu_slut};
-    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, COOP>, dim3(grid),
-                   dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
+                   C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     return cu_check(m->ctx, "cuda fused gate_up");
 }
@@ -228,9 +224,9 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int MSUB, int WGS, int BNA, bool COOP = false>
+template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, COOP>(per_block);
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
 }
 
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
@@ -241,10 +237,7 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
-    case 5: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
-    default: /* 128 act columns a tile: where I is not a multiple, shape 0 (same bits) */
-        if (m->inter % 128 != 0) return glu_launch<2, 2, 64>(m, fn, rows, a, w, act);
-        return glu_launch<1, 2, 128, true>(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -271,8 +264,7 @@ int cu_glu_applies(const hrmt_model *m) {
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!glu_loads<2, 2, 64>(per_block) || !glu_loads<1, 2, 64>(per_block) ||
         !glu_loads<1, 1, 64>(per_block) || !glu_loads<1, 1, 32>(per_block) ||
-        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block) ||
-        !glu_loads<1, 2, 128, true>(per_block))
+        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block))
         return 0;
     return encode_fn() != nullptr;
 }
@@ -327,7 +319,6 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
                       (float)m->cfg.rms_norm_eps};
     *done = 1;
     switch (GLU_SHAPES[shape].bna) {
-    case 128: /* the prologue's tiles are 64 rows, one warpgroup: its widest */
     case 64: return glun_launch<64>(m, fn, rows, ns, w, act);
     case 32: return glun_launch<32>(m, fn, rows, ns, w, act);
     default: return glun_launch<16>(m, fn, rows, ns, w, act);

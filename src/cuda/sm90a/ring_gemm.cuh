@@ -15,15 +15,7 @@
  *  - WGS consumer warpgroups taking alternate tiles: one's epilogue runs
  *    beside the other's products ("ping-pong"). They take turns (order[])
  *    to wait on the ring, so that none waits on a stage's parity a whole
- *    phase ahead of the stage;
- *  - or (COOP) the WGS warpgroups sharing each tile of 64 MSUB WGS rows,
- *    warpgroup c taking rows c 64 MSUB.. against the stage's whole W slice:
- *    per product W is read once for 64 MSUB rows a warpgroup where
- *    ping-pong's MSUB m64 blocks read it MSUB times, and a wider WN fits
- *    the registers (shared-memory reads and TMA fills were ~1.25x the
- *    tensor cores' own feed in the 128 x 64 gate_up tile: the H200's
- *    shared memory, not its tensor cores, set that kernel's pace); the
- *    epilogues then run with no products beside them. */
+ *    phase ahead of the stage. */
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 
@@ -43,9 +35,9 @@ struct epi_smem<E, decltype((void)E::EPI_SMEM)> {
     static constexpr int value = E::EPI_SMEM;
 };
 
-template <int MSUB, int WGS, int WN, int EPI = 0, bool COOP = false>
+template <int MSUB, int WGS, int WN, int EPI = 0>
 struct ring_cfg {
-    static constexpr int BM = 64 * MSUB * (COOP ? WGS : 1);
+    static constexpr int BM = 64 * MSUB;
     static constexpr int THREADS = 128 * (WGS + 1);
     static constexpr int A_BYTES = BM * ROW_BYTES;
     static constexpr int W_BYTES = WN * ROW_BYTES;
@@ -55,8 +47,8 @@ struct ring_cfg {
     /* 1024-byte alignment for the swizzle, the barriers, the epilogue's part. */
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + BAR_BYTES + EPI;
 };
-template <int MSUB, int WGS, int WN, class E, bool COOP = false>
-using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value, COOP>;
+template <int MSUB, int WGS, int WN, class E>
+using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value>;
 
 /* What every policy's arguments start with: rows, column tiles, k blocks. */
 struct ring_dims {
@@ -70,12 +62,12 @@ struct ring_dims {
  * also has epi_load(part, thread, threads, args), which the consumer
  * warpgroups run once before their first tile to fill that shared-memory
  * part, and store(..., args, part). */
-template <int MSUB, int WGS, int WN, class E, bool COOP = false>
-__global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS, 1)
+template <int MSUB, int WGS, int WN, class E>
+__global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
-    using C = ring_cfg_for<MSUB, WGS, WN, E, COOP>;
+    using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -84,8 +76,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS,
     const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
     const int tiles = mt * nt, kb_n = p.d.kblocks;
     if (threadIdx.x == 0) {
-        /* One arrive per warp of the consuming warpgroup(s). */
-        ring_init(full, empty, S, COOP ? 4 * WGS : 4);
+        ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
         mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -132,16 +123,10 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS,
     pdl_wait(); /* before the epilogue's stores */
     pdl_trigger();
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
-    /* Ping-pong: warpgroup cw takes tiles cw, cw + WGS, ... of the CTA's
-     * (q counts the CTA's tiles); COOP: every tile, rows cw 64 MSUB.. of it. */
-    constexpr int TSTEP = COOP ? 1 : WGS;
-    const int mrow = COOP ? cw * 64 * MSUB : 0;
-    int q = COOP ? 0 : cw;
+    int q = cw;
     unsigned turn = 0;
-    (void)turn; /* COOP: no turns */
-    for (int t = blockIdx.x + (COOP ? 0 : cw) * gridDim.x; t < tiles;
-         t += TSTEP * gridDim.x, q += TSTEP) {
-        const int m0 = (t / nt) * C::BM + mrow, n0 = (t % nt) * E::TILE_N;
+    for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += WGS * gridDim.x, q += WGS) {
+        const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
         const unsigned base = (unsigned)q * (unsigned)kb_n; /* ring uses before this tile */
         int s = (int)(base % S);
         unsigned ph = (base / S) & 1;
@@ -151,10 +136,8 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS,
 #pragma unroll
             for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
         int prev = -1;
-        if constexpr (!COOP) {
-            mbar_wait(&order[cw], turn);
-            turn ^= 1;
-        }
+        mbar_wait(&order[cw], turn);
+        turn ^= 1;
         for (int kb = 0; kb < kb_n; kb++) {
             mbar_wait(&full[s], ph);
             const uint8_t *st = smem + s * C::STAGE_BYTES;
@@ -164,8 +147,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS,
             for (int kk = 0; kk < BK / 16; kk++)
 #pragma unroll
                 for (int ms = 0; ms < MSUB; ms++)
-                    wgmma_n<WN>(acc[ms], desc_k128(st + (mrow + ms * 64) * ROW_BYTES) + 2 * kk,
-                                dw + 2 * kk);
+                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
             wg_commit();
             /* The previous stage's products are done once one group is left
              * in flight: hand its buffers back to the producer. */
@@ -175,7 +157,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS,
             ring_next(s, ph, S);
         }
         /* Every ring use of this tile has landed: the next tile's turn. */
-        if (!COOP && threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
         wg_wait<0>();
         /* Keep the epilogue's reads of the accumulators after the wait. */
 #pragma unroll
@@ -192,15 +174,14 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, COOP>::THREADS,
 }
 
 /* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
-template <int MSUB, int WGS, int WN, class E, bool COOP = false>
+template <int MSUB, int WGS, int WN, class E>
 int ring_loads(size_t per_block) {
-    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E, COOP>,
-                       ring_cfg_for<MSUB, WGS, WN, E, COOP>::SMEM, per_block);
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM,
+                       per_block);
 }
-template <int MSUB, int WGS, int WN, class E, bool COOP = false>
+template <int MSUB, int WGS, int WN, class E>
 cudaError_t ring_prepare() {
-    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E, COOP>,
-                       ring_cfg_for<MSUB, WGS, WN, E, COOP>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
 }
 
 } // namespace
