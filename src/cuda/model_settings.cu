@@ -72,7 +72,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * (more tiles fit a wave) up to CN8_TILES, then the GEMM and the row
      * kernel: the H200's crossovers (docs/CUDA.md; session 24: 8 against 16
      * 0.941 / 0.960 / 0.958 / 1.009 of the step at 8 / 11 / 13 / 16 tiles,
-     * session 23: 1.116 / 1.094 / 1.054 at 2 / 3 / 6). A device without
+     * 8 against the launches 0.955 / 0.989 at 15 / 16; session 23: 16 against
+     * 8 0.896 / 0.914 / 0.949 at 2 / 3 / 6). A device without
      * clusters of 16 takes 8 from the first tile. HRMT_CUDA_CLUSTER_NORM_CTAS
      * forces one size wherever its wave holds the tiles. The other two forms
      * of those norms, when asked for, take precedence. */
