@@ -30,12 +30,11 @@
  *
  * Shape: a CTA per (row tile of 64, WN columns): one producer thread (a TMA
  * ring of 64 k: A's 64 rows and W's WN rows), one consumer warpgroup of
- * m64nWNk16 (the residual read while the products run); CL = 16 where the
- * device runs such clusters, else 8 (HRMT_CUDA_CLUSTER_NORM_CTAS).
+ * m64nWNk16 (the residual read while the products run); CL = 16 or 8, by
+ * the batch's tile count (cu_cluster_norm_ctas, model_settings.cu).
  *
  * On by default (HRMT_CUDA_CLUSTER_NORM=0 turns it off): on the H200 the
- * step is 7% / 5% faster at batches 1 / 4, level at 2 and 6, in three
- * rounds (docs/CUDA.md). Tried and
+ * step is 7% / 5% / 4% faster at batches 1 / 4 / 8 (docs/CUDA.md). Tried and
  * dropped: A's rows multicast once per cluster (8-row slices, every
  * consumer warp arriving on every CTA's empty barrier) made a call 1.5x
  * slower (ncu at batch 1: 14.2 against 9.2 us). */
