@@ -101,11 +101,9 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
     const cublasLtMatmulAlgo_t *algo = &sl->algo;
     /* A parallel branch of the step's graph has its own (model_branch.cu). */
     void *ws = cu_model(m)->lt_ws_now ? cu_model(m)->lt_ws_now : cu->workspace;
-    const struct hrmt_model_cuda *g = cu_model(m);
-    const cu_exact_pick *ex =
-        sl >= g->lt && sl < g->lt + CU_LT_SLOTS ? cu_exact_for(m, rows) : NULL;
+    const cu_exact_pick *ex = cu_exact_for(m, rows); /* sl is one of cu_model(m)->lt */
     if (ex) {
-        algo = &ex->algo[sl - g->lt]; /* the step's own M (no own tiles there) */
+        algo = &ex->algo[sl - cu_model(m)->lt]; /* the step's own M (no own tiles there) */
     } else if (sl->nsmall > 0) {
         const int b = cu_row_bucket(rows, sl->nsmall);
         algo = &sl->small[b];

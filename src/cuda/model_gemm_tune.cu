@@ -424,11 +424,17 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     return s;
 }
 
-const cu_exact_pick *cu_exact_for(const hrmt_model *m, size_t rows) {
-    const struct hrmt_model_cuda *g = cu_model(m);
-    for (int i = 0; i < g->nexact; i++)
-        if (g->exact[i].rows == rows) return g->exact[i].tuned ? &g->exact[i] : NULL;
+/* The entry made for these rows, tuned or not; NULL: none yet. */
+static const cu_exact_pick *exact_entry(const struct hrmt_model_cuda *g, size_t rows) {
+    const unsigned n = g->exact_made < CU_EXACT ? g->exact_made : CU_EXACT;
+    for (unsigned i = 0; i < n; i++)
+        if (g->exact[i].rows == rows) return &g->exact[i];
     return NULL;
+}
+
+const cu_exact_pick *cu_exact_for(const hrmt_model *m, size_t rows) {
+    const cu_exact_pick *e = exact_entry(cu_model(m), rows);
+    return e && e->tuned ? e : NULL;
 }
 
 hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
@@ -436,8 +442,7 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     if (!g->tune_exact || rows <= EXACT_MIN_ROWS || rows > EXACT_MAX_ROWS) return HRMT_OK;
     /* A bucket's own M was tuned at load. */
     if ((rows & (rows - 1)) == 0 && rows <= (size_t)128 << (CU_LT_BUCKETS - 1)) return HRMT_OK;
-    for (int i = 0; i < g->nexact; i++)
-        if (g->exact[i].rows == rows) return HRMT_OK;
+    if (exact_entry(g, rows)) return HRMT_OK;
     cu_exact_pick p;
     memset(&p, 0, sizeof p);
     p.rows = rows;
@@ -455,8 +460,6 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     /* Scratch the device cannot spare: the buckets serve these rows (and
      * the entry says so, so that the next step does not try again). */
     p.tuned = !skip;
-    g->exact[g->exact_next] = p;
-    g->exact_next = (g->exact_next + 1) % CU_EXACT;
-    if (g->nexact < CU_EXACT) g->nexact++;
+    g->exact[g->exact_made++ % CU_EXACT] = p;
     return HRMT_OK;
 }

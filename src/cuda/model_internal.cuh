@@ -76,7 +76,7 @@ struct hrmt_model_cuda {
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
     int tune_exact;                       /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT];        /* ... the last CU_EXACT of them */
-    int nexact, exact_next;
+    unsigned exact_made;                  /* picks made: the next goes to % CU_EXACT */
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
