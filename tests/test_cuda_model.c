@@ -959,6 +959,64 @@ static void pdl_equals_plain(const char *wgemm_shape) {
 Test(cuda_model, pdl_equals_plain_launches) { pdl_equals_plain(NULL); }
 Test(cuda_model, pdl_equals_plain_launches_own_gemm) { pdl_equals_plain("1"); }
 
+/* A step's inputs and outputs through page-locked staging, the upload a node
+ * of the step's graph and the downloads queued behind it
+ * (HRMT_CUDA_PINNED_IO, on by default), against the synchronous copies:
+ * the same bytes over four steps with the early-halt rule (samples halt and
+ * take new inputs), both schedules, a model with puzzle ids (inputs and ids
+ * in one copy) and one without, every output asked for and only q. */
+static void pinned_io_case(hrmt_context *ctx, hrmt_model *m[2], int B, hrmt_schedule sched,
+                           int pids, const char *what) {
+    const hrmt_model_config *cfg = hrmt_model_get_config(m[0]);
+    int32_t *in = malloc((size_t)B * (size_t)cfg->seq_len * 4), *pid = malloc((size_t)B * 4);
+    cr_assert(in && pid);
+    hrmt_carry *c[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) cr_assert_eq(hrmt_carry_create(m[k], B, &c[k]), HRMT_OK);
+    hrmt_step_options opt = {sched, 1};
+    for (int s = 0; s < 4; s++) {
+        make_inputs(cfg, B, s, in, pid);
+        outs x[2];
+        for (int k = 0; k < 2; k++) {
+            outs_init(&x[k], cfg, hrmt_model_puzzle_len(m[k]), B);
+            if (s == 2) /* q and halted only: no logits download */
+                x[k].o.logits = x[k].o.z_H = x[k].o.z_L = NULL;
+            cr_assert_eq(hrmt_act_step(m[k], c[k], in, pids ? pid : NULL, &opt, &x[k].o, NULL),
+                         HRMT_OK, "%s step %d: %s", what, s, hrmt_last_error(ctx));
+        }
+        char w[160];
+        snprintf(w, sizeof w, "%s batch %d %s step %d", what, B,
+                 sched == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", s);
+        expect_same_outs(&x[0], &x[1], B, w);
+        for (int k = 0; k < 2; k++) outs_free(&x[k]);
+    }
+    for (int k = 0; k < 2; k++) hrmt_carry_destroy(c[k]);
+    free(in);
+    free(pid);
+}
+
+Test(cuda_model, pinned_io_equals_sync_copies) {
+    hrmt_context *ctx = cuda_ctx();
+    for (int pids = 1; pids >= 0; pids--) {
+        hrmt_model_config cfg = small_cfg(HRMT_BF16);
+        cfg.halt_max_steps = 3;
+        if (!pids) cfg.puzzle_emb_ndim = 0, cfg.num_puzzle_identifiers = 0;
+        hrmt_model *m[2] = {NULL, NULL};
+        models_on_off(ctx, &cfg, 41, "HRMT_CUDA_PINNED_IO", m);
+        cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_PINNED_IO), 1, "on by default");
+        cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_PINNED_IO), 0, "=0 turns it off");
+        const int batches[] = {1, 7};
+        for (int i = 0; i < 2; i++) {
+            pinned_io_case(ctx, m, batches[i], HRMT_SCHEDULE_BASELINE, pids,
+                           pids ? "pinned io, puzzle ids" : "pinned io, no puzzle ids");
+            pinned_io_case(ctx, m, batches[i], HRMT_SCHEDULE_TIERED, pids,
+                           pids ? "pinned io, puzzle ids" : "pinned io, no puzzle ids");
+        }
+        hrmt_model_destroy(m[0]);
+        hrmt_model_destroy(m[1]);
+    }
+    hrmt_context_destroy(ctx);
+}
+
 Test(cuda_model, bad_shape_and_pdl_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
@@ -982,12 +1040,12 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[10] = {"HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",
-                             "HRMT_CUDA_FUSED_INJECT",      "HRMT_CUDA_CLUSTER_NORM",
-                             "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-                             "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",
-                             "HRMT_CUDA_GLU_SMEM_TABLE",    "HRMT_CUDA_GEMM_TUNE_EXACT"};
-    for (int i = 0; i < 10; i++) {
+    const char *names[11] = {
+        "HRMT_CUDA_FUSED_GLU",       "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
+        "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+        "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
+        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO"};
+    for (int i = 0; i < 11; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

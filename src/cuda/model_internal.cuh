@@ -74,9 +74,10 @@ struct hrmt_model_cuda {
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
-    int tune_exact;                       /* the step's own M tuned (cu_gemm_tune_rows) */
-    cu_exact_pick exact[CU_EXACT];        /* ... the last CU_EXACT of them */
-    unsigned exact_made;                  /* picks made: the next goes to % CU_EXACT */
+    int pin_io;     /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
+    int tune_exact; /* the step's own M tuned (cu_gemm_tune_rows) */
+    cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
+    unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
@@ -121,8 +122,16 @@ struct hrmt_carry_cuda {
     int nbar;
     void *tz, *tinj;     /* the tiered schedule's tile state */
     size_t tile_samples; /* tile size the tile buffers were made for */
-    void *host;          /* download staging, grown on demand */
+    void *host;          /* download staging of z_H / z_L, grown on demand */
     size_t host_bytes;
+    /* Page-locked staging of a step's small transfers (model_mem.cu): the
+     * inputs' upload (pin_up bytes at pin), then q, steps, halted
+     * (pin_state bytes) and the logits (pin_logits bytes). Copies from and
+     * to it are asynchronous, so the upload is a node of the step's graph
+     * and the downloads queue behind the step: one wait per step. NULL when
+     * the host refused it: the copies are then synchronous, same results. */
+    void *pin;
+    size_t pin_up, pin_state, pin_logits;
     cudaEvent_t *ev; /* event pool, grown on demand */
     int nev, evcap;
     cu_seg *seg;

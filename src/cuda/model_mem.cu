@@ -182,6 +182,27 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
     g->tinj = take(l, tr * H, es);
 }
 
+/* Logits above this stay on the pageable path: pinning large host buffers
+ * takes memory from the system for little gain over one big copy. */
+#define CU_PIN_LOGITS_MAX ((size_t)32 << 20)
+
+static size_t round256(size_t n) { return (n + 255) / 256 * 256; }
+
+/* The step's page-locked staging (struct hrmt_carry_cuda: pin); none when
+ * the host refuses it (the step then copies synchronously). */
+static void pin_staging(const hrmt_model *m, size_t B, struct hrmt_carry_cuda *g) {
+    g->pin_up = (size_t)((char *)g->new_pids - (char *)g->new_inputs) + B * 4;
+    g->pin_state = (size_t)((char *)g->halted - (char *)g->q) + B * 4;
+    g->pin_logits = B * m->T * m->vocab * m->esz; /* carve checked the product */
+    if (g->pin_logits > CU_PIN_LOGITS_MAX) g->pin_logits = 0;
+    if (!cu_model(m)->pin_io) return;
+    const size_t total = round256(g->pin_up) + round256(g->pin_state) + g->pin_logits;
+    if (cudaMallocHost(&g->pin, total) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the step falls back */
+        g->pin = NULL;
+    }
+}
+
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     hrmt_context *ctx = m->ctx;
     const size_t B = (size_t)batch;
@@ -224,6 +245,7 @@ hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
         hrmt_cuda_carry_destroy(c);
         return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "carry host mirrors");
     }
+    pin_staging(m, B, g);
     /* initial_carry: zeros, every sample halted. */
     cudaError_t e = cudaMemsetAsync(g->block, 0, l.off, cu_stream(m));
     if (e != cudaSuccess) {
@@ -249,6 +271,7 @@ void hrmt_cuda_carry_destroy(hrmt_carry *c) {
         free(g->ev);
         free(g->seg);
         free(g->host);
+        if (g->pin) cudaFreeHost(g->pin);
         if (g->block) hrmt_cuda_free(c->m->ctx->cuda, g->block);
         free(g);
     }

@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0;
+        slut = 0, pin = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -35,8 +35,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_TEAMS", 1, &teams)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_HEADS", 1, &heads)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN", 1, &qa)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_SMEM_TABLE", 1, &slut)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_SMEM_TABLE", 1, &slut)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_PINNED_IO", 1, &pin)) != HRMT_OK)
         return s;
+    /* A step's inputs and outputs through page-locked staging, the copies
+     * asynchronous (model_mem.cu, model_step.cu): same results. */
+    g->pin_io = pin;
     /* The fused gate_up's SwiGLU lookups from a shared-memory copy of the
      * table's busy window (sm90a/glu_wgmma.cu), same bits. */
     g->glu_slut = slut;
@@ -111,6 +115,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FUSED_HEADS: return g->heads != 0;
     case HRMT_PATH_QKV_ATTN: return g->qa != 0;
     case HRMT_PATH_GEMM_TUNE_EXACT: return g->tune_exact != 0;
+    case HRMT_PATH_PINNED_IO: return g->pin_io != 0;
     }
     return 0;
 }

@@ -535,12 +535,29 @@ static void to_f32(const hrmt_model *m, const void *src, float *dst, size_t n) {
     }
 }
 
+/* The page-locked staging's parts (model_mem.cu: pin_staging). */
+static size_t round256(size_t n) { return (n + 255) / 256 * 256; }
+static char *pin_state(const struct hrmt_carry_cuda *g) {
+    return (char *)g->pin + round256(g->pin_up);
+}
+static char *pin_logits(const struct hrmt_carry_cuda *g) {
+    return pin_state(g) + round256(g->pin_state);
+}
+
+/* Whether the step's downloads queue behind it into the pinned staging. */
+static int pinned_logits(const struct hrmt_carry_cuda *g, const hrmt_step_outputs *o) {
+    return g->pin && o && o->logits && g->pin_logits > 0;
+}
+
 static hrmt_status copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch, T = m->T, H = m->hidden, V = m->vocab, es = m->esz;
     void *h = NULL;
     if (o->logits) {
-        TRY(download(m, g, g->logits, B * T * V * es, &h));
+        if (pinned_logits(g, o))
+            h = pin_logits(g); /* downloaded with the step */
+        else
+            TRY(download(m, g, g->logits, B * T * V * es, &h));
         for (size_t s = 0; s < B; s++)
             to_f32(m, (char *)h + (s * T + m->P) * V * es, o->logits + s * m->seq * V, m->seq * V);
     }
@@ -560,7 +577,35 @@ static hrmt_status copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) 
     return HRMT_OK;
 }
 
-/* inputs then puzzle ids, adjacent on the device (model_mem.cu): one copy. */
+/* The inputs' bytes that cross the bus: inputs, then (when given) the
+ * alignment gap and the puzzle ids, adjacent on the device (model_mem.cu). */
+static size_t upload_bytes(const hrmt_model *m, const struct hrmt_carry_cuda *g, size_t B,
+                           int has_pids) {
+    return has_pids ? (size_t)((char *)g->new_pids - (char *)g->new_inputs) + B * 4
+                    : B * m->seq * 4;
+}
+
+/* The inputs into the pinned staging, for the step's upload node. */
+static void stage_inputs(const hrmt_model *m, struct hrmt_carry_cuda *g, size_t B,
+                         const int32_t *inputs, const int32_t *puzzle_ids) {
+    const size_t in_bytes = B * m->seq * 4;
+    memcpy(g->pin, inputs, in_bytes);
+    if (!puzzle_ids) return;
+    const size_t off = (size_t)((char *)g->new_pids - (char *)g->new_inputs);
+    memset((char *)g->pin + in_bytes, 0, off - in_bytes); /* the alignment gap */
+    memcpy((char *)g->pin + off, puzzle_ids, B * 4);
+}
+
+/* The staged inputs to the device, in stream order (a node of the graph). */
+static hrmt_status enqueue_upload(hrmt_model *m, hrmt_carry *c, int has_pids) {
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    const cudaError_t e =
+        cudaMemcpyAsync(g->new_inputs, g->pin, upload_bytes(m, g, (size_t)c->batch, has_pids),
+                        cudaMemcpyHostToDevice, cu_stream(m));
+    return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: inputs upload");
+}
+
+/* Without pinned staging: inputs then puzzle ids in one synchronous copy. */
 static hrmt_status upload_inputs(hrmt_model *m, struct hrmt_carry_cuda *g, size_t B,
                                  const int32_t *inputs, const int32_t *puzzle_ids) {
     const size_t in_bytes = B * m->seq * 4;
@@ -576,13 +621,26 @@ static hrmt_status upload_inputs(hrmt_model *m, struct hrmt_carry_cuda *g, size_
                             sizeof m->ctx->err);
 }
 
-/* q, steps, halted: adjacent on the device (model_mem.cu), one download. */
+/* The step's downloads queued behind it into the pinned staging: q, steps,
+ * halted (adjacent on the device, model_mem.cu) and the logits if asked. */
+static hrmt_status enqueue_downloads(hrmt_model *m, struct hrmt_carry_cuda *g,
+                                     const hrmt_step_outputs *o) {
+    cudaError_t e =
+        cudaMemcpyAsync(pin_state(g), g->q, g->pin_state, cudaMemcpyDeviceToHost, cu_stream(m));
+    if (e == cudaSuccess && pinned_logits(g, o))
+        e = cudaMemcpyAsync(pin_logits(g), g->logits, g->pin_logits, cudaMemcpyDeviceToHost,
+                            cu_stream(m));
+    return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: outputs download");
+}
+
+/* q, steps, halted to the host mirrors: from the pinned staging, else one
+ * synchronous download. */
 static hrmt_status download_act_state(hrmt_model *m, hrmt_carry *c) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch;
     char *q0 = (char *)g->q;
-    void *h = NULL;
-    TRY(download(m, g, g->q, (size_t)((char *)g->halted - q0) + B * 4, &h));
+    void *h = g->pin ? pin_state(g) : NULL;
+    if (!h) TRY(download(m, g, g->q, (size_t)((char *)g->halted - q0) + B * 4, &h));
     memcpy(c->q, h, 2 * B * 4);
     memcpy(c->steps, (char *)h + ((char *)g->steps - q0), B * 4);
     memcpy(c->halted, (char *)h + ((char *)g->halted - q0), B * 4);
@@ -592,6 +650,7 @@ static hrmt_status download_act_state(hrmt_model *m, hrmt_carry *c) {
 /* Everything a step runs on the device after the inputs are uploaded. */
 static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_options *o,
                                 int has_pids, hrmt_step_timing *tm) {
+    if (cu_carry(c)->pin) TRY(enqueue_upload(m, c, has_pids));
     TRY(cu_reset(m, c, has_pids));
     TRY(cu_embed(m, c));
     TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm) : tiered(m, c, tm));
@@ -639,8 +698,9 @@ static hrmt_status build_graph(hrmt_model *m, hrmt_carry *c, const hrmt_step_opt
     return HRMT_OK;
 }
 
-/* Events 0 and 1 of the pool time the whole step, around the uploads and the
- * device work; the timeline's segments use events from 2 on. */
+/* Events 0 and 1 of the pool time the whole step, around the uploads, the
+ * device work and (with pinned staging) the downloads; the timeline's
+ * segments use events from 2 on. */
 enum { EV_START = 0, EV_END = 1, EV_FIRST_SEG = 2 };
 
 hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
@@ -665,8 +725,12 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     }
     cudaError_t e = cudaEventRecord(g->ev[EV_START], cu_stream(m));
     if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step: cudaEventRecord");
-    /* Only halted samples take the new data, on the device (cu_reset). */
-    TRY(upload_inputs(m, g, B, inputs, puzzle_ids));
+    /* Only halted samples take the new data, on the device (cu_reset). With
+     * pinned staging the upload is the step's first node, else a copy now. */
+    if (g->pin)
+        stage_inputs(m, g, B, inputs, puzzle_ids);
+    else
+        TRY(upload_inputs(m, g, B, inputs, puzzle_ids));
     if (use_graph) {
         if (rebuild) TRY(build_graph(m, c, o, has_pids, key));
         tm = g->graph_tm;
@@ -675,6 +739,7 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     } else {
         TRY(enqueue_step(m, c, o, has_pids, &tm));
     }
+    if (g->pin) TRY(enqueue_downloads(m, g, outs));
     e = cudaEventRecord(g->ev[EV_END], cu_stream(m));
     if (e != cudaSuccess) return cu_fail(ctx, e, "cuda step: cudaEventRecord");
     if (o->schedule != HRMT_SCHEDULE_BASELINE) TRY(tile_bookkeeping(m, c));
