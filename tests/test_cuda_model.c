@@ -660,22 +660,21 @@ Test(cuda_model, attn_teams_equal_one_warp_hrm_width) { attn_teams_equal_one_war
 Test(cuda_model, attn_teams_equal_one_warp_short_seq) { attn_teams_equal_one_warp(256, 4, 60); }
 Test(cuda_model, attn_teams_equal_one_warp_head_dim_32) { attn_teams_equal_one_warp(64, 2, 100); }
 
-/* The output heads and the ACT finish as one kernel (HRMT_CUDA_FUSED_HEADS,
- * on by default for BF16 models with vocab + 2 <= 16) against the two GEMMs
- * and the finish kernel: the same bytes (logits, q, z_H, z_L and halted)
- * over four steps with the early-halt rule and a 3-step limit, so samples
- * halt by either rule and restart; both schedules; batches whose rows end
- * inside a 16-row tile and one that fills them (T = 64, batch 3: 192 rows). */
-static void fused_heads_equal_launches(int hidden, int heads, int seq_len, const int *batches,
-                                       int nb) {
+/* A switch whose two sides must give the same bytes (logits, q, z_H, z_L and
+ * halted) over four steps with the early-halt rule and a 3-step limit, so
+ * samples halt by either rule and restart with new inputs while others run
+ * on; both schedules. m[0] runs `path`, m[1] does not. */
+static void early_halt_switch_keeps_bits(const char *env, hrmt_model_path path, const char *label,
+                                         int hidden, int heads, int seq_len, const int *batches,
+                                         int nb) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     cfg.halt_max_steps = 3;
     hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 37, "HRMT_CUDA_FUSED_HEADS", m);
-    cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_FUSED_HEADS), 1, "on by default (BF16, vocab %d)",
+    models_on_off(ctx, &cfg, 37, env, m);
+    cr_assert_eq(hrmt_model_uses(m[0], path), 1, "%s on by default (BF16, vocab %d)", env,
                  cfg.vocab_size);
-    cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_FUSED_HEADS), 0, "=0 turns it off");
+    cr_assert_eq(hrmt_model_uses(m[1], path), 0, "%s=0 turns it off", env);
     const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
     for (int i = 0; i < nb; i++)
         for (int q = 0; q < 2; q++) {
@@ -684,8 +683,8 @@ static void fused_heads_equal_launches(int hidden, int heads, int seq_len, const
             run_act(m[1], batches[i], sched[q], 1, 4, y);
             for (int s2 = 0; s2 < 4; s2++) {
                 char what[128];
-                snprintf(what, sizeof what, "hidden %d T %d, fused heads: batch %d %s step %d",
-                         hidden, seq_len + 1, batches[i], q ? "tiered" : "baseline", s2);
+                snprintf(what, sizeof what, "hidden %d T %d, %s: batch %d %s step %d", hidden,
+                         seq_len + 1, label, batches[i], q ? "tiered" : "baseline", s2);
                 expect_same_outs(&x[s2], &y[s2], batches[i], what);
                 outs_free(&x[s2]);
                 outs_free(&y[s2]);
@@ -694,6 +693,30 @@ static void fused_heads_equal_launches(int hidden, int heads, int seq_len, const
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
     hrmt_context_destroy(ctx);
+}
+
+/* The output heads and the ACT finish as one kernel (HRMT_CUDA_FUSED_HEADS,
+ * on by default for BF16 models with vocab + 2 <= 16) against the two GEMMs
+ * and the finish kernel; batches whose rows end inside a 16-row tile and one
+ * that fills them (T = 64, batch 3: 192 rows). */
+static void fused_heads_equal_launches(int hidden, int heads, int seq_len, const int *batches,
+                                       int nb) {
+    early_halt_switch_keeps_bits("HRMT_CUDA_FUSED_HEADS", HRMT_PATH_FUSED_HEADS, "fused heads",
+                                 hidden, heads, seq_len, batches, nb);
+}
+
+/* The reset of halted samples and the input embedding as one kernel
+ * (HRMT_CUDA_FUSED_RESET, on by default where H % 8 == 0) against the three
+ * launches: halted and running samples side by side in one batch. */
+Test(cuda_model, fused_reset_equals_launches_hrm_width) {
+    const int batches[] = {1, 7, 40};
+    early_halt_switch_keeps_bits("HRMT_CUDA_FUSED_RESET", HRMT_PATH_FUSED_RESET, "fused reset", 512,
+                                 8, 81, batches, 3);
+}
+Test(cuda_model, fused_reset_equals_launches_short_seq) {
+    const int batches[] = {3, 5};
+    early_halt_switch_keeps_bits("HRMT_CUDA_FUSED_RESET", HRMT_PATH_FUSED_RESET, "fused reset", 256,
+                                 4, 63, batches, 2);
 }
 
 Test(cuda_model, fused_heads_equal_launches_hrm_width) {
@@ -999,7 +1022,7 @@ Test(cuda_model, pinned_io_equals_sync_copies) {
     for (int pids = 1; pids >= 0; pids--) {
         hrmt_model_config cfg = small_cfg(HRMT_BF16);
         cfg.halt_max_steps = 3;
-        if (!pids) cfg.puzzle_emb_ndim = 0, cfg.num_puzzle_identifiers = 0;
+        if (!pids) cfg.puzzle_emb_ndim = 0;
         hrmt_model *m[2] = {NULL, NULL};
         models_on_off(ctx, &cfg, 41, "HRMT_CUDA_PINNED_IO", m);
         cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_PINNED_IO), 1, "on by default");

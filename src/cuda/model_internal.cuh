@@ -74,8 +74,9 @@ struct hrmt_model_cuda {
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
-    int pin_io;     /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
-    int tune_exact; /* the step's own M tuned (cu_gemm_tune_rows) */
+    int pin_io;      /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
+    int fused_reset; /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
+    int tune_exact;  /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
@@ -134,6 +135,12 @@ struct hrmt_carry_cuda {
     size_t pin_up, pin_state, pin_logits;
     cudaEvent_t *ev; /* event pool, grown on demand */
     int nev, evcap;
+    /* The timeline's events are recorded on a side stream that waits for the
+     * step's stream (fork) and rejoins it at the step's end (model_step.cu):
+     * an event between two kernels of the step would cut their programmatic
+     * (PDL) edge; made on first use. */
+    cudaStream_t side;
+    cudaEvent_t fork, join;
     cu_seg *seg;
     int nseg, segcap;
     /* The step as a CUDA graph (model_step.cu), made for one key (schedule,

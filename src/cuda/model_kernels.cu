@@ -5,6 +5,7 @@
 #include "cuda/act_finish.cuh"
 #include "cuda/bf16.cuh"
 #include "cuda/model_kernels.cuh"
+#include "cuda/pdl.cuh"
 
 namespace {
 
@@ -149,6 +150,67 @@ __global__ void embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, un
     }
 }
 
+/* reset_z8, reset_ids and embed8 as one kernel, one link of the step's
+ * chain instead of three: each thread resets its chunk of a halted sample's
+ * z_H and z_L and embeds its chunk of x from the ids the reset gives that
+ * sample (new ones where halted; the first thread of each row stores them).
+ * A row's other threads read the ids from where reset_ids reads them, never
+ * from what this kernel writes, so the values are the three kernels'. */
+template <bool BF>
+__global__ void reset_embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, unsigned H8,
+                             const int32_t *halted, int32_t *steps, int32_t *inputs,
+                             const int32_t *new_inputs, int32_t *pids, const int32_t *new_pids,
+                             int has_pids, void *zH, void *zL, const void *Hi, const void *Li,
+                             const void *tok, const void *puz, const void *pos, float sqrt_h,
+                             void *x) {
+    typedef typename std::conditional<BF, uint16_t, float>::type E;
+    pdl_trigger(); /* the injection after it waits for the whole grid */
+    const size_t H = (size_t)H8 * 8;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks;
+         i += gridDim.x * blockDim.x) {
+        const unsigned row = i / H8, c8 = i % H8, s = row / T, t = row % T;
+        const bool h = halted[s] != 0;
+        if (h) {
+            ((vec8<E> *)zH)[i] = ((const vec8<E> *)Hi)[c8];
+            ((vec8<E> *)zL)[i] = ((const vec8<E> *)Li)[c8];
+        }
+        const int32_t pid = h ? (has_pids ? new_pids[s] : 0) : pids[s];
+        if (h && c8 == 0 && t == 0) {
+            steps[s] = 0;
+            pids[s] = pid;
+        }
+        const E *src;
+        if (t < P) {
+            src = (const E *)puz + ((size_t)pid * P + t) * H;
+        } else {
+            const size_t k = (size_t)s * seq + t - P;
+            const int32_t id = h ? new_inputs[k] : inputs[k];
+            if (h && c8 == 0) inputs[k] = id;
+            src = (const E *)tok + (size_t)id * H;
+        }
+        const vec8<E> e = ((const vec8<E> *)src)[c8];
+        vec8<E> p, o;
+        if (pos) p = ((const vec8<E> *)pos)[(size_t)t * H8 + c8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float v, q = 0.0f;
+            if constexpr (BF) {
+                v = bf16_to_f32(e.v[k]);
+                if (pos) q = bf16_to_f32(p.v[k]);
+            } else {
+                v = e.v[k];
+                if (pos) q = p.v[k];
+            }
+            v = embed_el<BF>(v, pos != nullptr, q, sqrt_h);
+            if constexpr (BF)
+                o.v[k] = hrmt_cu_f32_to_bf16(v);
+            else
+                o.v[k] = v;
+        }
+        ((vec8<E> *)x)[i] = o;
+    }
+}
+
 /* The eight-wide kernels' conditions: whole 16-byte chunks (H % 8; the
  * buffers are 256-byte aligned), chunk counts below 2^31 (a grid-stride
  * index in 32 bits never wraps). */
@@ -220,6 +282,26 @@ hrmt_status cu_embed(const hrmt_model *m, const hrmt_carry *c) {
                                                             g->inputs, g->pids, w->embed_tokens,
                                                             w->puzzle_emb, w->embed_pos, sh, g->x);
     return cu_check(m->ctx, "cuda embed");
+}
+
+hrmt_status cu_reset_embed(const hrmt_model *m, const hrmt_carry *c, int has_pids, int *done) {
+    const struct hrmt_carry_cuda *g = cu_carry(c);
+    const struct hrmt_model_cuda *w = cu_model(m);
+    const size_t B = (size_t)c->batch;
+    *done = 0;
+    if (!w->fused_reset || !vec8_ok(B * m->T, m->hidden)) return HRMT_OK;
+    const unsigned H8 = (unsigned)(m->hidden / 8), chunks = (unsigned)(B * m->T * H8);
+    const float sh = (float)sqrt((double)m->hidden);
+    void (*kern)(unsigned, unsigned, unsigned, unsigned, unsigned, const int32_t *, int32_t *,
+                 int32_t *, const int32_t *, int32_t *, const int32_t *, int, void *, void *,
+                 const void *, const void *, const void *, const void *, const void *, float,
+                 void *) = m->dt == HRMT_BF16 ? reset_embed8<true> : reset_embed8<false>;
+    kern<<<blocks_for(chunks), THREADS, 0, cu_stream(m)>>>(
+        chunks, (unsigned)m->T, (unsigned)m->P, (unsigned)m->seq, H8, g->halted, g->steps,
+        g->inputs, g->new_inputs, g->pids, g->new_pids, has_pids, g->zH, g->zL, w->H_init,
+        w->L_init, w->embed_tokens, w->puzzle_emb, w->embed_pos, sh, g->x);
+    *done = 1;
+    return cu_check(m->ctx, "cuda reset + embed");
 }
 
 hrmt_status cu_finish(const hrmt_model *m, const hrmt_carry *c, int early_halt) {

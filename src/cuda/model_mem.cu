@@ -268,6 +268,9 @@ void hrmt_cuda_carry_destroy(hrmt_carry *c) {
     if (g) {
         if (g->graph) cudaGraphExecDestroy(g->graph);
         for (int i = 0; i < g->evcap; i++) cudaEventDestroy(g->ev[i]);
+        if (g->fork) cudaEventDestroy(g->fork);
+        if (g->join) cudaEventDestroy(g->join);
+        if (g->side) cudaStreamDestroy(g->side);
         free(g->ev);
         free(g->seg);
         free(g->host);

@@ -57,16 +57,43 @@ static hrmt_status ev_reserve(const hrmt_model *m, struct hrmt_carry_cuda *g, in
     return HRMT_OK;
 }
 
-/* Records the next event of the pool; while a graph is being captured it
- * becomes an event-record node that every replay records again. */
+/* The timeline's side stream and its fork / join events, once per carry. */
+static hrmt_status side_ready(const hrmt_model *m, struct hrmt_carry_cuda *g) {
+    cudaError_t e = cudaSuccess;
+    if (!g->side) e = cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking);
+    if (e == cudaSuccess && !g->fork)
+        e = cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming);
+    if (e == cudaSuccess && !g->join)
+        e = cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming);
+    return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: timeline stream");
+}
+
+/* Records the next event of the pool once everything enqueued so far has
+ * run: on the side stream, which waits for the step's stream, so that the
+ * step's next kernel still follows the last one by a programmatic edge (an
+ * event recorded between them cost 5% of a batch-1 step on the H200,
+ * docs/CUDA.md). While a graph is being captured it becomes an event-record
+ * node on a branch that every replay records again. */
 static hrmt_status ev_rec(const hrmt_model *m, struct hrmt_carry_cuda *g, int *idx) {
     TRY(ev_reserve(m, g, g->nev));
-    cudaError_t e =
-        cudaEventRecordWithFlags(g->ev[g->nev], cu_stream(m),
-                                 g->capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
+    TRY(side_ready(m, g));
+    cudaError_t e = cudaEventRecord(g->fork, cu_stream(m));
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(g->side, g->fork, 0);
+    if (e == cudaSuccess)
+        e = cudaEventRecordWithFlags(
+            g->ev[g->nev], g->side,
+            g->capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaEventRecord");
     *idx = g->nev++;
     return HRMT_OK;
+}
+
+/* The side stream back into the step's stream (a capture must end joined). */
+static hrmt_status side_join(const hrmt_model *m, struct hrmt_carry_cuda *g) {
+    if (!g->side) return HRMT_OK;
+    cudaError_t e = cudaEventRecord(g->join, g->side);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(cu_stream(m), g->join, 0);
+    return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: timeline join");
 }
 
 static hrmt_status seg_add(const hrmt_model *m, struct hrmt_carry_cuda *g, int e0, int e1, int kind,
@@ -651,10 +678,15 @@ static hrmt_status download_act_state(hrmt_model *m, hrmt_carry *c) {
 static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_options *o,
                                 int has_pids, hrmt_step_timing *tm) {
     if (cu_carry(c)->pin) TRY(enqueue_upload(m, c, has_pids));
-    TRY(cu_reset(m, c, has_pids));
-    TRY(cu_embed(m, c));
+    int fused = 0;
+    TRY(cu_reset_embed(m, c, has_pids, &fused));
+    if (!fused) {
+        TRY(cu_reset(m, c, has_pids));
+        TRY(cu_embed(m, c));
+    }
     TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm) : tiered(m, c, tm));
-    return heads(m, c, o->early_halt);
+    TRY(heads(m, c, o->early_halt));
+    return side_join(m, cu_carry(c));
 }
 
 /* Captures enqueue_step as a graph for `key` (replacing any other). Every
