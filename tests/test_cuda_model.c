@@ -749,6 +749,22 @@ Test(cuda_model, fused_heads_rules) {
     hrmt_context_destroy(ctx);
 }
 
+/* Each level's input injection folded into the kernel before it
+ * (HRMT_CUDA_FOLD_INJECT, on by default for BF16): the level before's last
+ * cluster projection + norm (batches 1 and 7 here; batch 40 keeps the
+ * injection kernel for those, its rows past the clusters' wave) and, for
+ * the step's first, the reset + embedding; against the injection kernel. */
+Test(cuda_model, fold_inject_equals_launches_hrm_width) {
+    const int batches[] = {1, 7, 40};
+    early_halt_switch_keeps_bits("HRMT_CUDA_FOLD_INJECT", HRMT_PATH_FOLD_INJECT, "folded injection",
+                                 512, 8, 81, batches, 3);
+}
+Test(cuda_model, fold_inject_equals_launches_short_seq) {
+    const int batches[] = {3, 5};
+    early_halt_switch_keeps_bits("HRMT_CUDA_FOLD_INJECT", HRMT_PATH_FOLD_INJECT, "folded injection",
+                                 256, 4, 63, batches, 2);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -1063,12 +1079,13 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[11] = {
+    const char *names[] = {
         "HRMT_CUDA_FUSED_GLU",       "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
         "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
         "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
-        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO"};
-    for (int i = 0; i < 11; i++) {
+        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
+        "HRMT_CUDA_FOLD_INJECT"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
         cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG);

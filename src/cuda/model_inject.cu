@@ -6,13 +6,13 @@
  *
  * Bits: the row-op add's (rowops_elem.cu, AddOp): each sum one F32 add of
  * the BF16 operands, rounded to BF16 by the device's conversion, the inner
- * sum rounded before the outer add exactly as the two launches round it. */
+ * sum rounded before the outer add exactly as the two launches round it
+ * (inject_pair.cuh, which the folded forms share). */
 #include "cuda/cuda_backend.h"
+#include "cuda/inject_pair.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
-
-namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
@@ -27,24 +27,9 @@ __global__ void __launch_bounds__(INJ_THREADS)
     for (size_t i = (size_t)blockIdx.x * INJ_THREADS + threadIdx.x; i < n8;
          i += (size_t)gridDim.x * INJ_THREADS) {
         const uint4 vz = z[i], va = a[i], vb = THREE ? b[i] : make_uint4(0, 0, 0, 0);
-        const uint32_t *pz = (const uint32_t *)&vz, *pa = (const uint32_t *)&va,
-                       *pb = (const uint32_t *)&vb;
-        uint4 r;
-        uint32_t *pr = (uint32_t *)&r;
-#pragma unroll
-        for (int w = 0; w < 4; w++) {
-            float s[2];
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float t = rc::bf16_to_f((uint16_t)(pa[w] >> (16 * e)));
-                if (THREE)
-                    t = rc::round_bf16_arith(
-                        rc::fadd(t, rc::bf16_to_f((uint16_t)(pb[w] >> (16 * e)))));
-                s[e] = rc::fadd(rc::bf16_to_f((uint16_t)(pz[w] >> (16 * e))), t);
-            }
-            pr[w] = rc::pack_bf16x2_arith(s[0], s[1]);
-        }
-        o[i] = r;
+        o[i] =
+            make_uint4(inject_pair<THREE>(vz.x, va.x, vb.x), inject_pair<THREE>(vz.y, va.y, vb.y),
+                       inject_pair<THREE>(vz.z, va.z, vb.z), inject_pair<THREE>(vz.w, va.w, vb.w));
     }
 }
 

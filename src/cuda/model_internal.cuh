@@ -76,6 +76,7 @@ struct hrmt_model_cuda {
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
     int pin_io;      /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset; /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
+    int fold_inject; /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
     int tune_exact;  /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
@@ -141,6 +142,7 @@ struct hrmt_carry_cuda {
      * (PDL) edge; made on first use. */
     cudaStream_t side;
     cudaEvent_t fork, join;
+    int first_injected; /* the step's first injection made by the reset + embedding */
     cu_seg *seg;
     int nseg, segcap;
     /* The step as a CUDA graph (model_step.cu), made for one key (schedule,
@@ -270,8 +272,19 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas);
 /* The cluster size (16, 8) the block uses for these rows; 0: the GEMM and
  * the row kernel (model_settings.cu says which rows take which). */
 int cu_cluster_norm_ctas(const hrmt_model *m, size_t rows);
+/* The next level's input injection folded into a level's last kernel
+ * (HRMT_CUDA_FOLD_INJECT; model_step.cu): with h the kernel's output,
+ * o = bf16(z + bf16(a + b)) (b = p2; p2 NULL: bf16(z + a)), h in z's place
+ * (hz = 1; p1 = a) or in a's (hz = 0; p1 = z); h itself is stored too when
+ * `store` is set. The injection kernel's bits (inject_pair.cuh). */
+typedef struct cu_fold {
+    const void *p1, *p2;
+    void *o;
+    int hz, store;
+} cu_fold;
+/* f: the fold for this call (NULL: none). */
 hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
-                            const void *w, void *h, int *done);
+                            const void *w, void *h, const cu_fold *f, int *done);
 
 /* sm90a/qkv_attn_wgmma.cu: att = attention(RoPE(q), RoPE(k), v) with
  * [q k v] = h W_qkv^T for n samples' rows of h, one thread-block cluster per

@@ -4,6 +4,7 @@
  * BF16 by round-to-nearest-even of the F32 result. */
 #include "cuda/act_finish.cuh"
 #include "cuda/bf16.cuh"
+#include "cuda/inject_pair.cuh"
 #include "cuda/model_kernels.cuh"
 #include "cuda/pdl.cuh"
 
@@ -155,8 +156,10 @@ __global__ void embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, un
  * z_H and z_L and embeds its chunk of x from the ids the reset gives that
  * sample (new ones where halted; the first thread of each row stores them).
  * A row's other threads read the ids from where reset_ids reads them, never
- * from what this kernel writes, so the values are the three kernels'. */
-template <bool BF>
+ * from what this kernel writes, so the values are the three kernels'. With
+ * INJ (BF16) the first L level's injection follows on the same chunk:
+ * z_L = bf16(z_L + bf16(z_H + x)), the injection kernel's bits. */
+template <bool BF, bool INJ>
 __global__ void reset_embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, unsigned H8,
                              const int32_t *halted, int32_t *steps, int32_t *inputs,
                              const int32_t *new_inputs, int32_t *pids, const int32_t *new_pids,
@@ -170,9 +173,14 @@ __global__ void reset_embed8(unsigned chunks, unsigned T, unsigned P, unsigned s
          i += gridDim.x * blockDim.x) {
         const unsigned row = i / H8, c8 = i % H8, s = row / T, t = row % T;
         const bool h = halted[s] != 0;
+        uint4 zh, zl; /* INJ: this chunk of z_H and z_L after the reset */
         if (h) {
             ((vec8<E> *)zH)[i] = ((const vec8<E> *)Hi)[c8];
             ((vec8<E> *)zL)[i] = ((const vec8<E> *)Li)[c8];
+        }
+        if constexpr (INJ) {
+            zh = h ? ((const uint4 *)Hi)[c8] : ((const uint4 *)zH)[i];
+            zl = h ? ((const uint4 *)Li)[c8] : ((const uint4 *)zL)[i];
         }
         const int32_t pid = h ? (has_pids ? new_pids[s] : 0) : pids[s];
         if (h && c8 == 0 && t == 0) {
@@ -208,6 +216,12 @@ __global__ void reset_embed8(unsigned chunks, unsigned T, unsigned P, unsigned s
                 o.v[k] = v;
         }
         ((vec8<E> *)x)[i] = o;
+        if constexpr (INJ) {
+            const uint4 xv = *(const uint4 *)&o;
+            ((uint4 *)zL)[i] = make_uint4(
+                inject_pair<true>(zl.x, zh.x, xv.x), inject_pair<true>(zl.y, zh.y, xv.y),
+                inject_pair<true>(zl.z, zh.z, xv.z), inject_pair<true>(zl.w, zh.w, xv.w));
+        }
     }
 }
 
@@ -284,7 +298,8 @@ hrmt_status cu_embed(const hrmt_model *m, const hrmt_carry *c) {
     return cu_check(m->ctx, "cuda embed");
 }
 
-hrmt_status cu_reset_embed(const hrmt_model *m, const hrmt_carry *c, int has_pids, int *done) {
+hrmt_status cu_reset_embed(const hrmt_model *m, const hrmt_carry *c, int has_pids, int inject,
+                           int *done) {
     const struct hrmt_carry_cuda *g = cu_carry(c);
     const struct hrmt_model_cuda *w = cu_model(m);
     const size_t B = (size_t)c->batch;
@@ -295,7 +310,9 @@ hrmt_status cu_reset_embed(const hrmt_model *m, const hrmt_carry *c, int has_pid
     void (*kern)(unsigned, unsigned, unsigned, unsigned, unsigned, const int32_t *, int32_t *,
                  int32_t *, const int32_t *, int32_t *, const int32_t *, int, void *, void *,
                  const void *, const void *, const void *, const void *, const void *, float,
-                 void *) = m->dt == HRMT_BF16 ? reset_embed8<true> : reset_embed8<false>;
+                 void *) = m->dt != HRMT_BF16 ? reset_embed8<false, false>
+                           : inject           ? reset_embed8<true, true>
+                                              : reset_embed8<true, false>;
     kern<<<blocks_for(chunks), THREADS, 0, cu_stream(m)>>>(
         chunks, (unsigned)m->T, (unsigned)m->P, (unsigned)m->seq, H8, g->halted, g->steps,
         g->inputs, g->new_inputs, g->pids, g->new_pids, has_pids, g->zH, g->zL, w->H_init,

@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0, pin = 0, reset = 0;
+        slut = 0, pin = 0, reset = 0, fold = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -37,11 +37,17 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN", 1, &qa)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_SMEM_TABLE", 1, &slut)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_PINNED_IO", 1, &pin)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_RESET", 1, &reset)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_FUSED_RESET", 1, &reset)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_FOLD_INJECT", 1, &fold)) != HRMT_OK)
         return s;
     /* The reset of halted samples and the embedding as one kernel where the
      * eight-wide kernels apply (model_kernels.cu), same values. */
     g->fused_reset = reset && m->hidden % 8 == 0;
+    /* Each level's input injection folded into the kernel before it (the
+     * level before's last cluster projection + norm; the reset + embedding
+     * for the first), same bits: one link fewer per level at small batches
+     * (model_step.cu). */
+    g->fold_inject = fold && m->dt == HRMT_BF16;
     /* A step's inputs and outputs through page-locked staging, the copies
      * asynchronous (model_mem.cu, model_step.cu): same results. */
     g->pin_io = pin;
@@ -121,6 +127,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_GEMM_TUNE_EXACT: return g->tune_exact != 0;
     case HRMT_PATH_PINNED_IO: return g->pin_io != 0;
     case HRMT_PATH_FUSED_RESET: return g->fused_reset != 0;
+    case HRMT_PATH_FOLD_INJECT: return g->fold_inject != 0;
     }
     return 0;
 }

@@ -153,7 +153,8 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * kernel over a cluster per (sample, head) while those fit one wave. Same
  * bytes every way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
-                         const cu_level_ws *ws, int sram, int last, const void **pend) {
+                         const cu_level_ws *ws, int sram, int last, const void **pend,
+                         const cu_fold *fold, int *folded) {
     const size_t rows = n * m->T, H = m->hidden, I = m->inter;
     const struct hrmt_model_cuda *g = cu_model(m);
     const int npro = g->npro && rows <= CU_NPRO_MAX_ROWS;
@@ -175,7 +176,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         TRY(cu_attention(m, ws->qkv, ws->att, n));
     }
     int normed = 0; /* h1 already in h: o_proj came with its norm */
-    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, &normed));
+    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, NULL, &normed));
     if (g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
         normed = 1;
@@ -199,8 +200,12 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     if (cnorm) {
-        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, &normed));
-        if (normed) return HRMT_OK;
+        const cu_fold *f = last ? fold : NULL;
+        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, f, &normed));
+        if (normed) {
+            if (f) *folded = 1;
+            return HRMT_OK;
+        }
     }
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
@@ -220,12 +225,17 @@ static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, v
 
 /* ReasoningModule: z = z + injection, then each layer in order. The
  * injection is inj, or bf16(inj + inj2) when inj2 is given (the L level's
- * z_H + x), rounded as two adds would round it. */
+ * z_H + x), rounded as two adds would round it. `injected`: the kernel
+ * before already did it (a fold). `next` (may be NULL): the next level's
+ * injection, folded into this level's last kernel where that kernel can
+ * (*folded = 1 then). */
 static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, int nlayers,
                          void *z, const void *inj, const void *inj2, void *inj_out, size_t n,
-                         const cu_level_ws *ws, int sram) {
-    int done = 0;
-    TRY(cu_inject(m, z, inj, inj2, n * m->T, &done));
+                         const cu_level_ws *ws, int sram, int injected, const cu_fold *next,
+                         int *folded) {
+    int done = injected;
+    if (folded) *folded = 0;
+    if (!done) TRY(cu_inject(m, z, inj, inj2, n * m->T, &done));
     if (!done) {
         if (inj2) {
             TRY(add_rows(m, inj, inj2, inj_out, n * m->T));
@@ -235,7 +245,7 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
     }
     const void *pend = NULL;
     for (int i = 0; i < nlayers; i++)
-        TRY(block(m, &blocks[i], z, n, ws, sram, i + 1 == nlayers, &pend));
+        TRY(block(m, &blocks[i], z, n, ws, sram, i + 1 == nlayers, &pend, next, folded));
     return HRMT_OK;
 }
 
@@ -271,16 +281,17 @@ static cu_part part_of(const hrmt_model *m, const struct hrmt_carry_cuda *g, siz
 /* The H level: z_H = level(z_H + z_L). Timed: its events and call count
  * (a parallel branch after the first is not). */
 static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, const cu_part *p,
-                           int *grid_bars, int timed) {
+                           int *grid_bars, int timed, int injected, const cu_fold *next,
+                           int *folded) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     int e0 = 0, e1 = 0;
     if (timed) TRY(ev_rec(m, g, &e0));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-    hrmt_status s =
-        grid_bars
-            ? cu_grid_level(m, 1, p->zH, p->zL, NULL, p->n, &p->ws, p->inj, next_bar(g, grid_bars))
-            : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, NULL, NULL, p->n, &p->ws, 0);
+    hrmt_status s = grid_bars ? cu_grid_level(m, 1, p->zH, p->zL, NULL, p->n, &p->ws, p->inj,
+                                              next_bar(g, grid_bars))
+                              : level(m, m->H, m->cfg.H_layers, p->zH, p->zL, NULL, NULL, p->n,
+                                      &p->ws, 0, injected, next, folded);
     hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
     TRY(s);
     if (!timed) return HRMT_OK;
@@ -291,11 +302,29 @@ static hrmt_status h_level(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, c
 
 /* The L level: z_L = level(z_L + (zH + x)). */
 static hrmt_status l_level(hrmt_model *m, struct hrmt_carry_cuda *g, const cu_part *p,
-                           int *grid_bars) {
+                           int *grid_bars, int injected, const cu_fold *next, int *folded) {
     if (grid_bars)
         return cu_grid_level(m, 0, p->zL, p->zH, p->x, p->n, &p->ws, p->inj,
                              next_bar(g, grid_bars));
-    return level(m, m->L, m->cfg.L_layers, p->zL, p->zH, p->x, p->inj, p->n, &p->ws, 0);
+    return level(m, m->L, m->cfg.L_layers, p->zL, p->zH, p->x, p->inj, p->n, &p->ws, 0, injected,
+                 next, folded);
+}
+
+/* The injection after level (h, l) of the step (l = L_cycles: the H level),
+ * for folding into its last kernel; NULL after the last level, or when the
+ * step folds none. */
+static const cu_fold *next_fold(const hrmt_model *m, const cu_part *p, int h, int l, int on,
+                                cu_fold *f) {
+    if (!on) return NULL;
+    if (l + 1 < m->cfg.L_cycles) /* L then L: z_L = bf16(h + bf16(z_H + x)) in h's place */
+        *f = cu_fold{p->zH, p->x, p->zL, 1, 0};
+    else if (l + 1 == m->cfg.L_cycles) /* L then H: z_H = bf16(z_H + h), h kept as z_L */
+        *f = cu_fold{p->zH, NULL, p->zH, 0, 1};
+    else if (h + 1 < m->cfg.H_cycles) /* H then L: z_L = bf16(z_L + bf16(h + x)), h kept */
+        *f = cu_fold{p->zL, p->x, p->zL, 0, 1};
+    else
+        return NULL;
+    return f;
 }
 
 /* Every level of the step, op by op, on one part of the batch. */
@@ -303,12 +332,20 @@ static hrmt_status levels(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, co
                           int *grid_bars, int timed) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
+    /* Each level's injection folded into the kernel before it where it can
+     * be: the first into the reset + embedding (g->first_injected). */
+    const int fold = !grid_bars && cu_model(m)->fold_inject;
+    int injected = !grid_bars && g->first_injected;
+    cu_fold f;
     for (int h = 0; h < m->cfg.H_cycles; h++) {
         for (int l = 0; l < m->cfg.L_cycles; l++) {
             int e0 = 0, e1 = 0;
             if (timed) TRY(ev_rec(m, g, &e0));
             hrmt_tiers_scope_begin(tiers, HRMT_TIER_DRAM);
-            hrmt_status s = l_level(m, g, p, grid_bars);
+            int folded = 0;
+            hrmt_status s =
+                l_level(m, g, p, grid_bars, injected, next_fold(m, p, h, l, fold, &f), &folded);
+            injected = folded;
             hrmt_tiers_scope_end(tiers, HRMT_TIER_DRAM);
             TRY(s);
             if (!timed) continue;
@@ -316,7 +353,10 @@ static hrmt_status levels(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, co
             TRY(seg_add(m, g, e0, e1, SEG_L, 0));
             tm->l_level_calls++;
         }
-        TRY(h_level(m, c, tm, p, grid_bars, timed));
+        int folded = 0;
+        TRY(h_level(m, c, tm, p, grid_bars, timed, injected,
+                    next_fold(m, p, h, m->cfg.L_cycles, fold, &f), &folded));
+        injected = folded;
     }
     return HRMT_OK;
 }
@@ -407,7 +447,8 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n,
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
     hrmt_status s = HRMT_OK;
     for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
-        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1);
+        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1, 0, NULL,
+                  NULL);
         tm->l_level_calls++;
     }
     hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
@@ -469,7 +510,7 @@ static hrmt_status tiered_persistent(hrmt_model *m, hrmt_carry *c, hrmt_step_tim
         TRY(seg_add(m, g, e0, e1, SEG_L, 0));
         tm->l_level_calls += m->cfg.L_cycles;
         const cu_part p = part_of(m, g, 0, (size_t)c->batch);
-        TRY(h_level(m, c, tm, &p, NULL, 1));
+        TRY(h_level(m, c, tm, &p, NULL, 1, 0, NULL, NULL));
     }
     return HRMT_OK;
 }
@@ -483,7 +524,7 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
             s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
         const cu_part p = part_of(m, g, 0, B);
-        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1);
+        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1, 0, NULL, NULL);
     }
     return s;
 }
@@ -678,8 +719,15 @@ static hrmt_status download_act_state(hrmt_model *m, hrmt_carry *c) {
 static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_options *o,
                                 int has_pids, hrmt_step_timing *tm) {
     if (cu_carry(c)->pin) TRY(enqueue_upload(m, c, has_pids));
+    /* The first L level's injection folded into the reset + embedding: the
+     * baseline's op-by-op levels only (the tiles and the grid kernel make
+     * their own). */
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    const int fold = o->schedule == HRMT_SCHEDULE_BASELINE && cu_model(m)->fold_inject &&
+                     !cu_grid_use(m) && m->dt == HRMT_BF16;
     int fused = 0;
-    TRY(cu_reset_embed(m, c, has_pids, &fused));
+    TRY(cu_reset_embed(m, c, has_pids, fold, &fused));
+    g->first_injected = fused && fold;
     if (!fused) {
         TRY(cu_reset(m, c, has_pids));
         TRY(cu_embed(m, c));

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 
 #include "cuda/cuda_internal.cuh"
+#include "cuda/inject_pair.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
@@ -70,7 +71,20 @@ struct cn_args {
     int M, kblocks;
     uint16_t *h;
     float eps;
+    /* The next level's injection folded into the epilogue (cu_fold): fo
+     * NULL for none; fp1 the operand that is not h, fp2 the third (NULL:
+     * two operands); fhz 1: h is the injection's z, 0: its a. */
+    const uint16_t *fp1, *fp2;
+    uint16_t *fo;
+    int fhz, fstore;
 };
+
+/* The fold on one pair: bf16(z + bf16(a (+ b))) with h in z's or a's place. */
+__device__ __forceinline__ uint32_t fold_pair(const cn_args &p, uint32_t hv, uint32_t f1,
+                                              uint32_t f2) {
+    if (p.fhz) return p.fp2 ? inject_pair<true>(hv, f1, f2) : inject_pair<false>(hv, f1, 0u);
+    return p.fp2 ? inject_pair<true>(f1, hv, f2) : inject_pair<false>(f1, hv, 0u);
+}
 
 #ifdef HRMT_SM90A
 __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
@@ -144,6 +158,17 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
             res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
+    /* The folded injection's operands, read while the products run too. */
+    uint32_t f1[WN / 8][2], f2[WN / 8][2];
+    const size_t off[2] = {(size_t)(m0 + lr0) * H + n0, (size_t)(m0 + lr0 + 8) * H + n0};
+#pragma unroll
+    for (int i = 0; i < WN / 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const bool go = p.fo && live[hf];
+            f1[i][hf] = go ? *(const uint32_t *)(p.fp1 + off[hf] + 8 * i + 2 * c) : 0u;
+            f2[i][hf] = go && p.fp2 ? *(const uint32_t *)(p.fp2 + off[hf] + 8 * i + 2 * c) : 0u;
+        }
     /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
      * accumulators as integers into the first wgmma and serialise every
      * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
@@ -184,15 +209,21 @@ __global__ void __launch_bounds__(256, 1)
     }
     cl_sync();
 
-    /* 3. out = bf16(x inv) over this CTA's block. */
+    /* 3. out = bf16(x inv) over this CTA's block; with a fold, the next
+     * level's injection of it too (stored in out's place or beside it). */
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
         if (!live[hf]) continue;
         const float inv = xinv[lr0 + 8 * hf];
 #pragma unroll
-        for (int i = 0; i < WN / 8; i++)
-            *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) = rc::pack_bf16x2_arith(
-                rc::fmul(acc[4 * i + 2 * hf], inv), rc::fmul(acc[4 * i + 2 * hf + 1], inv));
+        for (int i = 0; i < WN / 8; i++) {
+            const uint32_t hv = rc::pack_bf16x2_arith(rc::fmul(acc[4 * i + 2 * hf], inv),
+                                                      rc::fmul(acc[4 * i + 2 * hf + 1], inv));
+            if (!p.fo || p.fstore) *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) = hv;
+            if (p.fo)
+                *(uint32_t *)(p.fo + off[hf] + 8 * i + 2 * c) =
+                    fold_pair(p, hv, f1[i][hf], f2[i][hf]);
+        }
     }
 #endif
 }
@@ -216,14 +247,23 @@ int cn_fits(const hrmt_cuda *cu) {
 
 template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                      const void *a, size_t k, const void *w, void *h, int *done) {
+                      const void *a, size_t k, const void *w, void *h, const cu_fold *f,
+                      int *done) {
     using C = cn_cfg<WN, CL>;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
         return HRMT_OK; /* *done stays 0: the launches serve */
     /* Its shared-memory (and cluster-size) opt-in was made at model load by
      * cn_fits, which this model's settings passed. */
-    const cn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
+    const cn_args p{(int)rows,
+                    (int)(k / BK),
+                    (uint16_t *)h,
+                    (float)m->cfg.rms_norm_eps,
+                    f ? (const uint16_t *)f->p1 : nullptr,
+                    f ? (const uint16_t *)f->p2 : nullptr,
+                    f ? (uint16_t *)f->o : nullptr,
+                    f ? f->hz : 0,
+                    f ? f->store : 0};
     const cudaError_t e = cluster_launch(
         cluster_norm_kernel<WN, CL>, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)),
         dim3(256), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
@@ -245,22 +285,23 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
 }
 
 hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
-                            const void *w, void *h, int *done) {
+                            const void *w, void *h, const cu_fold *f, int *done) {
     *done = 0;
     if (ctas != 8 && ctas != 16) return HRMT_OK;
-    /* Whole k blocks; 4-byte pairs of h; sizes the kernel's int arithmetic
-     * holds. */
+    /* Whole k blocks; 4-byte pairs of h (and of the fold's operands); sizes
+     * the kernel's int arithmetic holds. */
+    const uintptr_t al = f ? (uintptr_t)f->p1 | (uintptr_t)f->p2 | (uintptr_t)f->o : 0;
     if (rows == 0 || k % BK != 0 || k > (size_t)INT32_MAX / 2 || rows > (size_t)INT32_MAX / 2 ||
-        (uintptr_t)h % 4 != 0)
+        ((uintptr_t)h | al) % 4 != 0 || (f && (!f->p1 || !f->o)))
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
     const int c16 = ctas == 16;
     if (m->hidden == 512)
-        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, done)
-                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, done);
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, done)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, done);
     if (m->hidden == 256)
-        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, done)
-                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, done);
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, done)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, done);
     return HRMT_OK;
 }
