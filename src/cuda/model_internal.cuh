@@ -127,11 +127,13 @@ struct hrmt_carry_cuda {
     void *host;          /* download staging of z_H / z_L, grown on demand */
     size_t host_bytes;
     /* Page-locked staging of a step's small transfers (model_mem.cu): the
-     * inputs' upload (pin_up bytes at pin), then q, steps, halted
-     * (pin_state bytes) and the logits (pin_logits bytes). Copies from and
-     * to it are asynchronous, so the upload is a node of the step's graph
-     * and the downloads queue behind the step: one wait per step. NULL when
-     * the host refused it: the copies are then synchronous, same results. */
+     * inputs' upload (pin_up bytes at pin), then the logits (pin_logits
+     * bytes: to q on the device, 0 when too large to pin) and q, steps,
+     * halted (pin_state bytes), adjacent as on the device. Copies from and to
+     * it are asynchronous, so the upload is a node of the step's graph and
+     * the download (one copy) queues behind the step: one wait per step.
+     * NULL when the host refused it: the copies are then synchronous, same
+     * results. */
     void *pin;
     size_t pin_up, pin_state, pin_logits;
     cudaEvent_t *ev; /* event pool, grown on demand */

@@ -605,12 +605,11 @@ static void to_f32(const hrmt_model *m, const void *src, float *dst, size_t n) {
 
 /* The page-locked staging's parts (model_mem.cu: pin_staging). */
 static size_t round256(size_t n) { return (n + 255) / 256 * 256; }
-static char *pin_state(const struct hrmt_carry_cuda *g) {
+static char *pin_logits(const struct hrmt_carry_cuda *g) {
     return (char *)g->pin + round256(g->pin_up);
 }
-static char *pin_logits(const struct hrmt_carry_cuda *g) {
-    return pin_state(g) + round256(g->pin_state);
-}
+/* Right after the logits, as q follows them on the device. */
+static char *pin_state(const struct hrmt_carry_cuda *g) { return pin_logits(g) + g->pin_logits; }
 
 /* Whether the step's downloads queue behind it into the pinned staging. */
 static int pinned_logits(const struct hrmt_carry_cuda *g, const hrmt_step_outputs *o) {
@@ -690,14 +689,14 @@ static hrmt_status upload_inputs(hrmt_model *m, struct hrmt_carry_cuda *g, size_
 }
 
 /* The step's downloads queued behind it into the pinned staging: q, steps,
- * halted (adjacent on the device, model_mem.cu) and the logits if asked. */
+ * halted (adjacent on the device, model_mem.cu), with the logits before
+ * them in the same copy if asked. */
 static hrmt_status enqueue_downloads(hrmt_model *m, struct hrmt_carry_cuda *g,
                                      const hrmt_step_outputs *o) {
-    cudaError_t e =
-        cudaMemcpyAsync(pin_state(g), g->q, g->pin_state, cudaMemcpyDeviceToHost, cu_stream(m));
-    if (e == cudaSuccess && pinned_logits(g, o))
-        e = cudaMemcpyAsync(pin_logits(g), g->logits, g->pin_logits, cudaMemcpyDeviceToHost,
-                            cu_stream(m));
+    const int lg = pinned_logits(g, o);
+    const cudaError_t e = cudaMemcpyAsync(
+        lg ? pin_logits(g) : pin_state(g), lg ? g->logits : (void *)g->q,
+        (lg ? g->pin_logits : 0) + g->pin_state, cudaMemcpyDeviceToHost, cu_stream(m));
     return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: outputs download");
 }
 
