@@ -243,6 +243,52 @@ Test(tiers, transfer_into_full_sram_spills) {
     hrmt_tiers_destroy(tm);
 }
 
+/* Tensors over the caller's memory (a CUDA tile's device buffers): placed
+ * and counted by the capacity rule (4096 bytes here: 1024 floats fit, the
+ * next 16 spill), the caller's bytes untouched (no zeroing), never freed by
+ * the manager (ASan: no free of a stack buffer), refused by the transfers. */
+Test(tiers, registered_tensors_count_without_host_memory) {
+    hrmt_tiers *tm = make(4096, 8);
+    float a[1024], b[16];
+    for (int i = 0; i < 1024; i++) a[i] = 7.0f;
+    for (int i = 0; i < 16; i++) b[i] = 9.0f;
+    size_t sa[1] = {1024}, sb[1] = {16};
+    hrmt_tensor t;
+    cr_assert_eq(hrmt_tiers_register_sram(tm, "a", 1, sa, HRMT_F32, a, HRMT_DEVICE_CUDA, &t),
+                 HRMT_OK);
+    cr_expect_eq(t.data, (void *)a);
+    cr_expect_eq(t.device, HRMT_DEVICE_CUDA);
+    cr_expect_eq(t.tier, HRMT_TIER_SRAM, "4096 bytes fit the 4096-byte tier");
+    cr_assert_eq(hrmt_tiers_register_sram(tm, "b", 1, sb, HRMT_F32, b, HRMT_DEVICE_HOST, NULL),
+                 HRMT_OK);
+    hrmt_tensor g;
+    cr_assert_eq(hrmt_tiers_get(tm, "b", &g), HRMT_OK);
+    cr_expect_eq(g.data, (void *)b);
+    cr_expect_eq(g.tier, HRMT_TIER_DRAM, "the next 64 bytes spill");
+    hrmt_tier_stats ss = stats(tm, HRMT_TIER_SRAM), ds = stats(tm, HRMT_TIER_DRAM);
+    cr_expect_eq(ss.hit_count, 1);
+    cr_expect_eq(ss.miss_count, 1);
+    cr_expect_eq(ss.current_alloc_bytes, 4096);
+    cr_expect_eq(ds.current_alloc_bytes, 64);
+    cr_expect_eq(a[0], 7.0f, "not zeroed");
+    cr_expect_eq(b[15], 9.0f, "not zeroed");
+    hrmt_tensor out;
+    cr_expect_eq(hrmt_tiers_transfer_sram_to_dram(tm, "a", &out), HRMT_ERR_UNSUPPORTED);
+    cr_expect_eq(hrmt_tiers_register_sram(tm, "a", 1, sa, HRMT_F32, a, HRMT_DEVICE_CUDA, NULL),
+                 HRMT_ERR_EXISTS);
+    cr_expect_eq(hrmt_tiers_register_sram(tm, "n", 1, sa, HRMT_F32, NULL, HRMT_DEVICE_CUDA, NULL),
+                 HRMT_ERR_INVALID_ARG);
+    cr_expect_eq(hrmt_tiers_register_sram(tm, "d", 1, sa, HRMT_F32, a, (hrmt_device)7, NULL),
+                 HRMT_ERR_INVALID_ARG);
+    cr_assert_eq(hrmt_tiers_free(tm, "a"), HRMT_OK);
+    cr_expect_eq(stats(tm, HRMT_TIER_SRAM).current_alloc_bytes, 0);
+    cr_expect_eq(stats(tm, HRMT_TIER_SRAM).peak_alloc_bytes, 4096);
+    cr_expect_eq(a[1023], 7.0f, "the caller's memory survives the free");
+    hrmt_tiers_free_all(tm); /* "b" is registered: only forgotten */
+    cr_expect_eq(b[0], 9.0f);
+    hrmt_tiers_destroy(tm);
+}
+
 Test(tiers, copy_between_existing_tensors) {
     hrmt_tiers *tm = make(1 << 16, 0);
     hrmt_tensor s, d, other;

@@ -37,6 +37,7 @@ typedef struct tier_entry {
     hrmt_tensor t;
     size_t nbytes;
     size_t granted; /* arena bytes when in the arena, else 0 */
+    int external;   /* data is the caller's (hrmt_tiers_register_sram): never freed */
 } tier_entry;
 
 typedef struct scope_frame {
@@ -126,6 +127,7 @@ static void count_alloc(hrmt_tier_stats *s, size_t bytes) {
 }
 
 static void release_memory(hrmt_tiers *tm, tier_entry *e) {
+    if (e->external) return;
     if (e->granted)
         hrmt_arena_free(&tm->arena, e->t.data, e->granted);
     else
@@ -139,10 +141,12 @@ static void destroy_entry(hrmt_tiers *tm, tier_entry *e) {
 }
 
 /* Creates tensor `name`; in the SRAM arena when want_sram and it fits (a hit),
- * else on the heap (a miss when want_sram). */
+ * else on the heap (a miss when want_sram). With ext the tensor is ext's
+ * memory on device ext_dev instead: placed and counted by the same rule,
+ * nothing allocated or zeroed. */
 static hrmt_status alloc_locked(hrmt_tiers *tm, const char *name, int ndim, const size_t *shape,
-                                hrmt_dtype dtype, int want_sram, hrmt_tensor *out,
-                                tier_entry **made) {
+                                hrmt_dtype dtype, int want_sram, void *ext, hrmt_device ext_dev,
+                                hrmt_tensor *out, tier_entry **made) {
     hrmt_tensor t;
     size_t nbytes, heap_bytes, name_len;
     hrmt_status s = hrmt_tensor_init(&t, NULL, dtype, ndim, shape);
@@ -166,8 +170,14 @@ static hrmt_status alloc_locked(hrmt_tiers *tm, const char *name, int ndim, cons
     hrmt_tier tier = HRMT_TIER_DRAM;
     void *p = NULL;
     size_t room;
-    if (want_sram && hrmt_add_ok(tm->st[HRMT_TIER_SRAM].current_alloc_bytes, nbytes, &room) &&
-        room <= tm->sram_capacity) {
+    const int fits = want_sram &&
+                     hrmt_add_ok(tm->st[HRMT_TIER_SRAM].current_alloc_bytes, nbytes, &room) &&
+                     room <= tm->sram_capacity;
+    if (ext) {
+        p = ext;
+        e->external = 1;
+        if (fits) tier = HRMT_TIER_SRAM;
+    } else if (fits) {
         int oom;
         p = hrmt_arena_alloc(&tm->arena, nbytes, &e->granted, &oom);
         if (p) tier = HRMT_TIER_SRAM;
@@ -181,7 +191,7 @@ static hrmt_status alloc_locked(hrmt_tiers *tm, const char *name, int ndim, cons
             return HRMT_ERR_OUT_OF_MEMORY;
         }
     }
-    memset(p, 0, nbytes);
+    if (!ext) memset(p, 0, nbytes);
     double us = (now_s() - t0) * 1e6;
 
     if (want_sram) {
@@ -195,7 +205,7 @@ static hrmt_status alloc_locked(hrmt_tiers *tm, const char *name, int ndim, cons
 
     t.data = p;
     t.tier = tier;
-    t.device = HRMT_DEVICE_HOST;
+    t.device = ext ? ext_dev : HRMT_DEVICE_HOST;
     e->t = t;
     e->nbytes = nbytes;
     tier_entry **slot = &tm->buckets[hash_name(name) & (tm->nbuckets - 1)];
@@ -288,7 +298,8 @@ static hrmt_status alloc_public(hrmt_tiers *tm, const char *name, int ndim, cons
                                 hrmt_dtype dtype, int want_sram, hrmt_tensor *out) {
     if (!tm || !name || !*name || !shape || !out) return HRMT_ERR_INVALID_ARG;
     lock(tm);
-    hrmt_status s = alloc_locked(tm, name, ndim, shape, dtype, want_sram, out, NULL);
+    hrmt_status s =
+        alloc_locked(tm, name, ndim, shape, dtype, want_sram, NULL, HRMT_DEVICE_HOST, out, NULL);
     unlock(tm);
     return s;
 }
@@ -296,6 +307,17 @@ static hrmt_status alloc_public(hrmt_tiers *tm, const char *name, int ndim, cons
 hrmt_status hrmt_tiers_alloc_sram(hrmt_tiers *tm, const char *name, int ndim, const size_t *shape,
                                   hrmt_dtype dtype, hrmt_tensor *out) {
     return alloc_public(tm, name, ndim, shape, dtype, 1, out);
+}
+
+hrmt_status hrmt_tiers_register_sram(hrmt_tiers *tm, const char *name, int ndim,
+                                     const size_t *shape, hrmt_dtype dtype, void *data,
+                                     hrmt_device device, hrmt_tensor *out) {
+    if (!tm || !name || !*name || !shape || !data) return HRMT_ERR_INVALID_ARG;
+    if (device != HRMT_DEVICE_HOST && device != HRMT_DEVICE_CUDA) return HRMT_ERR_INVALID_ARG;
+    lock(tm);
+    hrmt_status s = alloc_locked(tm, name, ndim, shape, dtype, 1, data, device, out, NULL);
+    unlock(tm);
+    return s;
 }
 
 hrmt_status hrmt_tiers_alloc_dram(hrmt_tiers *tm, const char *name, int ndim, const size_t *shape,
@@ -338,7 +360,7 @@ void hrmt_tiers_free_all(hrmt_tiers *tm) {
         tier_entry *e = tm->buckets[i];
         while (e) {
             tier_entry *next = e->next;
-            if (!e->granted) free(e->t.data); /* arena blocks go with the reset below */
+            if (!e->granted && !e->external) free(e->t.data); /* arena blocks: the reset */
             free(e->name);
             free(e);
             e = next;
@@ -374,9 +396,11 @@ static hrmt_status transfer(hrmt_tiers *tm, const char *name, hrmt_tier to, cons
     tier_entry *src = *find_slot(tm, name);
     tier_entry *dst = NULL;
     hrmt_status s = HRMT_ERR_NOT_FOUND;
-    if (src)
+    if (src && src->t.device != HRMT_DEVICE_HOST)
+        s = HRMT_ERR_UNSUPPORTED; /* registered device memory: not the host's to copy */
+    else if (src)
         s = alloc_locked(tm, dst_name, src->t.ndim, src->t.shape, src->t.dtype,
-                         to == HRMT_TIER_SRAM, NULL, &dst);
+                         to == HRMT_TIER_SRAM, NULL, HRMT_DEVICE_HOST, NULL, &dst);
     if (s == HRMT_OK) {
         double t0 = now_s();
         memcpy(dst->t.data, src->t.data, src->nbytes);

@@ -15,6 +15,19 @@
 hrmt_status hrmt_tiers_set_scope_threads(hrmt_tiers *tm, hrmt_tier tier, int n);
 int hrmt_tiers_scope_threads(const hrmt_tiers *tm, hrmt_tier tier);
 
+/* Registers tensor `name` over memory the caller owns (`data` on `device`,
+ * e.g. a CUDA tile's buffer): placed and counted as hrmt_tiers_alloc_sram
+ * would place a tensor of its size (an SRAM hit when it fits the tier's
+ * capacity, else a miss in DRAM) and logged as an allocation, but no host
+ * memory is taken or zeroed; hrmt_tiers_free forgets it without freeing
+ * `data`, and the transfers refuse it (UNSUPPORTED: its data need not be the
+ * host's). out (may be NULL) gets the descriptor. Errors: INVALID_ARG (NULL
+ * tm, name, shape or data; an unknown device), EXISTS, and
+ * hrmt_tensor_init's. */
+hrmt_status hrmt_tiers_register_sram(hrmt_tiers *tm, const char *name, int ndim,
+                                     const size_t *shape, hrmt_dtype dtype, void *data,
+                                     hrmt_device device, hrmt_tensor *out);
+
 typedef struct hrmt_tiers_log_info {
     int enabled;
     size_t cap;       /* ring capacity */
