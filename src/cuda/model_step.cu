@@ -659,15 +659,15 @@ static size_t upload_bytes(const hrmt_model *m, const struct hrmt_carry_cuda *g,
                     : B * m->seq * 4;
 }
 
-/* The inputs into the pinned staging, for the step's upload node. */
-static void stage_inputs(const hrmt_model *m, struct hrmt_carry_cuda *g, size_t B,
-                         const int32_t *inputs, const int32_t *puzzle_ids) {
+/* The bytes upload_bytes names, laid out as on the device, at dst. */
+static void pack_inputs(const hrmt_model *m, const struct hrmt_carry_cuda *g, void *dst, size_t B,
+                        const int32_t *inputs, const int32_t *puzzle_ids) {
     const size_t in_bytes = B * m->seq * 4;
-    memcpy(g->pin, inputs, in_bytes);
+    memcpy(dst, inputs, in_bytes);
     if (!puzzle_ids) return;
     const size_t off = (size_t)((char *)g->new_pids - (char *)g->new_inputs);
-    memset((char *)g->pin + in_bytes, 0, off - in_bytes); /* the alignment gap */
-    memcpy((char *)g->pin + off, puzzle_ids, B * 4);
+    memset((char *)dst + in_bytes, 0, off - in_bytes); /* the alignment gap */
+    memcpy((char *)dst + off, puzzle_ids, B * 4);
 }
 
 /* The staged inputs to the device, in stream order (a node of the graph). */
@@ -679,19 +679,13 @@ static hrmt_status enqueue_upload(hrmt_model *m, hrmt_carry *c, int has_pids) {
     return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: inputs upload");
 }
 
-/* Without pinned staging: inputs then puzzle ids in one synchronous copy. */
+/* Without pinned staging: the same bytes in one synchronous copy. */
 static hrmt_status upload_inputs(hrmt_model *m, struct hrmt_carry_cuda *g, size_t B,
                                  const int32_t *inputs, const int32_t *puzzle_ids) {
-    const size_t in_bytes = B * m->seq * 4;
-    if (!puzzle_ids)
-        return hrmt_cuda_memcpy(m->ctx->cuda, g->new_inputs, inputs, in_bytes, 0, m->ctx->err,
-                                sizeof m->ctx->err);
-    const size_t off = (size_t)((char *)g->new_pids - (char *)g->new_inputs);
-    TRY(stage(m, g, off + B * 4));
-    memcpy(g->host, inputs, in_bytes);
-    memset((char *)g->host + in_bytes, 0, off - in_bytes); /* the alignment gap */
-    memcpy((char *)g->host + off, puzzle_ids, B * 4);
-    return hrmt_cuda_memcpy(m->ctx->cuda, g->new_inputs, g->host, off + B * 4, 0, m->ctx->err,
+    const size_t bytes = upload_bytes(m, g, B, puzzle_ids != NULL);
+    TRY(stage(m, g, bytes));
+    pack_inputs(m, g, g->host, B, inputs, puzzle_ids);
+    return hrmt_cuda_memcpy(m->ctx->cuda, g->new_inputs, g->host, bytes, 0, m->ctx->err,
                             sizeof m->ctx->err);
 }
 
@@ -724,11 +718,11 @@ static hrmt_status download_act_state(hrmt_model *m, hrmt_carry *c) {
 /* Everything a step runs on the device after the inputs are uploaded. */
 static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_options *o,
                                 int has_pids, hrmt_step_timing *tm) {
-    if (cu_carry(c)->pin) TRY(enqueue_upload(m, c, has_pids));
+    struct hrmt_carry_cuda *g = cu_carry(c);
+    if (g->pin) TRY(enqueue_upload(m, c, has_pids));
     /* The first L level's injection folded into the reset + embedding: the
      * baseline's op-by-op levels only (the tiles and the grid kernel make
      * their own). */
-    struct hrmt_carry_cuda *g = cu_carry(c);
     const int fold = o->schedule == HRMT_SCHEDULE_BASELINE && cu_model(m)->fold_inject &&
                      !cu_grid_use(m) && m->dt == HRMT_BF16;
     int fused = 0;
@@ -740,7 +734,7 @@ static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_op
     }
     TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm) : tiered(m, c, tm));
     TRY(heads(m, c, o->early_halt));
-    return side_join(m, cu_carry(c));
+    return side_join(m, g);
 }
 
 /* Captures enqueue_step as a graph for `key` (replacing any other). Every
@@ -814,7 +808,7 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     /* Only halted samples take the new data, on the device (cu_reset). With
      * pinned staging the upload is the step's first node, else a copy now. */
     if (g->pin)
-        stage_inputs(m, g, B, inputs, puzzle_ids);
+        pack_inputs(m, g, g->pin, B, inputs, puzzle_ids);
     else
         TRY(upload_inputs(m, g, B, inputs, puzzle_ids));
     if (use_graph) {
