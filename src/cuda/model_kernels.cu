@@ -116,6 +116,33 @@ __global__ void embed(size_t total, size_t T, size_t P, size_t seq, size_t H, co
     }
 }
 
+/* Chunk c8 of an embedding row: the eight elements of table row `src` (and
+ * of position row t when pos is set), embed_el's arithmetic on each. */
+template <bool BF, typename E>
+__device__ __forceinline__ vec8<E> embed_chunk(const E *src, const void *pos, unsigned t,
+                                               unsigned H8, unsigned c8, float sqrt_h) {
+    const vec8<E> e = ((const vec8<E> *)src)[c8];
+    vec8<E> p, o;
+    if (pos) p = ((const vec8<E> *)pos)[(size_t)t * H8 + c8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        float v, q = 0.0f;
+        if constexpr (BF) {
+            v = bf16_to_f32(e.v[k]);
+            if (pos) q = bf16_to_f32(p.v[k]);
+        } else {
+            v = e.v[k];
+            if (pos) q = p.v[k];
+        }
+        v = embed_el<BF>(v, pos != nullptr, q, sqrt_h);
+        if constexpr (BF)
+            o.v[k] = hrmt_cu_f32_to_bf16(v);
+        else
+            o.v[k] = v;
+    }
+    return o;
+}
+
 /* embed's arithmetic, eight elements a thread (see reset_z8). */
 template <bool BF>
 __global__ void embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, unsigned H8,
@@ -128,25 +155,7 @@ __global__ void embed8(unsigned chunks, unsigned T, unsigned P, unsigned seq, un
         const unsigned row = i / H8, c8 = i % H8, s = row / T, t = row % T;
         const E *src = t < P ? (const E *)puz + ((size_t)pids[s] * P + t) * H
                              : (const E *)tok + (size_t)inputs[(size_t)s * seq + t - P] * H;
-        const vec8<E> e = ((const vec8<E> *)src)[c8];
-        vec8<E> p, o;
-        if (pos) p = ((const vec8<E> *)pos)[(size_t)t * H8 + c8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float v, q = 0.0f;
-            if constexpr (BF) {
-                v = bf16_to_f32(e.v[k]);
-                if (pos) q = bf16_to_f32(p.v[k]);
-            } else {
-                v = e.v[k];
-                if (pos) q = p.v[k];
-            }
-            v = embed_el<BF>(v, pos != nullptr, q, sqrt_h);
-            if constexpr (BF)
-                o.v[k] = hrmt_cu_f32_to_bf16(v);
-            else
-                o.v[k] = v;
-        }
+        const vec8<E> o = embed_chunk<BF>(src, pos, t, H8, c8, sqrt_h);
         ((vec8<E> *)x)[i] = o;
     }
 }
@@ -196,25 +205,7 @@ __global__ void reset_embed8(unsigned chunks, unsigned T, unsigned P, unsigned s
             if (h && c8 == 0) inputs[k] = id;
             src = (const E *)tok + (size_t)id * H;
         }
-        const vec8<E> e = ((const vec8<E> *)src)[c8];
-        vec8<E> p, o;
-        if (pos) p = ((const vec8<E> *)pos)[(size_t)t * H8 + c8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float v, q = 0.0f;
-            if constexpr (BF) {
-                v = bf16_to_f32(e.v[k]);
-                if (pos) q = bf16_to_f32(p.v[k]);
-            } else {
-                v = e.v[k];
-                if (pos) q = p.v[k];
-            }
-            v = embed_el<BF>(v, pos != nullptr, q, sqrt_h);
-            if constexpr (BF)
-                o.v[k] = hrmt_cu_f32_to_bf16(v);
-            else
-                o.v[k] = v;
-        }
+        const vec8<E> o = embed_chunk<BF>(src, pos, t, H8, c8, sqrt_h);
         ((vec8<E> *)x)[i] = o;
         if constexpr (INJ) {
             const uint4 xv = *(const uint4 *)&o;
