@@ -16,7 +16,9 @@
  *  2. CTA r computes inv for rows r 64/CL .. (r + 1) 64/CL - 1 of the tile
  *     (a warp per row, lane l reading x[g 32 + l] from the CTA that holds
  *     it) and writes each inv into every CTA's shared memory; barrier;
- *  3. each CTA writes bf16(x inv) over its block of h.
+ *  3. each CTA writes bf16(x inv) over its block of h; with a fold (cu_fold,
+ *     the level's last call) also the next level's injection of it, from
+ *     operands read while the products ran (inject_pair.cuh's bits).
  *
  * Bits: the GEMM is each output's F32 chain of k16 steps in ascending k
  * from +0 rounded to BF16 (the pinned cuBLASLt algorithms' arithmetic, as
