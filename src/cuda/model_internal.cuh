@@ -127,15 +127,15 @@ struct hrmt_carry_cuda {
     void *host;          /* download staging of z_H / z_L, grown on demand */
     size_t host_bytes;
     /* Page-locked staging of a step's small transfers (model_mem.cu): the
-     * inputs' upload (pin_up bytes at pin), then the logits (pin_logits
-     * bytes: to q on the device, 0 when too large to pin) and q, steps,
-     * halted (pin_state bytes), adjacent as on the device. Copies from and to
+     * logits (pin_logits bytes: to q on the device, 0 when too large to
+     * pin) and q, steps, halted (pin_state bytes), adjacent as on the
+     * device, then the inputs' upload (cu_upload_bytes with puzzle ids). Copies from and to
      * it are asynchronous, so the upload is a node of the step's graph and
      * the download (one copy) queues behind the step: one wait per step.
      * NULL when the host refused it: the copies are then synchronous, same
      * results. */
     void *pin;
-    size_t pin_up, pin_state, pin_logits;
+    size_t pin_state, pin_logits;
     cudaEvent_t *ev; /* event pool, grown on demand */
     int nev, evcap;
     /* The timeline's events are recorded on a side stream that waits for the
@@ -144,7 +144,6 @@ struct hrmt_carry_cuda {
      * (PDL) edge; made on first use. */
     cudaStream_t side;
     cudaEvent_t fork, join;
-    int first_injected; /* the step's first injection made by the reset + embedding */
     cu_seg *seg;
     int nseg, segcap;
     /* The step as a CUDA graph (model_step.cu), made for one key (schedule,
@@ -164,6 +163,12 @@ static inline struct hrmt_model_cuda *cu_model(const hrmt_model *m) {
 }
 static inline struct hrmt_carry_cuda *cu_carry(const hrmt_carry *c) {
     return (struct hrmt_carry_cuda *)c->cu;
+}
+/* A step's inputs as they cross the bus: the inputs, then (has_pids) the
+ * alignment gap and the puzzle ids, adjacent on the device (model_mem.cu). */
+static inline size_t cu_upload_bytes(const struct hrmt_carry_cuda *g, size_t B, size_t seq,
+                                     int has_pids) {
+    return has_pids ? (size_t)((char *)g->new_pids - (char *)g->new_inputs) + B * 4 : B * seq * 4;
 }
 
 /* model_branch.cu: reads HRMT_CUDA_BRANCHES at model load (1, the default,

@@ -186,19 +186,16 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
  * takes memory from the system for little gain over one big copy. */
 #define CU_PIN_LOGITS_MAX ((size_t)32 << 20)
 
-static size_t round256(size_t n) { return (n + 255) / 256 * 256; }
-
 /* The step's page-locked staging (struct hrmt_carry_cuda: pin); none when
  * the host refuses it (the step then copies synchronously). */
 static void pin_staging(const hrmt_model *m, size_t B, struct hrmt_carry_cuda *g) {
-    g->pin_up = (size_t)((char *)g->new_pids - (char *)g->new_inputs) + B * 4;
     g->pin_state = (size_t)((char *)g->halted - (char *)g->q) + B * 4;
     /* The logits and their alignment gap up to q: adjacent on the device
      * (carve), so one copy brings logits and state. */
     g->pin_logits = (size_t)((char *)g->q - (char *)g->logits);
     if (g->pin_logits > CU_PIN_LOGITS_MAX) g->pin_logits = 0;
     if (!cu_model(m)->pin_io) return;
-    const size_t total = round256(g->pin_up) + g->pin_logits + g->pin_state;
+    const size_t total = g->pin_logits + g->pin_state + cu_upload_bytes(g, B, m->seq, 1);
     if (cudaMallocHost(&g->pin, total) != cudaSuccess) {
         (void)cudaGetLastError(); /* not sticky: the step falls back */
         g->pin = NULL;

@@ -329,13 +329,12 @@ static const cu_fold *next_fold(const hrmt_model *m, const cu_part *p, int h, in
 
 /* Every level of the step, op by op, on one part of the batch. */
 static hrmt_status levels(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, const cu_part *p,
-                          int *grid_bars, int timed) {
+                          int *grid_bars, int timed, int injected) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     /* Each level's injection folded into the kernel before it where it can
-     * be: the first into the reset + embedding (g->first_injected). */
+     * be (`injected`: the first was, by the reset + embedding). */
     const int fold = !grid_bars && cu_model(m)->fold_inject;
-    int injected = !grid_bars && g->first_injected;
     cu_fold f;
     for (int h = 0; h < m->cfg.H_cycles; h++) {
         for (int l = 0; l < m->cfg.L_cycles; l++) {
@@ -391,7 +390,7 @@ static hrmt_status set_deps(const hrmt_model *m, cudaGraphNode_t *set, size_t n)
  * one sample range each (model_branch.cu): each branch starts from the
  * nodes before it (the fork) and the step goes on after all of them (the
  * join). Each branch after the first has its own cuBLASLt workspace. */
-static hrmt_status branched(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+static hrmt_status branched(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, int injected) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     struct hrmt_model_cuda *mc = cu_model(m);
     const size_t B = (size_t)c->batch, nb = (size_t)g->nbranch, ws = m->ctx->cuda->ws_bytes;
@@ -405,7 +404,7 @@ static hrmt_status branched(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
         mc->lt_ws_now = k ? (char *)g->lt_ws + (k - 1) * ws : NULL;
         const size_t s0 = B * k / nb, s1 = B * (k + 1) / nb;
         const cu_part p = part_of(m, g, s0, s1 - s0);
-        if (s == HRMT_OK) s = levels(m, c, tm, &p, NULL, k == 0);
+        if (s == HRMT_OK) s = levels(m, c, tm, &p, NULL, k == 0, injected);
         if (s == HRMT_OK) s = capture_deps(m, join, &nj, sizeof join / sizeof join[0]);
     }
     mc->lt_ws_now = NULL;
@@ -416,16 +415,16 @@ static hrmt_status branched(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) 
 /* Op by op over the whole batch; with HRMT_CUDA_GRID=1 each level is
  * instead one grid-wide kernel (model_grid.cu), same bits; while a graph
  * is captured, possibly as parallel branches over sample ranges. */
-static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
+static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, int injected) {
     struct hrmt_carry_cuda *g = cu_carry(c);
-    if (g->capturing && g->nbranch > 1) return branched(m, c, tm);
+    if (g->capturing && g->nbranch > 1) return branched(m, c, tm, injected);
     int bars = 0, *grid_bars = cu_grid_use(m) ? &bars : NULL;
     if (grid_bars) {
         cudaError_t e = cudaMemsetAsync(g->bar, 0, (size_t)g->nbar * sizeof *g->bar, cu_stream(m));
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
     }
     const cu_part p = part_of(m, g, 0, (size_t)c->batch);
-    return levels(m, c, tm, &p, grid_bars, 1);
+    return levels(m, c, tm, &p, grid_bars, 1, injected);
 }
 
 static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t bytes) {
@@ -610,13 +609,11 @@ static void to_f32(const hrmt_model *m, const void *src, float *dst, size_t n) {
     }
 }
 
-/* The page-locked staging's parts (model_mem.cu: pin_staging). */
-static size_t round256(size_t n) { return (n + 255) / 256 * 256; }
-static char *pin_logits(const struct hrmt_carry_cuda *g) {
-    return (char *)g->pin + round256(g->pin_up);
-}
-/* Right after the logits, as q follows them on the device. */
+/* The page-locked staging's parts (model_mem.cu: pin_staging): the logits,
+ * q right after them as on the device, then the inputs. */
+static char *pin_logits(const struct hrmt_carry_cuda *g) { return (char *)g->pin; }
 static char *pin_state(const struct hrmt_carry_cuda *g) { return pin_logits(g) + g->pin_logits; }
+static char *pin_inputs(const struct hrmt_carry_cuda *g) { return pin_state(g) + g->pin_state; }
 
 /* Whether the step's downloads queue behind it into the pinned staging. */
 static int pinned_logits(const struct hrmt_carry_cuda *g, const hrmt_step_outputs *o) {
@@ -651,15 +648,7 @@ static hrmt_status copy_out(hrmt_model *m, hrmt_carry *c, hrmt_step_outputs *o) 
     return HRMT_OK;
 }
 
-/* The inputs' bytes that cross the bus: inputs, then (when given) the
- * alignment gap and the puzzle ids, adjacent on the device (model_mem.cu). */
-static size_t upload_bytes(const hrmt_model *m, const struct hrmt_carry_cuda *g, size_t B,
-                           int has_pids) {
-    return has_pids ? (size_t)((char *)g->new_pids - (char *)g->new_inputs) + B * 4
-                    : B * m->seq * 4;
-}
-
-/* The bytes upload_bytes names, laid out as on the device, at dst. */
+/* The bytes cu_upload_bytes names, laid out as on the device, at dst. */
 static void pack_inputs(const hrmt_model *m, const struct hrmt_carry_cuda *g, void *dst, size_t B,
                         const int32_t *inputs, const int32_t *puzzle_ids) {
     const size_t in_bytes = B * m->seq * 4;
@@ -673,16 +662,16 @@ static void pack_inputs(const hrmt_model *m, const struct hrmt_carry_cuda *g, vo
 /* The staged inputs to the device, in stream order (a node of the graph). */
 static hrmt_status enqueue_upload(hrmt_model *m, hrmt_carry *c, int has_pids) {
     struct hrmt_carry_cuda *g = cu_carry(c);
-    const cudaError_t e =
-        cudaMemcpyAsync(g->new_inputs, g->pin, upload_bytes(m, g, (size_t)c->batch, has_pids),
-                        cudaMemcpyHostToDevice, cu_stream(m));
+    const cudaError_t e = cudaMemcpyAsync(g->new_inputs, pin_inputs(g),
+                                          cu_upload_bytes(g, (size_t)c->batch, m->seq, has_pids),
+                                          cudaMemcpyHostToDevice, cu_stream(m));
     return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda step: inputs upload");
 }
 
 /* Without pinned staging: the same bytes in one synchronous copy. */
 static hrmt_status upload_inputs(hrmt_model *m, struct hrmt_carry_cuda *g, size_t B,
                                  const int32_t *inputs, const int32_t *puzzle_ids) {
-    const size_t bytes = upload_bytes(m, g, B, puzzle_ids != NULL);
+    const size_t bytes = cu_upload_bytes(g, B, m->seq, puzzle_ids != NULL);
     TRY(stage(m, g, bytes));
     pack_inputs(m, g, g->host, B, inputs, puzzle_ids);
     return hrmt_cuda_memcpy(m->ctx->cuda, g->new_inputs, g->host, bytes, 0, m->ctx->err,
@@ -723,16 +712,16 @@ static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_op
     /* The first L level's injection folded into the reset + embedding: the
      * baseline's op-by-op levels only (the tiles and the grid kernel make
      * their own). */
-    const int fold = o->schedule == HRMT_SCHEDULE_BASELINE && cu_model(m)->fold_inject &&
-                     !cu_grid_use(m) && m->dt == HRMT_BF16;
+    const int fold =
+        o->schedule == HRMT_SCHEDULE_BASELINE && cu_model(m)->fold_inject && !cu_grid_use(m);
     int fused = 0;
     TRY(cu_reset_embed(m, c, has_pids, fold, &fused));
-    g->first_injected = fused && fold;
     if (!fused) {
         TRY(cu_reset(m, c, has_pids));
         TRY(cu_embed(m, c));
     }
-    TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm) : tiered(m, c, tm));
+    TRY(o->schedule == HRMT_SCHEDULE_BASELINE ? baseline(m, c, tm, fused && fold)
+                                              : tiered(m, c, tm));
     TRY(heads(m, c, o->early_halt));
     return side_join(m, g);
 }
@@ -808,7 +797,7 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     /* Only halted samples take the new data, on the device (cu_reset). With
      * pinned staging the upload is the step's first node, else a copy now. */
     if (g->pin)
-        pack_inputs(m, g, g->pin, B, inputs, puzzle_ids);
+        pack_inputs(m, g, pin_inputs(g), B, inputs, puzzle_ids);
     else
         TRY(upload_inputs(m, g, B, inputs, puzzle_ids));
     if (use_graph) {
