@@ -77,6 +77,7 @@ struct hrmt_model_cuda {
     int pin_io;      /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset; /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject; /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
+    int profile_steps; /* HRMT_CUDA_PROFILE_STEPS: each step's device work in a profiler range */
     int tune_exact;  /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */

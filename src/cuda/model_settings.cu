@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0, pin = 0, reset = 0, fold = 0;
+        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -38,8 +38,13 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_SMEM_TABLE", 1, &slut)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_PINNED_IO", 1, &pin)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_RESET", 1, &reset)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_FOLD_INJECT", 1, &fold)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_FOLD_INJECT", 1, &fold)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK)
         return s;
+    /* A profiler attached with its collection off from the start (ncu
+     * --profile-from-start off) sees the steps' kernels only, not the GEMM
+     * tuner's thousands of timing launches (bench/gpu_profile.sh). */
+    g->profile_steps = prof;
     /* The reset of halted samples and the embedding as one kernel where the
      * eight-wide kernels apply (model_kernels.cu), same values. */
     g->fused_reset = reset && m->hidden % 8 == 0;

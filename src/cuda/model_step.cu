@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_profiler_api.h>
+
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_kernels.cuh"
@@ -772,9 +774,9 @@ static hrmt_status build_graph(hrmt_model *m, hrmt_carry *c, const hrmt_step_opt
  * segments use events from 2 on. */
 enum { EV_START = 0, EV_END = 1, EV_FIRST_SEG = 2 };
 
-hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
-                               const int32_t *puzzle_ids, const hrmt_step_options *o,
-                               hrmt_step_outputs *outs, hrmt_step_timing *timing) {
+static hrmt_status act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
+                            const int32_t *puzzle_ids, const hrmt_step_options *o,
+                            hrmt_step_outputs *outs, hrmt_step_timing *timing) {
     hrmt_context *ctx = m->ctx;
     struct hrmt_carry_cuda *g = cu_carry(c);
     const size_t B = (size_t)c->batch;
@@ -785,8 +787,6 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     const int rebuild = use_graph && g->graph_key != key;
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);
-    /* The block GEMMs at this batch's own M, once (before any capture). */
-    TRY(cu_gemm_tune_rows(m, B * m->T));
     TRY(ev_reserve(m, g, EV_END));
     if (!use_graph || rebuild) { /* a new timeline; a replay reuses the captured one */
         g->nev = EV_FIRST_SEG;
@@ -819,4 +819,19 @@ hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inpu
     if (outs) TRY(copy_out(m, c, outs));
     if (timing) *timing = tm;
     return HRMT_OK;
+}
+
+hrmt_status hrmt_cuda_act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
+                               const int32_t *puzzle_ids, const hrmt_step_options *o,
+                               hrmt_step_outputs *outs, hrmt_step_timing *timing) {
+    /* The block GEMMs at this batch's own M, once (before any capture, and
+     * outside the profiler range: the tuner's launches are not the step's). */
+    TRY(cu_gemm_tune_rows(m, (size_t)c->batch * m->T));
+    if (!cu_model(m)->profile_steps) return act_step(m, c, inputs, puzzle_ids, o, outs, timing);
+    cudaError_t e = cudaProfilerStart();
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaProfilerStart");
+    const hrmt_status s = act_step(m, c, inputs, puzzle_ids, o, outs, timing);
+    e = cudaProfilerStop();
+    if (s == HRMT_OK && e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: cudaProfilerStop");
+    return s;
 }
