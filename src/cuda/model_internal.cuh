@@ -309,14 +309,11 @@ hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void
  * no weight; the SRAM form when sram is set, else the DRAM form) of rows
  * whose width is a multiple of 32 up to 512, launched on `st` by
  * programmatic dependent launch when pdl is set (src/cuda/pdl.cuh): the row
- * op's bits. With `fold` (NULL: none) the next level's injection of out too,
- * the injection kernel's bits (its operands rows of ldo elements). 1:
- * launched (a launch error is pending for the caller's check); 0: other
- * rows or dtypes, nothing launched (use the row-op table). */
+ * op's bits. 1: launched (a launch error is pending for the caller's
+ * check); 0: other rows or dtypes, nothing launched (use the row-op table). */
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int sram, int pdl, const cu_fold *fold,
-                                   cudaStream_t st);
+                                   size_t ldo, int sram, int pdl, cudaStream_t st);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

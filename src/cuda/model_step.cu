@@ -126,20 +126,15 @@ static hrmt_status row_check(const hrmt_model *m, const char *what) {
     return cu_check(m->ctx, what);
 }
 
-/* out = rmsnorm(x + r) (out may be x). With `fold` (NULL: none), the next
- * level's injection too where the BF16 row kernel serves these rows
- * (*folded = 1 then). */
+/* out = rmsnorm(x + r) (out may be x). */
 static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const void *r,
-                           size_t rows, int sram, const cu_fold *fold, int *folded) {
+                           size_t rows, int sram) {
     const hrmt_rowops *k = &m->ctx->be->rowops;
     const size_t H = m->hidden;
     const float eps = (float)m->cfg.rms_norm_eps;
-    const int pdl = cu_model(m)->pdl;
-    if ((pdl || fold) && hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, x, H, r, H, eps, out, H,
-                                                        sram, pdl, fold, cu_stream(m))) {
-        if (fold) *folded = 1;
+    if (cu_model(m)->pdl && hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, x, H, r, H, eps, out, H,
+                                                           sram, 1, cu_stream(m)))
         return row_check(m, "cuda residual_rmsnorm");
-    }
     if (sram)
         k->residual_rmsnorm_sram[m->dt](rows, H, x, H, r, H, eps, out, H);
     else
@@ -173,7 +168,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     if (*pend) {
         TRY(cu_wgemm_norm(m, qkv_own, rows, 3 * H, H, *pend, ws->proj, h,
                           (float)m->cfg.rms_norm_eps, b->qkv.dev, ws->qkv, 3 * H, &done));
-        if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram, NULL, NULL));
+        if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
         *pend = NULL;
     }
     int attended = 0; /* att made by the qkv + attention kernel */
@@ -196,7 +191,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         if (done) res = ws->hn;
     }
     if (res == h) {
-        if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram, NULL, NULL));
+        if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram));
         if (g->glu) {
             TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
         } else {
@@ -220,8 +215,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
         *pend = res;
         return HRMT_OK;
     }
-    /* The level's last kernel: the next level's injection goes with it. */
-    return resnorm(m, h, res, ws->proj, rows, sram, last ? fold : NULL, folded);
+    return resnorm(m, h, res, ws->proj, rows, sram);
 }
 
 static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, void *out,

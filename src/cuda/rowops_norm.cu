@@ -14,7 +14,6 @@
  * HRMT_ROW_SMEM_MAX bytes (48 KiB: 12288 F32, 24576 BF16), and the DRAM form, read x and r twice
  * from global memory instead (reduction pass, then scale pass); same bits. */
 #include "cuda/cuda_backend.h"
-#include "cuda/inject_pair.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
@@ -122,20 +121,10 @@ __global__ void norm_kernel(size_t rows, size_t cols, const void *x, size_t ldx,
  * the DRAM form reads x and r again from global memory for the scale pass. */
 #define HRMT_NORM_REG_G 16 /* groups of 32 a lane keeps in registers at most */
 
-/* The next level's injection folded into the model's last norm of a level
- * (cu_fold, model_internal.cuh; BF16): o = bf16(z + bf16(a (+ b))) with the
- * norm's output h as z (hz) or as a, p1 the other, p2 the third (NULL: two
- * operands); h itself is stored too when `store`. Rows of the out stride. */
-struct norm_fold {
-    const uint16_t *p1, *p2;
-    uint16_t *o;
-    int hz, store;
-};
-
-template <int BF, bool RES, bool DRAM, bool FOLD = false>
+template <int BF, bool RES, bool DRAM>
 __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     norm_reg_kernel(size_t rows, unsigned G, const void *x, size_t ldx, const void *r, size_t ldr,
-                    const float *w, float eps, void *out, size_t ldo, int nt, norm_fold f) {
+                    const float *w, float eps, void *out, size_t ldo, int nt) {
     constexpr size_t es = BF ? 2 : 4;
     constexpr int GM = HRMT_NORM_REG_G;
     pdl_wait(); /* launched that way by the model's step (pdl.cuh) */
@@ -180,17 +169,6 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             a = fadd(a, fmul(h[g], h[g]));
         }
         const float inv = rmsnorm_reg_inv(a, cols_f, eps);
-        /* The fold's operands, requested before the scale pass needs them. */
-        uint32_t f1[FOLD ? GM : 1], f2[FOLD ? GM : 1];
-        const size_t fr = FOLD ? row * ldo + lane : 0;
-        if (FOLD) {
-            HRMT_UNROLL
-            for (int g = 0; g < GM; g++) {
-                if ((unsigned)g >= G) break;
-                f1[g] = f.p1[fr + g * 32];
-                f2[g] = f.p2 ? f.p2[fr + g * 32] : 0u;
-            }
-        }
         if (DRAM) load_h(); /* the scale pass reads its inputs again */
         char *o = (char *)out + (row * ldo + lane) * es;
         HRMT_UNROLL
@@ -198,14 +176,7 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             if ((unsigned)g >= G) break;
             float v = fmul(h[g], inv);
             if (w) v = fmul(v, w[g * 32 + lane]);
-            if (FOLD) { /* BF16 only (the model's fold) */
-                const uint32_t hb = bf16_bits_arith(v);
-                const uint32_t z = f.hz ? hb : f1[g], ia = f.hz ? f1[g] : hb;
-                const uint32_t y = f.p2 ? inject_pair<true>(z, ia, f2[g])
-                                        : inject_pair<false>(z, ia, 0u);
-                f.o[fr + g * 32] = (uint16_t)y;
-                if (f.store) ((uint16_t *)o)[g * 32] = (uint16_t)hb;
-            } else if (BF) {
+            if (BF) {
                 uint16_t *d = (uint16_t *)o + g * 32;
                 if (nt)
                     __stcs(d, bf16_bits_arith(v));
@@ -233,7 +204,7 @@ static void norm_launch(size_t rows, size_t cols, const void *x, size_t ldx, con
         const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
 #define HRMT_NORM_REG_GO(DRAM)                                                                \
     norm_reg_kernel<BF, RES, DRAM><<<blocks, HRMT_NORM_WARPS * 32, 0, cudaStreamPerThread>>>( \
-        rows, G, x, ldx, r, ldr, w, eps, out, ldo, nt, norm_fold{})
+        rows, G, x, ldx, r, ldr, w, eps, out, ldo, nt)
         if (want_smem)
             HRMT_NORM_REG_GO(false);
         else
@@ -282,21 +253,14 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int sram, int pdl, const cu_fold *fold,
-                                   cudaStream_t st) {
+                                   size_t ldo, int sram, int pdl, cudaStream_t st) {
     if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
     const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
     auto kern = sram ? norm_reg_kernel<1, true, false> : norm_reg_kernel<1, true, true>;
-    norm_fold f{};
-    if (fold) {
-        kern = sram ? norm_reg_kernel<1, true, false, true> : norm_reg_kernel<1, true, true, true>;
-        f = norm_fold{(const uint16_t *)fold->p1, (const uint16_t *)fold->p2, (uint16_t *)fold->o,
-                      fold->hz, fold->store};
-    }
     const float *w = nullptr;
     const int nt = 0;
     (void)pdl_launch(kern, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, G, x, ldx, r,
-                     ldr, w, eps, out, ldo, nt, f);
+                     ldr, w, eps, out, ldo, nt);
     return 1;
 }
 
