@@ -862,15 +862,18 @@ Test(cuda_model, exact_m_tuning_keeps_bits) {
     hrmt_context_destroy(ctx);
 }
 
-/* The block's qkv projection and attention as one kernel over a cluster per
- * (sample, head) (HRMT_CUDA_QKV_ATTN, on by default; while the batch's
- * (sample, head) pairs fit one wave of clusters) in the otherwise default
- * (tuned) model against the qkv GEMM + attention kernel: the same bytes, both
- * schedules, at batches it serves and one it leaves to the launches (the
- * tiered tiles may take it there). HRM's width has two 64-row tiles per
- * sample (T = 82, the second ragged: clusters of six); T = 61 one (clusters
- * of three, a CTA with two query tiles), with RoPE and with learned
- * positions. */
+/* The block's qkv projection and attention as one kernel (HRMT_CUDA_QKV_ATTN,
+ * on by default): over a cluster per (sample, head) while the batch's pairs
+ * fit one wave of clusters, then one CTA per pair while they fit one wave of
+ * CTAs (HRMT_CUDA_QKV_ATTN_CTA), in the otherwise default (tuned) model
+ * against the qkv GEMM + attention kernel: the same bytes, both schedules,
+ * at batches each form serves and one left to the launches (the tiered
+ * tiles may take a form there). HRM's width (8 heads on 132 SMs: clusters
+ * at batches 1-2, CTAs at 7 and 16, launches at 20) has two 64-row tiles per
+ * sample (T = 82, the second ragged: clusters of six); T = 61 (4 heads:
+ * clusters at 1 and 3, CTAs at 20, launches at 40) one (clusters of three,
+ * a CTA with two query tiles; the CTA form's second half all past T), with
+ * RoPE and with learned positions. */
 static void qkv_attn_equals_launches(int hidden, int heads, int seq_len, hrmt_pos_encoding pos,
                                      const int *batches, int nb) {
     hrmt_context *ctx = cuda_ctx();
@@ -892,13 +895,13 @@ static void qkv_attn_equals_launches(int hidden, int heads, int seq_len, hrmt_po
 }
 
 Test(cuda_model, qkv_attn_equals_launches_hrm_width) {
-    const int batches[] = {1, 2, 7};
-    qkv_attn_equals_launches(512, 8, 81, HRMT_POS_ROPE, batches, 3);
+    const int batches[] = {1, 2, 7, 16, 20};
+    qkv_attn_equals_launches(512, 8, 81, HRMT_POS_ROPE, batches, 5);
 }
 Test(cuda_model, qkv_attn_equals_launches_short_seq) {
-    const int batches[] = {1, 3, 40};
-    qkv_attn_equals_launches(256, 4, 60, HRMT_POS_ROPE, batches, 3);
-    qkv_attn_equals_launches(256, 4, 60, HRMT_POS_LEARNED, batches, 2);
+    const int batches[] = {1, 3, 20, 40};
+    qkv_attn_equals_launches(256, 4, 60, HRMT_POS_ROPE, batches, 4);
+    qkv_attn_equals_launches(256, 4, 60, HRMT_POS_LEARNED, batches, 3);
 }
 
 /* The block's residual + RMSNorm as the next GEMM's prologue
@@ -1084,7 +1087,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
         "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
         "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
-        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS"};
+        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

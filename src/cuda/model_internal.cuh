@@ -92,6 +92,7 @@ struct hrmt_model_cuda {
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention over a cluster per (sample, head) */
     int qa_clusters; /* ... while the batch's (sample, head) pairs fit this many clusters */
+    int qa_ctas;     /* ... then one CTA per pair while they fit this many CTAs (0: off) */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
@@ -304,6 +305,13 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
 int cu_qkv_attn_clusters(const hrmt_model *m);
 hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                         int *done);
+/* sm90a/qkv_attn_cta_wgmma.cu: the same with one CTA per (sample, head)
+ * (T <= 128), for batches past the clusters' wave: cu_qkv_attn_ctas says how
+ * many such CTAs run at once (0: it does not serve this model); the block
+ * uses it while n heads fit that one wave. *done 0: not its case. */
+int cu_qkv_attn_ctas(const hrmt_model *m);
+hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                            int *done);
 
 /* rowops_norm.cu: the BF16 residual + RMSNorm row op (out = rmsnorm(x + r),
  * no weight; the SRAM form when sram is set, else the DRAM form) of rows

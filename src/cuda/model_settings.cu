@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0;
+        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -39,7 +39,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_PINNED_IO", 1, &pin)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_RESET", 1, &reset)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FOLD_INJECT", 1, &fold)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA", 1, &qa_cta)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -63,7 +64,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * pairs fit one wave of clusters (sm90a/qkv_attn_wgmma.cu), same bits:
      * one link of the block's chain instead of two. */
     g->qa_clusters = qa ? cu_qkv_attn_clusters(m) : 0;
-    g->qa = g->qa_clusters > 0;
+    /* ... and past that wave, one CTA per (sample, head) while those fit
+     * one wave (sm90a/qkv_attn_cta_wgmma.cu), same bits. */
+    g->qa_ctas = qa && qa_cta ? cu_qkv_attn_ctas(m) : 0;
+    g->qa = g->qa_clusters > 0 || g->qa_ctas > 0;
     /* The output heads and the ACT finish as one kernel (model_heads.cu),
      * same bits: one link at the step's end instead of three. */
     g->heads = heads && cu_heads_applies(m);
