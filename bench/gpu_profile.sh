@@ -8,11 +8,17 @@
 # Needs ncu and python3 (both on the GPU machine). Exit 0 when ncu ran.
 # Only the step is profiled (HRMT_CUDA_PROFILE_STEPS=1 puts each step in a
 # profiler range; ncu --profile-from-start off), so the GEMM tuner's
-# thousands of timing launches at load run unprofiled and the tuned picks
-# are what the table shows.
+# thousands of timing launches at load run unprofiled. They still run under
+# ncu, whose presence changes their times and so, at times, the picks
+# (H200, session 26: batch 64's gate_up took 64 x 32 tiles, 60 us a call,
+# under ncu and 128 x 64, 42 us, without it). Compare the kernel names with
+# HRMT_CUDA_GEMM_TUNE_LOG=1's picks in a plain run; forcing an own shape
+# (HRMT_CUDA_GLU_SHAPE, HRMT_CUDA_WGEMM_SHAPE) turns the tuner off, the
+# cuBLASLt GEMMs then on their pinned algorithms. ncu also empties the
+# caches before each kernel, so memory-bound kernels read cold.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "$1" = --help ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && exit 0
   exit 2
 fi

@@ -74,11 +74,11 @@ struct hrmt_model_cuda {
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
-    int pin_io;      /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
-    int fused_reset; /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
-    int fold_inject; /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
+    int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
+    int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
+    int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
     int profile_steps; /* HRMT_CUDA_PROFILE_STEPS: each step's device work in a profiler range */
-    int tune_exact;  /* the step's own M tuned (cu_gemm_tune_rows) */
+    int tune_exact;    /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
     int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */

@@ -42,14 +42,14 @@ namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
-constexpr int QC_D = 64;                         /* head_dim */
-constexpr int QC_LD = QC_D + 8;                  /* bf16 row stride of Q, K, V */
-constexpr int QC_ROWS = 128;                     /* T <= 128: two 64-row halves */
-constexpr int QC_STAGES = 4;                     /* the ring wraps above hidden 256 */
-constexpr int QC_A_BYTES = QC_ROWS * ROW_BYTES;  /* 16 KB */
-constexpr int QC_W_PART = QC_D * ROW_BYTES;      /* one of q, k, v: 8 KB */
+constexpr int QC_D = 64;                        /* head_dim */
+constexpr int QC_LD = QC_D + 8;                 /* bf16 row stride of Q, K, V */
+constexpr int QC_ROWS = 128;                    /* T <= 128: two 64-row halves */
+constexpr int QC_STAGES = 4;                    /* the ring wraps above hidden 256 */
+constexpr int QC_A_BYTES = QC_ROWS * ROW_BYTES; /* 16 KB */
+constexpr int QC_W_PART = QC_D * ROW_BYTES;     /* one of q, k, v: 8 KB */
 constexpr int QC_STAGE_BYTES = QC_A_BYTES + 3 * QC_W_PART;
-constexpr int QC_QKV = QC_ROWS * QC_LD * 2;      /* Q, K or V, all rows */
+constexpr int QC_QKV = QC_ROWS * QC_LD * 2; /* Q, K or V, all rows */
 constexpr int QC_SMEM = QC_STAGES * QC_STAGE_BYTES + 3 * QC_QKV + 1024 + 2 * QC_STAGES * 8;
 constexpr int QC_THREADS = 384;
 
