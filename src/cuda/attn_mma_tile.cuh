@@ -17,6 +17,8 @@
 
 #include <cuda_bf16.h>
 
+#include "cuda/rowops_common.cuh"
+
 namespace {
 
 __device__ __forceinline__ void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
@@ -36,13 +38,6 @@ __device__ __forceinline__ void ldsm_x4_trans(const void *p, uint32_t r[4]) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
-}
-
-/* Two outputs as BF16 by the hardware's paired RNE conversion (core/bf16.h's
- * bits for every non-NaN; a NaN stays a NaN). */
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
-    return *(const uint32_t *)&p;
 }
 
 /* P's hi and lo parts of one fragment register (two adjacent keys): one
@@ -235,9 +230,12 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
 #pragma unroll
         for (int nt = 0; nt < NC; nt++) {
             const int col = pass * 8 * NC + nt * 8 + 2 * tg;
-            if (g < qrows) *(uint32_t *)(Qs + g * ldq + col) = pack_bf16(o[nt][0], o[nt][1]);
+            if (g < qrows)
+                *(uint32_t *)(Qs + g * ldq + col) =
+                    hrmt_rowops_cuda::pack_bf16x2_arith(o[nt][0], o[nt][1]);
             if (g + 8 < qrows)
-                *(uint32_t *)(Qs + (g + 8) * ldq + col) = pack_bf16(o[nt][2], o[nt][3]);
+                *(uint32_t *)(Qs + (g + 8) * ldq + col) =
+                    hrmt_rowops_cuda::pack_bf16x2_arith(o[nt][2], o[nt][3]);
         }
     }
 }

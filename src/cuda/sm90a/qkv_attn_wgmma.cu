@@ -164,8 +164,8 @@ __global__ void __launch_bounds__(256, 1)
                           &o2[0]);
                 rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u), cf.y,
                           sf.y, &o1[1], &o2[1]);
-                outw[i] = pack_bf16(o1[0], o1[1]);
-                outw[i + QA_D / 16] = pack_bf16(o2[0], o2[1]);
+                outw[i] = rc::pack_bf16x2_arith(o1[0], o1[1]);
+                outw[i + QA_D / 16] = rc::pack_bf16x2_arith(o2[0], o2[1]);
             }
         }
 #pragma unroll
