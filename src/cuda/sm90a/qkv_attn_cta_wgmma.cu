@@ -24,18 +24,19 @@
  *
  * Bits: each projection is one F32 chain of k16 steps in ascending k from +0
  * rounded to BF16 (the pinned cuBLASLt algorithms' and qkv_attn_wgmma.cu's
- * arithmetic), RoPE is rope_pair on the rounded values, attention is
+ * arithmetic), RoPE is rope_pair on the rounded values (qkv_emit.cuh, the
+ * cluster form's epilogue too), attention is
  * attend_tile on the same K, V and Q rows (zero past T): the bytes of the
  * qkv GEMM and model_attn_mma.cu's kernel (cuda_model/qkv_attn_equals_launches
  * checks that on the device). */
 #include <math.h>
 
 #include "cuda/attn_mma_tile.cuh"
-#include "cuda/attn_rope.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/qkv_emit.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -59,47 +60,6 @@ struct qc_args {
     const float *cs, *sn; /* RoPE tables [T, 64] (NULL: no RoPE) */
     float scale;
 };
-
-#ifdef HRMT_SM90A
-/* One warpgroup's 64 x 64 block of q (PART 0), k (1) or v (2) for rows
- * half 64 .. half 64 + 63: BF16 (the GEMM's rounding, one paired RNE
- * conversion), RoPE on q and k at position t (the pair d, d + 32 is
- * accumulators 4 i + .. and 4 (i + 4) + ..), zero past T, into dst. Thread
- * (w, lane) holds rows w 16 + lane / 4 (+ 8), columns 8 i + 2 (lane % 4)
- * (+ 1). */
-template <int PART>
-__device__ __forceinline__ void qc_emit(const float (&acc)[QC_D / 2], const qc_args &p, int half,
-                                        int w4, int lane, uint16_t *dst) {
-    const int c2 = 2 * (lane & 3);
-#pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-        const int lr = w4 * 16 + lane / 4 + 8 * hf, t = half * 64 + lr;
-        uint32_t outw[QC_D / 8];
-#pragma unroll
-        for (int i = 0; i < QC_D / 8; i++)
-            outw[i] =
-                t < p.T ? rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]) : 0u;
-        if (PART < 2 && p.cs && t < p.T) {
-#pragma unroll
-            for (int i = 0; i < QC_D / 16; i++) {
-                const int d = 8 * i + c2;
-                const float2 cf = *(const float2 *)(p.cs + (size_t)t * QC_D + d);
-                const float2 sf = *(const float2 *)(p.sn + (size_t)t * QC_D + d);
-                const uint32_t a = outw[i], b = outw[i + QC_D / 16];
-                float o1[2], o2[2];
-                rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x, &o1[0],
-                          &o2[0]);
-                rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u), cf.y,
-                          sf.y, &o1[1], &o2[1]);
-                outw[i] = rc::pack_bf16x2_arith(o1[0], o1[1]);
-                outw[i + QC_D / 16] = rc::pack_bf16x2_arith(o2[0], o2[1]);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < QC_D / 8; i++) *(uint32_t *)(dst + t * QC_LD + 8 * i + c2) = outw[i];
-    }
-}
-#endif
 
 template <int KT, bool FULL>
 __global__ void __launch_bounds__(QC_THREADS, 1)
@@ -186,9 +146,11 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < QC_D / 2; i++)
         asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
-    qc_emit<0>(aq, p, half, w4, lane, Qs);
-    qc_emit<1>(ak, p, half, w4, lane, Ks);
-    qc_emit<2>(av, p, half, w4, lane, Vs);
+    /* BF16, RoPE on q and k, zero past T (qkv_emit.cuh). */
+    const int t0 = half * 64;
+    qkv_emit<QC_D, QC_LD>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD);
+    qkv_emit<QC_D, QC_LD>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD);
+    qkv_emit<QC_D, QC_LD>(av, t0, p.T, nullptr, nullptr, w4, lane, Vs + t0 * QC_LD);
     asm volatile("bar.sync 3, 256;" ::: "memory"); /* Q, K, V whole (both warpgroups) */
 
     /* Attention: consumer warp cw on query tiles cw, cw + 8, one warp a tile;

@@ -38,11 +38,11 @@
 #include <math.h>
 
 #include "cuda/attn_mma_tile.cuh"
-#include "cuda/attn_rope.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/qkv_emit.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -136,41 +136,9 @@ __global__ void __launch_bounds__(256, 1)
     unsigned ph = 0;
     ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph, prev,
                         lane);
-    /* 1. BF16 (the GEMM's rounding), RoPE on q and k at position t (the
-     * pair d, d + 32 is accumulators 4 i + .. and 4 (i + 4) + ..), zero past
-     * T, into xs; thread (w, lane) holds rows w 16 + lane / 4 (+ 8), columns
-     * 8 i + 2 (lane % 4) (+ 1). */
-    const int c2 = 2 * (lane & 3), w4 = warp & 3, tid = threadIdx.x - 128;
-#pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-        const int lr = w4 * 16 + lane / 4 + 8 * hf, t = r * 64 + lr;
-        uint32_t outw[QA_D / 8];
-#pragma unroll
-        for (int i = 0; i < QA_D / 8; i++) {
-            /* One paired RNE conversion: the software rounding's bits for
-             * every non-NaN. */
-            outw[i] =
-                t < T ? rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]) : 0u;
-        }
-        if (part < 2 && p.cs && t < T) {
-#pragma unroll
-            for (int i = 0; i < QA_D / 16; i++) {
-                const int d = 8 * i + c2;
-                const float2 cf = *(const float2 *)(p.cs + (size_t)t * QA_D + d);
-                const float2 sf = *(const float2 *)(p.sn + (size_t)t * QA_D + d);
-                const uint32_t a = outw[i], b = outw[i + QA_D / 16];
-                float o1[2], o2[2];
-                rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x, &o1[0],
-                          &o2[0]);
-                rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u), cf.y,
-                          sf.y, &o1[1], &o2[1]);
-                outw[i] = rc::pack_bf16x2_arith(o1[0], o1[1]);
-                outw[i + QA_D / 16] = rc::pack_bf16x2_arith(o2[0], o2[1]);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < QA_D / 8; i++) *(uint32_t *)(xs + lr * QA_LD + 8 * i + c2) = outw[i];
-    }
+    /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_emit.cuh). */
+    const int w4 = warp & 3, tid = threadIdx.x - 128;
+    qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
     asm volatile("bar.sync 3, 128;" ::: "memory");      /* xs whole (this warpgroup) */
     asm volatile("barrier.cluster.wait;" ::: "memory"); /* every CTA started */
     /* 2. The block pushed, 16 bytes a store, to where attention reads it:

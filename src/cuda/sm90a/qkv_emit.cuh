@@ -1,0 +1,61 @@
+/* The qkv + attention kernels' epilogue (sm90a/qkv_attn_wgmma.cu, one
+ * cluster per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA): a
+ * warpgroup's 64 x D block of the head's q, k or v, rows t0 .. t0 + 63 of
+ * the sample, as attention reads it. One function, so that both forms give
+ * the same bits by construction. */
+#ifndef HRMT_CUDA_SM90A_QKV_EMIT_CUH
+#define HRMT_CUDA_SM90A_QKV_EMIT_CUH
+
+#include <stdint.h>
+
+#include "cuda/attn_rope.cuh"
+#include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/wgmma_common.cuh" /* HRMT_SM90A */
+
+namespace {
+
+#ifdef HRMT_SM90A
+/* BF16 (the GEMM's rounding: one paired RNE conversion, the software
+ * rounding's bits for every non-NaN), RoPE at position t when cs is given
+ * (q and k of a RoPE model; the pair d, d + D / 2 is accumulators 4 i + ..
+ * and 4 (i + D / 16) + ..), zero past T, into dst's rows 0..63 (row stride
+ * LD). Thread (w4, lane) of the warpgroup holds rows w4 16 + lane / 4 (+ 8),
+ * columns 8 i + 2 (lane % 4) (+ 1): wgmma's accumulator layout. */
+template <int D, int LD>
+__device__ __forceinline__ void qkv_emit(const float (&acc)[D / 2], int t0, int T, const float *cs,
+                                         const float *sn, int w4, int lane, uint16_t *dst) {
+    namespace rc = hrmt_rowops_cuda;
+    const int c2 = 2 * (lane & 3);
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+        const int lr = w4 * 16 + lane / 4 + 8 * hf, t = t0 + lr;
+        uint32_t outw[D / 8];
+#pragma unroll
+        for (int i = 0; i < D / 8; i++)
+            outw[i] =
+                t < T ? rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]) : 0u;
+        if (cs && t < T) {
+#pragma unroll
+            for (int i = 0; i < D / 16; i++) {
+                const int d = 8 * i + c2;
+                const float2 cf = *(const float2 *)(cs + (size_t)t * D + d);
+                const float2 sf = *(const float2 *)(sn + (size_t)t * D + d);
+                const uint32_t a = outw[i], b = outw[i + D / 16];
+                float o1[2], o2[2];
+                rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x, &o1[0],
+                          &o2[0]);
+                rope_pair(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u), cf.y,
+                          sf.y, &o1[1], &o2[1]);
+                outw[i] = rc::pack_bf16x2_arith(o1[0], o1[1]);
+                outw[i + D / 16] = rc::pack_bf16x2_arith(o2[0], o2[1]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) *(uint32_t *)(dst + lr * LD + 8 * i + c2) = outw[i];
+    }
+}
+#endif
+
+} // namespace
+
+#endif
