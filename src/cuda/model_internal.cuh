@@ -90,8 +90,8 @@ struct hrmt_model_cuda {
     int cnorm8_max;  /* ... then of 8 CTAs up to this many */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
-    int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention over a cluster per (sample, head) */
-    int qa_clusters; /* ... while the batch's (sample, head) pairs fit this many clusters */
+    int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (either form below) */
+    int qa_clusters; /* ... a cluster per (sample, head) while the pairs fit this many */
     int qa_ctas;     /* ... then one CTA per pair while they fit this many CTAs (0: off) */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */

@@ -152,8 +152,9 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * by default) each projection and the norm after it are one kernel over a
  * thread-block cluster at small batches (cu_cluster_norm_ctas),
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
- * kernel over a cluster per (sample, head) while those fit one wave. Same
- * bytes every way. */
+ * kernel over a cluster per (sample, head) while those fit one wave, then
+ * one CTA per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
+ * way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram, int last, const void **pend,
                          const cu_fold *fold, int *folded) {
