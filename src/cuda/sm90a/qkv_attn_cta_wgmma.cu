@@ -24,19 +24,18 @@
  *
  * Bits: each projection is one F32 chain of k16 steps in ascending k from +0
  * rounded to BF16 (the pinned cuBLASLt algorithms' and qkv_attn_wgmma.cu's
- * arithmetic), RoPE is rope_pair on the rounded values (qkv_emit.cuh, the
+ * arithmetic), RoPE is rope_pair on the rounded values (qkv_attn_common.cuh, the
  * cluster form's epilogue too), attention is
  * attend_tile on the same K, V and Q rows (zero past T): the bytes of the
  * qkv GEMM and model_attn_mma.cu's kernel (cuda_model/qkv_attn_equals_launches
  * checks that on the device). */
-#include <math.h>
 
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
-#include "cuda/sm90a/qkv_emit.cuh"
+#include "cuda/sm90a/qkv_attn_common.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -54,17 +53,10 @@ constexpr int QC_QKV = QC_ROWS * QC_LD * 2; /* Q, K or V, all rows */
 constexpr int QC_SMEM = QC_STAGES * QC_STAGE_BYTES + 3 * QC_QKV + 1024 + 2 * QC_STAGES * 8;
 constexpr int QC_THREADS = 384;
 
-struct qc_args {
-    int T, H, heads, kblocks;
-    uint16_t *att;
-    const float *cs, *sn; /* RoPE tables [T, 64] (NULL: no RoPE) */
-    float scale;
-};
-
 template <int KT, bool FULL>
 __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_attn_cta_kernel(const __grid_constant__ CUtensorMap tm_a,
-                        const __grid_constant__ CUtensorMap tm_w, const qc_args p) {
+                        const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
     constexpr int S = QC_STAGES;
     extern __shared__ uint8_t smem_raw[];
@@ -146,7 +138,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < QC_D / 2; i++)
         asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
-    /* BF16, RoPE on q and k, zero past T (qkv_emit.cuh). */
+    /* BF16, RoPE on q and k, zero past T (qkv_attn_common.cuh). */
     const int t0 = half * 64;
     qkv_emit<QC_D, QC_LD>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD);
     qkv_emit<QC_D, QC_LD>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD);
@@ -197,15 +189,7 @@ hrmt_status qc_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (!encode(fn, &ta, h, rows, H, H, QC_ROWS) || !encode(fn, &tw, w, 3 * H, H, H, QC_D))
         return HRMT_OK; /* *done stays 0: the launches serve */
     const struct hrmt_model_cuda *g = cu_model(m);
-    const int rope = m->cfg.pos_encodings == HRMT_POS_ROPE;
-    const qc_args p{(int)m->T,
-                    (int)H,
-                    (int)m->heads,
-                    (int)(H / BK),
-                    (uint16_t *)att,
-                    rope ? g->rope_cos : nullptr,
-                    rope ? g->rope_sin : nullptr,
-                    (float)(1.0 / sqrt((double)QC_D))};
+    const qkv_attn_args p = qkv_attn_args_for(m, att);
     /* The shared-memory opt-in was made at model load (qc_fits). */
     const cudaError_t e = pdl_launch(qkv_attn_cta_kernel<KT, FULL>, dim3((unsigned)(n * m->heads)),
                                      dim3(QC_THREADS), QC_SMEM, cu_stream(m), g->pdl, ta, tw, p);

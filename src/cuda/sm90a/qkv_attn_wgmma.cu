@@ -35,14 +35,13 @@
  * query tile). One CTA per SM (shared memory), so the model uses it while
  * the batch's clusters fit one wave (HRMT_CUDA_QKV_ATTN): batches 1 and 2 at
  * HRM's size on the H200, 5% / 7.5% off the step (docs/CUDA.md). */
-#include <math.h>
 
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
-#include "cuda/sm90a/qkv_emit.cuh"
+#include "cuda/sm90a/qkv_attn_common.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -61,13 +60,6 @@ constexpr int QA_Q = 2 * 16 * QA_LD * 2;    /* two query tiles */
 constexpr int QA_SMEM =
     QA_STAGES * QA_STAGE_BYTES + QA_X + 2 * QA_KV + QA_Q + 1024 + 2 * QA_STAGES * 8;
 
-struct qa_args {
-    int T, H, heads, kblocks;
-    uint16_t *att;
-    const float *cs, *sn; /* RoPE tables [T, 64] (NULL: no RoPE) */
-    float scale;
-};
-
 #ifdef HRMT_SM90A
 __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
     asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y),
@@ -79,7 +71,7 @@ __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
 template <int RT, int KT, bool FULL>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
-                    const __grid_constant__ CUtensorMap tm_w, const qa_args p) {
+                    const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
     constexpr int CL = 3 * RT, S = QA_STAGES;
     extern __shared__ uint8_t smem_raw[];
@@ -136,7 +128,7 @@ __global__ void __launch_bounds__(256, 1)
     unsigned ph = 0;
     ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph, prev,
                         lane);
-    /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_emit.cuh). */
+    /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
     qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
     asm volatile("bar.sync 3, 128;" ::: "memory");      /* xs whole (this warpgroup) */
@@ -198,15 +190,7 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (!encode(fn, &ta, h, rows, H, H, 64) || !encode(fn, &tw, w, 3 * H, H, H, QA_D))
         return HRMT_OK; /* *done stays 0: the launches serve */
     const struct hrmt_model_cuda *g = cu_model(m);
-    const int rope = m->cfg.pos_encodings == HRMT_POS_ROPE;
-    const qa_args p{(int)m->T,
-                    (int)H,
-                    (int)m->heads,
-                    (int)(H / BK),
-                    (uint16_t *)att,
-                    rope ? g->rope_cos : nullptr,
-                    rope ? g->rope_sin : nullptr,
-                    (float)(1.0 / sqrt((double)QA_D))};
+    const qkv_attn_args p = qkv_attn_args_for(m, att);
     /* The shared-memory opt-in was made at model load (qa_fits). */
     const cudaError_t e = cluster_launch(qkv_attn_kernel<RT, KT, FULL>, 3 * RT,
                                          dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),

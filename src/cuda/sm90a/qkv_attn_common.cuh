@@ -1,18 +1,43 @@
-/* The qkv + attention kernels' epilogue (sm90a/qkv_attn_wgmma.cu, one
- * cluster per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA): a
- * warpgroup's 64 x D block of the head's q, k or v, rows t0 .. t0 + 63 of
- * the sample, as attention reads it. One function, so that both forms give
- * the same bits by construction. */
-#ifndef HRMT_CUDA_SM90A_QKV_EMIT_CUH
-#define HRMT_CUDA_SM90A_QKV_EMIT_CUH
+/* What the two qkv + attention kernels share (sm90a/qkv_attn_wgmma.cu, one
+ * cluster per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA): their
+ * arguments, and the epilogue that makes a warpgroup's 64 x D block of the
+ * head's q, k or v as attention reads it - one function, so that both forms
+ * give the same bits by construction. */
+#ifndef HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
+#define HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
 
+#include <math.h>
 #include <stdint.h>
 
 #include "cuda/attn_rope.cuh"
+#include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/wgmma_common.cuh" /* HRMT_SM90A */
 
 namespace {
+
+/* The kernels' arguments: T, hidden, heads, k blocks of 64, att [n T, H]
+ * (the head's 64 columns at head 64), the RoPE tables [T, 64] (NULL: no
+ * RoPE), the softmax scale. */
+struct qkv_attn_args {
+    int T, H, heads, kblocks;
+    uint16_t *att;
+    const float *cs, *sn;
+    float scale;
+};
+
+inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
+    const struct hrmt_model_cuda *g = cu_model(m);
+    const int rope = m->cfg.pos_encodings == HRMT_POS_ROPE;
+    return qkv_attn_args{(int)m->T,
+                         (int)m->hidden,
+                         (int)m->heads,
+                         (int)(m->hidden / 64),
+                         (uint16_t *)att,
+                         rope ? g->rope_cos : nullptr,
+                         rope ? g->rope_sin : nullptr,
+                         (float)(1.0 / sqrt((double)m->head_dim))};
+}
 
 #ifdef HRMT_SM90A
 /* BF16 (the GEMM's rounding: one paired RNE conversion, the software
