@@ -18,12 +18,10 @@
  * Shape: ring_gemm.cuh's persistent kernel (TMA ring, one producer thread,
  * consumer warpgroups); a stage holds a tile's rows of A and its BNA gate
  * plus BNA up rows of W, adjacent, so that one wgmma of N = 2 BNA covers
- * both and a thread holds each gate next to its up. Eight tile shapes
+ * both and a thread holds each gate next to its up. Six tile shapes
  * (GLU_SHAPES): 128 x 64 with two warpgroups taking turns (large batches),
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
- * more SMs), and two 128 x 128 forms with both warpgroups on each tile
- * (glu_coop_wgmma.cuh: the SwiGLU interleaved with the next tile's
- * products; glu_staged_wgmma.cuh: the SwiGLU on warps of its own). The
+ * more SMs). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
@@ -35,15 +33,37 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
-#include "cuda/sm90a/glu_coop_wgmma.cuh"
-#include "cuda/sm90a/glu_silu.cuh"
-#include "cuda/sm90a/glu_staged_wgmma.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
 namespace {
+
+/* The table's entries for |g| in [2^-16, 2^8) - nearly every gate - copied
+ * into the CTA's shared memory (12 KB; cuda/sm90a/ring_gemm.cuh's epilogue
+ * part): a warp's 32 lookups there cost a few shared-memory wavefronts, where
+ * the same from the 128 KB global table cost a wavefront per cache line
+ * touched (ncu: the kernel's warps stalled on L1TEX). Gates outside the
+ * window read the global table; the bytes are the table's either way. */
+constexpr unsigned SLUT_E0 = 111;        /* first biased exponent held: 2^-16 */
+constexpr unsigned SLUT_HALF = 24 * 128; /* entries per sign: 24 exponents */
+constexpr int SLUT_BYTES = 2 * SLUT_HALF * 2;
+
+/* Gate bits gb's place in its sign's half of the window; SLUT_HALF or more
+ * (wrapping below) when outside it. */
+__device__ __forceinline__ unsigned slut_offset(uint32_t gb) {
+    return (gb & 0x7fffu) - SLUT_E0 * 128u;
+}
+/* s(gb) from the window; gb must be in it. */
+__device__ __forceinline__ uint32_t slut_at(const uint16_t *slut, uint32_t gb) {
+    return slut[(gb >> 15) * SLUT_HALF + slut_offset(gb)];
+}
+__device__ __forceinline__ uint32_t silu_lookup(const uint16_t *lut, const uint16_t *slut,
+                                                uint32_t gb) {
+    if (slut && slut_offset(gb) < SLUT_HALF) return slut_at(slut, gb);
+    return __ldg(lut + gb);
+}
 
 /* act[r, n0 .. n0 + BNA): the tile reads W's gate rows n0.. and up rows
  * I + n0.. into one stage, adjacent, so that one wgmma of N = 2 BNA covers
@@ -60,9 +80,16 @@ struct glu_epi {
         int ldo;
         int slut; /* HRMT_CUDA_GLU_SMEM_TABLE: the window in shared memory */
     };
+    /* The window's two halves (g >= 0, g < 0), 16 bytes per copy. */
     static __device__ __forceinline__ void epi_load(uint8_t *part, int t, int threads,
                                                     const args &p) {
-        if (p.slut) slut_fill(part, t, threads, p.lut);
+        if (!p.slut) return;
+        constexpr int HALF16 = SLUT_HALF * 2 / 16;
+        for (int i = t; i < 2 * HALF16; i += threads) {
+            const int sign = i / HALF16, j = i % HALF16;
+            const uint4 *src = (const uint4 *)(p.lut + (sign << 15) + SLUT_E0 * 128);
+            ((uint4 *)part)[i] = __ldg(src + j);
+        }
     }
     static __device__ __forceinline__ void load_w(uint8_t *st, const CUtensorMap *tm, uint64_t *bar,
                                                   int kb, int n0, const args &p) {
@@ -99,12 +126,20 @@ struct glu_epi {
                     const int q = (ms * (BNA / 8) + i) * 2 + hf, a = 4 * i + 2 * hf;
                     g2[q] = rc::pack_bf16x2_arith(acc[ms][a], acc[ms][a + 1]);
                     u2[q] = rc::pack_bf16x2_arith(acc[ms][BNA / 2 + a], acc[ms][BNA / 2 + a + 1]);
-                    in = in && slut_holds(g2[q]);
+                    in = in && slut_offset(g2[q] & 0xffffu) < SLUT_HALF &&
+                         slut_offset(g2[q] >> 16) < SLUT_HALF;
                 }
         uint32_t sg[NP];
-        in = __all_sync(0xffffffffu, in);
+        if (__all_sync(0xffffffffu, in)) {
 #pragma unroll
-        for (int q = 0; q < NP; q++) sg[q] = silu_pair(p.lut, slut, g2[q], in);
+            for (int q = 0; q < NP; q++)
+                sg[q] = slut_at(slut, g2[q] & 0xffffu) | slut_at(slut, g2[q] >> 16) << 16;
+        } else {
+#pragma unroll
+            for (int q = 0; q < NP; q++)
+                sg[q] = silu_lookup(p.lut, slut, g2[q] & 0xffffu) |
+                        silu_lookup(p.lut, slut, g2[q] >> 16) << 16;
+        }
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
@@ -115,20 +150,23 @@ struct glu_epi {
 #pragma unroll
                 for (int i = 0; i < BNA / 8; i++) {
                     const int q = (ms * (BNA / 8) + i) * 2 + hf;
-                    *(uint32_t *)(out + 8 * i) = swiglu_pair(sg[q], u2[q]);
+                    const float o0 =
+                        rc::fmul(__uint_as_float(sg[q] << 16), __uint_as_float(u2[q] << 16));
+                    const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
+                                              __uint_as_float(u2[q] & 0xffff0000u));
+                    *(uint32_t *)(out + 8 * i) = rc::pack_bf16x2_arith(o0, o1);
                 }
             }
     }
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W); the last, 128 x 128 with both warpgroups on
- * each tile and the SwiGLU on warps of its own, is glu_staged_wgmma.cuh's. */
+ * columns (2 BNA rows of W). */
 struct glu_shape {
     int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},  {1, 1, 32},
-                                    {1, 2, 32}, {1, 1, 16}, {2, 2, 128}, {2, 2, 128}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
+                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
 template <int MSUB, int WGS, int BNA>
@@ -186,51 +224,6 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int KB, int ER>
-hrmt_status glu_staged_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
-                              size_t rows, const void *a, const void *w, void *act) {
-    using C = glu_staged_cfg<KB, ER>;
-    const size_t H = m->hidden, I = m->inter;
-    CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, H, H, C::BM, KB) || !encode(fn, &tw, w, 2 * I, H, H, C::BNA, KB))
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda staged gate_up: tensor map refused");
-    cudaError_t e = smem_opt_in(glu_staged_kernel<KB, ER>, C::SMEM);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda staged gate_up: shared memory");
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / C::BNA);
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    const glu_staged_args p{(int)rows, (int)(I / C::BNA),       (int)(H / KB),
-                            (int)I,    m->ctx->cuda->silu_bf16, (uint16_t *)act,
-                            (int)I,    cu_model(m)->glu_slut};
-    e = pdl_launch(glu_staged_kernel<KB, ER>, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m),
-                   cu_model(m)->pdl, ta, tw, p);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda staged gate_up");
-    return cu_check(m->ctx, "cuda staged gate_up");
-}
-
-hrmt_status glu_coop_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                            const void *a, const void *w, void *act) {
-    using C = glu_coop_cfg;
-    const size_t H = m->hidden, I = m->inter;
-    CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, C::BNA))
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda cooperative gate_up: tensor map refused");
-    cudaError_t e = smem_opt_in(glu_coop_kernel, C::SMEM);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cooperative gate_up: shared memory");
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / C::BNA);
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    const glu_coop_args p{(int)rows, (int)(I / C::BNA),       (int)(H / BK),
-                          (int)I,    m->ctx->cuda->silu_bf16, (uint16_t *)act,
-                          (int)I,    cu_model(m)->glu_slut};
-    e = pdl_launch(glu_coop_kernel, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m),
-                   cu_model(m)->pdl, ta, tw, p);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cooperative gate_up");
-    return cu_check(m->ctx, "cuda cooperative gate_up");
-}
-
 template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
     return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
@@ -244,9 +237,7 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
-    case 5: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
-    case 6: return glu_coop_launch(m, fn, rows, a, w, act);
-    default: return glu_staged_launch<64, 4>(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -266,17 +257,14 @@ int cu_glu_applies(const hrmt_model *m) {
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0 || !cu->silu_bf16)
         return 0;
     const size_t H = m->hidden, I = m->inter;
-    /* Whole 64-wide k blocks, whole tiles of act columns (128 wide: HRM's
-     * inter is a multiple of 256), 16-byte row strides. */
-    if (H % BK != 0 || I % 128 != 0 || H > (size_t)INT32_MAX / 2 || I > (size_t)INT32_MAX / 4)
+    /* Whole 64-wide k blocks, whole tiles of act columns, 16-byte row strides. */
+    if (H % BK != 0 || I % 64 != 0 || H > (size_t)INT32_MAX / 2 || I > (size_t)INT32_MAX / 4)
         return 0;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!glu_loads<2, 2, 64>(per_block) || !glu_loads<1, 2, 64>(per_block) ||
         !glu_loads<1, 1, 64>(per_block) || !glu_loads<1, 1, 32>(per_block) ||
-        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block) ||
-        !image_loads(glu_coop_kernel, glu_coop_cfg::SMEM, per_block) ||
-        !image_loads(glu_staged_kernel<64, 4>, glu_staged_cfg<64, 4>::SMEM, per_block))
+        !glu_loads<1, 2, 32>(per_block) || !glu_loads<1, 1, 16>(per_block))
         return 0;
     return encode_fn() != nullptr;
 }
@@ -326,12 +314,11 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const int shape = glu_pick(m, rows); /* its tile width; the staged form's: 64 */
+    const int shape = glu_pick(m, rows); /* its tile width */
     const norm_src ns{(const uint16_t *)x, (const uint16_t *)r, (uint16_t *)h,
                       (float)m->cfg.rms_norm_eps};
     *done = 1;
     switch (GLU_SHAPES[shape].bna) {
-    case 128:
     case 64: return glun_launch<64>(m, fn, rows, ns, w, act);
     case 32: return glun_launch<32>(m, fn, rows, ns, w, act);
     default: return glun_launch<16>(m, fn, rows, ns, w, act);

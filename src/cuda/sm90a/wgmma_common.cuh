@@ -270,16 +270,15 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 }
 
 /* A 2-D BF16 tensor map of rows x cols (row stride ld elements) read in
- * boxes of box_rows x box_k (64: the 128-byte swizzle; 32: the 64-byte);
- * rows past the end read as zeros. */
+ * boxes of box_rows x 64 with the 128-byte swizzle; rows past the end read
+ * as zeros. */
 int encode(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *base, size_t rows,
-           size_t cols, size_t ld, int box_rows, int box_k = BK) {
+           size_t cols, size_t ld, int box_rows) {
     const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
     const cuuint64_t strides[1] = {(cuuint64_t)(ld * 2)};
-    const cuuint32_t box[2] = {(cuuint32_t)box_k, (cuuint32_t)box_rows}, elem[2] = {1, 1};
+    const cuuint32_t box[2] = {(cuuint32_t)BK, (cuuint32_t)box_rows}, elem[2] = {1, 1};
     return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides,
-              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-              box_k == 32 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
