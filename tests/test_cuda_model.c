@@ -583,12 +583,21 @@ Test(cuda_model, glu_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 3, NULL);
 }
-/* The same with every SwiGLU lookup from the global table (the shared-memory
- * window off): the path the window's outliers take. */
+/* The same with s(g) looked up in the table (HRMT_CUDA_GLU_FAST_SILU=0):
+ * from its shared-memory window, then with every lookup from the global
+ * table (the window off: the path the window's outliers take). */
+Test(cuda_model, glu_shapes_equal_launches_table_window) {
+    const int batches[] = {7};
+    setenv("HRMT_CUDA_GLU_FAST_SILU", "0", 1);
+    shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 1, NULL);
+    unsetenv("HRMT_CUDA_GLU_FAST_SILU");
+}
 Test(cuda_model, glu_shapes_equal_launches_global_table) {
     const int batches[] = {7};
+    setenv("HRMT_CUDA_GLU_FAST_SILU", "0", 1);
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 512, 8, 81, batches, 1,
                           "HRMT_CUDA_GLU_SMEM_TABLE");
+    unsetenv("HRMT_CUDA_GLU_FAST_SILU");
 }
 Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     const int batches[] = {3};
@@ -763,6 +772,35 @@ Test(cuda_model, fold_inject_equals_launches_short_seq) {
     const int batches[] = {3, 5};
     early_halt_switch_keeps_bits("HRMT_CUDA_FOLD_INJECT", HRMT_PATH_FOLD_INJECT, "folded injection",
                                  256, 4, 63, batches, 2);
+}
+
+/* The fused gate_up's s(g) by the special-function units
+ * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
+ * check of all 65536 gates against the table passed) against the table's
+ * lookups: the same bytes, both schedules, halting samples beside running
+ * ones. On by default asserts that the check passed on this device (the
+ * argument in sm90a/silu_fast.cuh holds on any sm_90; were it to fail, the
+ * table would serve, same bytes, and this test says so). Batch 40 runs the
+ * 128-row tiles. */
+static void glu_fast_silu_equals_table(int hidden, int heads, int seq_len, const int *batches,
+                                       int nb) {
+    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0))
+        cr_skip_test("the fused gate_up is built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    early_halt_switch_keeps_bits("HRMT_CUDA_GLU_FAST_SILU", HRMT_PATH_GLU_FAST_SILU,
+                                 "fast s(g) vs table", hidden, heads, seq_len, batches, nb);
+}
+Test(cuda_model, glu_fast_silu_equals_table_hrm_width) {
+    const int batches[] = {1, 7, 40};
+    glu_fast_silu_equals_table(512, 8, 81, batches, 3);
+}
+Test(cuda_model, glu_fast_silu_equals_table_short_seq) {
+    const int batches[] = {3, 5};
+    glu_fast_silu_equals_table(256, 4, 63, batches, 2);
 }
 
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by

@@ -74,6 +74,7 @@ struct hrmt_model_cuda {
     int glu;                              /* 1: gate_up + SwiGLU fused (sm90a/glu_wgmma.cu) */
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
+    int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -221,6 +222,10 @@ hrmt_status cu_block_settings(hrmt_model *m);
  * cu_gemm then the SwiGLU table kernel (cu_block_settings turns it on
  * wherever cu_glu_applies, unless HRMT_CUDA_FUSED_GLU=0). */
 int cu_glu_applies(const hrmt_model *m);
+/* *exact = 1 when sm90a/silu_fast.cuh's s(g) gives the context's table's
+ * bits for all 65536 gates on this device (checked there), 0 when not or
+ * where the fused gate_up does not apply. */
+hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
 int cu_glu_shapes(void);

@@ -35,6 +35,7 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
+#include "cuda/sm90a/silu_fast.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
@@ -79,6 +80,7 @@ struct glu_epi {
         uint16_t *act;
         int ldo;
         int slut; /* HRMT_CUDA_GLU_SMEM_TABLE: the window in shared memory */
+        int fast; /* HRMT_CUDA_GLU_FAST_SILU: silu_fast_pair, no lookups */
     };
     /* The window's two halves (g >= 0, g < 0), 16 bytes per copy. */
     static __device__ __forceinline__ void epi_load(uint8_t *part, int t, int threads,
@@ -116,7 +118,6 @@ struct glu_epi {
         constexpr int NP = MSUB * (BNA / 8) * 2; /* column pairs per thread */
         const uint16_t *slut = p.slut ? (const uint16_t *)part : nullptr;
         uint32_t g2[NP], u2[NP];
-        bool in = slut != nullptr;
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
@@ -126,19 +127,27 @@ struct glu_epi {
                     const int q = (ms * (BNA / 8) + i) * 2 + hf, a = 4 * i + 2 * hf;
                     g2[q] = rc::pack_bf16x2_arith(acc[ms][a], acc[ms][a + 1]);
                     u2[q] = rc::pack_bf16x2_arith(acc[ms][BNA / 2 + a], acc[ms][BNA / 2 + a + 1]);
-                    in = in && slut_offset(g2[q] & 0xffffu) < SLUT_HALF &&
-                         slut_offset(g2[q] >> 16) < SLUT_HALF;
                 }
         uint32_t sg[NP];
-        if (__all_sync(0xffffffffu, in)) {
+        if (p.fast) {
 #pragma unroll
-            for (int q = 0; q < NP; q++)
-                sg[q] = slut_at(slut, g2[q] & 0xffffu) | slut_at(slut, g2[q] >> 16) << 16;
+            for (int q = 0; q < NP; q++) sg[q] = silu_fast_pair(p.lut, g2[q]);
         } else {
+            bool in = slut != nullptr;
 #pragma unroll
             for (int q = 0; q < NP; q++)
-                sg[q] = silu_lookup(p.lut, slut, g2[q] & 0xffffu) |
-                        silu_lookup(p.lut, slut, g2[q] >> 16) << 16;
+                in = in && slut_offset(g2[q] & 0xffffu) < SLUT_HALF &&
+                     slut_offset(g2[q] >> 16) < SLUT_HALF;
+            if (__all_sync(0xffffffffu, in)) {
+#pragma unroll
+                for (int q = 0; q < NP; q++)
+                    sg[q] = slut_at(slut, g2[q] & 0xffffu) | slut_at(slut, g2[q] >> 16) << 16;
+            } else {
+#pragma unroll
+                for (int q = 0; q < NP; q++)
+                    sg[q] = silu_lookup(p.lut, slut, g2[q] & 0xffffu) |
+                            silu_lookup(p.lut, slut, g2[q] >> 16) << 16;
+            }
         }
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)
@@ -189,7 +198,9 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
                                   (int)I,
-                                  cu_model(m)->glu_slut};
+                                  /* the window is not read with silu_fast_pair */
+                                  cu_model(m)->glu_slut && !cu_model(m)->glu_fast,
+                                  cu_model(m)->glu_fast};
     e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
@@ -217,7 +228,8 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
                                   (int)I,
-                                  0}; /* no shared-memory part in ring_norm_gemm.cuh */
+                                  0, /* no shared-memory part in ring_norm_gemm.cuh */
+                                  cu_model(m)->glu_fast};
     e = pdl_launch(ring_norm_gemm_kernel<2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, tw, p, ns);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + fused gate_up");
@@ -251,6 +263,39 @@ int glu_default_shape(const hrmt_model *m, size_t rows) {
 }
 
 } // namespace
+
+/* n[0]: gates whose silu_fast_pair differs from the table, each gate
+ * checked as a low half and as a high half. */
+static __global__ void silu_fast_check(const uint16_t *lut, unsigned *n) {
+#ifdef HRMT_SM90A
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= HRMT_CUDA_SILU_ENTRIES) return;
+    const uint32_t g2 = i | (i ^ 0x5a5au) << 16; /* every gate once in each half */
+    const uint32_t want = (uint32_t)lut[g2 & 0xffffu] | (uint32_t)lut[g2 >> 16] << 16;
+    if (silu_fast_pair(lut, g2) != want) atomicAdd(n, 1u);
+#endif
+}
+
+hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact) {
+    *exact = 0;
+    if (!cu_glu_applies(m)) return HRMT_OK; /* the kernels that would use it do not run */
+    unsigned *n = NULL, h = 1;
+    cudaStream_t st = cu_stream(m);
+    cudaError_t e = cudaMallocAsync((void **)&n, sizeof h, st);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check: allocation");
+    e = cudaMemsetAsync(n, 0, sizeof h, st);
+    if (e == cudaSuccess) {
+        silu_fast_check<<<HRMT_CUDA_SILU_ENTRIES / 256, 256, 0, st>>>(m->ctx->cuda->silu_bf16, n);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&h, n, sizeof h, cudaMemcpyDeviceToHost, st);
+    const cudaError_t ef = cudaFreeAsync(n, st);
+    if (e == cudaSuccess) e = ef;
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check");
+    *exact = h == 0;
+    return HRMT_OK;
+}
 
 int cu_glu_applies(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
