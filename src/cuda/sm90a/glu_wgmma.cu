@@ -11,9 +11,11 @@
  * Bits: each gate/up sum is one F32 chain of BF16 k16 tensor-core steps in
  * ascending k from +0 (accumulators zeroed, wgmma always accumulating) - the
  * arithmetic of the pinned cuBLASLt algorithms and of the mma.sync kernels -
- * rounded to BF16, then the table kernel's lookup, product and rounding. The
- * model checks on the device that the fused and the launch-by-launch MLP give
- * the same bytes (cuda_model/fused_glu_equals_launches).
+ * rounded to BF16, then the table kernel's lookup, product and rounding; the
+ * lookup is silu_fast.cuh's s(g) where the model's check of all 65536 gates
+ * enabled it (HRMT_CUDA_GLU_FAST_SILU: no shared-memory reads competing with
+ * the products'). The model checks on the device that the fused and the
+ * launch-by-launch MLP give the same bytes (cuda_model/fused_glu_equals_launches).
  *
  * Shape: ring_gemm.cuh's persistent kernel (TMA ring, one producer thread,
  * consumer warpgroups); a stage holds a tile's rows of A and its BNA gate
