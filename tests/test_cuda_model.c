@@ -569,7 +569,7 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
 
 /* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu. */
 #define WGEMM_SHAPES 6
-#define GLU_SHAPES 7
+#define GLU_SHAPES 6
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};

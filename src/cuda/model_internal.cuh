@@ -228,7 +228,7 @@ int cu_glu_applies(const hrmt_model *m);
 hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
-int cu_glu_shapes(const hrmt_model *m);
+int cu_glu_shapes(void);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act);
 

@@ -35,7 +35,6 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
-#include "cuda/sm90a/glu_staged_wgmma.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
 #include "cuda/sm90a/silu_fast.cuh"
@@ -162,7 +161,11 @@ struct glu_epi {
 #pragma unroll
                 for (int i = 0; i < BNA / 8; i++) {
                     const int q = (ms * (BNA / 8) + i) * 2 + hf;
-                    *(uint32_t *)(out + 8 * i) = swiglu_pair(sg[q], u2[q]);
+                    const float o0 =
+                        rc::fmul(__uint_as_float(sg[q] << 16), __uint_as_float(u2[q] << 16));
+                    const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
+                                              __uint_as_float(u2[q] & 0xffff0000u));
+                    *(uint32_t *)(out + 8 * i) = rc::pack_bf16x2_arith(o0, o1);
                 }
             }
     }
@@ -173,9 +176,8 @@ struct glu_epi {
 struct glu_shape {
     int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64}, {1, 1, 32},
-                                    {1, 2, 32}, {1, 1, 16}, {2, 2, 128}};
-constexpr int GLU_STAGED_SHAPE = 6; /* glu_staged_wgmma.cuh's; where I % 128 == 0 */
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
+                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 
 template <int MSUB, int WGS, int BNA>
@@ -236,28 +238,6 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-hrmt_status glu_staged_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
-                              size_t rows, const void *a, const void *w, void *act) {
-    using C = glu_staged_cfg;
-    const size_t H = m->hidden, I = m->inter;
-    CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, C::BNA))
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda staged gate_up: tensor map refused");
-    cudaError_t e = smem_opt_in(glu_staged_kernel, C::SMEM);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda staged gate_up: shared memory");
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / C::BNA);
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    const glu_staged_args p{(int)rows, (int)(I / C::BNA),       (int)(H / BK),
-                            (int)I,    m->ctx->cuda->silu_bf16, (uint16_t *)act,
-                            (int)I,    cu_model(m)->glu_fast};
-    e = pdl_launch(glu_staged_kernel, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m),
-                   cu_model(m)->pdl, ta, tw, p);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda staged gate_up");
-    return cu_check(m->ctx, "cuda staged gate_up");
-}
-
 template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
     return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
@@ -271,8 +251,7 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
-    case 5: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
-    default: return glu_staged_launch(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -346,21 +325,14 @@ int cu_glu_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, glu_epi<16>>(per_block);
 }
 
-int cu_glu_shapes(const hrmt_model *m) {
-    size_t per_block = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    const int staged = m->inter % glu_staged_cfg::BNA == 0 &&
-                       image_loads(glu_staged_kernel, glu_staged_cfg::SMEM, per_block);
-    return staged ? GLU_NSHAPES : GLU_STAGED_SHAPE;
-}
+int cu_glu_shapes(void) { return GLU_NSHAPES; }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act) {
     if (rows == 0) return HRMT_OK;
     if (rows > (size_t)INT32_MAX - 128)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
-    if (shape < 0 || shape >= GLU_NSHAPES ||
-        (shape == GLU_STAGED_SHAPE && m->inter % glu_staged_cfg::BNA != 0))
+    if (shape < 0 || shape >= GLU_NSHAPES)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "cuda fused gate_up: shape %d", shape);
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
@@ -394,7 +366,6 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
                       (float)m->cfg.rms_norm_eps};
     *done = 1;
     switch (GLU_SHAPES[shape].bna) {
-    case 128: /* the staged shape's: the widest tiles here */
     case 64: return glun_launch<64>(m, fn, rows, ns, w, act);
     case 32: return glun_launch<32>(m, fn, rows, ns, w, act);
     default: return glun_launch<16>(m, fn, rows, ns, w, act);

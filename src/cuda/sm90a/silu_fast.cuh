@@ -64,15 +64,6 @@ __device__ __forceinline__ uint32_t silu_fast_pair(const uint16_t *lut, uint32_t
     return rc::pack_bf16x2_arith(q0, q1);
 }
 
-/* The act pair bf16(s(g) * u) from s(g) and u, each a packed BF16 pair: the
- * table kernel's product and rounding. */
-__device__ __forceinline__ uint32_t swiglu_pair(uint32_t sg, uint32_t u2) {
-    namespace rc = hrmt_rowops_cuda;
-    const float o0 = rc::fmul(__uint_as_float(sg << 16), __uint_as_float(u2 << 16));
-    const float o1 = rc::fmul(__uint_as_float(sg & 0xffff0000u), __uint_as_float(u2 & 0xffff0000u));
-    return rc::pack_bf16x2_arith(o0, o1);
-}
-
 } // namespace
 
 #endif
