@@ -17,9 +17,11 @@
  *  - g / d, d that BF16: a quotient of two 8-bit significands is never
  *    within 2^-17 (relative) of a BF16 midpoint, so g * rcp.approx(d), off
  *    by ~2^-22, rounds as the correctly rounded F32 quotient does.
- * The argument rests on the approximations' error bounds; the model checks
- * it on the device for every one of the 65536 gates before using it
- * (cu_silu_fast_exact). */
+ * tests/test_silu_fast_lemmas.c checks the host-checkable steps for every
+ * gate in CI (expf_fma within 0.875 units; the closest quotient 2^-16.75
+ * from a midpoint). The rest rests on the approximations' error bounds, so
+ * the model checks the function itself on the device for every one of the
+ * 65536 gates before using it (cu_silu_fast_exact). */
 #ifndef HRMT_CUDA_SM90A_SILU_FAST_CUH
 #define HRMT_CUDA_SM90A_SILU_FAST_CUH
 
