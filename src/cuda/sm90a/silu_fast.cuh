@@ -13,7 +13,7 @@
  *    rounding boundary: such pairs (6 of the 65536 checked on the H200,
  *    gates near -88 where 2^x overflows) read the table instead;
  *  - 1 + e rounded once in BF16 equals the F32 sum rounded to BF16 (the sum
- *    is exact in F32 when e >= 2^-16; below, both are 1);
+ *    is exact in F32 for e in [2^-16, 2^24); below, both are 1, above, e);
  *  - g / d, d that BF16: a quotient of two 8-bit significands is never
  *    within 2^-17 (relative) of a BF16 midpoint, so g * rcp.approx(d), off
  *    by ~2^-22, rounds as the correctly rounded F32 quotient does.
