@@ -1125,7 +1125,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
         "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
         "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
-        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA"};
+        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
+        "HRMT_CUDA_GLU_FAST_SILU"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
