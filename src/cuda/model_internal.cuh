@@ -223,8 +223,8 @@ hrmt_status cu_block_settings(hrmt_model *m);
  * wherever cu_glu_applies, unless HRMT_CUDA_FUSED_GLU=0). */
 int cu_glu_applies(const hrmt_model *m);
 /* *exact = 1 when sm90a/silu_fast.cuh's s(g) gives the context's table's
- * bits for all 65536 gates on this device (checked there), 0 when not or
- * where the fused gate_up does not apply. */
+ * bits for all 65536 gates on this device (checked there), else 0. Only
+ * where the fused gate_up applies (cu_glu_applies: its sm_90a image). */
 hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */

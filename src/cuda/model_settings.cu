@@ -58,9 +58,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* A step's inputs and outputs through page-locked staging, the copies
      * asynchronous (model_mem.cu, model_step.cu): same results. */
     g->pin_io = pin;
-    /* The fused gate_up's SwiGLU lookups from a shared-memory copy of the
-     * table's busy window (sm90a/glu_wgmma.cu), same bits. */
-    g->glu_slut = slut;
     /* qkv + attention over a cluster per (sample, head) while the batch's
      * pairs fit one wave of clusters (sm90a/qkv_attn_wgmma.cu), same bits:
      * one link of the block's chain instead of two. */
@@ -84,6 +81,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * fused gate_up 14% faster at 20992 rows on the H200 (docs/CUDA.md). */
     g->glu_fast = 0;
     if (g->glu && fast && (s = cu_silu_fast_exact(m, &g->glu_fast)) != HRMT_OK) return s;
+    /* Else its lookups from a shared-memory copy of the table's busy window
+     * (sm90a/glu_wgmma.cu), same bits; with s(g) computed nothing reads it. */
+    g->glu_slut = slut && !g->glu_fast;
     /* Projection + norm: opt-in, slower than the GEMM + row kernel at every
      * batch on the H200 (a 64-row tile re-reads all of W from L2, and one
      * tile's norm epilogue runs with no products beside it). */

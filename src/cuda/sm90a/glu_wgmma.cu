@@ -68,6 +68,29 @@ __device__ __forceinline__ uint32_t silu_lookup(const uint16_t *lut, const uint1
     return __ldg(lut + gb);
 }
 
+/* s of NP packed gate pairs from the table: plain loads from the window
+ * when every gate of the warp falls in it (nearly always; a warp vote),
+ * else silu_lookup's branch gate by gate. */
+template <int NP>
+__device__ __forceinline__ void silu_lookup_pairs(const uint16_t *lut, const uint16_t *slut,
+                                                  const uint32_t (&g2)[NP], uint32_t (&sg)[NP]) {
+    bool in = slut != nullptr;
+#pragma unroll
+    for (int q = 0; q < NP; q++)
+        in = in && slut_offset(g2[q] & 0xffffu) < SLUT_HALF && slut_offset(g2[q] >> 16) < SLUT_HALF;
+    if (__all_sync(0xffffffffu, in)) {
+#pragma unroll
+        for (int q = 0; q < NP; q++)
+            sg[q] = slut_at(slut, g2[q] & 0xffffu) | slut_at(slut, g2[q] >> 16) << 16;
+    } else {
+#pragma unroll
+        for (int q = 0; q < NP; q++) {
+            const uint32_t lo = silu_lookup(lut, slut, g2[q] & 0xffffu);
+            sg[q] = lo | silu_lookup(lut, slut, g2[q] >> 16) << 16;
+        }
+    }
+}
+
 /* act[r, n0 .. n0 + BNA): the tile reads W's gate rows n0.. and up rows
  * I + n0.. into one stage, adjacent, so that one wgmma of N = 2 BNA covers
  * both and a thread holds each gate next to its up. */
@@ -135,21 +158,7 @@ struct glu_epi {
 #pragma unroll
             for (int q = 0; q < NP; q++) sg[q] = silu_fast_pair(p.lut, g2[q]);
         } else {
-            bool in = slut != nullptr;
-#pragma unroll
-            for (int q = 0; q < NP; q++)
-                in = in && slut_offset(g2[q] & 0xffffu) < SLUT_HALF &&
-                     slut_offset(g2[q] >> 16) < SLUT_HALF;
-            if (__all_sync(0xffffffffu, in)) {
-#pragma unroll
-                for (int q = 0; q < NP; q++)
-                    sg[q] = slut_at(slut, g2[q] & 0xffffu) | slut_at(slut, g2[q] >> 16) << 16;
-            } else {
-#pragma unroll
-                for (int q = 0; q < NP; q++)
-                    sg[q] = silu_lookup(p.lut, slut, g2[q] & 0xffffu) |
-                            silu_lookup(p.lut, slut, g2[q] >> 16) << 16;
-            }
+            silu_lookup_pairs(p.lut, slut, g2, sg);
         }
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)
@@ -200,8 +209,7 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                                   m->ctx->cuda->silu_bf16,
                                   (uint16_t *)act,
                                   (int)I,
-                                  /* the window is not read with silu_fast_pair */
-                                  cu_model(m)->glu_slut && !cu_model(m)->glu_fast,
+                                  cu_model(m)->glu_slut,
                                   cu_model(m)->glu_fast};
     e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
@@ -266,22 +274,21 @@ int glu_default_shape(const hrmt_model *m, size_t rows) {
 
 } // namespace
 
-/* n[0]: gates whose silu_fast_pair differs from the table, each gate
- * checked as a low half and as a high half. */
+/* n[0]: gate pairs whose silu_fast_pair is the table's, each gate checked
+ * as a low half and as a high half. Agreements, not differences, are
+ * counted, so that a check that did not run cannot pass. */
 static __global__ void silu_fast_check(const uint16_t *lut, unsigned *n) {
 #ifdef HRMT_SM90A
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= HRMT_CUDA_SILU_ENTRIES) return;
     const uint32_t g2 = i | (i ^ 0x5a5au) << 16; /* every gate once in each half */
-    const uint32_t want = (uint32_t)lut[g2 & 0xffffu] | (uint32_t)lut[g2 >> 16] << 16;
-    if (silu_fast_pair(lut, g2) != want) atomicAdd(n, 1u);
+    if (silu_fast_pair(lut, g2) == silu_table_pair(lut, g2)) atomicAdd(n, 1u);
 #endif
 }
 
 hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact) {
     *exact = 0;
-    if (!cu_glu_applies(m)) return HRMT_OK; /* the kernels that would use it do not run */
-    unsigned *n = NULL, h = 1;
+    unsigned *n = NULL, h = 0;
     cudaStream_t st = cu_stream(m);
     cudaError_t e = cudaMallocAsync((void **)&n, sizeof h, st);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check: allocation");
@@ -295,7 +302,7 @@ hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact) {
     if (e == cudaSuccess) e = ef;
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check");
-    *exact = h == 0;
+    *exact = h == HRMT_CUDA_SILU_ENTRIES;
     return HRMT_OK;
 }
 

@@ -42,8 +42,14 @@ __device__ __forceinline__ float rcp_approx(float x) {
     return r;
 }
 
-/* s of both gates of g2 (low and high BF16), packed likewise; lut: the
- * context's table, read only near a rounding boundary. */
+/* s of both gates of g2 (low and high BF16) from the context's table,
+ * packed likewise. */
+__device__ __forceinline__ uint32_t silu_table_pair(const uint16_t *lut, uint32_t g2) {
+    return (uint32_t)__ldg(lut + (g2 & 0xffffu)) | (uint32_t)__ldg(lut + (g2 >> 16)) << 16;
+}
+
+/* The same by the special-function units; lut read only near a rounding
+ * boundary. */
 __device__ __forceinline__ uint32_t silu_fast_pair(const uint16_t *lut, uint32_t g2) {
     namespace rc = hrmt_rowops_cuda;
     constexpr float NL2E_HI = -1.44268798828125f, NL2E_LO = -7.052607543300837e-06f;
@@ -61,8 +67,7 @@ __device__ __forceinline__ uint32_t silu_fast_pair(const uint16_t *lut, uint32_t
         : "r"(rc::pack_bf16x2_arith(e0, e1)), "r"(0x3f803f80u));
     const float q0 = __fmul_rn(g0, rcp_approx(__uint_as_float(d2 << 16)));
     const float q1 = __fmul_rn(g1, rcp_approx(__uint_as_float(d2 & 0xffff0000u)));
-    if (near)
-        return (uint32_t)__ldg(lut + (g2 & 0xffffu)) | (uint32_t)__ldg(lut + (g2 >> 16)) << 16;
+    if (near) return silu_table_pair(lut, g2);
     return rc::pack_bf16x2_arith(q0, q1);
 }
 
