@@ -70,7 +70,7 @@ fi
 
 # ---- 2. the CUDA tests ---------------------------------------------------------
 # Each test_cuda_* binary once, its cases HRMT_GPU_TEST_JOBS at a time (default
-# 4), with --verbose so that the same run says how many passed, failed and
+# 4; test_cuda_probe's one at a time), with --verbose so that the same run says how many passed, failed and
 # skipped: the CUDA cases must run, not skip, with a device present. (Until
 # session 29 ctest ran them with --jobs 1 and then each binary ran again for
 # the counts: ~245 s of a call on the H200, where test_cuda_model alone takes
@@ -84,7 +84,9 @@ elif [ $build_rc -eq 0 ]; then
     [ -x "$t" ] || continue
     ran=1
     n=$(basename "$t")
-    HRMT_TEST_REQUIRE_CUDA=1 "$t" --verbose --jobs "${HRMT_GPU_TEST_JOBS:-4}" >"$out/tmp-$n.log" 2>&1
+    j=${HRMT_GPU_TEST_JOBS:-4}
+    [ "$n" = test_cuda_probe ] && j=1 # its latencies and bandwidths need the GPU alone
+    HRMT_TEST_REQUIRE_CUDA=1 "$t" --verbose --jobs "$j" >"$out/tmp-$n.log" 2>&1
     rc=$?
     skips=$(grep -c '^\[SKIP\]' "$out/tmp-$n.log")
     passes=$(grep -c '^\[PASS\]' "$out/tmp-$n.log")
