@@ -11,7 +11,9 @@
  *  - GPU vs CPU on a random model within the same bounds;
  *  - errors: a carry of another model, a batch too large for the device, bad
  *    settings.
- * Without a CUDA build or device every test is skipped with the reason. */
+ * Without a CUDA build or device every test is skipped with the reason, or
+ * fails when HRMT_TEST_REQUIRE_CUDA is set (bench/gpu.sh sets it), as in
+ * test_cuda_ops and test_cuda_probe. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -27,9 +29,13 @@ static hrmt_context *cuda_ctx_graphs(int graphs) {
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
     hrmt_cuda_query(&ci);
-    if (!ci.built || ci.device_count == 0)
-        cr_skip_test("no CUDA device: %s",
-                     ci.built ? "none found" : "hrmt was built without the CUDA backend");
+    if (!ci.built || ci.device_count == 0) {
+        const char *why = ci.built ? "none found" : "hrmt was built without the CUDA backend";
+        const char *req = getenv("HRMT_TEST_REQUIRE_CUDA");
+        cr_assert(!(req && *req && strcmp(req, "0") != 0),
+                  "HRMT_TEST_REQUIRE_CUDA is set but there is no CUDA device: %s", why);
+        cr_skip_test("no CUDA device: %s", why);
+    }
     hrmt_context_options o = hrmt_context_default_options();
     o.backend = HRMT_BACKEND_CUDA;
     o.cuda_graphs = graphs;
