@@ -70,11 +70,12 @@ fi
 
 # ---- 2. the CUDA tests ---------------------------------------------------------
 # Each test_cuda_* binary once, its cases HRMT_GPU_TEST_JOBS at a time (default
-# 4; test_cuda_probe's one at a time), with --verbose so that the same run says how many passed, failed and
-# skipped: the CUDA cases must run, not skip, with a device present. (Until
-# session 29 ctest ran them with --jobs 1 and then each binary ran again for
-# the counts: ~245 s of a call on the H200, where test_cuda_model alone takes
-# ~73 s at 4 jobs.) The CPU suite runs last (step 7) with whatever time is left.
+# 4; test_cuda_probe's one at a time), with --verbose so that the same run
+# says how many passed, failed and skipped: the CUDA cases must run, not skip,
+# with a device present. (Until session 29 ctest ran them with --jobs 1 and
+# then each binary ran again for the counts: ~245 s of a call on the H200,
+# where test_cuda_model alone takes ~73 s at 4 jobs.) The CPU suite runs last
+# (step 7) with whatever time is left.
 if [ $build_rc -eq 0 ] && skip ctest; then
   record "CUDA tests" SKIP "HRMT_GPU_SKIP"
 elif [ $build_rc -eq 0 ]; then
