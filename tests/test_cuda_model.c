@@ -31,8 +31,7 @@ static hrmt_context *cuda_ctx_graphs(int graphs) {
     hrmt_cuda_query(&ci);
     if (!ci.built || ci.device_count == 0) {
         const char *why = ci.built ? "none found" : "hrmt was built without the CUDA backend";
-        const char *req = getenv("HRMT_TEST_REQUIRE_CUDA");
-        cr_assert(!(req && *req && strcmp(req, "0") != 0),
+        cr_assert(!hrmt_test_cuda_required(),
                   "HRMT_TEST_REQUIRE_CUDA is set but there is no CUDA device: %s", why);
         cr_skip_test("no CUDA device: %s", why);
     }

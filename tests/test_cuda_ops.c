@@ -56,8 +56,7 @@ TestSuite(cuda_ops, .init = setup, .fini = teardown, .timeout = 300);
 #define NEED_CUDA()                                                                             \
     do {                                                                                        \
         if (!g_gpu) {                                                                           \
-            const char *req_ = getenv("HRMT_TEST_REQUIRE_CUDA");                                \
-            cr_assert(!(req_ && *req_ && strcmp(req_, "0") != 0),                               \
+            cr_assert(!hrmt_test_cuda_required(),                                               \
                       "HRMT_TEST_REQUIRE_CUDA is set but there is no CUDA context: %s", g_why); \
             cr_skip_test("no CUDA device: %s", g_why);                                          \
         }                                                                                       \

@@ -28,16 +28,11 @@ static int have_device(hrmt_cuda_info *ci) {
     return ci->built && ci->device_count > 0;
 }
 
-static int cuda_required(void) {
-    const char *v = getenv("HRMT_TEST_REQUIRE_CUDA");
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static hrmt_context *cuda_ctx(void) {
     hrmt_cuda_info ci;
     if (!have_device(&ci)) {
         const char *why = ci.built ? "none found" : "hrmt was built without the CUDA backend";
-        if (cuda_required()) cr_assert_fail("HRMT_TEST_REQUIRE_CUDA is set but: %s", why);
+        if (hrmt_test_cuda_required()) cr_assert_fail("HRMT_TEST_REQUIRE_CUDA is set but: %s", why);
         cr_skip_test("no CUDA device: %s", why);
     }
     hrmt_context_options o = hrmt_context_default_options();
@@ -180,7 +175,8 @@ Test(cuda_probe_cli, backend_cuda_tiers_or_clear_error, .timeout = 600) {
     char *out;
     int rc = run_hrmt("probe --backend cuda --quick --quiet --json", &out);
     if (!have_device(&ci)) {
-        cr_expect(!cuda_required(), "HRMT_TEST_REQUIRE_CUDA is set but there is no device");
+        cr_expect(!hrmt_test_cuda_required(),
+                  "HRMT_TEST_REQUIRE_CUDA is set but there is no device");
         cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
         cr_expect(
             strstr(out, "CUDA") && strstr(out, ci.built ? "no CUDA device" : "built without CUDA"),

@@ -68,3 +68,8 @@ const char *hrmt_test_data(const char *rel) {
     snprintf(buf, sizeof buf, "%s/%s", HRMT_TEST_DATA_DIR, rel);
     return buf;
 }
+
+int hrmt_test_cuda_required(void) {
+    const char *v = getenv("HRMT_TEST_REQUIRE_CUDA");
+    return v && *v && strcmp(v, "0") != 0;
+}

@@ -16,6 +16,11 @@ hrmt_context *hrmt_test_context_opts(const hrmt_context_options *o);
  * calling Criterion test skips, saying why, where the table is missing. */
 hrmt_context *hrmt_test_amx_context(int threads);
 
+/* 1 when HRMT_TEST_REQUIRE_CUDA is set and not "0" (bench/gpu.sh sets it on
+ * the GPU machine): the CUDA tests then fail, instead of skipping, where
+ * they find no CUDA device. */
+int hrmt_test_cuda_required(void);
+
 /* Deterministic xorshift random numbers in [-1, 1). */
 typedef struct {
     uint64_t s;
