@@ -808,6 +808,35 @@ Test(cuda_model, glu_fast_silu_equals_table_short_seq) {
     glu_fast_silu_equals_table(256, 4, 63, batches, 2);
 }
 
+/* The residual + RMSNorm row kernel with 16-byte accesses
+ * (HRMT_CUDA_NORM_VEC, opt-in; rowops_norm.cu's norm_vec_kernel) against the
+ * 2-byte register form: the same bytes, both schedules (the tiered one's
+ * SRAM form, the baseline's DRAM form), halting samples beside running ones.
+ * The cluster projection + norm is off, so that every batch's norms are the
+ * row kernel; hidden 512 (two chunks a lane) and 256 (one). The model
+ * launches it with PDL, so compute capability 9.0 and up. */
+static void norm_vec_equals_reg(int hidden, int heads, int seq_len, const int *batches, int nb) {
+    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (ci.cc_major < 9)
+        cr_skip_test("the model's row kernels take PDL from compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
+    early_halt_switch_keeps_bits("HRMT_CUDA_NORM_VEC", HRMT_PATH_NORM_VEC,
+                                 "16-byte norm vs 2-byte", hidden, heads, seq_len, batches, nb);
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+}
+Test(cuda_model, norm_vec_equals_reg_hrm_width) {
+    const int batches[] = {1, 7, 40};
+    norm_vec_equals_reg(512, 8, 81, batches, 3);
+}
+Test(cuda_model, norm_vec_equals_reg_short_seq) {
+    const int batches[] = {3, 5};
+    norm_vec_equals_reg(256, 4, 63, batches, 2);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -1131,7 +1160,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
         "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
         "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
-        "HRMT_CUDA_GLU_FAST_SILU"};
+        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -75,6 +75,7 @@ struct hrmt_model_cuda {
     signed char glu_shape[CU_LT_BUCKETS]; /* 1 + its tile shape per row bucket; 0: untuned */
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
     int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
+    int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -322,11 +323,12 @@ hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const 
  * no weight; the SRAM form when sram is set, else the DRAM form) of rows
  * whose width is a multiple of 32 up to 512, launched on `st` by
  * programmatic dependent launch when pdl is set (src/cuda/pdl.cuh): the row
- * op's bits. 1: launched (a launch error is pending for the caller's
+ * op's bits. vec: rows of 256 or 512 columns, 16-byte aligned, by the
+ * 16-byte form (HRMT_CUDA_NORM_VEC), same bits. 1: launched (a launch error is pending for the caller's
  * check); 0: other rows or dtypes, nothing launched (use the row-op table). */
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int sram, int pdl, cudaStream_t st);
+                                   size_t ldo, int sram, int pdl, int vec, cudaStream_t st);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

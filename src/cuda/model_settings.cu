@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0;
+        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -41,7 +41,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_FOLD_INJECT", 1, &fold)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA", 1, &qa_cta)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_FAST_SILU", 1, &fast)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_FAST_SILU", 1, &fast)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 0, &nvec)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -89,6 +90,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * tile's norm epilogue runs with no products beside it). */
     g->pnorm = pnorm && cu_proj_norm_applies(m);
     g->pdl = pdl && m->ctx->cuda->prop.major >= 9;
+    /* The norm between projections with 16-byte accesses (rowops_norm.cu),
+     * same bits: opt-in until timed on a GPU (written in session 30 while
+     * no device was lent; the 2-byte form issues ~630 instructions a row and
+     * ran at ~75% of the copy rate at batch 256 on the H200). Where the
+     * block launches the row kernel with PDL: BF16 rows of 256 or 512. */
+    g->norm_vec = nvec && g->pdl && m->dt == HRMT_BF16 && (m->hidden == 256 || m->hidden == 512);
     g->inject = inject;
     /* Norm prologue: opt-in, slower than the row kernel + GEMM on the H200
      * (every CTA of a row tile forms the same 64 rows, 128 threads doing what
@@ -145,6 +152,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FUSED_RESET: return g->fused_reset != 0;
     case HRMT_PATH_FOLD_INJECT: return g->fold_inject != 0;
     case HRMT_PATH_GLU_FAST_SILU: return g->glu_fast != 0;
+    case HRMT_PATH_NORM_VEC: return g->norm_vec != 0;
     }
     return 0;
 }

@@ -193,6 +193,80 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     }
 }
 
+/* Residual + RMSNorm on BF16 rows of 256 C columns (C = 1 or 2; HRM's
+ * hidden 512 is C = 2) with 16-byte accesses: the model's norm between
+ * blocks (HRMT_CUDA_NORM_VEC). norm_reg_kernel's lane l reads elements
+ * g * 32 + l, 2-byte accesses (~630 instructions a row at 512 columns);
+ * here lane l reads chunks l + 32 c of 8 elements, forms h = bf16(x + r)
+ * on pairs, parks h in its warp's 512 C bytes of shared memory and reads
+ * back elements g * 32 + l for the sum of squares, so each lane runs
+ * reference lane l's chain in g order, as norm_reg_kernel does; the finish
+ * is the same rmsnorm_reg_inv and each output bf16(h inv) is rounded by
+ * the same conversion. Same bits, every operation the same, in a
+ * different lane. The DRAM form reads x and r again for the scale pass. */
+template <int C, bool DRAM>
+__global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
+    norm_vec_kernel(size_t rows, const void *x, size_t ldx, const void *r, size_t ldr, float eps,
+                    void *out, size_t ldo) {
+    constexpr int G = 8 * C; /* groups of 32 elements */
+    __shared__ uint4 park[HRMT_NORM_WARPS][32 * C];
+    pdl_wait(); /* launched that way by the model's step (pdl.cuh) */
+    pdl_trigger();
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (size_t row = (size_t)blockIdx.x * HRMT_NORM_WARPS + warp; row < rows;
+         row += (size_t)gridDim.x * HRMT_NORM_WARPS) {
+        const uint4 *xr = (const uint4 *)((const uint16_t *)x + row * ldx);
+        const uint4 *rr = (const uint4 *)((const uint16_t *)r + row * ldr);
+        uint4 h[C];
+        auto load_h = [&]() {
+            uint4 a[C], b[C];
+            HRMT_UNROLL
+            for (int c = 0; c < C; c++) {
+                a[c] = xr[lane + 32 * c];
+                b[c] = rr[lane + 32 * c];
+            }
+            HRMT_UNROLL
+            for (int c = 0; c < C; c++)
+                h[c] = make_uint4(add_bf16x2_arith(a[c].x, b[c].x), add_bf16x2_arith(a[c].y, b[c].y),
+                                  add_bf16x2_arith(a[c].z, b[c].z), add_bf16x2_arith(a[c].w, b[c].w));
+        };
+        load_h();
+        HRMT_UNROLL
+        for (int c = 0; c < C; c++) park[warp][lane + 32 * c] = h[c];
+        __syncwarp();
+        const uint16_t *hp = (const uint16_t *)park[warp];
+        float a = 0.0f;
+        HRMT_UNROLL
+        for (int g = 0; g < G; g++) {
+            const float v = bf16_to_f(hp[g * 32 + lane]);
+            a = fadd(a, fmul(v, v));
+        }
+        const float inv = rmsnorm_reg_inv(a, (float)(256 * C), eps);
+        if (DRAM) load_h(); /* the scale pass reads its inputs again */
+        uint4 *o = (uint4 *)((uint16_t *)out + row * ldo);
+        auto scale = [&](uint32_t p) {
+            return pack_bf16x2_arith(fmul(bf16_to_f((uint16_t)p), inv),
+                                     fmul(bf16_to_f((uint16_t)(p >> 16)), inv));
+        };
+        HRMT_UNROLL
+        for (int c = 0; c < C; c++)
+            o[lane + 32 * c] =
+                make_uint4(scale(h[c].x), scale(h[c].y), scale(h[c].z), scale(h[c].w));
+        __syncwarp(); /* the next row reuses the park */
+    }
+}
+
+/* The 16-byte form's columns (256 C), 0 where it does not apply: BF16, and
+ * every row start 16-byte aligned. */
+static int norm_vec_cols(size_t cols, const void *x, size_t ldx, const void *r, size_t ldr,
+                         const void *out, size_t ldo) {
+    if (cols != 256 && cols != 512) return 0;
+    if (!rows_aligned(x, ldx, 2, 16) || !rows_aligned(r, ldr, 2, 16) ||
+        !rows_aligned(out, ldo, 2, 16))
+        return 0;
+    return (int)cols;
+}
+
 /* Picks the instantiation: smem staging when asked and the rows fit, 16-byte
  * vectors when every row start (and w) is 16-byte aligned. */
 template <int BF, bool RES>
@@ -253,9 +327,17 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int sram, int pdl, cudaStream_t st) {
+                                   size_t ldo, int sram, int pdl, int vec, cudaStream_t st) {
     if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
     const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
+    const int vcols = vec ? norm_vec_cols(cols, x, ldx, r, ldr, out, ldo) : 0;
+    if (vcols) {
+        auto kv = vcols == 512 ? (sram ? norm_vec_kernel<2, false> : norm_vec_kernel<2, true>)
+                               : (sram ? norm_vec_kernel<1, false> : norm_vec_kernel<1, true>);
+        (void)pdl_launch(kv, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, x, ldx, r,
+                         ldr, eps, out, ldo);
+        return 1;
+    }
     auto kern = sram ? norm_reg_kernel<1, true, false> : norm_reg_kernel<1, true, true>;
     const float *w = nullptr;
     const int nt = 0;

@@ -108,7 +108,8 @@ typedef enum hrmt_model_path {
     HRMT_PATH_FUSED_RESET,  /* reset of halted samples + embedding as one kernel (model_kernels.cu)
                              */
     HRMT_PATH_FOLD_INJECT,  /* level injections folded into the kernel before (model_step.cu) */
-    HRMT_PATH_GLU_FAST_SILU /* the fused gate_up's s(g) without the table (sm90a/silu_fast.cuh) */
+    HRMT_PATH_GLU_FAST_SILU, /* the fused gate_up's s(g) without the table (sm90a/silu_fast.cuh) */
+    HRMT_PATH_NORM_VEC       /* residual + RMSNorm with 16-byte accesses (rowops_norm.cu) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
