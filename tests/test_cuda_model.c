@@ -779,6 +779,26 @@ Test(cuda_model, fold_inject_equals_launches_short_seq) {
                                  256, 4, 63, batches, 2);
 }
 
+/* Attention's K and Q rotated from one RoPE factor load per (row, chunk)
+ * (HRMT_CUDA_ATTN_ROPE_ONCE, opt-in; attn_rope.cuh's rope_kq_smem) against
+ * a load for each: the same bytes, both schedules, halting samples. The qkv
+ * + attention kernels are off, so that every batch runs the register
+ * kernel: blocks holding some of a head's query tiles (batches 1 and 5: Q
+ * rows from q0 > 0, K's other rows on their own) and all of them (40);
+ * head_dim 64 with T = 82 and 61, head_dim 32 with T = 101. */
+static void attn_rope_once_equals_twice(int hidden, int heads, int seq_len) {
+    const int batches[] = {1, 5, 40};
+    setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
+    early_halt_switch_keeps_bits("HRMT_CUDA_ATTN_ROPE_ONCE", HRMT_PATH_ATTN_ROPE_ONCE,
+                                 "RoPE factors once vs twice", hidden, heads, seq_len, batches, 3);
+    unsetenv("HRMT_CUDA_QKV_ATTN");
+}
+Test(cuda_model, attn_rope_once_equals_twice_hrm_width) { attn_rope_once_equals_twice(512, 8, 81); }
+Test(cuda_model, attn_rope_once_equals_twice_short_seq) { attn_rope_once_equals_twice(256, 4, 60); }
+Test(cuda_model, attn_rope_once_equals_twice_head_dim_32) {
+    attn_rope_once_equals_twice(64, 2, 100);
+}
+
 /* The fused gate_up's s(g) by the special-function units
  * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
  * check of all 65536 gates against the table passed) against the table's
@@ -824,8 +844,8 @@ static void norm_vec_equals_reg(int hidden, int heads, int seq_len, const int *b
         cr_skip_test("the model's row kernels take PDL from compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
-    early_halt_switch_keeps_bits("HRMT_CUDA_NORM_VEC", HRMT_PATH_NORM_VEC,
-                                 "16-byte norm vs 2-byte", hidden, heads, seq_len, batches, nb);
+    early_halt_switch_keeps_bits("HRMT_CUDA_NORM_VEC", HRMT_PATH_NORM_VEC, "16-byte norm vs 2-byte",
+                                 hidden, heads, seq_len, batches, nb);
     unsetenv("HRMT_CUDA_CLUSTER_NORM");
 }
 Test(cuda_model, norm_vec_equals_reg_hrm_width) {
@@ -1160,7 +1180,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
         "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
         "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
-        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC"};
+        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -153,13 +153,64 @@ __device__ __forceinline__ void rope_rows_smem(uint16_t *X, int ld, int t0, int 
     }
 }
 
+/* K's rows 0..T and the block's Q rows q0..q1 (row t at Q + (t - q0) * ldq)
+ * RoPE'd in place with one factor load per (row, chunk) for both: where
+ * rope_rows_smem over K then over Q loads the factors of a row twice. Same
+ * arithmetic, same bytes. (At batch 256 on the H200 the factor loads were
+ * about half of attention's L2 traffic: 170 MB against 86 MB of qkv reads
+ * and att writes, ncu, session 29.) */
+/* Four elements at a time (8-byte shared accesses, four factors each of
+ * cos and sin live): the eight-wide form made ptxas spill ~200 bytes in
+ * attend_mma<64, 6, true> under its 80-register cap. */
+__device__ __forceinline__ void rope_rotate4(uint2 *x1, uint2 *x2, float4 c, float4 s) {
+    const uint32_t a[2] = {x1->x, x1->y}, b[2] = {x2->x, x2->y};
+    const float cf[4] = {c.x, c.y, c.z, c.w}, sf[4] = {s.x, s.y, s.z, s.w};
+    uint32_t y1[2], y2[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        float o1[2], o2[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const float f1 = __uint_as_float(j ? a[k] & 0xffff0000u : a[k] << 16);
+            const float f2 = __uint_as_float(j ? b[k] & 0xffff0000u : b[k] << 16);
+            rope_pair(f1, f2, cf[2 * k + j], sf[2 * k + j], &o1[j], &o2[j]);
+        }
+        const __nv_bfloat162 p1 = __floats2bfloat162_rn(o1[0], o1[1]);
+        const __nv_bfloat162 p2 = __floats2bfloat162_rn(o2[0], o2[1]);
+        y1[k] = *(const uint32_t *)&p1;
+        y2[k] = *(const uint32_t *)&p2;
+    }
+    *x1 = make_uint2(y1[0], y1[1]);
+    *x2 = make_uint2(y2[0], y2[1]);
+}
+
+template <int D>
+__device__ __forceinline__ void rope_kq_smem(uint16_t *K, int ld, int T, uint16_t *Q, int ldq,
+                                             int q0, int q1, const float *cs, const float *sn) {
+    constexpr int HALF = D / 2, QUADS = D / 8;          /* 4-wide chunks of a row's first half */
+    const int b = q0 < T ? q0 : T, f = q1 < T ? q1 : T; /* rows of both: [b, f) */
+#pragma unroll 1
+    for (int e = threadIdx.x + b * QUADS; e < f * QUADS; e += blockDim.x) {
+        const int t = e / QUADS, c = e % QUADS * 4;
+        const float4 fc = *(const float4 *)(cs + (size_t)t * D + c);
+        const float4 fs = *(const float4 *)(sn + (size_t)t * D + c);
+        rope_rotate4((uint2 *)(K + t * ld + c), (uint2 *)(K + t * ld + c + HALF), fc, fs);
+        rope_rotate4((uint2 *)(Q + (t - q0) * ldq + c), (uint2 *)(Q + (t - q0) * ldq + c + HALF),
+                     fc, fs);
+    }
+    /* K's other rows. */
+    rope_rows_smem<D>(K, ld, 0, b, 0, cs, sn);
+    rope_rows_smem<D>(K, ld, f, T, 0, cs, sn);
+}
+
 /* load_qkv's result by another route: every row is first copied as it is
  * with cp.async (all of a thread's copies in flight at once, no registers
  * held; rows past T zero-filled), then K's and Q's real rows are rotated in
  * shared memory with the same arithmetic. One memory round trip per block
  * instead of one per loop pass. Same arguments, same bytes; the caller
- * synchronises. */
-template <int D>
+ * synchronises. ONCE: K's and Q's rotations share each factor load
+ * (rope_kq_smem; HRMT_CUDA_ATTN_ROPE_ONCE). */
+template <int D, bool ONCE = false>
 __device__ __forceinline__ void load_qkv_async(const uint16_t *base, int T, int Tp, int hidden,
                                                int ld, const float *cs, const float *sn,
                                                uint16_t *Ks, uint16_t *Vs, int q0, int q1,
@@ -180,6 +231,10 @@ __device__ __forceinline__ void load_qkv_async(const uint16_t *base, int T, int 
     cp_async_wait<0>();
     if (!cs) return;
     __syncthreads();
+    if (ONCE) {
+        rope_kq_smem<D>(Ks, ld, T, Qs, ldq, q0, q1, cs, sn);
+        return;
+    }
     /* K's rows, then the block's Q rows: fewer values live at once (the
      * caller's register cap). */
     rope_rows_smem<D>(Ks, ld, 0, T, 0, cs, sn);

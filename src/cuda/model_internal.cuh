@@ -91,6 +91,7 @@ struct hrmt_model_cuda {
     int cnorm16_max; /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
     int cnorm8_max;  /* ... then of 8 CTAs up to this many */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
+    int attn_rope_once; /* HRMT_CUDA_ATTN_ROPE_ONCE: K and Q rotated from one factor load */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (either form below) */
     int qa_clusters; /* ... a cluster per (sample, head) while the pairs fit this many */
@@ -324,8 +325,8 @@ hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const 
  * whose width is a multiple of 32 up to 512, launched on `st` by
  * programmatic dependent launch when pdl is set (src/cuda/pdl.cuh): the row
  * op's bits. vec: rows of 256 or 512 columns, 16-byte aligned, by the
- * 16-byte form (HRMT_CUDA_NORM_VEC), same bits. 1: launched (a launch error is pending for the caller's
- * check); 0: other rows or dtypes, nothing launched (use the row-op table). */
+ * 16-byte form (HRMT_CUDA_NORM_VEC), same bits. 1: launched (a launch error is pending for the
+ * caller's check); 0: other rows or dtypes, nothing launched (use the row-op table). */
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
                                    size_t ldo, int sram, int pdl, int vec, cudaStream_t st);

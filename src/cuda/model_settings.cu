@@ -24,7 +24,7 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0;
+        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -42,7 +42,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA", 1, &qa_cta)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_FAST_SILU", 1, &fast)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 0, &nvec)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 0, &nvec)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 0, &once)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -73,6 +74,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* Attention at small batches: each query tile's O column passes shared
      * by a team of the block's warps (model_attn_mma.cu), same bits. */
     g->attn_teams = teams;
+    /* ... and, opt-in until timed (session 30, no device lent), K's and Q's
+     * RoPE from one factor load per (row, chunk) (attn_rope.cuh), same bits:
+     * for models with RoPE whose attention is the register kernel. */
+    g->attn_rope_once =
+        once && m->cfg.pos_encodings == HRMT_POS_ROPE && cu_attention_mma_applies(m);
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
     g->glu = glu && cu_glu_applies(m);
@@ -153,6 +159,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FOLD_INJECT: return g->fold_inject != 0;
     case HRMT_PATH_GLU_FAST_SILU: return g->glu_fast != 0;
     case HRMT_PATH_NORM_VEC: return g->norm_vec != 0;
+    case HRMT_PATH_ATTN_ROPE_ONCE: return g->attn_rope_once != 0;
     }
     return 0;
 }

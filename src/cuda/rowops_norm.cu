@@ -227,8 +227,9 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             }
             HRMT_UNROLL
             for (int c = 0; c < C; c++)
-                h[c] = make_uint4(add_bf16x2_arith(a[c].x, b[c].x), add_bf16x2_arith(a[c].y, b[c].y),
-                                  add_bf16x2_arith(a[c].z, b[c].z), add_bf16x2_arith(a[c].w, b[c].w));
+                h[c] =
+                    make_uint4(add_bf16x2_arith(a[c].x, b[c].x), add_bf16x2_arith(a[c].y, b[c].y),
+                               add_bf16x2_arith(a[c].z, b[c].z), add_bf16x2_arith(a[c].w, b[c].w));
         };
         load_h();
         HRMT_UNROLL

@@ -105,11 +105,12 @@ typedef enum hrmt_model_path {
     HRMT_PATH_QKV_ATTN,      /* qkv + attention over a cluster (sm90a/qkv_attn_wgmma.cu) */
     HRMT_PATH_GEMM_TUNE_EXACT, /* block GEMMs tuned at each step's M (model_gemm_tune.cu) */
     HRMT_PATH_PINNED_IO,       /* a step's transfers through page-locked staging (model_step.cu) */
-    HRMT_PATH_FUSED_RESET,  /* reset of halted samples + embedding as one kernel (model_kernels.cu)
-                             */
-    HRMT_PATH_FOLD_INJECT,  /* level injections folded into the kernel before (model_step.cu) */
+    HRMT_PATH_FUSED_RESET,   /* reset of halted samples + embedding as one kernel (model_kernels.cu)
+                              */
+    HRMT_PATH_FOLD_INJECT,   /* level injections folded into the kernel before (model_step.cu) */
     HRMT_PATH_GLU_FAST_SILU, /* the fused gate_up's s(g) without the table (sm90a/silu_fast.cuh) */
-    HRMT_PATH_NORM_VEC       /* residual + RMSNorm with 16-byte accesses (rowops_norm.cu) */
+    HRMT_PATH_NORM_VEC,      /* residual + RMSNorm with 16-byte accesses (rowops_norm.cu) */
+    HRMT_PATH_ATTN_ROPE_ONCE /* attention's K and Q rotated from one factor load (attn_rope.cuh) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
