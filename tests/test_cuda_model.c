@@ -857,6 +857,42 @@ Test(cuda_model, norm_vec_equals_reg_short_seq) {
     norm_vec_equals_reg(256, 4, 63, batches, 2);
 }
 
+/* The fused gate_up's product s(g) u by mul.rn.bf16x2 (HRMT_CUDA_GLU_MUL,
+ * opt-in; on only where the model's check of all 2^32 BF16 pairs against
+ * the F32 product rounded to BF16 passed) against the F32 form: the same
+ * bytes, both schedules, halting samples. On asserts that the check passed
+ * on this device (tests/test_silu_fast_lemmas.c says why it should). With
+ * s(g) from the table too (the product's inputs differ). Batch 40 runs the
+ * 128-row tiles. */
+static void glu_mul_equals_f32_product(int hidden, int heads, int seq_len, const int *batches,
+                                       int nb, int fast_silu) {
+    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0))
+        cr_skip_test("the fused gate_up is built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    if (!fast_silu) setenv("HRMT_CUDA_GLU_FAST_SILU", "0", 1);
+    early_halt_switch_keeps_bits(
+        "HRMT_CUDA_GLU_MUL", HRMT_PATH_GLU_MUL,
+        fast_silu ? "bf16x2 product vs F32" : "bf16x2 product vs F32, table", hidden, heads,
+        seq_len, batches, nb);
+    unsetenv("HRMT_CUDA_GLU_FAST_SILU");
+}
+Test(cuda_model, glu_mul_equals_f32_product_hrm_width) {
+    const int batches[] = {1, 7, 40};
+    glu_mul_equals_f32_product(512, 8, 81, batches, 3, 1);
+}
+Test(cuda_model, glu_mul_equals_f32_product_table) {
+    const int batches[] = {2, 40};
+    glu_mul_equals_f32_product(512, 8, 81, batches, 2, 0);
+}
+Test(cuda_model, glu_mul_equals_f32_product_short_seq) {
+    const int batches[] = {3, 5};
+    glu_mul_equals_f32_product(256, 4, 63, batches, 2, 1);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -1180,7 +1216,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
         "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
         "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
-        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE"};
+        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
+        "HRMT_CUDA_GLU_MUL"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -12,7 +12,10 @@
  *    rounding boundary (where the device reads the table);
  *  - the F32 sum 1 + e rounded to BF16 equals the exact sum rounded once;
  *  - the exact quotient g / d is never within 2^-17 (relative) of a BF16
- *    midpoint, so an approximation within ~2^-21 rounds as the F32 quotient. */
+ *    midpoint, so an approximation within ~2^-21 rounds as the F32 quotient;
+ * and, for the product s(g) u by mul.rn.bf16x2 (HRMT_CUDA_GLU_MUL), that a
+ * BF16 x BF16 product rounded to F32 and then to BF16 is the product
+ * rounded once. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -129,4 +132,44 @@ Test(silu_fast_lemmas, quotient_far_from_bf16_midpoints) {
     /* Every finite gate but those above ~88.7 in magnitude with g < 0 (d is
      * Inf there) and the tiniest: ~48000. */
     cr_expect_gt(checked, 45000, "the gates were checked: %zu", checked);
+}
+
+/* x rounded once to BF16 (nearest, ties to even; BF16's subnormals, whose
+ * unit is 2^-133, kept), for x = P 2^E with P < 2^16 (exact in a double). */
+static float bf16_once(double x) {
+    if (x == 0.0) return (float)x;
+    int ex = 0;
+    frexp(x, &ex);                                /* |x| in [2^(ex-1), 2^ex) */
+    const int lo = ex - 1 < -126 ? -126 : ex - 1; /* the binade, subnormals in -126's */
+    const double unit = ldexp(1.0, lo - 7);       /* 8 significant bits */
+    return (float)(nearbyint(x / unit) * unit);   /* exact: a BF16 value (or 2^128: Inf) */
+}
+
+/* The fused gate_up's product s(g) u of two BF16 values (HRMT_CUDA_GLU_MUL):
+ * its F32 form rounds the product to F32 and then to BF16, mul.rn.bf16x2
+ * rounds it once. A product of two BF16 values is P 2^E with P < 2^16 an
+ * integer (8-bit significands, subnormals included). Above F32's normal
+ * floor the F32 product is exact (16 <= 24 bits), so the two agree; this
+ * checks the rest: every integer P < 2^16 at every exponent from where both
+ * give 0 to well inside the normal range, against float64 rounding once. A
+ * correctly rounded mul.rn.bf16x2 therefore gives the F32 form's bits for
+ * every finite pair; that the device's is correctly rounded is what the
+ * model's load-time check of all 2^32 pairs settles (cu_glu_mul_exact). */
+Test(silu_fast_lemmas, bf16_product_rounds_once_as_through_f32) {
+    size_t bad = 0, checked = 0;
+    for (int E = -170; E <= -100; E++)
+        for (uint32_t P = 1; P < 65536; P++) {
+            const double x = ldexp((double)P, E);
+            const float two = hrmt_round_bf16((float)x); /* F32 first, then BF16 */
+            const float once = bf16_once(x);
+            checked++;
+            if (hrmt_f32_bits(two) != hrmt_f32_bits(once)) bad++;
+        }
+    cr_expect_eq(bad, 0, "%zu of %zu products round differently through F32", bad, checked);
+    /* The checker itself: the tiniest subnormal's half rounds to 0 (tie to
+     * even), three quarters of it up; 1 + 2^-8 (a tie) to 1, 1 + 3 2^-9 up. */
+    cr_expect_eq(bf16_once(0x1p-134), 0.0f);
+    cr_expect_eq(bf16_once(0x1.8p-134), 0x1p-133f);
+    cr_expect_eq(bf16_once(1.0 + 0x1p-8), 1.0f);
+    cr_expect_eq(bf16_once(1.0 + 0x3p-9), 1.0f + 0x1p-7f);
 }

@@ -76,6 +76,7 @@ struct hrmt_model_cuda {
     int glu_slut;                         /* HRMT_CUDA_GLU_SMEM_TABLE: table window in smem */
     int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
     int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
+    int glu_mul;                          /* HRMT_CUDA_GLU_MUL: SwiGLU's product by mul.bf16x2 */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -228,6 +229,10 @@ int cu_glu_applies(const hrmt_model *m);
  * bits for all 65536 gates on this device (checked there), else 0. Only
  * where the fused gate_up applies (cu_glu_applies: its sm_90a image). */
 hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact);
+/* *exact = 1 when mul.rn.bf16x2 gives the F32 product's BF16 rounding for
+ * all 2^32 ordered BF16 pairs on this device (sm90a/glu_wgmma.cu), else 0.
+ * Only where the fused gate_up applies. */
+hrmt_status cu_glu_mul_exact(const hrmt_model *m, int *exact);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
 int cu_glu_shapes(void);

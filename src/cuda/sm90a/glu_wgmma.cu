@@ -106,6 +106,7 @@ struct glu_epi {
         int ldo;
         int slut; /* HRMT_CUDA_GLU_SMEM_TABLE: the window in shared memory */
         int fast; /* HRMT_CUDA_GLU_FAST_SILU: silu_fast_pair, no lookups */
+        int mul;  /* HRMT_CUDA_GLU_MUL: s(g) u by mul_bf16x2 */
     };
     /* The window's two halves (g >= 0, g < 0), 16 bytes per copy. */
     static __device__ __forceinline__ void epi_load(uint8_t *part, int t, int threads,
@@ -160,6 +161,19 @@ struct glu_epi {
         } else {
             silu_lookup_pairs(p.lut, slut, g2, sg);
         }
+        if (p.mul) {
+#pragma unroll
+            for (int q = 0; q < NP; q++) sg[q] = mul_bf16x2(sg[q], u2[q]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < NP; q++) {
+                const float o0 =
+                    rc::fmul(__uint_as_float(sg[q] << 16), __uint_as_float(u2[q] << 16));
+                const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
+                                          __uint_as_float(u2[q] & 0xffff0000u));
+                sg[q] = rc::pack_bf16x2_arith(o0, o1);
+            }
+        }
 #pragma unroll
         for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
@@ -168,14 +182,8 @@ struct glu_epi {
                 if (row >= p.d.M) continue;
                 uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
 #pragma unroll
-                for (int i = 0; i < BNA / 8; i++) {
-                    const int q = (ms * (BNA / 8) + i) * 2 + hf;
-                    const float o0 =
-                        rc::fmul(__uint_as_float(sg[q] << 16), __uint_as_float(u2[q] << 16));
-                    const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
-                                              __uint_as_float(u2[q] & 0xffff0000u));
-                    *(uint32_t *)(out + 8 * i) = rc::pack_bf16x2_arith(o0, o1);
-                }
+                for (int i = 0; i < BNA / 8; i++)
+                    *(uint32_t *)(out + 8 * i) = sg[(ms * (BNA / 8) + i) * 2 + hf];
             }
     }
 };
@@ -210,7 +218,8 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                                   (uint16_t *)act,
                                   (int)I,
                                   cu_model(m)->glu_slut,
-                                  cu_model(m)->glu_fast};
+                                  cu_model(m)->glu_fast,
+                                  cu_model(m)->glu_mul};
     e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
@@ -239,7 +248,8 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
                                   (uint16_t *)act,
                                   (int)I,
                                   0, /* no shared-memory part in ring_norm_gemm.cuh */
-                                  cu_model(m)->glu_fast};
+                                  cu_model(m)->glu_fast,
+                                  cu_model(m)->glu_mul};
     e = pdl_launch(ring_norm_gemm_kernel<2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, tw, p, ns);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + fused gate_up");
@@ -303,6 +313,57 @@ hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact) {
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check");
     *exact = h == HRMT_CUDA_SILU_ENTRIES;
+    return HRMT_OK;
+}
+
+/* n[0]: BF16 x BF16 products whose mul_bf16x2 equals the F32 product
+ * rounded to BF16 (NaN against NaN counted as equal: NaN payloads are not
+ * kept anywhere on the GPU), every ordered pair once as a low half and once
+ * as a high half: 2^33 when all agree. Counted in 64 bits, agreements, so
+ * that a check that did not run cannot pass. */
+static __global__ void glu_mul_check(unsigned long long *n) {
+#ifdef HRMT_SM90A
+    namespace rc = hrmt_rowops_cuda;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* 2^24 threads */
+    const uint32_t a = i >> 8, a2 = a | a << 16;
+    auto same = [](uint32_t x, uint32_t y) {
+        const bool nx = (x & 0x7fffu) > 0x7f80u, ny = (y & 0x7fffu) > 0x7f80u;
+        return x == y || (nx && ny);
+    };
+    unsigned c = 0;
+    for (uint32_t j = 0; j < 256; j++) {
+        const uint32_t b = (i & 0xffu) << 8 | j, b2 = b | (b ^ 0x5a5au) << 16;
+        const uint32_t hw = mul_bf16x2(a2, b2);
+        const uint32_t ref = rc::pack_bf16x2_arith(
+            rc::fmul(__uint_as_float(a2 << 16), __uint_as_float(b2 << 16)),
+            rc::fmul(__uint_as_float(a2 & 0xffff0000u), __uint_as_float(b2 & 0xffff0000u)));
+        c += same(hw & 0xffffu, ref & 0xffffu);
+        c += same(hw >> 16, ref >> 16);
+    }
+    c = __reduce_add_sync(0xffffffffu, c);
+    if ((threadIdx.x & 31) == 0) atomicAdd(n, (unsigned long long)c);
+#else
+    (void)n;
+#endif
+}
+
+hrmt_status cu_glu_mul_exact(const hrmt_model *m, int *exact) {
+    *exact = 0;
+    unsigned long long *n = NULL, h = 0;
+    cudaStream_t st = cu_stream(m);
+    cudaError_t e = cudaMallocAsync((void **)&n, sizeof h, st);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda BF16 product check: allocation");
+    e = cudaMemsetAsync(n, 0, sizeof h, st);
+    if (e == cudaSuccess) {
+        glu_mul_check<<<1u << 16, 256, 0, st>>>(n);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&h, n, sizeof h, cudaMemcpyDeviceToHost, st);
+    const cudaError_t ef = cudaFreeAsync(n, st);
+    if (e == cudaSuccess) e = ef;
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda BF16 product check");
+    *exact = h == 1ull << 33;
     return HRMT_OK;
 }
 

@@ -71,6 +71,27 @@ __device__ __forceinline__ uint32_t silu_fast_pair(const uint16_t *lut, uint32_t
     return rc::pack_bf16x2_arith(q0, q1);
 }
 
+/* The BF16 products of two packed pairs, each rounded once (RNE) by the
+ * tensor-free BF16 unit: one instruction where the F32 form unpacks four
+ * halves, multiplies twice and converts. A BF16 x BF16 product is exact in
+ * F32 (8 + 8 significant bits) except below F32's normal range, and there
+ * too rounding it to F32 and then to BF16 gives the once-rounded BF16 for
+ * every finite pair (bench/bf16_mul_lemma.c, on the host); that this
+ * instruction rounds correctly, subnormals kept, the model checks on the
+ * device for all 2^32 pairs (cu_glu_mul_exact) before it uses it. */
+__device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
+    uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#else
+    namespace rc = hrmt_rowops_cuda;
+    r = rc::pack_bf16x2_arith(
+        rc::fmul(__uint_as_float(a << 16), __uint_as_float(b << 16)),
+        rc::fmul(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u)));
+#endif
+    return r;
+}
+
 } // namespace
 
 #endif
