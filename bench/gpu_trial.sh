@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The first device run of the opt-in switches written while no GPU was lent
+# (session 30): HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL.
+# For each: its same-bytes tests (failing, not skipping, without a device),
+# memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
+# alternating, side by side) at the batches where its kernel runs, and ncu
+# kernel times at batch 256 with it off and on. One call, as bench/gpu.sh's
+# hook (~7 minutes; the build ~1):
+#   HRMT_GPU_BUDGET_S=560 HRMT_GPU_HOOK_RESERVE=5 HRMT_GPU_CMAKE_ARGS=-DHRMT_MPI=OFF \
+#   HRMT_GPU_SKIP="ctest bench anchors ops probe install cpu sanitizers" \
+#   HRMT_GPU_TARGETS="hrmt hrmt_cli test_cuda_model" \
+#   HRMT_GPU_HOOK='build=$build bash bench/gpu_trial.sh' bash bench/gpu.sh
+# TRIAL_STEPS (default "tests memcheck ab ncu") picks the parts. A switch that
+# wins (faster, same bytes) becomes a default in its own commit, its numbers
+# in docs/CUDA.md. Exit 0 when every part ran and every test passed.
+set -uo pipefail
+build=${build:?set build to the build directory}
+here=$(cd "$(dirname "$0")" && pwd)
+steps=" ${TRIAL_STEPS:-tests memcheck ab ncu} "
+rc=0
+t0=$SECONDS
+stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
+want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
+# switch: its tests' name pattern, its shortest test, the batches it serves.
+switches=(
+  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|norm_vec_equals_reg_short_seq|16,64,256|norm_"
+  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
+  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
+)
+export HRMT_TEST_REQUIRE_CUDA=1
+for s in "${switches[@]}"; do
+  IFS='|' read -r var pat short batches kern <<<"$s"
+  if want tests; then
+    stamp "$var: tests cuda_model/$pat"
+    "$build/tests/test_cuda_model" --jobs 4 --verbose --filter="cuda_model/$pat" 2>&1 |
+      grep -v 'Test is disabled' | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  fi
+  if want memcheck && command -v compute-sanitizer >/dev/null; then
+    stamp "$var: memcheck cuda_model/$short"
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/test_cuda_model" \
+      --jobs 1 --filter="cuda_model/$short" 2>&1 | tail -3
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  fi
+  if want ab; then
+    stamp "$var: bench/ab.sh \"0 1\" $batches 2"
+    bash "$here/ab.sh" "$build" "$var" "0 1" "$batches" 2 || rc=1
+  fi
+  if want ncu && command -v ncu >/dev/null; then
+    for v in 0 1; do
+      stamp "$var=$v: ncu -k regex:$kern, batch 256 (one step, caches as the step leaves them)"
+      env "$var=$v" HRMT_CUDA_PROFILE_STEPS=1 ncu --cache-control none --clock-control none \
+        --profile-from-start off --kernel-name-base demangled -k "regex:$kern" -c 4 \
+        --metrics gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes.sum,lts__t_bytes.sum \
+        "$build/hrmt" bench --backend cuda --mode baseline --batch-sizes 256 --warmup 0 \
+        --iterations 1 2>&1 | grep -E '^  [^ ]|^    [a-z]+__' | cut -c1-160
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    done
+  fi
+done
+stamp "done (rc $rc)"
+exit $rc
