@@ -10,13 +10,15 @@
 #   HRMT_GPU_SKIP="ctest bench anchors ops probe install cpu sanitizers" \
 #   HRMT_GPU_TARGETS="hrmt hrmt_cli test_cuda_model" \
 #   HRMT_GPU_HOOK='build=$build bash bench/gpu_trial.sh' bash bench/gpu.sh
-# TRIAL_STEPS (default "tests memcheck ab ncu") picks the parts. A switch that
+# Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
+# rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
+# TRIAL_STEPS (default "tests memcheck ab ncu tiles") picks the parts. A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
 # in docs/CUDA.md. Exit 0 when every part ran and every test passed.
 set -uo pipefail
 build=${build:?set build to the build directory}
 here=$(cd "$(dirname "$0")" && pwd)
-steps=" ${TRIAL_STEPS:-tests memcheck ab ncu} "
+steps=" ${TRIAL_STEPS:-tests memcheck ab ncu tiles} "
 rc=0
 t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
@@ -58,5 +60,10 @@ for s in "${switches[@]}"; do
     done
   fi
 done
+if want tiles; then
+  stamp "tiered schedule, samples per tile: bench/ab.sh HRMT_CUDA_TILE_SAMPLES \"- 32 96 256\" 64,256 1"
+  bash "$here/ab.sh" "$build" HRMT_CUDA_TILE_SAMPLES "- 32 96 256" 64,256 1 -- \
+    --backend cuda --mode tiered --iterations 10 || rc=1
+fi
 stamp "done (rc $rc)"
 exit $rc
