@@ -161,30 +161,31 @@ struct glu_epi {
         } else {
             silu_lookup_pairs(p.lut, slut, g2, sg);
         }
+        /* The act pair of column pair q, computed as it is stored. */
+        auto put = [&](auto pair) {
+#pragma unroll
+            for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int row = m0 + ms * 64 + warp * 16 + lane / 4 + 8 * hf;
+                    if (row >= p.d.M) continue;
+                    uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
+#pragma unroll
+                    for (int i = 0; i < BNA / 8; i++)
+                        *(uint32_t *)(out + 8 * i) = pair((ms * (BNA / 8) + i) * 2 + hf);
+                }
+        };
         if (p.mul) {
-#pragma unroll
-            for (int q = 0; q < NP; q++) sg[q] = mul_bf16x2(sg[q], u2[q]);
+            put([&](int q) { return mul_bf16x2(sg[q], u2[q]); });
         } else {
-#pragma unroll
-            for (int q = 0; q < NP; q++) {
+            put([&](int q) {
                 const float o0 =
                     rc::fmul(__uint_as_float(sg[q] << 16), __uint_as_float(u2[q] << 16));
                 const float o1 = rc::fmul(__uint_as_float(sg[q] & 0xffff0000u),
                                           __uint_as_float(u2[q] & 0xffff0000u));
-                sg[q] = rc::pack_bf16x2_arith(o0, o1);
-            }
+                return rc::pack_bf16x2_arith(o0, o1);
+            });
         }
-#pragma unroll
-        for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int row = m0 + ms * 64 + warp * 16 + lane / 4 + 8 * hf;
-                if (row >= p.d.M) continue;
-                uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
-#pragma unroll
-                for (int i = 0; i < BNA / 8; i++)
-                    *(uint32_t *)(out + 8 * i) = sg[(ms * (BNA / 8) + i) * 2 + hf];
-            }
     }
 };
 
