@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The first device run of the opt-in switches written while no GPU was lent
-# (session 30): HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL.
+# (session 30): HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
+# HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time).
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
@@ -12,30 +13,40 @@
 #   HRMT_GPU_HOOK='build=$build bash bench/gpu_trial.sh' bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
-# TRIAL_STEPS (default "tests memcheck ab ncu tiles") picks the parts. A switch that
+# TRIAL_STEPS (default "tests memcheck tune ab ncu tiles") picks the parts. A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
 # in docs/CUDA.md. Exit 0 when every part ran and every test passed.
 set -uo pipefail
 build=${build:?set build to the build directory}
 here=$(cd "$(dirname "$0")" && pwd)
-steps=" ${TRIAL_STEPS:-tests memcheck ab ncu tiles} "
+steps=" ${TRIAL_STEPS:-tests memcheck tune ab ncu tiles} "
 rc=0
 t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
 want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
-# switch: its tests' name pattern, its shortest test, the batches it serves.
+# switch | its tests' name patterns (space-separated) | its shortest test |
+# the batches it serves | the kernels' name pattern for ncu.
 switches=(
   "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|norm_vec_equals_reg_short_seq|16,64,256|norm_"
   "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
   "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
+  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|glu_wres_equals_launches_long_runs|16,64,256|ring_(gemm|wres)_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do
-  IFS='|' read -r var pat short batches kern <<<"$s"
+  IFS='|' read -r var pats short batches kern <<<"$s"
   if want tests; then
-    stamp "$var: tests cuda_model/$pat"
-    "$build/tests/test_cuda_model" --jobs 4 --verbose --filter="cuda_model/$pat" 2>&1 |
-      grep -v 'Test is disabled' | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
+    for pat in $pats; do
+      stamp "$var: tests cuda_model/$pat"
+      "$build/tests/test_cuda_model" --jobs 4 --verbose --filter="cuda_model/$pat" 2>&1 |
+        grep -v 'Test is disabled' | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    done
+  fi
+  if want tune && [ "$var" = HRMT_CUDA_GLU_WRES ]; then
+    stamp "$var=1: the tuner's gate_up times per shape (the last is W-resident), batch 256"
+    HRMT_CUDA_GLU_WRES=1 HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda \
+      --mode baseline --batch-sizes 256 --warmup 1 --iterations 3 2>&1 | grep -E 'gate_up|ms'
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   fi
   if want memcheck && command -v compute-sanitizer >/dev/null; then

@@ -572,9 +572,10 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     hrmt_context_destroy(ctx);
 }
 
-/* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu. */
+/* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its last,
+ * the W-resident one, at hidden <= 512). */
 #define WGEMM_SHAPES 6
-#define GLU_SHAPES 6
+#define GLU_SHAPES 7
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
@@ -656,6 +657,43 @@ static void switch_keeps_bits(const char *env, const char *label, int hidden, in
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
     hrmt_context_destroy(ctx);
+}
+
+/* The fused gate_up's W-resident shape (the last; sm90a/ring_wres.cuh)
+ * forced at batches whose CTAs take long runs of tiles across W slices
+ * (40: 3280 rows, ~5 tiles a CTA on 132 SMs; 100: 8200 rows, ~12), against
+ * the launches; the shape tests above run it at 82 to 1640 rows (a tile or
+ * three a CTA, a slice each). Both schedules. */
+Test(cuda_model, glu_wres_equals_launches_long_runs) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (!(ci.cc_major == 9 && ci.cc_minor == 0))
+        cr_skip_test("the fused gate_up is built for compute capability 9.0; this is %d.%d",
+                     ci.cc_major, ci.cc_minor);
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
+    char v[16];
+    snprintf(v, sizeof v, "%d", GLU_SHAPES - 1);
+    setenv("HRMT_CUDA_GLU_SHAPE", v, 1);
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_GLU_SHAPE");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+    const int batches[] = {40, 100};
+    expect_same_steps(m, ref, batches, 2, "W-resident gate_up vs launches");
+    hrmt_model_destroy(m);
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
+}
+
+/* The tuner with the W-resident shape among its candidates
+ * (HRMT_CUDA_GLU_WRES=1) against without: the same bytes, wherever it was
+ * picked (it is kept only where it gives the launches' bytes). */
+Test(cuda_model, glu_wres_tuning_keeps_bits) {
+    const int batches[] = {8, 64};
+    switch_keeps_bits("HRMT_CUDA_GLU_WRES", "W-resident gate_up tuned", 512, 8, 81, 29, batches, 2);
 }
 
 /* Attention at small batches with each query tile's O column passes shared
@@ -1217,7 +1255,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
         "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
-        "HRMT_CUDA_GLU_MUL"};
+        "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -255,7 +255,7 @@ hrmt_status tune_glu_m(tune_ctx *t, cu_lt_slot *gu, uint64_t M, const char *le,
     };
     float best = INFINITY;
     *shape = 0;
-    for (int i = 0; i < cu_glu_shapes(); i++) {
+    for (int i = 0; i < cu_glu_tuned_shapes(m); i++) {
         auto cand = [&](uint64_t rows, void *c) {
             return own_ran(t, cu_glu_shape(m, i, rows, t->a, t->w, c));
         };
@@ -376,7 +376,7 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     TRY(cu_env_switch(m, "HRMT_CUDA_GEMM_TUNE_EXACT", 1, &exact));
     g->tune_exact = 0;
     TRY(forced_shape(m, "HRMT_CUDA_WGEMM_SHAPE", g->nlt ? cu_wgemm_shapes(m) : 0, &fw));
-    TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes() : 0, &fg));
+    TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes(m) : 0, &fg));
     if (fw >= 0 || fg >= 0) {
         for (int b = 0; b < CU_LT_BUCKETS; b++) {
             for (int i = 0; i < g->nlt && fw >= 0; i++) g->lt[i].own[b] = (signed char)(fw + 1);

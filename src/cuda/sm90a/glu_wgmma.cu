@@ -23,7 +23,10 @@
  * both and a thread holds each gate next to its up. Six tile shapes
  * (GLU_SHAPES): 128 x 64 with two warpgroups taking turns (large batches),
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
- * more SMs). The
+ * more SMs); a seventh, 128 x 64 again on ring_wres.cuh's loop (each CTA's
+ * W slice resident, A alone streamed; hidden <= 512), is forced or, with
+ * HRMT_CUDA_GLU_WRES=1, tuned (opt-in until timed: written without a GPU).
+ * The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
@@ -37,6 +40,7 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
+#include "cuda/sm90a/ring_wres.cuh"
 #include "cuda/sm90a/silu_fast.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -190,13 +194,15 @@ struct glu_epi {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W). */
+ * columns (2 BNA rows of W); the last one on ring_wres.cuh's loop. */
 struct glu_shape {
     int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64},
-                                    {1, 1, 32}, {1, 2, 32}, {1, 1, 16}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64}, {1, 1, 32},
+                                    {1, 2, 32}, {1, 1, 16}, {2, 2, 64}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
+constexpr int GLU_WRES = GLU_NSHAPES - 1; /* the W-resident shape's index */
+constexpr int WRES_KB = 8;                /* its k blocks at most: hidden <= 512 */
 
 template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
@@ -225,6 +231,40 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     return cu_check(m->ctx, "cuda fused gate_up");
+}
+
+/* 128 x 64 tiles with each CTA's W slice resident (ring_wres.cuh): a
+ * contiguous run of tiles per CTA, one CTA per SM at most. */
+hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                            const void *a, const void *w, void *act) {
+    using E = glu_epi<64>;
+    using C = wres_cfg_for<2, 128, WRES_KB, E>;
+    const size_t H = m->hidden, I = m->inter;
+    if (H / BK > (size_t)WRES_KB)
+        return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
+                         "cuda fused gate_up: the W-resident shape takes hidden <= %d, not %zu",
+                         WRES_KB * BK, H);
+    CUtensorMap ta, tw;
+    if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, 64))
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
+    cudaError_t e = wres_prepare<2, 128, WRES_KB, E>();
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
+    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / 64);
+    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
+    typename E::args p{{(int)rows, (int)(I / 64), (int)(H / BK)},
+                       (int)I,
+                       m->ctx->cuda->silu_bf16,
+                       (uint16_t *)act,
+                       (int)I,
+                       cu_model(m)->glu_slut,
+                       cu_model(m)->glu_fast,
+                       cu_model(m)->glu_mul};
+    e = pdl_launch(ring_wres_kernel<2, 128, WRES_KB, E>, dim3(grid), dim3(C::THREADS), C::SMEM,
+                   cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
+    return cu_check(m->ctx, "cuda fused gate_up (W resident)");
 }
 
 /* The same with A = rmsnorm(x + r) formed in the prologue
@@ -270,6 +310,7 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
+    case GLU_WRES: return glu_wres_launch(m, fn, rows, a, w, act);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
@@ -394,14 +435,28 @@ int cu_glu_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, glu_epi<16>>(per_block);
 }
 
-int cu_glu_shapes(void) { return GLU_NSHAPES; }
+/* The W-resident shape serves this model: hidden <= 512 and its image loads
+ * with its shared memory. */
+static int glu_wres_applies(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return m->hidden / BK <= (size_t)WRES_KB && wres_loads<2, 128, WRES_KB, glu_epi<64>>(per_block);
+}
+
+int cu_glu_shapes(const hrmt_model *m) {
+    return glu_wres_applies(m) ? GLU_WRES + 1 : GLU_WRES;
+}
+
+int cu_glu_tuned_shapes(const hrmt_model *m) {
+    return cu_model(m)->glu_wres ? cu_glu_shapes(m) : GLU_WRES;
+}
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act) {
     if (rows == 0) return HRMT_OK;
     if (rows > (size_t)INT32_MAX - 128)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
-    if (shape < 0 || shape >= GLU_NSHAPES)
+    if (shape < 0 || shape >= cu_glu_shapes(m))
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "cuda fused gate_up: shape %d", shape);
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)

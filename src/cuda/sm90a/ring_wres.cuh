@@ -1,0 +1,215 @@
+/* ring_gemm.cuh's persistent main loop with the tile's W slice resident in
+ * shared memory: each CTA takes a contiguous run of tiles ordered column by
+ * column (all row tiles of W slice 0, then of slice 1, ...), loads a slice's
+ * WN rows over the whole of k once (at most KBMAX 64-wide k blocks: 128 KB
+ * for the fused gate_up's 128 rows at hidden 512) and streams only A's rows
+ * through the ring. A run of ~30 tiles crosses a slice boundary once or
+ * twice, so W's L2 reads fall from one slice per tile to one or two per CTA.
+ *
+ * Why: ring_gemm.cuh's 128 x 64 gate_up tiles (128 W rows) read 32 KB per
+ * 64-k stage from L2 for 2.1 MFLOP, 64 bytes a cycle per SM at the tensor
+ * peak; they run at ~57% of it where cuBLASLt's 256 x 128 tiles (48 bytes a
+ * cycle by that count) reach ~80%, and session 27's 128 x 128 act tiles
+ * (48 bytes) ran their main loop alone at 786 TFLOP/s. Here a stage is A
+ * alone: 16 KB per 2.1 MFLOP, 32 bytes a cycle at the peak, and the two
+ * consumer warpgroups still take turns ("ping-pong"), so one's epilogue
+ * runs beside the other's products.
+ *
+ * Bits: the same as ring_gemm.cuh's (each output one F32 chain of BF16 k16
+ * tensor-core steps in ascending k from +0): only where the operands come
+ * from differs.
+ *
+ * Synchronisation beyond ring_gemm.cuh's: wfull completes phase g when W
+ * generation g (the run's g-th slice) has landed; a consumer waits for it
+ * after its turn (order[]) comes, when the tile before (the other
+ * warpgroup's) has issued all its products, so that wfull is never two
+ * generations behind the wait. wempty completes phase g when every product
+ * reading generation g is done: each warpgroup's four warps arrive after
+ * their last tile of g (count 2 when g has one tile, for the warpgroup that
+ * has none), eight arrivals; the producer waits for it before it loads
+ * generation g + 1 over it. WGS is 2. */
+#ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
+#define HRMT_CUDA_SM90A_RING_WRES_CUH
+
+#include "cuda/pdl.cuh"
+#include "cuda/sm90a/ring_gemm.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+namespace {
+
+constexpr int WRES_SMEM_MAX = 227 * 1024; /* opt-in shared memory per block on sm_90 */
+
+template <int MSUB, int WN, int KBMAX, int EPI = 0>
+struct wres_cfg {
+    static constexpr int WGS = 2;
+    static constexpr int BM = 64 * MSUB;
+    static constexpr int THREADS = 128 * (WGS + 1);
+    static constexpr int A_BYTES = BM * ROW_BYTES;
+    static constexpr int W_BYTES = WN * ROW_BYTES; /* one k block of the slice */
+    static constexpr int W_RES = KBMAX * W_BYTES;
+    static constexpr int BAR_SLACK = 256;
+    static constexpr int STAGES = (WRES_SMEM_MAX - W_RES - EPI - 1024 - BAR_SLACK) / A_BYTES;
+    static constexpr int BAR_BYTES = ((2 * STAGES + WGS + 2) * 8 + 15) / 16 * 16;
+    static constexpr int SMEM = W_RES + STAGES * A_BYTES + 1024 + BAR_BYTES + EPI;
+    static_assert(STAGES >= 2, "a ring of two stages at least");
+    static_assert(BAR_BYTES <= BAR_SLACK, "barriers within their slack");
+    static_assert(SMEM <= WRES_SMEM_MAX, "within the opt-in limit");
+};
+template <int MSUB, int WN, int KBMAX, class E>
+using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value>;
+
+__device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
+#ifdef HRMT_SM90A
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(n)
+                 : "memory");
+#endif
+}
+
+/* E as in ring_gemm.cuh (TILE_N, args starting with ring_dims, load_w,
+ * store, optional EPI_SMEM / epi_load). p.d.kblocks <= KBMAX (the host
+ * checks). Grid: at most one CTA per tile; CTA b takes tiles
+ * [b T / G, (b + 1) T / G) of the T = column tiles x row tiles, tile j
+ * being row tile j % mt of column tile j / mt. */
+template <int MSUB, int WN, int KBMAX, class E>
+__global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
+    ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
+                     const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
+#ifdef HRMT_SM90A
+    using C = wres_cfg_for<MSUB, WN, KBMAX, E>;
+    constexpr int S = C::STAGES, WGS = C::WGS;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *wres = smem, *ring = smem + C::W_RES;
+    uint64_t *full = (uint64_t *)(ring + S * C::A_BYTES), *empty = full + S, *order = empty + S;
+    uint64_t *wfull = order + WGS, *wempty = wfull + 1;
+    uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
+    const int wg = threadIdx.x / 128, mt = (p.d.M + C::BM - 1) / C::BM;
+    const long long tiles = (long long)mt * p.d.nt;
+    const int lo = (int)(tiles * blockIdx.x / gridDim.x);
+    const int hi = (int)(tiles * (blockIdx.x + 1) / gridDim.x);
+    const int kb_n = p.d.kblocks, col0 = lo / mt;
+    if (threadIdx.x == 0) {
+        ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
+        for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
+        mbar_init(wfull, 1);
+        mbar_init(wempty, 4 * WGS);
+        mbar_arrive(&order[0]); /* tile 0's turn */
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x != 0) return;
+        /* The first slice of W does not depend on the kernel before
+         * (programmatic dependent launch): requested before waiting for it. */
+        auto load_slice = [&](int col) {
+            mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
+            for (int kb = 0; kb < kb_n; kb++)
+                E::load_w(wres + kb * C::W_BYTES, &tm_w, wfull, kb, col * E::TILE_N, p);
+        };
+        if (lo < hi) load_slice(col0);
+        pdl_wait();
+        pdl_trigger();
+        int s = 0, col = col0;
+        unsigned ph = 0, gen = 0;
+        for (int j = lo; j < hi; j++) {
+            const int c = j / mt, m0 = (j % mt) * C::BM;
+            if (c != col) { /* a new slice over the old one once its products are done */
+                mbar_wait(wempty, gen & 1);
+                gen++;
+                col = c;
+                load_slice(col);
+            }
+            for (int kb = 0; kb < kb_n; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], C::A_BYTES);
+                tma_load(ring + s * C::A_BYTES, &tm_a, &full[s], kb * BK, m0);
+                ring_next(s, ph, S);
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (epi_smem<E>::value > 0) {
+        E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p); /* data of no kernel before */
+        asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
+    }
+    pdl_wait(); /* before the epilogue's stores */
+    pdl_trigger();
+    const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+    unsigned turn = 0;
+    int have = -1; /* the W generation this warpgroup last waited for */
+    for (int li = cw; lo + li < hi; li += WGS) {
+        const int j = lo + li, c = j / mt, g = c - col0;
+        const int m0 = (j % mt) * C::BM, n0 = c * E::TILE_N;
+        const unsigned base = (unsigned)li * (unsigned)kb_n; /* ring uses before this tile */
+        int s = (int)(base % S);
+        unsigned ph = (base / S) & 1;
+        float acc[MSUB][WN / 2];
+#pragma unroll
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
+        int prev = -1;
+        mbar_wait(&order[cw], turn);
+        turn ^= 1;
+        if (g != have) { /* after the turn: wfull is at most one generation behind */
+            mbar_wait(wfull, (unsigned)g & 1);
+            have = g;
+        }
+        for (int kb = 0; kb < kb_n; kb++) {
+            mbar_wait(&full[s], ph);
+            const uint8_t *st = ring + s * C::A_BYTES;
+            const uint64_t dw = desc_k128(wres + kb * C::W_BYTES);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+                for (int ms = 0; ms < MSUB; ms++)
+                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
+            wg_commit();
+            /* The previous stage's products are done once one group is left
+             * in flight: hand its buffers back to the producer. */
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+            prev = s;
+            ring_next(s, ph, S);
+        }
+        /* Every ring use of this tile has been issued: the next tile's turn. */
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        wg_wait<0>();
+#pragma unroll
+        for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+            for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        /* This warpgroup's last tile of generation g: its products of g are
+         * done. A generation of one tile arrives for the other warpgroup too. */
+        const bool last = j + WGS >= hi || (j + WGS) / mt != c;
+        if (last && lane == 0) {
+            const bool alone = (j == lo || (j - 1) / mt != c) && (j + 1 >= hi || (j + 1) / mt != c);
+            mbar_arrive_n(wempty, alone ? 2u : 1u);
+        }
+        if constexpr (epi_smem<E>::value > 0)
+            E::template store<MSUB>(acc, m0, n0, warp, lane, p, epi);
+        else
+            E::template store<MSUB>(acc, m0, n0, warp, lane, p);
+    }
+#endif
+}
+
+/* Host side: the image check and shared-memory opt-in. */
+template <int MSUB, int WN, int KBMAX, class E>
+int wres_loads(size_t per_block) {
+    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E>, wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM,
+                       per_block);
+}
+template <int MSUB, int WN, int KBMAX, class E>
+cudaError_t wres_prepare() {
+    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E>,
+                       wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM);
+}
+
+} // namespace
+
+#endif
