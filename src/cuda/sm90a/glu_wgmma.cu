@@ -443,9 +443,7 @@ static int glu_wres_applies(const hrmt_model *m) {
     return m->hidden / BK <= (size_t)WRES_KB && wres_loads<2, 128, WRES_KB, glu_epi<64>>(per_block);
 }
 
-int cu_glu_shapes(const hrmt_model *m) {
-    return glu_wres_applies(m) ? GLU_WRES + 1 : GLU_WRES;
-}
+int cu_glu_shapes(const hrmt_model *m) { return glu_wres_applies(m) ? GLU_WRES + 1 : GLU_WRES; }
 
 int cu_glu_tuned_shapes(const hrmt_model *m) {
     return cu_model(m)->glu_wres ? cu_glu_shapes(m) : GLU_WRES;
