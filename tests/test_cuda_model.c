@@ -1529,6 +1529,38 @@ Test(cuda_model, bad_cuda_graphs_setting) {
     hrmt_context_destroy(ctx);
 }
 
+/* HRMT_CUDA_TILE_SAMPLES (samples per tile of the tiered schedule, read
+ * when a carry is created) must be a positive whole number: anything else
+ * fails the carry with INVALID_ARG naming it (it used to be ignored); a
+ * good value, larger than the batch too, is taken. */
+Test(cuda_model, bad_tile_samples_setting) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    const char *bad[] = {"0", "-2", "x", "3x", " ", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hrmt_carry *c = NULL;
+        setenv("HRMT_CUDA_TILE_SAMPLES", bad[i], 1);
+        cr_expect_eq(hrmt_carry_create(m, 4, &c), HRMT_ERR_INVALID_ARG, "'%s'", bad[i]);
+        cr_expect_null(c);
+        cr_expect_not_null(strstr(hrmt_last_error(ctx), "HRMT_CUDA_TILE_SAMPLES"), "%s",
+                           hrmt_last_error(ctx));
+        hrmt_carry_destroy(c);
+    }
+    const char *good[] = {"1", "3", "1000"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        hrmt_carry *c = NULL;
+        setenv("HRMT_CUDA_TILE_SAMPLES", good[i], 1);
+        cr_expect_eq(hrmt_carry_create(m, 4, &c), HRMT_OK, "'%s': %s", good[i],
+                     hrmt_last_error(ctx));
+        hrmt_carry_destroy(c);
+    }
+    unsetenv("HRMT_CUDA_TILE_SAMPLES");
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+
 /* The small-M GEMM algorithms chosen at load (model_gemm_tune.cu) against
  * the pinned algorithm alone (HRMT_CUDA_GEMM_TUNE=0): the same bytes at
  * batches whose rows fall in different buckets. */

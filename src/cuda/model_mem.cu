@@ -1,6 +1,7 @@
 /* Device memory of the HRM model on a CUDA context: weights and tables
  * uploaded once in the forward dtype, and the carry (state, step scratch,
  * the tiered schedule's tile buffers) in one device allocation. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,14 +111,19 @@ void hrmt_cuda_model_free(hrmt_model *m) {
  * working set (z_L, injection, level scratch) within the device's shared
  * memory summed over its SMs, so a tile's activations stay on chip (shared
  * memory / L2) across its L_cycles x L_layers. HRMT_CUDA_TILE_SAMPLES
- * overrides it (tests, tuning). */
-static size_t tile_samples(const hrmt_model *m, int batch) {
+ * overrides it (tests, tuning): a positive whole number, else INVALID_ARG
+ * (it was ignored, so that a typo measured the default). */
+static hrmt_status tile_samples(const hrmt_model *m, int batch, size_t *out) {
     const char *env = getenv("HRMT_CUDA_TILE_SAMPLES");
     size_t B = (size_t)batch, n = 0;
     if (env && *env) {
         char *end = NULL;
-        long v = strtol(env, &end, 10);
-        if (end && !*end && v > 0) n = (size_t)v;
+        errno = 0;
+        const long v = strtol(env, &end, 10);
+        if (!end || *end || v <= 0 || errno == ERANGE)
+            return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                             "HRMT_CUDA_TILE_SAMPLES='%s' is not a positive whole number", env);
+        n = (size_t)v;
     }
     if (!n) {
         size_t per_block = 0, per_sm = 0, l2 = 0;
@@ -126,7 +132,8 @@ static size_t tile_samples(const hrmt_model *m, int batch) {
         size_t per_sample = m->T * (hrmt_level_ws_row_bytes(m) + 2 * m->hidden * m->esz);
         n = per_sm * (size_t)(sms > 0 ? sms : 1) / per_sample;
     }
-    return n < 1 ? 1 : n > B ? B : n;
+    *out = n < 1 ? 1 : n > B ? B : n;
+    return HRMT_OK;
 }
 
 /* Lays out buffers of `bytes` each (256-byte aligned) from `base`
@@ -205,6 +212,9 @@ static void pin_staging(const hrmt_model *m, size_t B, struct hrmt_carry_cuda *g
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     hrmt_context *ctx = m->ctx;
     const size_t B = (size_t)batch;
+    size_t tile = 0;
+    const hrmt_status ts = tile_samples(m, batch, &tile);
+    if (ts != HRMT_OK) return ts;
     hrmt_carry *c = (hrmt_carry *)calloc(1, sizeof *c);
     struct hrmt_carry_cuda *g = (struct hrmt_carry_cuda *)calloc(1, sizeof *g);
     if (!c || !g) {
@@ -216,7 +226,7 @@ hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out) {
     c->batch = batch;
     c->cu = g;
     g->graph_key = -1;
-    g->tile_samples = tile_samples(m, batch);
+    g->tile_samples = tile;
     layout l = {NULL, 0, 1};
     carve(m, B, g->tile_samples, &l, g);
     if (!l.ok) {
