@@ -94,14 +94,14 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* Else its lookups from a shared-memory copy of the table's busy window
      * (sm90a/glu_wgmma.cu), same bits; with s(g) computed nothing reads it. */
     g->glu_slut = slut && !g->glu_fast;
-    /* Opt-in until timed (session 30, no device lent): its product s(g) u
-     * by one mul.rn.bf16x2 a pair instead of unpacking, two F32 products
-     * and a conversion, same bits: only where a check of all 2^32 BF16
-     * pairs on this device agrees. */
     /* Opt-in until timed (session 30): the tuner also times the gate_up
      * shape with each CTA's W slice resident (sm90a/ring_wres.cuh), kept
      * where it gives the launches' bytes and is faster, as every shape. */
     g->glu_wres = g->glu && wres;
+    /* Opt-in until timed (session 30, no device lent): its product s(g) u
+     * by one mul.rn.bf16x2 a pair instead of unpacking, two F32 products
+     * and a conversion, same bits: only where a check of all 2^32 BF16
+     * pairs on this device agrees. */
     g->glu_mul = 0;
     if (g->glu && mul && (s = cu_glu_mul_exact(m, &g->glu_mul)) != HRMT_OK) return s;
     /* Projection + norm: opt-in, slower than the GEMM + row kernel at every
