@@ -55,6 +55,62 @@ struct ring_dims {
     int M, nt, kblocks;
 };
 
+#ifdef HRMT_SM90A
+/* A consumer warpgroup's accumulators of a tile set to +0. */
+template <int MSUB, int WN>
+__device__ __forceinline__ void tile_zero(float (&acc)[MSUB][WN / 2]) {
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
+}
+
+/* A consumer warpgroup's products of a tile over kb_n stages of the ring
+ * from stage s (parity ph): the stage's MSUB 64-row blocks of A at
+ * a_of(s), its WN rows of W at w_of(s, kb). Each stage is given back (one
+ * arrive per warp on empty[]) once the next stage's products are issued;
+ * returns the last stage (-1: none), which tile_done gives back. s and ph
+ * move on past the tile. */
+template <int MSUB, int WN, class AF, class WF>
+__device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_t *full,
+                                             uint64_t *empty, int stages, int kb_n, int &s,
+                                             unsigned &ph, int lane, AF a_of, WF w_of) {
+    int prev = -1;
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        const uint8_t *st = a_of(s);
+        const uint64_t dw = desc_k128(w_of(s, kb));
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+            for (int ms = 0; ms < MSUB; ms++)
+                wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
+        wg_commit();
+        /* The previous stage's products are done once one group is left
+         * in flight: hand its buffers back to the producer. */
+        wg_wait<1>();
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = s;
+        ring_next(s, ph, stages);
+    }
+    return prev;
+}
+
+/* The tile's products complete: the accumulators readable (kept after the
+ * wait) and the last stage given back. */
+template <int MSUB, int WN>
+__device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *empty, int prev,
+                                          int lane) {
+    wg_wait<0>();
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+    if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+}
+#endif
+
 /* E: static constexpr int TILE_N (the step of a tile's n0); typename E::args
  * (starting with ring_dims d); load_w(stage W part, map, barrier, k block,
  * n0, args) issues the stage's WN rows of W; store(acc, m0, n0, warp, lane,
@@ -131,40 +187,16 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         int s = (int)(base % S);
         unsigned ph = (base / S) & 1;
         float acc[MSUB][WN / 2];
-#pragma unroll
-        for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-            for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
-        int prev = -1;
+        tile_zero<MSUB, WN>(acc);
         mbar_wait(&order[cw], turn);
         turn ^= 1;
-        for (int kb = 0; kb < kb_n; kb++) {
-            mbar_wait(&full[s], ph);
-            const uint8_t *st = smem + s * C::STAGE_BYTES;
-            const uint64_t dw = desc_k128(st + C::A_BYTES);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-                for (int ms = 0; ms < MSUB; ms++)
-                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
-            wg_commit();
-            /* The previous stage's products are done once one group is left
-             * in flight: hand its buffers back to the producer. */
-            wg_wait<1>();
-            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-            prev = s;
-            ring_next(s, ph, S);
-        }
+        const int prev = tile_products<MSUB, WN>(
+            acc, full, empty, S, kb_n, s, ph, lane,
+            [&](int st) { return smem + st * C::STAGE_BYTES; },
+            [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
         /* Every ring use of this tile has landed: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        wg_wait<0>();
-        /* Keep the epilogue's reads of the accumulators after the wait. */
-#pragma unroll
-        for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-            for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        tile_done<MSUB, WN>(acc, empty, prev, lane);
         if constexpr (epi_smem<E>::value > 0)
             E::template store<MSUB>(acc, m0, n0, warp, lane, p, epi);
         else

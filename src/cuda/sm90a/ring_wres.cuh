@@ -146,43 +146,19 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
         int s = (int)(base % S);
         unsigned ph = (base / S) & 1;
         float acc[MSUB][WN / 2];
-#pragma unroll
-        for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-            for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
-        int prev = -1;
+        tile_zero<MSUB, WN>(acc);
         mbar_wait(&order[cw], turn);
         turn ^= 1;
         if (g != have) { /* after the turn: wfull is at most one generation behind */
             mbar_wait(wfull, (unsigned)g & 1);
             have = g;
         }
-        for (int kb = 0; kb < kb_n; kb++) {
-            mbar_wait(&full[s], ph);
-            const uint8_t *st = ring + s * C::A_BYTES;
-            const uint64_t dw = desc_k128(wres + kb * C::W_BYTES);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-                for (int ms = 0; ms < MSUB; ms++)
-                    wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
-            wg_commit();
-            /* The previous stage's products are done once one group is left
-             * in flight: hand its buffers back to the producer. */
-            wg_wait<1>();
-            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-            prev = s;
-            ring_next(s, ph, S);
-        }
+        const int prev = tile_products<MSUB, WN>(
+            acc, full, empty, S, kb_n, s, ph, lane, [&](int st) { return ring + st * C::A_BYTES; },
+            [&](int, int kb) { return wres + kb * C::W_BYTES; });
         /* Every ring use of this tile has been issued: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        wg_wait<0>();
-#pragma unroll
-        for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-            for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        tile_done<MSUB, WN>(acc, empty, prev, lane);
         /* This warpgroup's last tile of generation g: its products of g are
          * done. A generation of one tile arrives for the other warpgroup too. */
         const bool last = j + WGS >= hi || (j + WGS) / mt != c;
