@@ -485,6 +485,19 @@ Test(cuda_model, fused_norm_equals_launches_short_seq) {
     fusion_equals_launches("HRMT_CUDA_FUSED_NORM", 256, 4, 60, batches, 2);
 }
 
+/* Skips the test unless there is a device of compute capability 9.0
+ * (exact: the sm_90a kernels) or, with any_minor, 9.x and up; `what` says
+ * what needs it. */
+static void need_cc90(const char *what, int any_minor) {
+    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
+    hrmt_cuda_info ci;
+    memset(&ci, 0, sizeof ci);
+    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
+    if (any_minor ? ci.cc_major < 9 : !(ci.cc_major == 9 && ci.cc_minor == 0))
+        cr_skip_test("%s compute capability 9.0%s; this is %d.%d", what, any_minor ? " and up" : "",
+                     ci.cc_major, ci.cc_minor);
+}
+
 /* The reference of the own-kernel tests: the launch-by-launch block (pinned
  * cuBLASLt GEMM, SwiGLU table and row kernels: no fused gate_up, no cluster
  * projection + norm, no tuning). */
@@ -665,13 +678,8 @@ static void switch_keeps_bits(const char *env, const char *label, int hidden, in
  * the launches; the shape tests above run it at 82 to 1640 rows (a tile or
  * three a CTA, a slice each). Both schedules. */
 Test(cuda_model, glu_wres_equals_launches_long_runs) {
+    need_cc90("the fused gate_up is built for", 0);
     hrmt_context *ctx = cuda_ctx();
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    if (!(ci.cc_major == 9 && ci.cc_minor == 0))
-        cr_skip_test("the fused gate_up is built for compute capability 9.0; this is %d.%d",
-                     ci.cc_major, ci.cc_minor);
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
     hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
     char v[16];
@@ -847,13 +855,7 @@ Test(cuda_model, attn_rope_once_equals_twice_head_dim_32) {
  * 128-row tiles. */
 static void glu_fast_silu_equals_table(int hidden, int heads, int seq_len, const int *batches,
                                        int nb) {
-    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    if (!(ci.cc_major == 9 && ci.cc_minor == 0))
-        cr_skip_test("the fused gate_up is built for compute capability 9.0; this is %d.%d",
-                     ci.cc_major, ci.cc_minor);
+    need_cc90("the fused gate_up is built for", 0);
     early_halt_switch_keeps_bits("HRMT_CUDA_GLU_FAST_SILU", HRMT_PATH_GLU_FAST_SILU,
                                  "fast s(g) vs table", hidden, heads, seq_len, batches, nb);
 }
@@ -874,13 +876,7 @@ Test(cuda_model, glu_fast_silu_equals_table_short_seq) {
  * row kernel; hidden 512 (two chunks a lane) and 256 (one). The model
  * launches it with PDL, so compute capability 9.0 and up. */
 static void norm_vec_equals_reg(int hidden, int heads, int seq_len, const int *batches, int nb) {
-    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    if (ci.cc_major < 9)
-        cr_skip_test("the model's row kernels take PDL from compute capability 9.0; this is %d.%d",
-                     ci.cc_major, ci.cc_minor);
+    need_cc90("the model's row kernels take PDL from", 1);
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     early_halt_switch_keeps_bits("HRMT_CUDA_NORM_VEC", HRMT_PATH_NORM_VEC, "16-byte norm vs 2-byte",
                                  hidden, heads, seq_len, batches, nb);
@@ -904,13 +900,7 @@ Test(cuda_model, norm_vec_equals_reg_short_seq) {
  * 128-row tiles. */
 static void glu_mul_equals_f32_product(int hidden, int heads, int seq_len, const int *batches,
                                        int nb, int fast_silu) {
-    hrmt_context_destroy(cuda_ctx()); /* skips without a device */
-    hrmt_cuda_info ci;
-    memset(&ci, 0, sizeof ci);
-    cr_assert_eq(hrmt_cuda_query(&ci), HRMT_OK);
-    if (!(ci.cc_major == 9 && ci.cc_minor == 0))
-        cr_skip_test("the fused gate_up is built for compute capability 9.0; this is %d.%d",
-                     ci.cc_major, ci.cc_minor);
+    need_cc90("the fused gate_up is built for", 0);
     if (!fast_silu) setenv("HRMT_CUDA_GLU_FAST_SILU", "0", 1);
     early_halt_switch_keeps_bits(
         "HRMT_CUDA_GLU_MUL", HRMT_PATH_GLU_MUL,

@@ -204,6 +204,21 @@ constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 constexpr int GLU_WRES = GLU_NSHAPES - 1; /* the W-resident shape's index */
 constexpr int WRES_KB = 8;                /* its k blocks at most: hidden <= 512 */
 
+/* The epilogue's arguments for `rows` rows of act; slut: the table's window
+ * in shared memory. */
+template <int BNA>
+typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act, int slut) {
+    const size_t H = m->hidden, I = m->inter;
+    return {{(int)rows, (int)(I / BNA), (int)(H / BK)},
+            (int)I,
+            m->ctx->cuda->silu_bf16,
+            (uint16_t *)act,
+            (int)I,
+            slut,
+            cu_model(m)->glu_fast,
+            cu_model(m)->glu_mul};
+}
+
 template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
@@ -219,14 +234,7 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     const size_t mt = (rows + C::BM - 1) / C::BM, tiles = mt * (I / BNA);
     const size_t ctas = (tiles + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
-    typename glu_epi<BNA>::args p{{(int)rows, (int)(I / BNA), (int)(H / BK)},
-                                  (int)I,
-                                  m->ctx->cuda->silu_bf16,
-                                  (uint16_t *)act,
-                                  (int)I,
-                                  cu_model(m)->glu_slut,
-                                  cu_model(m)->glu_fast,
-                                  cu_model(m)->glu_mul};
+    const typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
     e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
@@ -253,14 +261,7 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     const size_t tiles = (rows + C::BM - 1) / C::BM * (I / 64);
     const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    typename E::args p{{(int)rows, (int)(I / 64), (int)(H / BK)},
-                       (int)I,
-                       m->ctx->cuda->silu_bf16,
-                       (uint16_t *)act,
-                       (int)I,
-                       cu_model(m)->glu_slut,
-                       cu_model(m)->glu_fast,
-                       cu_model(m)->glu_mul};
+    const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
     e = pdl_launch(ring_wres_kernel<2, 128, WRES_KB, E>, dim3(grid), dim3(C::THREADS), C::SMEM,
                    cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
@@ -283,14 +284,8 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     const size_t tiles = (rows + 63) / 64 * (I / BNA);
     const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    typename glu_epi<BNA>::args p{{(int)rows, (int)(I / BNA), (int)(H / BK)},
-                                  (int)I,
-                                  m->ctx->cuda->silu_bf16,
-                                  (uint16_t *)act,
-                                  (int)I,
-                                  0, /* no shared-memory part in ring_norm_gemm.cuh */
-                                  cu_model(m)->glu_fast,
-                                  cu_model(m)->glu_mul};
+    /* No shared-memory part in ring_norm_gemm.cuh: no table window. */
+    const typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, 0);
     e = pdl_launch(ring_norm_gemm_kernel<2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, tw, p, ns);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + fused gate_up");
@@ -338,24 +333,41 @@ static __global__ void silu_fast_check(const uint16_t *lut, unsigned *n) {
 #endif
 }
 
-hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact) {
-    *exact = 0;
-    unsigned *n = NULL, h = 0;
+/* A device-side count (*h, type T): a zeroed counter, launch(counter,
+ * stream) on the model's stream, the count copied back; `what` names it in
+ * errors. The checks below count agreements with it. */
+template <class T, class L>
+static hrmt_status device_count(const hrmt_model *m, const char *what, L launch, T *h) {
+    *h = 0;
+    T *n = NULL;
     cudaStream_t st = cu_stream(m);
-    cudaError_t e = cudaMallocAsync((void **)&n, sizeof h, st);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check: allocation");
-    e = cudaMemsetAsync(n, 0, sizeof h, st);
+    cudaError_t e = cudaMallocAsync((void **)&n, sizeof *h, st);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(n, 0, sizeof *h, st);
+    else
+        n = NULL;
     if (e == cudaSuccess) {
-        silu_fast_check<<<HRMT_CUDA_SILU_ENTRIES / 256, 256, 0, st>>>(m->ctx->cuda->silu_bf16, n);
+        launch(n, st);
         e = cudaGetLastError();
     }
-    if (e == cudaSuccess) e = cudaMemcpyAsync(&h, n, sizeof h, cudaMemcpyDeviceToHost, st);
-    const cudaError_t ef = cudaFreeAsync(n, st);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(h, n, sizeof *h, cudaMemcpyDeviceToHost, st);
+    const cudaError_t ef = n ? cudaFreeAsync(n, st) : cudaSuccess;
     if (e == cudaSuccess) e = ef;
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda SwiGLU check");
-    *exact = h == HRMT_CUDA_SILU_ENTRIES;
-    return HRMT_OK;
+    return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, what);
+}
+
+hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact) {
+    unsigned h = 0;
+    const uint16_t *lut = m->ctx->cuda->silu_bf16;
+    const hrmt_status s = device_count(
+        m, "cuda SwiGLU check",
+        [&](unsigned *n, cudaStream_t st) {
+            silu_fast_check<<<HRMT_CUDA_SILU_ENTRIES / 256, 256, 0, st>>>(lut, n);
+        },
+        &h);
+    *exact = s == HRMT_OK && h == HRMT_CUDA_SILU_ENTRIES;
+    return s;
 }
 
 /* n[0]: BF16 x BF16 products whose mul_bf16x2 equals the F32 product
@@ -390,23 +402,13 @@ static __global__ void glu_mul_check(unsigned long long *n) {
 }
 
 hrmt_status cu_glu_mul_exact(const hrmt_model *m, int *exact) {
-    *exact = 0;
-    unsigned long long *n = NULL, h = 0;
-    cudaStream_t st = cu_stream(m);
-    cudaError_t e = cudaMallocAsync((void **)&n, sizeof h, st);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda BF16 product check: allocation");
-    e = cudaMemsetAsync(n, 0, sizeof h, st);
-    if (e == cudaSuccess) {
-        glu_mul_check<<<1u << 16, 256, 0, st>>>(n);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess) e = cudaMemcpyAsync(&h, n, sizeof h, cudaMemcpyDeviceToHost, st);
-    const cudaError_t ef = cudaFreeAsync(n, st);
-    if (e == cudaSuccess) e = ef;
-    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda BF16 product check");
-    *exact = h == 1ull << 33;
-    return HRMT_OK;
+    unsigned long long h = 0;
+    const hrmt_status s = device_count(
+        m, "cuda BF16 product check",
+        [&](unsigned long long *n, cudaStream_t st) { glu_mul_check<<<1u << 16, 256, 0, st>>>(n); },
+        &h);
+    *exact = s == HRMT_OK && h == 1ull << 33;
+    return s;
 }
 
 int cu_glu_applies(const hrmt_model *m) {

@@ -109,6 +109,18 @@ __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *
         for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
     if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
 }
+
+/* The policy's epilogue of a finished tile (with its shared-memory part
+ * when it has one). */
+template <int MSUB, int WN, class E>
+__device__ __forceinline__ void tile_store(float (&acc)[MSUB][WN / 2], int m0, int n0, int warp,
+                                           int lane, const typename E::args &p,
+                                           const uint8_t *epi) {
+    if constexpr (epi_smem<E>::value > 0)
+        E::template store<MSUB>(acc, m0, n0, warp, lane, p, epi);
+    else
+        E::template store<MSUB>(acc, m0, n0, warp, lane, p);
+}
 #endif
 
 /* E: static constexpr int TILE_N (the step of a tile's n0); typename E::args
@@ -197,10 +209,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         /* Every ring use of this tile has landed: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
         tile_done<MSUB, WN>(acc, empty, prev, lane);
-        if constexpr (epi_smem<E>::value > 0)
-            E::template store<MSUB>(acc, m0, n0, warp, lane, p, epi);
-        else
-            E::template store<MSUB>(acc, m0, n0, warp, lane, p);
+        tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
 #endif
 }

@@ -166,10 +166,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
             const bool alone = (j == lo || (j - 1) / mt != c) && (j + 1 >= hi || (j + 1) / mt != c);
             mbar_arrive_n(wempty, alone ? 2u : 1u);
         }
-        if constexpr (epi_smem<E>::value > 0)
-            E::template store<MSUB>(acc, m0, n0, warp, lane, p, epi);
-        else
-            E::template store<MSUB>(acc, m0, n0, warp, lane, p);
+        tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
 #endif
 }
