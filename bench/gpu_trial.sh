@@ -5,12 +5,14 @@
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
-# kernel times at batch 256 with it off and on. One call, as bench/gpu.sh's
-# hook (~7 minutes; the build ~1):
+# kernel times at batch 256 with it off and on. As bench/gpu.sh's hook, in
+# two calls (all parts take ~10 minutes by estimate; a call has ~8 after the
+# build): TRIAL_STEPS="tests memcheck tune", then TRIAL_STEPS="ab ncu tiles":
 #   HRMT_GPU_BUDGET_S=560 HRMT_GPU_HOOK_RESERVE=5 HRMT_GPU_CMAKE_ARGS=-DHRMT_MPI=OFF \
 #   HRMT_GPU_SKIP="ctest bench anchors ops probe install cpu sanitizers" \
 #   HRMT_GPU_TARGETS="hrmt hrmt_cli test_cuda_model" \
-#   HRMT_GPU_HOOK='build=$build bash bench/gpu_trial.sh' bash bench/gpu.sh
+#   HRMT_GPU_HOOK='build=$build TRIAL_STEPS="tests memcheck tune" bash bench/gpu_trial.sh' \
+#   bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
 # TRIAL_STEPS (default "tests memcheck tune ab ncu tiles") picks the parts. A switch that
