@@ -34,6 +34,7 @@
 #include "cuda/pdl.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
+#include "cuda/sm90a/wres_plan.h"
 
 namespace {
 
@@ -84,9 +85,8 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     uint64_t *wfull = order + WGS, *wempty = wfull + 1;
     uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
     const int wg = threadIdx.x / 128, mt = (p.d.M + C::BM - 1) / C::BM;
-    const long long tiles = (long long)mt * p.d.nt;
-    const int lo = (int)(tiles * blockIdx.x / gridDim.x);
-    const int hi = (int)(tiles * (blockIdx.x + 1) / gridDim.x);
+    int lo = 0, hi = 0;
+    wres_range((long long)mt * p.d.nt, blockIdx.x, gridDim.x, &lo, &hi);
     const int kb_n = p.d.kblocks, col0 = lo / mt;
     if (threadIdx.x == 0) {
         ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
@@ -161,11 +161,8 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
         tile_done<MSUB, WN>(acc, empty, prev, lane);
         /* This warpgroup's last tile of generation g: its products of g are
          * done. A generation of one tile arrives for the other warpgroup too. */
-        const bool last = j + WGS >= hi || (j + WGS) / mt != c;
-        if (last && lane == 0) {
-            const bool alone = (j == lo || (j - 1) / mt != c) && (j + 1 >= hi || (j + 1) / mt != c);
-            mbar_arrive_n(wempty, alone ? 2u : 1u);
-        }
+        if (wres_last(j, hi, mt, WGS) && lane == 0)
+            mbar_arrive_n(wempty, wres_alone(j, lo, hi, mt) ? 2u : 1u);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
 #endif
