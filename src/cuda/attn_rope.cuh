@@ -184,24 +184,57 @@ __device__ __forceinline__ void rope_rotate4(uint2 *x1, uint2 *x2, float4 c, flo
     *x2 = make_uint2(y2[0], y2[1]);
 }
 
-template <int D>
-__device__ __forceinline__ void rope_kq_smem(uint16_t *K, int ld, int T, uint16_t *Q, int ldq,
-                                             int q0, int q1, const float *cs, const float *sn) {
-    constexpr int HALF = D / 2, QUADS = D / 8;          /* 4-wide chunks of a row's first half */
-    const int b = q0 < T ? q0 : T, f = q1 < T ? q1 : T; /* rows of both: [b, f) */
-#pragma unroll 1
-    for (int e = threadIdx.x + b * QUADS; e < f * QUADS; e += blockDim.x) {
+/* K's rows 0..T and the block's Q rows q0..q1 (row t at Q + (t - q0) * ldq)
+ * RoPE'd in place with one factor load per (row, 4-column chunk) for both,
+ * where rope_rows_smem over K then over Q loads a row's factors twice. Same
+ * arithmetic, same bytes. fetch() requests a thread's first NPRE chunks'
+ * factors at once (at batch 256 a thread has ~3.4 chunks), before the
+ * caller waits for its copies of qkv, so that their latencies overlap;
+ * apply() rotates, the chunks past NPRE one load at a time. */
+template <int D, int NPRE = 4>
+struct rope_kq {
+    static constexpr int HALF = D / 2, QUADS = D / 8; /* 4-wide chunks of a row's first half */
+    float4 fc[NPRE], fs[NPRE];
+    int b, f; /* rows of both K and Q: [b, f) */
+
+    __device__ __forceinline__ static void factors(int e, const float *cs, const float *sn,
+                                                   float4 *c4, float4 *s4) {
         const int t = e / QUADS, c = e % QUADS * 4;
-        const float4 fc = *(const float4 *)(cs + (size_t)t * D + c);
-        const float4 fs = *(const float4 *)(sn + (size_t)t * D + c);
-        rope_rotate4((uint2 *)(K + t * ld + c), (uint2 *)(K + t * ld + c + HALF), fc, fs);
-        rope_rotate4((uint2 *)(Q + (t - q0) * ldq + c), (uint2 *)(Q + (t - q0) * ldq + c + HALF),
-                     fc, fs);
+        *c4 = *(const float4 *)(cs + (size_t)t * D + c);
+        *s4 = *(const float4 *)(sn + (size_t)t * D + c);
     }
-    /* K's other rows. */
-    rope_rows_smem<D>(K, ld, 0, b, 0, cs, sn);
-    rope_rows_smem<D>(K, ld, f, T, 0, cs, sn);
-}
+    __device__ __forceinline__ void fetch(int T, int q0, int q1, const float *cs, const float *sn) {
+        b = q0 < T ? q0 : T;
+        f = q1 < T ? q1 : T;
+        const int e0 = threadIdx.x + b * QUADS;
+#pragma unroll
+        for (int i = 0; i < NPRE; i++)
+            if (e0 + i * (int)blockDim.x < f * QUADS)
+                factors(e0 + i * (int)blockDim.x, cs, sn, &fc[i], &fs[i]);
+    }
+    __device__ __forceinline__ void apply(uint16_t *K, int ld, int T, uint16_t *Q, int ldq, int q0,
+                                          const float *cs, const float *sn) const {
+        auto rotate = [&](int e, float4 c4, float4 s4) {
+            const int t = e / QUADS, c = e % QUADS * 4;
+            rope_rotate4((uint2 *)(K + t * ld + c), (uint2 *)(K + t * ld + c + HALF), c4, s4);
+            rope_rotate4((uint2 *)(Q + (t - q0) * ldq + c),
+                         (uint2 *)(Q + (t - q0) * ldq + c + HALF), c4, s4);
+        };
+        const int e0 = threadIdx.x + b * QUADS, step = blockDim.x, end = f * QUADS;
+#pragma unroll
+        for (int i = 0; i < NPRE; i++)
+            if (e0 + i * step < end) rotate(e0 + i * step, fc[i], fs[i]);
+#pragma unroll 1
+        for (int e = e0 + NPRE * step; e < end; e += step) {
+            float4 c4, s4;
+            factors(e, cs, sn, &c4, &s4);
+            rotate(e, c4, s4);
+        }
+        /* K's other rows. */
+        rope_rows_smem<D>(K, ld, 0, b, 0, cs, sn);
+        rope_rows_smem<D>(K, ld, f, T, 0, cs, sn);
+    }
+};
 
 /* load_qkv's result by another route: every row is first copied as it is
  * with cp.async (all of a thread's copies in flight at once, no registers
@@ -209,7 +242,7 @@ __device__ __forceinline__ void rope_kq_smem(uint16_t *K, int ld, int T, uint16_
  * shared memory with the same arithmetic. One memory round trip per block
  * instead of one per loop pass. Same arguments, same bytes; the caller
  * synchronises. ONCE: K's and Q's rotations share each factor load
- * (rope_kq_smem; HRMT_CUDA_ATTN_ROPE_ONCE). */
+ * (rope_kq; HRMT_CUDA_ATTN_ROPE_ONCE). */
 template <int D, bool ONCE = false>
 __device__ __forceinline__ void load_qkv_async(const uint16_t *base, int T, int Tp, int hidden,
                                                int ld, const float *cs, const float *sn,
@@ -228,11 +261,13 @@ __device__ __forceinline__ void load_qkv_async(const uint16_t *base, int T, int 
         if (t >= q0 && t < q1) cp_async16(Qs + (t - q0) * ldq + c, row + c, n);
     }
     cp_async_commit();
+    rope_kq<D> rk;
+    if (ONCE && cs) rk.fetch(T, q0, q1, cs, sn); /* while the copies fly */
     cp_async_wait<0>();
     if (!cs) return;
     __syncthreads();
     if (ONCE) {
-        rope_kq_smem<D>(Ks, ld, T, Qs, ldq, q0, q1, cs, sn);
+        rk.apply(Ks, ld, T, Qs, ldq, q0, cs, sn);
         return;
     }
     /* K's rows, then the block's Q rows: fewer values live at once (the
