@@ -456,7 +456,7 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
     if (rows == 0) return HRMT_OK;
     if (rows > (size_t)INT32_MAX - 128)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
-    if (shape < 0 || shape >= cu_glu_shapes(m))
+    if (shape < 0 || shape >= GLU_NSHAPES) /* the model's count was checked at load */
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "cuda fused gate_up: shape %d", shape);
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
