@@ -732,7 +732,7 @@ static void early_halt_switch_keeps_bits(const char *env, hrmt_model_path path, 
     cfg.halt_max_steps = 3;
     hrmt_model *m[2] = {NULL, NULL};
     models_on_off(ctx, &cfg, 37, env, m);
-    cr_assert_eq(hrmt_model_uses(m[0], path), 1, "%s on by default (BF16, vocab %d)", env,
+    cr_assert_eq(hrmt_model_uses(m[0], path), 1, "%s=1 runs it (BF16, vocab %d)", env,
                  cfg.vocab_size);
     cr_assert_eq(hrmt_model_uses(m[1], path), 0, "%s=0 turns it off", env);
     const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
@@ -826,7 +826,7 @@ Test(cuda_model, fold_inject_equals_launches_short_seq) {
 }
 
 /* Attention's K and Q rotated from one RoPE factor load per (row, chunk)
- * (HRMT_CUDA_ATTN_ROPE_ONCE, opt-in; attn_rope.cuh's rope_kq_smem) against
+ * (HRMT_CUDA_ATTN_ROPE_ONCE, opt-in; attn_rope.cuh's rope_kq) against
  * a load for each: the same bytes, both schedules, halting samples. The qkv
  * + attention kernels are off, so that every batch runs the register
  * kernel: blocks holding some of a head's query tiles (batches 1 and 5: Q
