@@ -110,6 +110,21 @@ __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *
     if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
 }
 
+/* The consumer warpgroups' start: their registers raised (the producer's
+ * lowered), the policy's shared-memory part filled (data of no kernel
+ * before, so ahead of the wait), then the wait for the kernel before
+ * (programmatic dependent launch) ahead of the epilogue's stores. */
+template <int WGS, class E>
+__device__ __forceinline__ void consumers_begin(uint8_t *epi, const typename E::args &p) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (epi_smem<E>::value > 0) {
+        E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p);
+        asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
+    }
+    pdl_wait();
+    pdl_trigger();
+}
+
 /* The policy's epilogue of a finished tile (with its shared-memory part
  * when it has one). */
 template <int MSUB, int WN, class E>
@@ -183,13 +198,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    if constexpr (epi_smem<E>::value > 0) {
-        E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p); /* data of no kernel before */
-        asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
-    }
-    pdl_wait(); /* before the epilogue's stores */
-    pdl_trigger();
+    consumers_begin<WGS, E>(epi, p);
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
     int q = cw;
     unsigned turn = 0;

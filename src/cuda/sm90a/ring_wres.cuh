@@ -129,13 +129,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    if constexpr (epi_smem<E>::value > 0) {
-        E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p); /* data of no kernel before */
-        asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
-    }
-    pdl_wait(); /* before the epilogue's stores */
-    pdl_trigger();
+    consumers_begin<WGS, E>(epi, p);
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
     unsigned turn = 0;
     int have = -1; /* the W generation this warpgroup last waited for */
