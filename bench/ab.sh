@@ -9,7 +9,7 @@
 # to `--backend cuda --mode baseline --iterations 20`. A value "-" leaves VAR
 # unset. VAR = BUILD: the values are build directories, each run by its own
 # hrmt with no variable set (BUILD_DIR unused: write -), for changes that no
-# switch selects. Examples (docs/CUDA.md):
+# switch selects. Examples (docs/CUDA-KERNELS.md):
 #   bash bench/ab.sh build HRMT_CUDA_CLUSTER_NORM "0 1" 1,2,4 3
 #   bash bench/ab.sh - BUILD "build-new build-old" 8,64,256 3
 # Needs python3. Exit 0 when every run succeeded.

@@ -17,7 +17,7 @@
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
 # TRIAL_STEPS (default "tests memcheck tune ab ncu tiles") picks the parts. A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
-# in docs/CUDA.md. Exit 0 when every part ran and every test passed.
+# in docs/CUDA-KERNELS.md. Exit 0 when every part ran and every test passed.
 set -uo pipefail
 build=${build:?set build to the build directory}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -28,7 +28,7 @@
  * launch-by-launch step's (tests: cuda_model/grid_equals_launches_*).
  *
  * Opt-in: on the H200 it is slower than launch by launch at every batch
- * (docs/CUDA.md): a grid barrier costs 1.1 us (bench/cuda_grid_sync.cu),
+ * (docs/CUDA-KERNELS.md): a grid barrier costs 1.1 us (bench/cuda_grid_sync.cu),
  * but a GEMM stage of this kernel takes longer than the cuBLASLt kernel
  * for the same op does, as each unit waits for its whole W slice through
  * cp.async (HRMT_CUDA_GRID_TRACE=1 prints the stages). */

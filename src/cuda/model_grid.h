@@ -20,7 +20,7 @@ int cu_grid_use(const hrmt_model *m);
 hrmt_status cu_grid_level(const hrmt_model *m, int high, void *z, const void *a, const void *b,
                           size_t B, const cu_level_ws *ws, void *h, unsigned *bar);
 /* Reads HRMT_CUDA_GRID (0: the default, or 1; opt-in because on the H200 it
- * is slower than launch by launch at every batch, docs/CUDA.md),
+ * is slower than launch by launch at every batch, docs/CUDA-KERNELS.md),
  * HRMT_CUDA_GRID_TILE (auto, s or l: the GEMM unit size) and
  * HRMT_CUDA_GRID_TRACE (0 or 1: per-stage times printed by the device) at
  * model load; anything else is INVALID_ARG. */

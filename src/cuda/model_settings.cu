@@ -83,12 +83,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     g->attn_rope_once =
         once && m->cfg.pos_encodings == HRMT_POS_ROPE && cu_attention_mma_applies(m);
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
-     * kernel, or level with it, at every batch on the H200: docs/CUDA.md). */
+     * kernel, or level with it, at every batch on the H200: docs/CUDA-KERNELS.md). */
     g->glu = glu && cu_glu_applies(m);
     /* Its SwiGLU's s(g) by the special-function units instead of table
      * lookups (sm90a/silu_fast.cuh), same bits: on only where a check of all
      * 65536 gates against the table passes on this device. The step's
-     * fused gate_up 14% faster at 20992 rows on the H200 (docs/CUDA.md). */
+     * fused gate_up 14% faster at 20992 rows on the H200 (docs/CUDA-KERNELS.md). */
     g->glu_fast = 0;
     if (g->glu && fast && (s = cu_silu_fast_exact(m, &g->glu_fast)) != HRMT_OK) return s;
     /* Else its lookups from a shared-memory copy of the table's busy window
@@ -126,7 +126,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * clusters), so that the block's two norms are not links of their own:
      * on by default. Clusters of 16 up to CN16_TILES 64-row tiles, then of 8
      * (more tiles fit a wave) up to CN8_TILES, then the GEMM and the row
-     * kernel: the H200's crossovers (docs/CUDA.md; session 24: 8 against 16
+     * kernel: the H200's crossovers (docs/CUDA-KERNELS.md; session 24: 8 against 16
      * 0.941 / 0.960 / 0.958 / 1.009 of the step at 8 / 11 / 13 / 16 tiles,
      * 8 against the launches 0.955 / 0.989 at 15 / 16; session 23: 16 against
      * 8 0.896 / 0.914 / 0.949 at 2 / 3 / 6). A device without

@@ -74,7 +74,7 @@ static hrmt_status side_ready(const hrmt_model *m, struct hrmt_carry_cuda *g) {
  * run: on the side stream, which waits for the step's stream, so that the
  * step's next kernel still follows the last one by a programmatic edge (an
  * event recorded between them cost 5% of a batch-1 step on the H200,
- * docs/CUDA.md). While a graph is being captured it becomes an event-record
+ * docs/CUDA-KERNELS.md). While a graph is being captured it becomes an event-record
  * node on a branch that every replay records again. */
 static hrmt_status ev_rec(const hrmt_model *m, struct hrmt_carry_cuda *g, int *idx) {
     TRY(ev_reserve(m, g, g->nev));

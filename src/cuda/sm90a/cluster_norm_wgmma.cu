@@ -36,7 +36,7 @@
  * the batch's tile count (cu_cluster_norm_ctas, model_settings.cu).
  *
  * On by default (HRMT_CUDA_CLUSTER_NORM=0 turns it off): on the H200 the
- * step is 7% / 5% / 4% faster at batches 1 / 4 / 8 (docs/CUDA.md). Tried and
+ * step is 7% / 5% / 4% faster at batches 1 / 4 / 8 (docs/CUDA-KERNELS.md). Tried and
  * dropped: A's rows multicast once per cluster (8-row slices, every
  * consumer warp arriving on every CTA's empty barrier) made a call 1.5x
  * slower (ncu at batch 1: 14.2 against 9.2 us). */

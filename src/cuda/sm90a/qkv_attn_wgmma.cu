@@ -34,7 +34,7 @@
  * m64n64k16 products, the epilogue and attention (its four warps a team per
  * query tile). One CTA per SM (shared memory), so the model uses it while
  * the batch's clusters fit one wave (HRMT_CUDA_QKV_ATTN): batches 1 and 2 at
- * HRM's size on the H200, 5% / 7.5% off the step (docs/CUDA.md). */
+ * HRM's size on the H200, 5% / 7.5% off the step (docs/CUDA-KERNELS.md). */
 
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/cuda_internal.cuh"

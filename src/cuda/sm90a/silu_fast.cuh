@@ -2,7 +2,7 @@
  * units (2^x, 1/x) instead of the context's table: the fused gate_up's
  * epilogue (sm90a/glu_wgmma.cu) without shared-memory lookups, which its
  * tiles' products already keep busy (session 28: 137 against 160 us at
- * 20992 rows on the H200; docs/CUDA.md).
+ * 20992 rows on the H200; docs/CUDA-KERNELS.md).
  *
  * Bits: the table's, s(g) = bf16(g / bf16(1 + bf16(exp(-g)))) with every
  * step as rowops_common.cuh's silu_bf16 rounds it:
