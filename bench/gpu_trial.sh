@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The first device run of the opt-in switches written while no GPU was lent
-# (session 30): HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
+# (sessions 30-31): HRMT_CUDA_FUSED_NORM (its two-CTA kernel of session 31),
+# HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time).
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
@@ -29,6 +30,7 @@ want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 # switch | its tests' name patterns (space-separated) | its shortest test |
 # the batches it serves | the kernels' name pattern for ncu.
 switches=(
+  "HRMT_CUDA_FUSED_NORM|fused_norm_*|fused_norm_equals_launches_short_seq|64,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
   "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|norm_vec_equals_reg_short_seq|16,64,256|norm_"
   "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
   "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"

@@ -405,17 +405,20 @@ Test(cuda_model, grid_equals_launches_short_seq) {
     grid_equals_launches(256, 4, 60, batches, 1, "auto");
 }
 
-/* The sm_90a fusions (on by default on compute capability 9.0) against the
- * launches they replace, on two models of one seed: same bytes.
- *  - HRMT_CUDA_FUSED_GLU: gate_up with SwiGLU in its epilogue
- *    (sm90a/glu_wgmma.cu) against cuBLASLt's GEMM then the table kernel;
- *  - HRMT_CUDA_FUSED_NORM: o_proj and down_proj with residual + RMSNorm in
- *    the epilogue (sm90a/proj_norm_wgmma.cu) against the GEMM then the row
- *    kernel.
- * At HRM's width, batches whose rows take the small GLU tiles (82, 574 rows)
- * and the large ones (1640: 12.8 row blocks of 128, the last ragged), and
- * 140 samples (11480 rows: more 64-row tiles than SMs, so CTAs loop); at
- * hidden 256 with T = 61 (one warpgroup per norm row; 183 and 9150 rows). */
+/* The sm_90a fusions against the launches they replace, on two models of
+ * one seed, the cluster projection + norm off in both: same bytes.
+ *  - HRMT_CUDA_FUSED_GLU (on by default on compute capability 9.0): gate_up
+ *    with SwiGLU in its epilogue (sm90a/glu_wgmma.cu) against cuBLASLt's
+ *    GEMM then the table kernel;
+ *  - HRMT_CUDA_FUSED_NORM (opt-in): o_proj and down_proj with residual +
+ *    RMSNorm in the epilogue over two-CTA clusters (sm90a/proj_norm_wgmma.cu)
+ *    against the GEMM then the row kernel, at every batch here.
+ * At HRM's width, batches whose rows take the small GLU tiles (82, 574 rows:
+ * one and 4.5 projection tiles of 128) and the large ones (1640: 12.8 row
+ * blocks of 128, the last ragged), and 140 samples (11480 rows: 90 tiles
+ * of 128, more than the clusters that fit, so clusters loop and the rings
+ * carry over tiles); at hidden 256 with T = 61 (half-rows of 128 columns;
+ * 183 and 9150 rows). */
 static void fusion_equals_launches(const char *env, int hidden, int heads, int seq_len,
                                    const int *batches, int nb) {
     hrmt_context *ctx = cuda_ctx();
@@ -996,6 +999,30 @@ Test(cuda_model, cluster_norm_equals_launches_hrm_width) {
 Test(cuda_model, cluster_norm_equals_launches_short_seq) {
     const int batches[] = {3, 16, 20};
     cluster_norm_equals_launches(256, 4, 60, batches, 3);
+}
+
+/* The two-CTA projection + norm kernel (HRMT_CUDA_FUSED_NORM=1) beside the
+ * cluster form, which keeps the batches of its one wave: both in the
+ * otherwise default (tuned) model against the launches, both schedules.
+ * Batch 1 runs the cluster form (the level's injection folded into it);
+ * 20 and 40 (1640 and 3280 rows: 26 and 52 tiles of 64, past the cluster
+ * form's 15) the two-CTA kernel, 13 and 26 tiles of 128, the last ragged. */
+Test(cuda_model, fused_norm_beside_cluster_norm_equals_launches) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *ref = launches_model(ctx, &cfg, 41), *m = NULL;
+    setenv("HRMT_CUDA_FUSED_NORM", "1", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 41, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_FUSED_NORM");
+    skip_off_sm90a(hrmt_model_uses(m, HRMT_PATH_FUSED_NORM), m, ref, ctx);
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_FUSED_NORM), 1, "HRMT_CUDA_FUSED_NORM=1 on cc 9.0");
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_CLUSTER_NORM), 1,
+                 "the cluster form keeps its batches beside it");
+    const int batches[] = {1, 20, 40};
+    expect_same_steps(m, ref, batches, 3, "projection + norm beside the cluster form vs launches");
+    hrmt_model_destroy(m);
+    hrmt_model_destroy(ref);
+    hrmt_context_destroy(ctx);
 }
 
 /* The block GEMMs and the fused gate_up tuned at a step's exact M

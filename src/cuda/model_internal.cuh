@@ -85,7 +85,7 @@ struct hrmt_model_cuda {
     int tune_exact;    /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
-    int pnorm;       /* o_proj / down_proj + residual + RMSNorm as one kernel (opt-in) */
+    int pnorm;       /* HRMT_CUDA_FUSED_NORM: clusters of the projection + norm kernel */
     int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
     int inject;      /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
@@ -279,8 +279,11 @@ hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b
                       int *done);
 
 /* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one
- * kernel, the bits of cu_gemm then the residual + RMSNorm row kernel. */
-int cu_proj_norm_applies(const hrmt_model *m);
+ * kernel over clusters of two CTAs per 128-row tile, the bits of cu_gemm
+ * then the residual + RMSNorm row kernel. cu_proj_norm_clusters: how many
+ * such clusters the device runs at once (0: it does not serve this model);
+ * the model keeps it in pnorm, and cu_proj_norm launches at most that many. */
+int cu_proj_norm_clusters(const hrmt_model *m);
 hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t k, const void *w,
                          void *h);
 

@@ -104,10 +104,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * pairs on this device agrees. */
     g->glu_mul = 0;
     if (g->glu && mul && (s = cu_glu_mul_exact(m, &g->glu_mul)) != HRMT_OK) return s;
-    /* Projection + norm: opt-in, slower than the GEMM + row kernel at every
-     * batch on the H200 (a 64-row tile re-reads all of W from L2, and one
-     * tile's norm epilogue runs with no products beside it). */
-    g->pnorm = pnorm && cu_proj_norm_applies(m);
+    /* Projection + norm in one kernel past the cluster form's wave (two-CTA
+     * clusters per 128-row tile, sm90a/proj_norm_wgmma.cu), same bits:
+     * opt-in until timed (session 31, no device lent; its 64-row
+     * predecessor was slower than the GEMM + row kernel on the H200). */
+    g->pnorm = pnorm ? cu_proj_norm_clusters(m) : 0;
     g->pdl = pdl && m->ctx->cuda->prop.major >= 9;
     /* The norm between projections with 16-byte accesses (rowops_norm.cu),
      * same bits: opt-in until timed on a GPU (written in session 30 while
@@ -131,14 +132,15 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * 8 against the launches 0.955 / 0.989 at 15 / 16; session 23: 16 against
      * 8 0.896 / 0.914 / 0.949 at 2 / 3 / 6). A device without
      * clusters of 16 takes 8 from the first tile. HRMT_CUDA_CLUSTER_NORM_CTAS
-     * forces one size wherever its wave holds the tiles. The other two forms
-     * of those norms, when asked for, take precedence. */
+     * forces one size wherever its wave holds the tiles, and the projection
+     * + norm kernel above, when asked for, takes the batches past it. The
+     * norm prologue, when asked for, takes precedence. */
     const char *env = getenv("HRMT_CUDA_CLUSTER_NORM_CTAS");
     if (env && strcmp(env, "8") != 0 && strcmp(env, "16") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
                          "HRMT_CUDA_CLUSTER_NORM_CTAS='%s' is not 8 or 16", env);
     g->cnorm = g->cnorm16_max = g->cnorm8_max = 0;
-    if (cnorm && !g->pnorm && !g->npro) {
+    if (cnorm && !g->npro) {
         const int force = env ? atoi(env) : 0;
         const int fit16 = force == 8 ? 0 : cu_cluster_norm_clusters(m, 16);
         const int fit8 = force == 16 ? 0 : cu_cluster_norm_clusters(m, 8);

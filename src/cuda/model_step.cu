@@ -151,7 +151,8 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * pending (*pend = its residual; the sum's other term is ws->proj) for the
  * next block's qkv, or for the level's end. Or (HRMT_CUDA_CLUSTER_NORM, on
  * by default) each projection and the norm after it are one kernel over a
- * thread-block cluster at small batches (cu_cluster_norm_ctas),
+ * thread-block cluster at small batches (cu_cluster_norm_ctas), and past
+ * them, when asked for (HRMT_CUDA_FUSED_NORM), over clusters of two CTAs,
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
  * kernel over a cluster per (sample, head) while those fit one wave, then
  * one CTA per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
@@ -183,7 +184,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     int normed = 0; /* h1 already in h: o_proj came with its norm */
     if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, NULL, &normed));
-    if (g->pnorm) {
+    if (!normed && g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
         normed = 1;
     } else if (!normed) {
@@ -204,7 +205,6 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
             TRY(row_check(m, "cuda swiglu"));
         }
     }
-    if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     if (cnorm) {
         const cu_fold *f = last ? fold : NULL;
         TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, f, &normed));
@@ -213,6 +213,7 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
             return HRMT_OK;
         }
     }
+    if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
     if (res != h && !last && qkv_own >= 0) {

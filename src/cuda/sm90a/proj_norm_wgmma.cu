@@ -1,34 +1,59 @@
 /* A projection back to the hidden width with the block's residual + RMSNorm
- * in the epilogue (o_proj and down_proj), on wgmma fed by TMA:
+ * in the epilogue (o_proj and down_proj), on wgmma fed by TMA, for the
+ * batches past the cluster form's one wave (cluster_norm_wgmma.cu):
  *
  *   h[r, :] = rmsnorm( bf16( h[r, :] + bf16(A W^T)[r, :] ) )
  *
- * Launch by launch this is a cuBLASLt GEMM writing proj [rows, H] and the
- * row kernel reading proj and h back: one launch and two passes over the
- * rows fewer.
+ * Launch by launch this is a GEMM writing proj [rows, H] and the row kernel
+ * reading proj and h back: at batch 256 the row kernel's passes are ~0.8 ms
+ * of an ~8.4 ms step on the H200.
+ *
+ * Shape: a cluster of two CTAs per 128-row tile, CTA r taking the H / 2
+ * columns from r H / 2 (NH = 256 at H = 512), persistent over the tiles. In
+ * each CTA one producer thread feeds a TMA ring (A's 128 rows and the CTA's
+ * NH W rows per 64 k) and two consumer warpgroups take rows 0-63 and 64-127
+ * of the tile with m64nNHk16 products. Its predecessor (session 19) took
+ * 64 rows x all H columns per CTA: it read all of W from L2 per 64 rows
+ * and was 1.5-2.7x slower than the GEMM + row kernel; here a CTA reads half
+ * of W per 128 rows (48 KB per 64-k stage for 4.2 MFLOP, against 72 KB).
  *
  * Bits: the GEMM part is each output's F32 chain of k16 steps in ascending k
- * from +0 rounded to BF16 (as glu_wgmma.cu; the pinned cuBLASLt algorithms'
- * arithmetic), then rowops_norm.cu's register form: x = bf16(h + p), lane l
- * of the reference's 32 accumulator lanes sums x[g * 32 + l]^2 over the row's
- * groups g in order from +0, the quarters fold ((a_l + a_l+8) + a_l+16) +
- * a_l+24 for l < 8, those eight are summed from +0 in lane order, inv = 1 /
- * sqrt(sum / H + eps), out = bf16(x * inv), each op rounded once. A thread of
- * the wgmma layout holds columns 8 i + 2 (lane % 4) + e: reference lanes
- * 8 k + 2 (lane % 4) + e of groups i / 4 (k = i % 4), so its chains run in
- * group order in registers; the second warpgroup (columns 256..511) takes
- * the first's chains from shared memory and goes on, the four threads of a
- * row share their folds by shuffles. cuda_model/fused_norm_equals_launches
- * checks the bytes against the launches on the device.
+ * from +0 rounded to BF16 (the pinned cuBLASLt algorithms' arithmetic, as
+ * ring_gemm.cuh), then rowops_norm.cu's register form: x = bf16(h + p), lane
+ * l of the reference's 32 accumulator lanes sums x[g 32 + l]^2 over the
+ * row's groups g in order from +0, the quarters fold ((a_l + a_l+8) +
+ * a_l+16) + a_l+24 for l < 8, those eight are summed from +0 in lane order,
+ * inv = 1 / sqrt(sum / H + eps), out = bf16(x inv), each op rounded once. A
+ * thread of the wgmma layout holds columns 8 i + 2 (lane % 4) + e: reference
+ * lanes 8 k + 2 (lane % 4) + e of groups i / 4 (k = i % 4), so its chains run
+ * in group order in registers. CTA 0 holds groups 0 .. G/2 - 1: its chains'
+ * values go to CTA 1's shared memory, CTA 1 goes on from them over its
+ * groups, folds and sums (the four threads of a row by shuffles), and sends
+ * each row's inv back. cuda_model/fused_norm_equals_launches_* check the
+ * bytes against the launches on the device.
  *
- * Shape: persistent, one CTA per SM, tiles of 64 rows x H (H = 256 or 512):
- * one producer thread (TMA ring of 64 k, A's 64 rows plus all H rows of W)
- * and H / 256 consumer warpgroups of m64n256k16 each. */
+ * The exchange, per tile j of the CTA's loop (parity j & 1), through two
+ * mbarriers of 256 arrivals (every consumer thread of the other CTA, each
+ * after its own distributed-shared-memory stores: release / acquire at
+ * cluster scope):
+ *   CTA 0: chains -> xpart in CTA 1 -> arrive on CTA 1's xready ->
+ *          wait own invready -> read xinv -> store h
+ *   CTA 1: wait own xready -> read xpart, chains, fold, inv -> xinv in
+ *          CTA 0 -> arrive on CTA 0's invready -> store h
+ * CTA 1 reads xpart (j) before it arrives on invready (j), which CTA 0 waits
+ * for before it writes xpart (j + 1); CTA 0 reads xinv (j) before it arrives
+ * on xready (j + 1), which CTA 1 waits for before it writes xinv (j + 1). So
+ * one buffer of each suffices, and neither CTA exits while the other may
+ * still write into it (each waits for the other's last arrival).
+ *
+ * Opt-in (HRMT_CUDA_FUSED_NORM=1), written in session 31 while no device
+ * was lent: not yet run on a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
+#include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
@@ -37,17 +62,20 @@ namespace rc = hrmt_rowops_cuda;
 
 namespace {
 
-constexpr int PN_BM = 64;
+constexpr int PN_BM = 128;              /* rows per tile: two consumer warpgroups of 64 */
+constexpr int PN_THREADS = 384;         /* a producer warpgroup, two consumer warpgroups */
+constexpr int PN_ARRIVALS = 256;        /* consumer threads of the other CTA */
+constexpr int PN_WG_A = 64 * ROW_BYTES; /* one warpgroup's 64 rows of A in a stage */
 
-template <int NWG>
+template <int NH>
 struct pn_cfg {
-    static constexpr int H = 256 * NWG;
-    static constexpr int THREADS = 128 * (NWG + 1);
+    static constexpr int H = 2 * NH;
     static constexpr int A_BYTES = PN_BM * ROW_BYTES;
-    static constexpr int STAGE_BYTES = A_BYTES + H * ROW_BYTES;
-    static constexpr int STAGES = (216 * 1024) / STAGE_BYTES > 4 ? 4 : (216 * 1024) / STAGE_BYTES;
-    static constexpr int XBUF = PN_BM * 32 * 4 + PN_BM * 4; /* lane partials, inv per row */
-    static constexpr int SMEM = STAGES * STAGE_BYTES + XBUF + 1024 + 2 * STAGES * 8;
+    static constexpr int STAGE_BYTES = A_BYTES + NH * ROW_BYTES;
+    static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
+    /* CTA 0's lane chains for CTA 1 (32 a row), CTA 1's inv for CTA 0. */
+    static constexpr int XBUF = PN_BM * 32 * 4 + PN_BM * 4;
+    static constexpr int SMEM = STAGES * STAGE_BYTES + XBUF + 1024 + (2 * STAGES + 2) * 8;
 };
 
 struct pn_args {
@@ -56,95 +84,156 @@ struct pn_args {
     float eps;
 };
 
-template <int NWG>
-__global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
+#ifdef HRMT_SM90A
+/* An arrival on the other CTA's mbarrier at `remote` (cl_map), releasing
+ * this thread's earlier distributed-shared-memory stores at cluster scope. */
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t remote) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+                 : "memory");
+}
+/* A wait that acquires at cluster scope: the arrivals came from the other
+ * CTA, after its stores into this CTA's shared memory. */
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t *b, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "W: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra W;\n"
+        "}" ::"r"(smem_u32(b)),
+        "r"(parity)
+        : "memory");
+}
+__device__ __forceinline__ void st_cluster_f32(uint32_t a, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
+}
+#endif
+
+template <int NH>
+__global__ void __launch_bounds__(PN_THREADS, 1)
     proj_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const pn_args p) {
 #ifdef HRMT_SM90A
-    using C = pn_cfg<NWG>;
-    constexpr int S = C::STAGES, H = C::H;
+    using C = pn_cfg<NH>;
+    constexpr int S = C::STAGES, H = C::H, NI = NH / 8, GH = NH / 32;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     float *xpart = (float *)(smem + S * C::STAGE_BYTES), *xinv = xpart + PN_BM * 32;
     uint64_t *full = (uint64_t *)(xinv + PN_BM), *empty = full + S;
-    const int wg = threadIdx.x / 128, tiles = (p.M + PN_BM - 1) / PN_BM, kb_n = p.kblocks;
-    ring_setup(full, empty, S, 4 * NWG); /* one arrive per consumer warp */
+    uint64_t *xready = empty + S, *invready = xready + 1;
+    const uint32_t rank = cl_rank();
+    const int wg = threadIdx.x / 128, n0 = (int)rank * NH, kb_n = p.kblocks;
+    const int tiles = (p.M + PN_BM - 1) / PN_BM, cluster = (int)(blockIdx.x / 2),
+              clusters = (int)(gridDim.x / 2);
+    if (threadIdx.x == 0) {
+        ring_init(full, empty, S, 8); /* one arrive per consumer warp */
+        mbar_init(xready, PN_ARRIVALS);
+        mbar_init(invready, PN_ARRIVALS);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    /* Both CTAs' barriers exist before either arrives on the other's. */
+    cl_sync();
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x != 0) return;
-        int s = 0;
+        /* W is never written: the first tile's first stages of it go out
+         * before the wait for the kernel before. */
+        const int pre = cluster < tiles ? (kb_n < S ? kb_n : S) : 0;
+        for (int kb = 0; kb < pre; kb++) {
+            mbar_expect_tx(&full[kb], C::STAGE_BYTES);
+            tma_load(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb * BK, n0);
+        }
+        pdl_wait();
+        pdl_trigger();
+        int s = 0, first = 1;
         unsigned ph = 0;
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x)
+        for (int t = cluster; t < tiles; t += clusters, first = 0)
             for (int kb = 0; kb < kb_n; kb++) {
-                mbar_wait(&empty[s], ph ^ 1);
                 uint8_t *st = smem + s * C::STAGE_BYTES;
-                mbar_expect_tx(&full[s], C::STAGE_BYTES);
+                if (!(first && kb < pre)) {
+                    mbar_wait(&empty[s], ph ^ 1);
+                    mbar_expect_tx(&full[s], C::STAGE_BYTES);
+                    tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
+                }
                 tma_load(st, &tm_a, &full[s], kb * BK, t * PN_BM);
-                for (int j = 0; j < NWG; j++) /* boxes of 256 W rows */
-                    tma_load(st + C::A_BYTES + j * 256 * ROW_BYTES, &tm_w, &full[s], kb * BK,
-                             j * 256);
                 ring_next(s, ph, S);
             }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    pdl_wait(); /* before reading h */
+    pdl_trigger();
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
+    const int lr0 = 64 * cw + warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
+    const uint32_t xpart_peer = cl_map(xpart, 1), xinv_peer = cl_map(xinv, 0);
+    const uint32_t xready_peer = cl_map(xready, 1), invready_peer = cl_map(invready, 0);
     int s = 0;
-    unsigned ph = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        float acc[128];
+    unsigned ph = 0, xph = 0;
+    for (int t = cluster; t < tiles; t += clusters, xph ^= 1) {
+        const int row0 = t * PN_BM + lr0;
+        uint16_t *hrow[2] = {p.h + (size_t)row0 * H + n0, p.h + (size_t)(row0 + 8) * H + n0};
+        const bool live[2] = {row0 < p.M, row0 + 8 < p.M};
+        /* The residual's values, read while the products run; rows past M
+         * stay unread and unwritten. */
+        uint32_t res[NI][2];
 #pragma unroll
-        for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+        for (int i = 0; i < NI; i++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++)
+                res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
+        /* Zeros the compiler cannot see through (cluster_norm_wgmma.cu:
+         * plain zeros let ptxas serialise the wgmma chain, C7520). */
+        float acc[NH / 2];
+#pragma unroll
+        for (int i = 0; i < NH / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
         int prev = -1;
-        ring_products<256>(acc, smem, C::STAGE_BYTES, C::A_BYTES + cw * 256 * ROW_BYTES, full,
-                           empty, S, kb_n, s, ph, prev, lane);
+        /* This warpgroup's 64 rows of the stage: A from cw 64 rows in, W
+         * at A_BYTES from the stage's start (both 1024-byte aligned, so
+         * the swizzle's phase holds). */
+        ring_products<NH>(acc, smem + cw * PN_WG_A, C::STAGE_BYTES, C::A_BYTES - cw * PN_WG_A, full,
+                          empty, S, kb_n, s, ph, prev, lane);
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
 
-        /* x = bf16(h + bf16(acc)) in place of acc; rows past M stay unread. */
-        const int lr0 = warp * 16 + lane / 4; /* tile row of hf = 0 (hf = 1: + 8) */
-        const int row0 = t * PN_BM + lr0;
-        uint16_t *hrow[2] = {p.h + (size_t)row0 * H, p.h + (size_t)(row0 + 8) * H};
-        const bool live[2] = {row0 < p.M, row0 + 8 < p.M};
+            /* x = bf16(h + bf16(acc)) in place of acc. */
 #pragma unroll
-        for (int i = 0; i < 32; i++)
+        for (int i = 0; i < NI; i++)
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int col = cw * 256 + 8 * i + 2 * c;
-                const uint32_t r = live[hf] ? *(const uint32_t *)(hrow[hf] + col) : 0u;
-                residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], r);
-            }
-        /* Lane chains: a[hf][k][e] for reference lane 8 k + 2 c + e over this
-         * warpgroup's 8 groups (n8 tiles i = 4 g + k), on from the previous
-         * warpgroup's partial. */
+            for (int hf = 0; hf < 2; hf++)
+                residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
+        /* Lane chains a[hf][k][e] for reference lane 8 k + 2 c + e over this
+         * CTA's GH groups (n8 tiles i = 4 g + k), CTA 1 going on from CTA
+         * 0's values. */
+        if (rank == 1) mbar_wait_cluster(xready, xph);
         float a[2][4][2];
-        if (cw > 0) asm volatile("bar.sync 1, %0;" ::"n"(128 * NWG) : "memory");
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
 #pragma unroll
             for (int k = 0; k < 4; k++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    float v = cw > 0 ? xpart[(lr0 + 8 * hf) * 32 + 8 * k + 2 * c + e] : 0.0f;
+                    float v = rank == 1 ? xpart[(lr0 + 8 * hf) * 32 + 8 * k + 2 * c + e] : 0.0f;
 #pragma unroll
-                    for (int g = 0; g < 8; g++) {
+                    for (int g = 0; g < GH; g++) {
                         const float x = acc[4 * (4 * g + k) + 2 * hf + e];
                         v = rc::fadd(v, rc::fmul(x, x));
                     }
                     a[hf][k][e] = v;
                 }
-        if (cw < NWG - 1) {
+        float inv[2];
+        if (rank == 0) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++)
 #pragma unroll
                 for (int k = 0; k < 4; k++)
 #pragma unroll
                     for (int e = 0; e < 2; e++)
-                        xpart[(lr0 + 8 * hf) * 32 + 8 * k + 2 * c + e] = a[hf][k][e];
-            asm volatile("bar.sync 1, %0;" ::"n"(128 * NWG) : "memory"); /* partials out */
-            asm volatile("bar.sync 2, %0;" ::"n"(128 * NWG) : "memory"); /* inv in */
-        }
-        float inv[2];
-        if (cw == NWG - 1) {
+                        st_cluster_f32(
+                            xpart_peer + 4u * (uint32_t)((lr0 + 8 * hf) * 32 + 8 * k + 2 * c + e),
+                            a[hf][k][e]);
+            mbar_arrive_remote(xready_peer);
+            mbar_wait_cluster(invready, xph);
+            inv[0] = xinv[lr0];
+            inv[1] = xinv[lr0 + 8];
+        } else {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 float f[2];
@@ -159,20 +248,16 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
                     for (int e = 0; e < 2; e++)
                         sum = rc::fadd(sum, __shfl_sync(0xffffffffu, f[e], (lane & ~3) | cc));
                 inv[hf] = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, (float)H), p.eps)));
-                if (NWG > 1 && c == 0) xinv[lr0 + 8 * hf] = inv[hf];
+                if (c == 0) st_cluster_f32(xinv_peer + 4u * (uint32_t)(lr0 + 8 * hf), inv[hf]);
             }
-            if (NWG > 1) asm volatile("bar.sync 2, %0;" ::"n"(128 * NWG) : "memory");
-        } else {
-            inv[0] = xinv[lr0];
-            inv[1] = xinv[lr0 + 8];
+            mbar_arrive_remote(invready_peer);
         }
 #pragma unroll
-        for (int i = 0; i < 32; i++)
+        for (int i = 0; i < NI; i++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 if (!live[hf]) continue;
-                const int col = cw * 256 + 8 * i + 2 * c;
-                *(uint32_t *)(hrow[hf] + col) =
+                *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) =
                     rc::pack_bf16x2_arith(rc::fmul(acc[4 * i + 2 * hf], inv[hf]),
                                           rc::fmul(acc[4 * i + 2 * hf + 1], inv[hf]));
             }
@@ -180,54 +265,62 @@ __global__ void __launch_bounds__(pn_cfg<NWG>::THREADS, 1)
 #endif
 }
 
-template <int NWG>
+/* How many clusters of two such CTAs can run at once (0: none); the
+ * kernel's shared-memory opt-in made. */
+template <int NH>
+int pn_fits(const hrmt_cuda *cu) {
+    using C = pn_cfg<NH>;
+    size_t per_block = 0;
+    hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
+    auto kern = proj_norm_kernel<NH>;
+    if (!image_loads(kern, C::SMEM, per_block) || smem_opt_in(kern, C::SMEM) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return cluster_fits(kern, 2, PN_THREADS, C::SMEM);
+}
+
+template <int NH>
 hrmt_status pn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                       const void *a, size_t k, const void *w, void *h) {
-    using C = pn_cfg<NWG>;
+    using C = pn_cfg<NH>;
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, k, k, PN_BM) || !encode(fn, &tw, w, C::H, k, k, 256))
+    if (!encode(fn, &ta, a, rows, k, k, PN_BM) || !encode(fn, &tw, w, C::H, k, k, NH))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused projection + norm: tensor map refused");
-    cudaError_t e = cudaFuncSetAttribute(proj_norm_kernel<NWG>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused projection + norm: shared memory");
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + PN_BM - 1) / PN_BM;
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    pn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
-    proj_norm_kernel<NWG><<<grid, C::THREADS, C::SMEM, cu_stream(m)>>>(ta, tw, p);
+    /* The shared-memory opt-in was made at model load (pn_fits). */
+    const size_t tiles = (rows + PN_BM - 1) / PN_BM, fit = (size_t)cu_model(m)->pnorm;
+    const unsigned grid = 2u * (unsigned)(tiles < fit ? tiles : fit);
+    const pn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
+    const cudaError_t e = cluster_launch(proj_norm_kernel<NH>, 2, dim3(grid), dim3(PN_THREADS),
+                                         C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused projection + norm");
     return cu_check(m->ctx, "cuda fused projection + norm");
 }
 
 } // namespace
 
-int cu_proj_norm_applies(const hrmt_model *m) {
+int cu_proj_norm_clusters(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
     const size_t H = m->hidden, I = m->inter;
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
     if ((H != 256 && H != 512) || I % BK != 0 || I > (size_t)INT32_MAX / 2) return 0;
-    size_t per_block = 0;
-    hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    const int need = H == 512 ? pn_cfg<2>::SMEM : pn_cfg<1>::SMEM;
-    if (per_block < (size_t)need) return 0;
-    cudaFuncAttributes fa;
-    if (cudaFuncGetAttributes(&fa, proj_norm_kernel<1>) != cudaSuccess ||
-        cudaFuncGetAttributes(&fa, proj_norm_kernel<2>) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return encode_fn() != nullptr;
+    if (!encode_fn()) return 0;
+    return H == 512 ? pn_fits<256>(cu) : pn_fits<128>(cu);
 }
 
 hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t k, const void *w,
                          void *h) {
     if (rows == 0) return HRMT_OK;
-    if (rows > (size_t)INT32_MAX - PN_BM)
-        return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused projection + norm: %zu rows", rows);
+    if (rows > (size_t)INT32_MAX - PN_BM || k % BK != 0 || k > (size_t)INT32_MAX / 2)
+        return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused projection + norm: %zu x %zu", rows,
+                         k);
+    if ((uintptr_t)h % 4 != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
+                         "cuda fused projection + norm: h is not 4-byte aligned");
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
                          "cuda fused projection + norm: no cuTensorMapEncodeTiled");
-    if (m->hidden == 512) return pn_launch<2>(m, fn, rows, a, k, w, h);
-    return pn_launch<1>(m, fn, rows, a, k, w, h);
+    if (m->hidden == 512) return pn_launch<256>(m, fn, rows, a, k, w, h);
+    return pn_launch<128>(m, fn, rows, a, k, w, h);
 }
