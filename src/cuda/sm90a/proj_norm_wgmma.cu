@@ -45,6 +45,8 @@
  * on xready (j + 1), which CTA 1 waits for before it writes xinv (j + 1). So
  * one buffer of each suffices, and neither CTA exits while the other may
  * still write into it (each waits for the other's last arrival).
+ * tests/test_pair_norm_protocol.c checks this protocol and the ring's on the
+ * host under random interleavings.
  *
  * Opt-in (HRMT_CUDA_FUSED_NORM=1), written in session 31 while no device
  * was lent: not yet run on a GPU. */
