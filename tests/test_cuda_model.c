@@ -63,6 +63,7 @@ typedef struct outs {
     float *buf;
     int32_t *halted;
     size_t n[5]; /* logits, q_halt, q_continue, z_H, z_L */
+    size_t w[5]; /* their row widths: vocab, 1, 1, hidden, hidden */
     float *f[5];
     hrmt_step_outputs o;
 } outs;
@@ -72,6 +73,9 @@ static void outs_init(outs *x, const hrmt_model_config *cfg, int P, int B) {
     x->n[0] = (size_t)B * (size_t)cfg->seq_len * (size_t)cfg->vocab_size;
     x->n[1] = x->n[2] = (size_t)B;
     x->n[3] = x->n[4] = z;
+    x->w[0] = (size_t)cfg->vocab_size;
+    x->w[1] = x->w[2] = 1;
+    x->w[3] = x->w[4] = (size_t)cfg->hidden_size;
     size_t tot = 0;
     for (int i = 0; i < 5; i++) tot += x->n[i];
     x->buf = calloc(tot, sizeof(float));
@@ -87,6 +91,30 @@ static void outs_free(outs *x) {
     free(x->buf);
     free(x->halted);
 }
+
+/* Where field f of two runs' outputs differs, for a failure message: ""
+ * when the bytes are equal, else how many values differ and the first one's
+ * row and column (a kernel's wrong tile or column range shows in them).
+ * One static buffer: one call per message. */
+static const char *diff_note(const outs *x, const outs *y, int f) {
+    static char note[192];
+    size_t first = 0, count = 0;
+    for (size_t i = 0; i < x->n[f]; i++)
+        if (memcmp(&x->f[f][i], &y->f[f][i], sizeof(float)) != 0 && count++ == 0) first = i;
+    if (count == 0) return "";
+    snprintf(note, sizeof note, " (%zu of %zu values; first at row %zu, column %zu: %a vs %a)",
+             count, x->n[f], first / x->w[f], first % x->w[f], (double)x->f[f][first],
+             (double)y->f[f][first]);
+    return note;
+}
+/* cr_expect that field f of outs x and y has the same bytes; the message
+ * (a format and its arguments) gets diff_note's account appended. */
+#define EXPECT_SAME_FIELD(x, y, f, ...)             \
+    do {                                            \
+        const char *dn_ = diff_note((x), (y), (f)); \
+        cr_expect(!*dn_, __VA_ARGS__);              \
+        if (*dn_) cr_log_error("%s", dn_);          \
+    } while (0)
 
 static const char *const k_fields[] = {"logits", "q_halt_logits", "q_continue_logits", "z_H",
                                        "z_L"};
@@ -259,9 +287,7 @@ static void run_steps(hrmt_model *m, int B, hrmt_schedule sched, int steps, outs
 /* One step's five output fields and halted flags of a batch of B: the same
  * bytes expected; `what` names the comparison in the messages. */
 static void expect_same_outs(const outs *x, const outs *y, int B, const char *what) {
-    for (int f = 0; f < 5; f++)
-        cr_expect(!memcmp(x->f[f], y->f[f], x->n[f] * sizeof(float)), "%s: %s differ", what,
-                  k_fields[f]);
+    for (int f = 0; f < 5; f++) EXPECT_SAME_FIELD(x, y, f, "%s: %s differ", what, k_fields[f]);
     cr_expect(!memcmp(x->halted, y->halted, (size_t)B * 4), "%s: halted differ", what);
 }
 
@@ -281,8 +307,8 @@ static void schedules_equal(hrmt_dtype dt) {
         run_steps(m, batches[b], HRMT_SCHEDULE_BASELINE, 3, bl);
         for (int s = 0; s < 3; s++) {
             for (int f = 0; f < 5; f++)
-                cr_expect(!memcmp(t[s].f[f], bl[s].f[f], t[s].n[f] * sizeof(float)),
-                          "batch %d step %d %s: tiered != baseline", batches[b], s, k_fields[f]);
+                EXPECT_SAME_FIELD(&t[s], &bl[s], f, "batch %d step %d %s: tiered != baseline",
+                                  batches[b], s, k_fields[f]);
             cr_expect(!memcmp(t[s].halted, bl[s].halted, (size_t)batches[b] * 4));
             outs_free(&t[s]);
             outs_free(&bl[s]);
@@ -294,8 +320,7 @@ static void schedules_equal(hrmt_dtype dt) {
     run_steps(m, 40, HRMT_SCHEDULE_TIERED, 1, t);
     run_steps(m, 40, HRMT_SCHEDULE_BASELINE, 1, bl);
     for (int f = 0; f < 5; f++)
-        cr_expect(!memcmp(t[0].f[f], bl[0].f[f], t[0].n[f] * sizeof(float)),
-                  "default tile: %s differs", k_fields[f]);
+        EXPECT_SAME_FIELD(&t[0], &bl[0], f, "default tile: %s differs", k_fields[f]);
     outs_free(&t[0]);
     outs_free(&bl[0]);
     hrmt_model_destroy(m);
@@ -324,10 +349,10 @@ static void persistent_equals_baseline(int hidden, int heads, int seq_len, const
         run_steps(m, batches[b], HRMT_SCHEDULE_BASELINE, 2, bl);
         for (int s = 0; s < 2; s++) {
             for (int f = 0; f < 5; f++)
-                cr_expect(!memcmp(t[s].f[f], bl[s].f[f], t[s].n[f] * sizeof(float)),
-                          "hidden %d T %d batch %d step %d %s: tiered (persistent %s) != "
-                          "baseline",
-                          hidden, seq_len + 1, batches[b], s, k_fields[f], persist);
+                EXPECT_SAME_FIELD(&t[s], &bl[s], f,
+                                  "hidden %d T %d batch %d step %d %s: tiered (persistent %s) != "
+                                  "baseline",
+                                  hidden, seq_len + 1, batches[b], s, k_fields[f], persist);
             outs_free(&t[s]);
             outs_free(&bl[s]);
         }
@@ -458,9 +483,9 @@ static void fusion_equals_launches(const char *env, int hidden, int heads, int s
         run_steps(m[1], batches[b], HRMT_SCHEDULE_BASELINE, 2, ln);
         for (int s = 0; s < 2; s++) {
             for (int f = 0; f < 5; f++)
-                cr_expect(!memcmp(fu[s].f[f], ln[s].f[f], fu[s].n[f] * sizeof(float)),
-                          "%s hidden %d T %d batch %d step %d %s: fused != launches", env, hidden,
-                          seq_len + 1, batches[b], s, k_fields[f]);
+                EXPECT_SAME_FIELD(&fu[s], &ln[s], f,
+                                  "%s hidden %d T %d batch %d step %d %s: fused != launches", env,
+                                  hidden, seq_len + 1, batches[b], s, k_fields[f]);
             cr_expect(!memcmp(fu[s].halted, ln[s].halted, (size_t)batches[b] * 4));
             outs_free(&fu[s]);
             outs_free(&ln[s]);
@@ -571,9 +596,9 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
             run_steps(ref, batches[b], HRMT_SCHEDULE_BASELINE, 2, y);
             for (int s2 = 0; s2 < 2; s2++) {
                 for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                              "%s=%d hidden %d T %d batch %d step %d %s: != launches", env, shape,
-                              hidden, seq_len + 1, batches[b], s2, k_fields[f]);
+                    EXPECT_SAME_FIELD(&x[s2], &y[s2], f,
+                                      "%s=%d hidden %d T %d batch %d step %d %s: != launches", env,
+                                      shape, hidden, seq_len + 1, batches[b], s2, k_fields[f]);
                 outs_free(&x[s2]);
                 outs_free(&y[s2]);
             }
@@ -638,9 +663,8 @@ static void expect_same_steps(hrmt_model *a, hrmt_model *b, const int *batches, 
             run_steps(b, batches[i], sched[q], 2, y);
             for (int s2 = 0; s2 < 2; s2++) {
                 for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(x[s2].f[f], y[s2].f[f], x[s2].n[f] * sizeof(float)),
-                              "%s: batch %d %s step %d %s differ", what, batches[i],
-                              q ? "tiered" : "baseline", s2, k_fields[f]);
+                    EXPECT_SAME_FIELD(&x[s2], &y[s2], f, "%s: batch %d %s step %d %s differ", what,
+                                      batches[i], q ? "tiered" : "baseline", s2, k_fields[f]);
                 outs_free(&x[s2]);
                 outs_free(&y[s2]);
             }
@@ -1309,9 +1333,9 @@ static void branches_equal_one_chain(hrmt_dtype dt, int hidden, int heads) {
         for (int k = 1; k < 4; k++)
             for (int s = 0; s < 2; s++) {
                 for (int f = 0; f < 5; f++)
-                    cr_expect(!memcmp(o[k][s].f[f], o[0][s].f[f], o[0][s].n[f] * sizeof(float)),
-                              "hidden %d batch %d step %d %s: %s branches != one chain", hidden,
-                              batches[b], s, k_fields[f], count[k]);
+                    EXPECT_SAME_FIELD(&o[k][s], &o[0][s], f,
+                                      "hidden %d batch %d step %d %s: %s branches != one chain",
+                                      hidden, batches[b], s, k_fields[f], count[k]);
                 cr_expect(!memcmp(o[k][s].halted, o[0][s].halted, (size_t)batches[b] * 4));
             }
         for (int k = 0; k < 4; k++)
@@ -1478,8 +1502,8 @@ Test(cuda_model, graph_replay_equals_launches) {
     }
     for (int s = 0; s < steps; s++) {
         for (int f = 0; f < 5; f++)
-            cr_expect(!memcmp(x[0][s].f[f], x[1][s].f[f], x[0][s].n[f] * sizeof(float)),
-                      "step %d %s: graph replay != launches", s, k_fields[f]);
+            EXPECT_SAME_FIELD(&x[0][s], &x[1][s], f, "step %d %s: graph replay != launches", s,
+                              k_fields[f]);
         cr_expect(!memcmp(x[0][s].halted, x[1][s].halted, (size_t)B * 4), "step %d halted", s);
         cr_expect_eq(tm[0][s].l_level_calls, tm[1][s].l_level_calls, "step %d", s);
         cr_expect_eq(tm[0][s].h_level_calls, tm[1][s].h_level_calls, "step %d", s);
@@ -1601,8 +1625,8 @@ Test(cuda_model, gemm_tuning_keeps_bits) {
         run_steps(pinned, batches[b], HRMT_SCHEDULE_BASELINE, 2, y);
         for (int s = 0; s < 2; s++) {
             for (int f = 0; f < 5; f++)
-                cr_expect(!memcmp(x[s].f[f], y[s].f[f], x[s].n[f] * sizeof(float)),
-                          "batch %d step %d %s: tuned != pinned", batches[b], s, k_fields[f]);
+                EXPECT_SAME_FIELD(&x[s], &y[s], f, "batch %d step %d %s: tuned != pinned",
+                                  batches[b], s, k_fields[f]);
             outs_free(&x[s]);
             outs_free(&y[s]);
         }
