@@ -30,7 +30,7 @@ want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 # switch | its tests' name patterns (space-separated) | its shortest test |
 # the batches it serves | the kernels' name pattern for ncu.
 switches=(
-  "HRMT_CUDA_FUSED_NORM|fused_norm_*|fused_norm_equals_launches_short_seq|64,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
+  "HRMT_CUDA_FUSED_NORM|fused_norm_*|fused_norm_equals_launches_short_seq|16,64,128,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
   "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|norm_vec_equals_reg_short_seq|16,64,256|norm_"
   "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
   "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
