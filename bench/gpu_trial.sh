@@ -16,7 +16,8 @@
 #   bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
-# TRIAL_STEPS (default "tests memcheck tune ab ncu tiles") picks the parts. A switch that
+# TRIAL_STEPS (default "tests memcheck tune ab ncu tiles") picks the parts;
+# TRIAL_MEMCHECK_S (100) bounds each memcheck run. A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
 # in docs/CUDA-KERNELS.md. Exit 0 when every part ran and every test passed.
 set -uo pipefail
@@ -53,17 +54,26 @@ for s in "${switches[@]}"; do
       --mode baseline --batch-sizes 256 --warmup 1 --iterations 3 2>&1 | grep -E 'gate_up|ms'
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   fi
-  if want memcheck && command -v compute-sanitizer >/dev/null; then
+  if want memcheck && ! command -v compute-sanitizer >/dev/null; then
+    echo "$var: memcheck SKIP (no compute-sanitizer on PATH)"
+    rc=1
+  elif want memcheck; then
     stamp "$var: memcheck cuda_model/$short"
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/test_cuda_model" \
-      --jobs 1 --filter="cuda_model/$short" 2>&1 | tail -3
-    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    # A bound per run, so that one slow case cannot take the call's time.
+    timeout "${TRIAL_MEMCHECK_S:-100}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$build/tests/test_cuda_model" --jobs 1 --filter="cuda_model/$short" 2>&1 | tail -3
+    mc=${PIPESTATUS[0]}
+    [ "$mc" -eq 124 ] && echo "memcheck: stopped after ${TRIAL_MEMCHECK_S:-100} s (no verdict)"
+    [ "$mc" -eq 0 ] || rc=1
   fi
   if want ab; then
     stamp "$var: bench/ab.sh \"0 1\" $batches 2"
     bash "$here/ab.sh" "$build" "$var" "0 1" "$batches" 2 || rc=1
   fi
-  if want ncu && command -v ncu >/dev/null; then
+  if want ncu && ! command -v ncu >/dev/null; then
+    echo "$var: ncu SKIP (no ncu on PATH)"
+    rc=1
+  elif want ncu; then
     for v in 0 1; do
       stamp "$var=$v: ncu -k regex:$kern, batch 256 (one step, caches as the step leaves them)"
       env "$var=$v" HRMT_CUDA_PROFILE_STEPS=1 ncu --cache-control none --clock-control none \
