@@ -9,13 +9,16 @@
 # to `--backend cuda --mode baseline --iterations 20`. A value "-" leaves VAR
 # unset. VAR = BUILD: the values are build directories, each run by its own
 # hrmt with no variable set (BUILD_DIR unused: write -), for changes that no
-# switch selects. Examples (docs/CUDA-KERNELS.md):
+# switch selects. VAR = ENV: each value is a comma-separated list of
+# assignments set together ("-": none), for several switches at once.
+# Examples (docs/CUDA-KERNELS.md):
 #   bash bench/ab.sh build HRMT_CUDA_CLUSTER_NORM "0 1" 1,2,4 3
 #   bash bench/ab.sh - BUILD "build-new build-old" 8,64,256 3
+#   bash bench/ab.sh build ENV "- HRMT_CUDA_GLU_MUL=1,HRMT_CUDA_NORM_VEC=1" 64,256 2
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
   exit 2
 fi
@@ -43,6 +46,10 @@ for r in $(seq 1 "$rounds"); do
     if [ "$var" = BUILD ]; then
       "$v/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet --output "$out" \
         >"$tmp/log" 2>&1
+    elif [ "$var" = ENV ]; then
+      IFS=, read -r -a kv <<<"${v#-}"
+      env "${kv[@]}" "$build/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet \
+        --output "$out" >"$tmp/log" 2>&1
     elif [ "$v" = - ]; then
       env -u "$var" "$build/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet \
         --output "$out" >"$tmp/log" 2>&1

@@ -6,9 +6,10 @@
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
-# kernel times at batch 256 with it off and on. As bench/gpu.sh's hook, in
-# two calls (all parts take ~10 minutes by estimate; a call has ~8 after the
-# build): TRIAL_STEPS="tests memcheck tune", then TRIAL_STEPS="ab ncu tiles":
+# kernel times at batch 256 with it off and on; then all of them on at once
+# against none. As bench/gpu.sh's hook, in two calls (all parts take ~11
+# minutes by estimate; a call has ~8 after the build): TRIAL_STEPS="tests
+# memcheck tune", then TRIAL_STEPS="ab ncu all tiles":
 #   HRMT_GPU_BUDGET_S=560 HRMT_GPU_HOOK_RESERVE=5 HRMT_GPU_CMAKE_ARGS=-DHRMT_MPI=OFF \
 #   HRMT_GPU_SKIP="ctest bench anchors ops probe install cpu sanitizers" \
 #   HRMT_GPU_TARGETS="hrmt hrmt_cli test_cuda_model" \
@@ -16,14 +17,14 @@
 #   bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
-# TRIAL_STEPS (default "tests memcheck tune ab ncu tiles") picks the parts;
+# TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts;
 # TRIAL_MEMCHECK_S (100) bounds each memcheck run. A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
 # in docs/CUDA-KERNELS.md. Exit 0 when every part ran and every test passed.
 set -uo pipefail
 build=${build:?set build to the build directory}
 here=$(cd "$(dirname "$0")" && pwd)
-steps=" ${TRIAL_STEPS:-tests memcheck tune ab ncu tiles} "
+steps=" ${TRIAL_STEPS:-tests memcheck tune ab ncu all tiles} "
 rc=0
 t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
@@ -85,6 +86,12 @@ for s in "${switches[@]}"; do
     done
   fi
 done
+if want all; then
+  # Every switch above on at once against none: the step if all became defaults.
+  on=$(for s in "${switches[@]}"; do printf '%s=1,' "${s%%|*}"; done)
+  stamp "all switches: bench/ab.sh ENV \"- ${on%,}\" 1,8,64,256 2"
+  bash "$here/ab.sh" "$build" ENV "- ${on%,}" 1,8,64,256 2 || rc=1
+fi
 if want tiles; then
   stamp "tiered schedule, samples per tile: bench/ab.sh HRMT_CUDA_TILE_SAMPLES \"- 32 96 256\" 64,256 1"
   bash "$here/ab.sh" "$build" HRMT_CUDA_TILE_SAMPLES "- 32 96 256" 64,256 1 -- \
