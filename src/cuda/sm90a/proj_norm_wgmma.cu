@@ -58,6 +58,7 @@
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
+#include "cuda/sm90a/pair_norm_math.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -202,24 +203,14 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
             for (int hf = 0; hf < 2; hf++)
                 residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
         /* Lane chains a[hf][k][e] for reference lane 8 k + 2 c + e over this
-         * CTA's GH groups (n8 tiles i = 4 g + k), CTA 1 going on from CTA
-         * 0's values. */
+         * CTA's GH groups (pair_norm_math.cuh), CTA 1 going on from CTA 0's
+         * values. */
         if (rank == 1) mbar_wait_cluster(xready, xph);
         float a[2][4][2];
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float v = rank == 1 ? xpart[(lr0 + 8 * hf) * 32 + 8 * k + 2 * c + e] : 0.0f;
-#pragma unroll
-                    for (int g = 0; g < GH; g++) {
-                        const float x = acc[4 * (4 * g + k) + 2 * hf + e];
-                        v = rc::fadd(v, rc::fmul(x, x));
-                    }
-                    a[hf][k][e] = v;
-                }
+            pn_lane_chains<GH>(acc, hf, rank == 1 ? xpart + (lr0 + 8 * hf) * 32 + 2 * c : nullptr,
+                               a[hf]);
         float inv[2];
         if (rank == 0) {
 #pragma unroll
@@ -238,18 +229,14 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
         } else {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                float f[2];
-#pragma unroll
-                for (int e = 0; e < 2; e++)
-                    f[e] = rc::fadd(rc::fadd(rc::fadd(a[hf][0][e], a[hf][1][e]), a[hf][2][e]),
-                                    a[hf][3][e]);
-                float sum = 0.0f; /* reference lanes 0..7 = (c, e) in order */
+                float f[2], fq[4][2]; /* the row's four threads' folds */
+                pn_fold(a[hf], f);
 #pragma unroll
                 for (int cc = 0; cc < 4; cc++)
 #pragma unroll
                     for (int e = 0; e < 2; e++)
-                        sum = rc::fadd(sum, __shfl_sync(0xffffffffu, f[e], (lane & ~3) | cc));
-                inv[hf] = rc::fdiv(1.0f, rc::fsqrt(rc::fadd(rc::fdiv(sum, (float)H), p.eps)));
+                        fq[cc][e] = __shfl_sync(0xffffffffu, f[e], (lane & ~3) | cc);
+                inv[hf] = pn_inv(fq, (float)H, p.eps);
                 if (c == 0) st_cluster_f32(xinv_peer + 4u * (uint32_t)(lr0 + 8 * hf), inv[hf]);
             }
             mbar_arrive_remote(invready_peer);
