@@ -29,8 +29,9 @@
  * in group order in registers. CTA 0 holds groups 0 .. G/2 - 1: its chains'
  * values go to CTA 1's shared memory, CTA 1 goes on from them over its
  * groups, folds and sums (the four threads of a row by shuffles), and sends
- * each row's inv back. cuda_model/fused_norm_equals_launches_* check the
- * bytes against the launches on the device.
+ * each row's inv back (pair_norm_math.cuh). cuda_model/fused_norm_* check
+ * the bytes against the launches on the device; tests/test_pair_norm_math.cu
+ * runs the same epilogue arithmetic on the host against the CPU's.
  *
  * The exchange, per tile j of the CTA's loop (parity j & 1), through two
  * mbarriers of 256 arrivals (every consumer thread of the other CTA, each
