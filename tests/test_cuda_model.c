@@ -1060,6 +1060,41 @@ Test(cuda_model, fused_norm_beside_cluster_norm_equals_launches) {
     hrmt_context_destroy(ctx);
 }
 
+/* A sample's bytes do not depend on the batch around it: in the default
+ * (tuned) model, sample 0 of batches 8, 40 and 256 (the cluster forms, the
+ * CTA forms, GEMMs tuned at the step's exact M and the launches, each at
+ * its batches) against the same sample alone, every output of three steps,
+ * both schedules. make_inputs draws sample 0's tokens and puzzle id first
+ * whatever the batch. */
+Test(cuda_model, a_sample_is_the_same_in_any_batch) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 43, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    const int batches[] = {8, 40, 256};
+    for (int q = 0; q < 2; q++) {
+        outs one[3];
+        run_steps(m, 1, sched[q], 3, one);
+        for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+            const int B = batches[b];
+            outs all[3];
+            run_steps(m, B, sched[q], 3, all);
+            for (int s = 0; s < 3; s++) {
+                for (int f = 0; f < 5; f++)
+                    cr_expect(!memcmp(one[s].f[f], all[s].f[f], one[s].n[f] * sizeof(float)),
+                              "%s step %d %s: sample 0 of batch %d != the sample alone",
+                              q ? "tiered" : "baseline", s, k_fields[f], B);
+                cr_expect_eq(one[s].halted[0], all[s].halted[0], "step %d halted, batch %d", s, B);
+                outs_free(&all[s]);
+            }
+        }
+        for (int s = 0; s < 3; s++) outs_free(&one[s]);
+    }
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+
 /* The block GEMMs and the fused gate_up tuned at a step's exact M
  * (HRMT_CUDA_GEMM_TUNE_EXACT, on by default; rows above 1024 that are no
  * bucket's own M: 26 and 40 samples of T = 82, 2132 and 3280 rows) against
