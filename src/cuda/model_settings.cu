@@ -43,10 +43,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA", 1, &qa_cta)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_FAST_SILU", 1, &fast)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 0, &nvec)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 0, &once)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 1, &nvec)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 1, &once)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MUL", 0, &mul)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 0, &wres)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -77,9 +77,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* Attention at small batches: each query tile's O column passes shared
      * by a team of the block's warps (model_attn_mma.cu), same bits. */
     g->attn_teams = teams;
-    /* ... and, opt-in until timed (session 30, no device lent), K's and Q's
-     * RoPE from one factor load per (row, chunk) (attn_rope.cuh), same bits:
-     * for models with RoPE whose attention is the register kernel. */
+    /* ... and K's and Q's RoPE from one factor load per (row, chunk)
+     * (attn_rope.cuh), same bits: for models with RoPE whose attention is
+     * the register kernel. On by default since session 31 (H200: 0.988 /
+     * 0.987 of the step at batch 64 / 256; docs/CUDA-KERNELS.md). */
     g->attn_rope_once =
         once && m->cfg.pos_encodings == HRMT_POS_ROPE && cu_attention_mma_applies(m);
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
@@ -94,27 +95,29 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* Else its lookups from a shared-memory copy of the table's busy window
      * (sm90a/glu_wgmma.cu), same bits; with s(g) computed nothing reads it. */
     g->glu_slut = slut && !g->glu_fast;
-    /* Opt-in until timed (session 30): the tuner also times the gate_up
-     * shape with each CTA's W slice resident (sm90a/ring_wres.cuh), kept
-     * where it gives the launches' bytes and is faster, as every shape. */
+    /* The tuner also times the gate_up shape with each CTA's W slice
+     * resident (sm90a/ring_wres.cuh), kept where it gives the launches'
+     * bytes and is faster, as every shape. On by default since session 31
+     * (H200: 0.980 of the step at batch 256, level at 16 / 64). */
     g->glu_wres = g->glu && wres;
-    /* Opt-in until timed (session 30, no device lent): its product s(g) u
-     * by one mul.rn.bf16x2 a pair instead of unpacking, two F32 products
-     * and a conversion, same bits: only where a check of all 2^32 BF16
-     * pairs on this device agrees. */
+    /* Opt-in: its product s(g) u by one mul.rn.bf16x2 a pair instead of
+     * unpacking, two F32 products and a conversion, same bits: only where a
+     * check of all 2^32 BF16 pairs on this device agrees. Level with the
+     * default on the H200 (session 31: 1.005 / 1.000 / 0.999 / 1.005 of the
+     * step at batch 1 / 8 / 64 / 256). */
     g->glu_mul = 0;
     if (g->glu && mul && (s = cu_glu_mul_exact(m, &g->glu_mul)) != HRMT_OK) return s;
     /* Projection + norm in one kernel past the cluster form's wave (two-CTA
      * clusters per 128-row tile, sm90a/proj_norm_wgmma.cu), same bits:
-     * opt-in until timed (session 31, no device lent; its 64-row
-     * predecessor was slower than the GEMM + row kernel on the H200). */
+     * opt-in, slower than the GEMM + row kernel on the H200 (session 31:
+     * 1.71 / 1.19 / 1.20 / 1.10 of the step at batch 16 / 64 / 128 / 256). */
     g->pnorm = pnorm ? cu_proj_norm_clusters(m) : 0;
     g->pdl = pdl && m->ctx->cuda->prop.major >= 9;
     /* The norm between projections with 16-byte accesses (rowops_norm.cu),
-     * same bits: opt-in until timed on a GPU (written in session 30 while
-     * no device was lent; the 2-byte form issues ~630 instructions a row and
-     * ran at ~75% of the copy rate at batch 256 on the H200). Where the
-     * block launches the row kernel with PDL: BF16 rows of 256 or 512. */
+     * same bits: on by default since session 31 (H200: 0.965 / 0.958 /
+     * 0.980 of the step at batch 16 / 64 / 256; the 2-byte form issues ~630
+     * instructions a row). Where the block launches the row kernel with
+     * PDL: BF16 rows of 256 or 512. */
     g->norm_vec = nvec && g->pdl && m->dt == HRMT_BF16 && (m->hidden == 256 || m->hidden == 512);
     g->inject = inject;
     /* Norm prologue: opt-in, slower than the row kernel + GEMM on the H200
