@@ -94,9 +94,6 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
     asm volatile("ld.shared::cluster.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
     return v;
 }
-__device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
-    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
-}
 #endif
 
 template <int WN, int CL>

@@ -107,9 +107,6 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t *b, unsigned parity) 
         "r"(parity)
         : "memory");
 }
-__device__ __forceinline__ void st_cluster_f32(uint32_t a, float v) {
-    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
-}
 #endif
 
 template <int NH>
@@ -220,7 +217,7 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
                 for (int k = 0; k < 4; k++)
 #pragma unroll
                     for (int e = 0; e < 2; e++)
-                        st_cluster_f32(
+                        cl_st_f32(
                             xpart_peer + 4u * (uint32_t)((lr0 + 8 * hf) * 32 + 8 * k + 2 * c + e),
                             a[hf][k][e]);
             mbar_arrive_remote(xready_peer);
@@ -238,7 +235,7 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
                     for (int e = 0; e < 2; e++)
                         fq[cc][e] = __shfl_sync(0xffffffffu, f[e], (lane & ~3) | cc);
                 inv[hf] = pn_inv(fq, (float)H, p.eps);
-                if (c == 0) st_cluster_f32(xinv_peer + 4u * (uint32_t)(lr0 + 8 * hf), inv[hf]);
+                if (c == 0) cl_st_f32(xinv_peer + 4u * (uint32_t)(lr0 + 8 * hf), inv[hf]);
             }
             mbar_arrive_remote(invready_peer);
         }

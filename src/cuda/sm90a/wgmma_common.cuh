@@ -91,6 +91,10 @@ __device__ __forceinline__ uint32_t cl_map(const void *p, uint32_t rank) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
     return r;
 }
+/* A store into another CTA's shared memory at `a` (cl_map). */
+__device__ __forceinline__ void cl_st_f32(uint32_t a, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
+}
 /* Every thread of every CTA of the cluster: writes before it (shared and
  * distributed shared memory) are seen by reads after it. */
 __device__ __forceinline__ void cl_sync() {
