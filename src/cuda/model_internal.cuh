@@ -188,6 +188,11 @@ int cu_branch_count(const hrmt_model *m, size_t B);
 
 /* Maps a CUDA status into the context (message "<what>: <cuda text>"). */
 hrmt_status cu_fail(hrmt_context *ctx, cudaError_t e, const char *what);
+#ifdef HRMT_CUDA_LINK_TRACE
+/* link_trace.cu: each step's pdl_wait() records (a development build). */
+hrmt_status cu_link_trace_begin(hrmt_model *m);
+hrmt_status cu_link_trace_end(hrmt_model *m, size_t batch);
+#endif
 /* The pending launch error of `what`, if any, through hrmt_cuda_check. */
 hrmt_status cu_check(hrmt_context *ctx, const char *what);
 

@@ -793,6 +793,9 @@ static hrmt_status act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
     hrmt_step_timing tm;
     memset(&tm, 0, sizeof tm);
     TRY(ev_reserve(m, g, EV_END));
+#ifdef HRMT_CUDA_LINK_TRACE
+    TRY(cu_link_trace_begin(m));
+#endif
     if (!use_graph || rebuild) { /* a new timeline; a replay reuses the captured one */
         g->nev = EV_FIRST_SEG;
         g->nseg = 0;
@@ -819,6 +822,9 @@ static hrmt_status act_step(hrmt_model *m, hrmt_carry *c, const int32_t *inputs,
     if (o->schedule != HRMT_SCHEDULE_BASELINE) TRY(tile_bookkeeping(m, c));
     /* Waits for the step; an asynchronous fault surfaces here. */
     TRY(hrmt_cuda_sync(ctx->cuda, ctx->err, sizeof ctx->err));
+#ifdef HRMT_CUDA_LINK_TRACE
+    TRY(cu_link_trace_end(m, B));
+#endif
     TRY(download_act_state(m, c));
     TRY(account(m, g, EV_START, EV_END, &tm));
     if (outs) TRY(copy_out(m, c, outs));

@@ -13,9 +13,17 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/link_trace.cuh"
+
 __device__ __forceinline__ void pdl_wait() {
+#ifdef HRMT_CUDA_LINK_TRACE
+    const unsigned long long t_call = lt_now();
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+#ifdef HRMT_CUDA_LINK_TRACE
+    lt_record(t_call);
 #endif
 }
 __device__ __forceinline__ void pdl_trigger() {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Where a small batch's step goes, link by link, on the GPU machine (as
+# bench/gpu.sh's hook: $build and $out set; or alone with build= and out=):
+#  1. bench/cuda_link_latency.cu: what one link of a graph of dependent
+#     kernels costs with nothing in it (plain, PDL, with 3 us of work);
+#  2. a second build with -DHRMT_CUDA_LINK_TRACE=ON (src/cuda/link_trace.cuh)
+#     and each batch's step timeline from it (bench/link_trace.py), the
+#     records in $out/trace_B.log (CSV), beside the plain build's step time.
+# LINK_BATCHES (default "1 8 64 256") picks the batches.
+#   HRMT_GPU_HOOK='bash bench/gpu_links.sh' bash bench/gpu.sh
+# Exit 0 when every part ran.
+set -uo pipefail
+build=${build:?set build to the build directory}
+out=${out:-/tmp}
+root=$(cd "$(dirname "$0")/.." && pwd)
+rc=0
+t0=$SECONDS
+stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
+stamp "link latency (bench/cuda_link_latency.cu)"
+if nvcc -std=c++17 -O3 -arch=sm_90 -I "$root/src" "$root/bench/cuda_link_latency.cu" \
+  -o /tmp/link_latency; then
+  /tmp/link_latency || rc=1
+else
+  rc=1
+fi
+tb=/tmp/hrmt-build-trace
+stamp "link-trace build ($tb)"
+if cmake -S "$root" -B "$tb" -DCMAKE_BUILD_TYPE=Release -DHRMT_CUDA=ON -DHRMT_MPI=OFF \
+  -DHRMT_BUILD_TESTS=OFF -DHRMT_BUILD_BENCH=OFF -DHRMT_CUDA_LINK_TRACE=ON >"$out/trace_build.log" 2>&1 &&
+  cmake --build "$tb" -j"$(nproc)" --target hrmt_cli >>"$out/trace_build.log" 2>&1; then
+  for b in ${LINK_BATCHES:-1 8 64 256}; do
+    stamp "batch $b: plain build's step, then the traced step"
+    "$build/hrmt" bench --backend cuda --mode baseline --batch-sizes "$b" --warmup 3 \
+      --iterations 20 2>&1 | grep -m1 '^baseline'
+    HRMT_CUDA_LINK_TRACE_OUT="$out/trace_$b.log" "$tb/hrmt" bench --backend cuda --mode baseline \
+      --batch-sizes "$b" --warmup 3 --iterations 5 2>&1 | grep -m1 '^baseline'
+    python3 "$root/bench/link_trace.py" "$out/trace_$b.log" || rc=1
+  done
+else
+  echo "trace build failed (trace_build.log)"
+  tail -20 "$out/trace_build.log"
+  rc=1
+fi
+stamp "done"
+exit $rc

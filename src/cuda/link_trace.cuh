@@ -1,0 +1,66 @@
+/* The step's links as they run (a development aid, compiled only with
+ * -DHRMT_CUDA_LINK_TRACE=ON, off by default): each kernel that waits for
+ * the one before through pdl_wait() records, once per warpgroup leader
+ * that calls it, when it called the wait and when the wait returned (the
+ * kernel before had finished and its writes were visible), read from
+ * %globaltimer, with its grid, block and dynamic shared memory, so that a
+ * step's timeline can be read without a profiler that serialises kernels
+ * (ncu) or one the GPU machine lacks (nsys). The records of kernel k+1 all
+ * follow kernel k's: its waits return only once k has finished.
+ * HRMT_CUDA_LINK_TRACE_OUT=FILE writes each step's records there
+ * (link_trace.cu); bench/link_trace.py makes the table.
+ * Each translation unit has its own copy of the device pointer, set through
+ * a setter it registers at load: the pointer lives in the module of each
+ * .cu file. Not for release builds: this is the only global state of its
+ * kind, and only in this build. */
+#ifndef HRMT_CUDA_LINK_TRACE_CUH
+#define HRMT_CUDA_LINK_TRACE_CUH
+
+#ifdef HRMT_CUDA_LINK_TRACE
+#include <cuda_runtime.h>
+
+struct lt_rec {
+    unsigned long long t_call, t_pass;      /* ns, %globaltimer */
+    unsigned grid, block, smem, cta_thread; /* cta_thread: CTA << 10 | thread */
+};
+struct lt_buf {
+    unsigned long long n, cap;
+    lt_rec rec[1]; /* cap of them */
+};
+
+typedef cudaError_t (*lt_setter)(lt_buf *);
+int hrmt_cuda_link_trace_register(lt_setter f);
+
+namespace {
+__device__ lt_buf *lt_dev;
+cudaError_t lt_set(lt_buf *p) { return cudaMemcpyToSymbol(lt_dev, &p, sizeof p); }
+[[maybe_unused]] const int lt_registered = hrmt_cuda_link_trace_register(lt_set);
+} // namespace
+
+__device__ __forceinline__ unsigned long long lt_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void lt_record(unsigned long long t_call) {
+    lt_buf *b = lt_dev;
+    if (!b || (threadIdx.x & 127) != 0) return;
+    const unsigned long long t = lt_now();
+    const unsigned long long i = atomicAdd(&b->n, 1ull);
+    if (i >= b->cap) return;
+    unsigned smem;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(smem));
+    const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    lt_rec r;
+    r.t_call = t_call;
+    r.t_pass = t;
+    r.grid = gridDim.x * gridDim.y * gridDim.z;
+    r.block = blockDim.x * blockDim.y * blockDim.z;
+    r.smem = smem;
+    r.cta_thread = cta << 10 | threadIdx.x;
+    b->rec[i] = r;
+}
+#endif
+
+#endif
