@@ -16,13 +16,20 @@ is in the span of the kernel before them."""
 import sys
 
 
+PHASE = 1 << 63
+
+
 def kernels(rows):
     out, cur, seen = [], None, set()
     for r in rows:
         sig = (r["grid"], r["block"], r["smem"])
+        if r["t_call"] & PHASE:  # a point inside the kernel (LT_PHASE)
+            if cur is not None:
+                cur["phases"].setdefault(r["t_call"] & 63, []).append(r["t_pass"])
+            continue
         key = (r["cta"], r["thread"])
         if cur is None or sig != cur["sig"] or key in seen:
-            cur = {"sig": sig, "calls": [], "passes": []}
+            cur = {"sig": sig, "calls": [], "passes": [], "phases": {}}
             out.append(cur)
             seen = set()
         seen.add(key)
@@ -52,7 +59,7 @@ def main(argv):
         return 1
     t0 = min(ks[0]["passes"])
     print(f"link trace: {head}; {len(ks)} kernels that wait")
-    spans = {}
+    spans, phases = {}, {}
     lines = []
     for i, k in enumerate(ks):
         first, last = min(k["passes"]), max(k["passes"])
@@ -61,6 +68,9 @@ def main(argv):
         g, b, s = k["sig"]
         if span is not None:
             spans.setdefault(k["sig"], []).append(span)
+            ph = phases.setdefault(k["sig"], {})
+            for pid, ts in k["phases"].items():
+                ph.setdefault(pid, []).append((min(ts) - first, max(ts) - first))
         lines.append(
             f"{i:4d} grid {g:5d} x {b:4d}  smem {s / 1024:6.1f} KB  waiters {len(k['passes']):4d}  "
             f"called {(min(k['calls']) - t0) / 1e3:9.2f}  passed {(first - t0) / 1e3:9.2f} .. "
@@ -80,6 +90,19 @@ def main(argv):
             f"  {g:5d} x {b:4d} {s / 1024:6.1f} KB: {len(v):4d}  {sum(v) / len(v) / 1e3:7.2f}  "
             f"{min(v) / 1e3:7.2f}  {max(v) / 1e3:7.2f}  {100 * sum(v) / total:5.1f}%"
         )
+    if any(phases.values()):
+        print("points inside the kernels (LT_PHASE; 1 first operands landed, 2 products done, "
+              "3-5 epilogue steps, 9 end), us after the kernel's first wait return, "
+              "mean over its calls of the first / last warpgroup to pass it:")
+        for sig, ph in sorted(phases.items(), key=lambda kv: -sum(spans[kv[0]])):
+            if not ph:
+                continue
+            g, b, s = sig
+            cells = "  ".join(
+                f"{pid}: {sum(a for a, _ in v) / len(v) / 1e3:.2f} / {sum(z for _, z in v) / len(v) / 1e3:.2f}"
+                for pid, v in sorted(ph.items())
+            )
+            print(f"  {g:5d} x {b:4d} {s / 1024:6.1f} KB (span {sum(spans[sig]) / len(spans[sig]) / 1e3:.2f}): {cells}")
     return 0
 
 

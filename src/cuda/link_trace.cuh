@@ -8,7 +8,10 @@
  * (ncu) or one the GPU machine lacks (nsys). The records of kernel k+1 all
  * follow kernel k's: its waits return only once k has finished.
  * HRMT_CUDA_LINK_TRACE_OUT=FILE writes each step's records there
- * (link_trace.cu); bench/link_trace.py makes the table.
+ * (link_trace.cu); bench/link_trace.py makes the table. LT_PHASE(id) marks
+ * points inside the small batches' kernels (1: the first stage of operands
+ * landed, 2: the products done, 3-5: steps of the epilogue (each kernel's
+ * comments), 9: the end), nothing in other builds.
  * Each translation unit has its own copy of the device pointer, set through
  * a setter it registers at load: the pointer lives in the module of each
  * .cu file. Not for release builds: this is the only global state of its
@@ -61,6 +64,28 @@ __device__ __forceinline__ void lt_record(unsigned long long t_call) {
     r.cta_thread = cta << 10 | threadIdx.x;
     b->rec[i] = r;
 }
+
+/* A point inside a kernel (id 1-62), recorded by each warpgroup leader that
+ * passes it: t_call holds 1 << 63 | id. */
+__device__ __forceinline__ void lt_phase(unsigned id) {
+    lt_buf *b = lt_dev;
+    if (!b || (threadIdx.x & 127) != 0) return;
+    const unsigned long long t = lt_now();
+    const unsigned long long i = atomicAdd(&b->n, 1ull);
+    if (i >= b->cap) return;
+    lt_rec r;
+    r.t_call = 1ull << 63 | id;
+    r.t_pass = t;
+    r.grid = gridDim.x * gridDim.y * gridDim.z;
+    r.block = blockDim.x * blockDim.y * blockDim.z;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r.smem));
+    r.cta_thread =
+        (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) << 10 | threadIdx.x;
+    b->rec[i] = r;
+}
+#define LT_PHASE(id) lt_phase(id)
+#else
+#define LT_PHASE(id) ((void)0)
 #endif
 
 #endif

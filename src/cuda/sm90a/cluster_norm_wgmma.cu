@@ -191,6 +191,7 @@ __global__ void __launch_bounds__(256, 1)
                 rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]);
         }
     cl_sync();
+    LT_PHASE(3);
 
     /* 2. This CTA's rows of the tile: lane l is the reference's lane l
      * (rowops_sumsq.cuh's register form), column c = g 32 + l held by CTA
@@ -206,7 +207,9 @@ __global__ void __launch_bounds__(256, 1)
         const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
         if (lane < CL) cl_st_f32(cl_map(xinv + row, (uint32_t)lane), inv);
     }
+    LT_PHASE(4);
     cl_sync();
+    LT_PHASE(5);
 
     /* 3. out = bf16(x inv) over this CTA's block; with a fold, the next
      * level's injection of it too (stored in out's place or beside it). */
@@ -224,6 +227,7 @@ __global__ void __launch_bounds__(256, 1)
                     fold_pair(p, hv, f1[i][hf], f2[i][hf]);
         }
     }
+    LT_PHASE(9);
 #endif
 }
 

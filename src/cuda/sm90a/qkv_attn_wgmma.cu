@@ -133,6 +133,7 @@ __global__ void __launch_bounds__(256, 1)
     qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
     asm volatile("bar.sync 3, 128;" ::: "memory");      /* xs whole (this warpgroup) */
     asm volatile("barrier.cluster.wait;" ::: "memory"); /* every CTA started */
+    LT_PHASE(3);
     /* 2. The block pushed, 16 bytes a store, to where attention reads it:
      * k and v rows into every CTA's K or V (row r 64 + row), a q row into
      * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
@@ -152,6 +153,7 @@ __global__ void __launch_bounds__(256, 1)
         }
     }
     cl_sync(); /* every push into every CTA landed and is seen */
+    LT_PHASE(4);
 
     /* 3. Attention on this CTA's query tiles rank, rank + CL: the
      * warpgroup's four warps a team (attn_mma_tile.cuh). */
@@ -167,6 +169,7 @@ __global__ void __launch_bounds__(256, 1)
             if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
         }
     }
+    LT_PHASE(9);
 #endif
 }
 

@@ -78,6 +78,7 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
     int prev = -1;
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
         const uint8_t *st = a_of(s);
         const uint64_t dw = desc_k128(w_of(s, kb));
         wg_fence();
@@ -103,6 +104,7 @@ template <int MSUB, int WN>
 __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *empty, int prev,
                                           int lane) {
     wg_wait<0>();
+    LT_PHASE(2);
 #pragma unroll
     for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
@@ -220,6 +222,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
+    LT_PHASE(9);
 #endif
 }
 

@@ -213,6 +213,7 @@ __device__ __forceinline__ void ring_products(float (&acc)[N / 2], const uint8_t
     prev = -1;
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
         const uint8_t *st = smem + s * stage_bytes;
         const uint64_t da = desc_k128(st), dw = desc_k128(st + w_off);
         wg_fence();
@@ -225,6 +226,7 @@ __device__ __forceinline__ void ring_products(float (&acc)[N / 2], const uint8_t
         ring_next(s, ph, stages);
     }
     wg_wait<0>();
+    LT_PHASE(2);
     /* Keep the caller's reads of the accumulators after the wait. */
 #pragma unroll
     for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
