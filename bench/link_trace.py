@@ -16,17 +16,10 @@ is in the span of the kernel before them."""
 import sys
 
 
-PHASE = 1 << 63
-
-
 def kernels(rows):
     out, cur, seen = [], None, set()
     for r in rows:
         sig = (r["grid"], r["block"], r["smem"])
-        if r["t_call"] & PHASE:  # a point inside the kernel (LT_PHASE)
-            if cur is not None:
-                cur["phases"].setdefault(r["t_call"] & 63, []).append(r["t_pass"])
-            continue
         key = (r["cta"], r["thread"])
         if cur is None or sig != cur["sig"] or key in seen:
             cur = {"sig": sig, "calls": [], "passes": [], "phases": {}}
@@ -35,6 +28,10 @@ def kernels(rows):
         seen.add(key)
         cur["calls"].append(r["t_call"])
         cur["passes"].append(r["t_pass"])
+        for pid in range(1, 9):  # the points inside the kernel (LT_PHASE) this waiter passed
+            t = r.get(f"ph{pid}", 0)
+            if t:
+                cur["phases"].setdefault(pid, []).append(t)
     return out
 
 
@@ -92,7 +89,7 @@ def main(argv):
         )
     if any(phases.values()):
         print("points inside the kernels (LT_PHASE; 1 first operands landed, 2 products done, "
-              "3-5 epilogue steps, 9 end), us after the kernel's first wait return, "
+              "3-5 epilogue steps, 8 end), us after the kernel's first wait return, "
               "mean over its calls of the first / last warpgroup to pass it:")
         for sig, ph in sorted(phases.items(), key=lambda kv: -sum(spans[kv[0]])):
             if not ph:

@@ -28,6 +28,7 @@ hrmt_status cu_link_trace_begin(hrmt_model *m) {
     cudaError_t e = cudaSuccess;
     if (!buf) {
         e = cudaMalloc(&buf, sizeof(lt_buf) + CAP * sizeof(lt_rec));
+        if (e == cudaSuccess) e = cudaMemset(buf, 0, sizeof(lt_buf)); /* no stash matches */
         for (int i = 0; i < units && e == cudaSuccess; i++) e = setters[i](buf);
         const unsigned long long cap = CAP;
         if (e == cudaSuccess) e = cudaMemcpy(&buf->cap, &cap, sizeof cap, cudaMemcpyHostToDevice);
@@ -53,13 +54,16 @@ hrmt_status cu_link_trace_end(hrmt_model *m, size_t batch) {
     }
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(
-            f,
-            "# batch %zu, %llu records (units %d)\nslot,t_call,t_pass,grid,block,smem,cta,thread\n",
-            batch, n, units);
-        for (unsigned long long i = 0; i < n; i++)
-            fprintf(f, "%llu,%llu,%llu,%u,%u,%u,%u,%u\n", i, r[i].t_call, r[i].t_pass, r[i].grid,
+        fprintf(f, "# batch %zu, %llu records (units %d)\n", batch, n, units);
+        fprintf(f, "slot,t_call,t_pass,grid,block,smem,cta,thread");
+        for (int p = 1; p <= LT_PHASES; p++) fprintf(f, ",ph%d", p);
+        fputc('\n', f);
+        for (unsigned long long i = 0; i < n; i++) {
+            fprintf(f, "%llu,%llu,%llu,%u,%u,%u,%u,%u", i, r[i].t_call, r[i].t_pass, r[i].grid,
                     r[i].block, r[i].smem, r[i].cta_thread >> 10, r[i].cta_thread & 1023u);
+            for (int p = 0; p < LT_PHASES; p++) fprintf(f, ",%llu", r[i].ph[p]);
+            fputc('\n', f);
+        }
         fclose(f);
     }
     free(r);

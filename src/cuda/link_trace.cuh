@@ -7,11 +7,14 @@
  * step's timeline can be read without a profiler that serialises kernels
  * (ncu) or one the GPU machine lacks (nsys). The records of kernel k+1 all
  * follow kernel k's: its waits return only once k has finished.
+ * LT_PHASE(id) marks points inside the small batches' kernels (1: the first
+ * stage of operands landed, 2: the products done, 3-5: steps of the
+ * epilogue, each kernel's comments say which, 8: the end), stored in the
+ * record of the warpgroup leader's wait without an atomic (a first form
+ * with one atomic record per point added ~0.45 us a point and distorted
+ * what it measured); nothing in other builds.
  * HRMT_CUDA_LINK_TRACE_OUT=FILE writes each step's records there
- * (link_trace.cu); bench/link_trace.py makes the table. LT_PHASE(id) marks
- * points inside the small batches' kernels (1: the first stage of operands
- * landed, 2: the products done, 3-5: steps of the epilogue (each kernel's
- * comments), 9: the end), nothing in other builds.
+ * (link_trace.cu); bench/link_trace.py makes the table.
  * Each translation unit has its own copy of the device pointer, set through
  * a setter it registers at load: the pointer lives in the module of each
  * .cu file. Not for release builds: this is the only global state of its
@@ -22,12 +25,19 @@
 #ifdef HRMT_CUDA_LINK_TRACE
 #include <cuda_runtime.h>
 
+constexpr int LT_PHASES = 8;
+constexpr int LT_SLOTS = 256 * 64; /* (SM, warp slot) pairs */
+
 struct lt_rec {
     unsigned long long t_call, t_pass;      /* ns, %globaltimer */
     unsigned grid, block, smem, cta_thread; /* cta_thread: CTA << 10 | thread */
+    unsigned long long ph[LT_PHASES];       /* LT_PHASE(id) at ph[id - 1]; 0: not passed */
 };
 struct lt_buf {
     unsigned long long n, cap;
+    /* Per (SM, warp slot): the %gridid and record of the warp's last wait,
+     * where LT_PHASE finds its record. */
+    unsigned long long stash[LT_SLOTS][2];
     lt_rec rec[1]; /* cap of them */
 };
 
@@ -46,35 +56,27 @@ __device__ __forceinline__ unsigned long long lt_now() {
     return t;
 }
 
+__device__ __forceinline__ unsigned lt_where() {
+    unsigned sm, w;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+    return (sm * 64 + w) % LT_SLOTS;
+}
+
+__device__ __forceinline__ unsigned long long lt_grid() {
+    unsigned long long g;
+    asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
+    return g;
+}
+
 __device__ __forceinline__ void lt_record(unsigned long long t_call) {
     lt_buf *b = lt_dev;
     if (!b || (threadIdx.x & 127) != 0) return;
     const unsigned long long t = lt_now();
     const unsigned long long i = atomicAdd(&b->n, 1ull);
     if (i >= b->cap) return;
-    unsigned smem;
-    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(smem));
-    const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    lt_rec r;
+    lt_rec r = {};
     r.t_call = t_call;
-    r.t_pass = t;
-    r.grid = gridDim.x * gridDim.y * gridDim.z;
-    r.block = blockDim.x * blockDim.y * blockDim.z;
-    r.smem = smem;
-    r.cta_thread = cta << 10 | threadIdx.x;
-    b->rec[i] = r;
-}
-
-/* A point inside a kernel (id 1-62), recorded by each warpgroup leader that
- * passes it: t_call holds 1 << 63 | id. */
-__device__ __forceinline__ void lt_phase(unsigned id) {
-    lt_buf *b = lt_dev;
-    if (!b || (threadIdx.x & 127) != 0) return;
-    const unsigned long long t = lt_now();
-    const unsigned long long i = atomicAdd(&b->n, 1ull);
-    if (i >= b->cap) return;
-    lt_rec r;
-    r.t_call = 1ull << 63 | id;
     r.t_pass = t;
     r.grid = gridDim.x * gridDim.y * gridDim.z;
     r.block = blockDim.x * blockDim.y * blockDim.z;
@@ -82,6 +84,18 @@ __device__ __forceinline__ void lt_phase(unsigned id) {
     r.cta_thread =
         (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) << 10 | threadIdx.x;
     b->rec[i] = r;
+    unsigned long long *st = b->stash[lt_where()];
+    st[0] = lt_grid();
+    st[1] = i;
+}
+
+__device__ __forceinline__ void lt_phase(unsigned id) {
+    lt_buf *b = lt_dev;
+    if (!b || (threadIdx.x & 127) != 0 || id < 1 || id > LT_PHASES) return;
+    const unsigned long long t = lt_now();
+    const unsigned long long *st = b->stash[lt_where()];
+    const unsigned long long i = st[1];
+    if (st[0] == lt_grid() && i < b->cap) b->rec[i].ph[id - 1] = t;
 }
 #define LT_PHASE(id) lt_phase(id)
 #else

@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(256, 1)
                     fold_pair(p, hv, f1[i][hf], f2[i][hf]);
         }
     }
-    LT_PHASE(9);
+    LT_PHASE(8);
 #endif
 }
 

@@ -117,6 +117,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     unsigned ph = 0;
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
         const uint8_t *st = smem + s * QC_STAGE_BYTES;
         const uint64_t da = desc_k128(st + half * 64 * ROW_BYTES);
         const uint64_t dq = desc_k128(st + QC_A_BYTES), dk = desc_k128(st + QC_A_BYTES + QC_W_PART),
@@ -135,6 +136,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
         ring_next(s, ph, S);
     }
     wg_wait<0>();
+    LT_PHASE(2);
 #pragma unroll
     for (int i = 0; i < QC_D / 2; i++)
         asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
@@ -144,6 +146,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_emit<QC_D, QC_LD>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD);
     qkv_emit<QC_D, QC_LD>(av, t0, p.T, nullptr, nullptr, w4, lane, Vs + t0 * QC_LD);
     asm volatile("bar.sync 3, 256;" ::: "memory"); /* Q, K, V whole (both warpgroups) */
+    LT_PHASE(3);
 
     /* Attention: consumer warp cw on query tiles cw, cw + 8, one warp a tile;
      * each tile's O replaces its queries in Q, then goes out. */
@@ -158,6 +161,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
             if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QC_LD + c);
         }
     }
+    LT_PHASE(8);
 #endif
 }
 

@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(256, 1)
             if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
         }
     }
-    LT_PHASE(9);
+    LT_PHASE(8);
 #endif
 }
 

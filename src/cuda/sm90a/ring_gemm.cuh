@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
-    LT_PHASE(9);
+    LT_PHASE(8);
 #endif
 }
 
