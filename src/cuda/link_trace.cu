@@ -28,7 +28,6 @@ hrmt_status cu_link_trace_begin(hrmt_model *m) {
     cudaError_t e = cudaSuccess;
     if (!buf) {
         e = cudaMalloc(&buf, sizeof(lt_buf) + CAP * sizeof(lt_rec));
-        if (e == cudaSuccess) e = cudaMemset(buf, 0, sizeof(lt_buf)); /* no stash matches */
         for (int i = 0; i < units && e == cudaSuccess; i++) e = setters[i](buf);
         const unsigned long long cap = CAP;
         if (e == cudaSuccess) e = cudaMemcpy(&buf->cap, &cap, sizeof cap, cudaMemcpyHostToDevice);

@@ -10,9 +10,10 @@
  * LT_PHASE(id) marks points inside the small batches' kernels (1: the first
  * stage of operands landed, 2: the products done, 3-5: steps of the
  * epilogue, each kernel's comments say which, 8: the end), stored in the
- * record of the warpgroup leader's wait without an atomic (a first form
- * with one atomic record per point added ~0.45 us a point and distorted
- * what it measured); nothing in other builds.
+ * record of the warpgroup leader's wait, found through 32 bytes of static
+ * shared memory the trace build adds to each kernel, without an atomic (a
+ * first form with one atomic record per point added ~0.45 us a point and
+ * distorted what it measured); nothing in other builds.
  * HRMT_CUDA_LINK_TRACE_OUT=FILE writes each step's records there
  * (link_trace.cu); bench/link_trace.py makes the table.
  * Each translation unit has its own copy of the device pointer, set through
@@ -26,7 +27,6 @@
 #include <cuda_runtime.h>
 
 constexpr int LT_PHASES = 8;
-constexpr int LT_SLOTS = 256 * 64; /* (SM, warp slot) pairs */
 
 struct lt_rec {
     unsigned long long t_call, t_pass;      /* ns, %globaltimer */
@@ -35,9 +35,6 @@ struct lt_rec {
 };
 struct lt_buf {
     unsigned long long n, cap;
-    /* Per (SM, warp slot): the %gridid and record of the warp's last wait,
-     * where LT_PHASE finds its record. */
-    unsigned long long stash[LT_SLOTS][2];
     lt_rec rec[1]; /* cap of them */
 };
 
@@ -56,17 +53,17 @@ __device__ __forceinline__ unsigned long long lt_now() {
     return t;
 }
 
-__device__ __forceinline__ unsigned lt_where() {
-    unsigned sm, w;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
-    return (sm * 64 + w) % LT_SLOTS;
+/* The record of this warpgroup leader's wait, per kernel in its own
+ * static shared memory (a shared load where a global one, the first form's
+ * per-(SM, warp) stash, added ~0.3 us a point); the second word tags it
+ * with the CTA, so that a leader that never waited finds no record. */
+__device__ __forceinline__ unsigned *lt_slot() {
+    __shared__ unsigned slot[8][2];
+    return slot[(threadIdx.x / 128) & 7];
 }
 
-__device__ __forceinline__ unsigned long long lt_grid() {
-    unsigned long long g;
-    asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
-    return g;
+__device__ __forceinline__ unsigned lt_tag(unsigned i) {
+    return ~i ^ (blockIdx.x * 2654435761u) ^ (threadIdx.x << 20);
 }
 
 __device__ __forceinline__ void lt_record(unsigned long long t_call) {
@@ -84,18 +81,18 @@ __device__ __forceinline__ void lt_record(unsigned long long t_call) {
     r.cta_thread =
         (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) << 10 | threadIdx.x;
     b->rec[i] = r;
-    unsigned long long *st = b->stash[lt_where()];
-    st[0] = lt_grid();
-    st[1] = i;
+    unsigned *sl = lt_slot();
+    sl[0] = (unsigned)i;
+    sl[1] = lt_tag((unsigned)i);
 }
 
 __device__ __forceinline__ void lt_phase(unsigned id) {
     lt_buf *b = lt_dev;
     if (!b || (threadIdx.x & 127) != 0 || id < 1 || id > LT_PHASES) return;
     const unsigned long long t = lt_now();
-    const unsigned long long *st = b->stash[lt_where()];
-    const unsigned long long i = st[1];
-    if (st[0] == lt_grid() && i < b->cap) b->rec[i].ph[id - 1] = t;
+    const unsigned *sl = lt_slot();
+    const unsigned i = sl[0];
+    if (sl[1] == lt_tag(i) && i < b->cap) b->rec[i].ph[id - 1] = t;
 }
 #define LT_PHASE(id) lt_phase(id)
 #else
