@@ -2,7 +2,9 @@
  * only with -DHRMT_CUDA_LINK_TRACE=ON): the translation units' setters, the
  * device buffer, and each step's records written to
  * HRMT_CUDA_LINK_TRACE_OUT (overwritten each step, so the file holds the
- * last one). Without the variable nothing is recorded. */
+ * last one). Without the variable nothing is recorded. One buffer for the
+ * process, on the device current at the first traced step, kept until the
+ * process ends: a development aid for one model on one GPU. */
 #ifdef HRMT_CUDA_LINK_TRACE
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +47,7 @@ hrmt_status cu_link_trace_end(hrmt_model *m, size_t batch) {
     cudaError_t e = cudaMemcpy(&n, &buf->n, sizeof n, cudaMemcpyDeviceToHost);
     if (n > CAP) n = CAP;
     lt_rec *r = (lt_rec *)malloc((n ? n : 1) * sizeof *r);
-    if (!r) return HRMT_ERR_OUT_OF_MEMORY;
+    if (!r) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "link trace: %llu records", n);
     if (e == cudaSuccess) e = cudaMemcpy(r, buf->rec, n * sizeof *r, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         free(r);
@@ -66,6 +68,6 @@ hrmt_status cu_link_trace_end(hrmt_model *m, size_t batch) {
         fclose(f);
     }
     free(r);
-    return f ? HRMT_OK : HRMT_ERR_IO;
+    return f ? HRMT_OK : hrmt_fail(m->ctx, HRMT_ERR_IO, "link trace: cannot write %s", path);
 }
 #endif
