@@ -10,10 +10,10 @@
  * LT_PHASE(id) marks points inside the small batches' kernels (1: the first
  * stage of operands landed, 2: the products done, 3-5: steps of the
  * epilogue, each kernel's comments say which, 8: the end), stored in the
- * record of the warpgroup leader's wait, found through 32 bytes of static
- * shared memory the trace build adds to each kernel, without an atomic (a
- * first form with one atomic record per point added ~0.45 us a point and
- * distorted what it measured); nothing in other builds.
+ * record of the warpgroup leader's wait, found through 128 bytes of static
+ * shared memory the trace build adds to each kernel, without an atomic or a
+ * global load (the measured forms with them added ~0.3-0.45 us a point and
+ * distorted what they measured); nothing in other builds.
  * HRMT_CUDA_LINK_TRACE_OUT=FILE writes each step's records there
  * (link_trace.cu); bench/link_trace.py makes the table.
  * Each translation unit has its own copy of the device pointer, set through
@@ -53,17 +53,23 @@ __device__ __forceinline__ unsigned long long lt_now() {
     return t;
 }
 
-/* The record of this warpgroup leader's wait, per kernel in its own
- * static shared memory (a shared load where a global one, the first form's
- * per-(SM, warp) stash, added ~0.3 us a point); the second word tags it
- * with the CTA, so that a leader that never waited finds no record. */
-__device__ __forceinline__ unsigned *lt_slot() {
-    __shared__ unsigned slot[8][2];
-    return slot[(threadIdx.x / 128) & 7];
+/* Where this warpgroup leader's wait put its record, per kernel in its own
+ * static shared memory: the record's address and a tag of it with the CTA,
+ * so that a leader that never waited finds none. A point then reads only
+ * shared memory: a global load per point (the first forms read lt_dev and
+ * the record count, or a per-(SM, warp) stash) costs an L2 round trip. */
+struct lt_where {
+    lt_rec *rec;
+    unsigned long long tag;
+};
+
+__device__ __forceinline__ lt_where *lt_slot() {
+    __shared__ lt_where slot[8];
+    return &slot[(threadIdx.x / 128) & 7];
 }
 
-__device__ __forceinline__ unsigned lt_tag(unsigned i) {
-    return ~i ^ (blockIdx.x * 2654435761u) ^ (threadIdx.x << 20);
+__device__ __forceinline__ unsigned long long lt_tag(const lt_rec *r) {
+    return ~(unsigned long long)r ^ (blockIdx.x * 2654435761ull) ^ threadIdx.x;
 }
 
 __device__ __forceinline__ void lt_record(unsigned long long t_call) {
@@ -81,18 +87,17 @@ __device__ __forceinline__ void lt_record(unsigned long long t_call) {
     r.cta_thread =
         (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) << 10 | threadIdx.x;
     b->rec[i] = r;
-    unsigned *sl = lt_slot();
-    sl[0] = (unsigned)i;
-    sl[1] = lt_tag((unsigned)i);
+    lt_where *w = lt_slot();
+    w->rec = &b->rec[i];
+    w->tag = lt_tag(&b->rec[i]);
 }
 
 __device__ __forceinline__ void lt_phase(unsigned id) {
-    lt_buf *b = lt_dev;
-    if (!b || (threadIdx.x & 127) != 0 || id < 1 || id > LT_PHASES) return;
+    if ((threadIdx.x & 127) != 0 || id < 1 || id > LT_PHASES) return;
     const unsigned long long t = lt_now();
-    const unsigned *sl = lt_slot();
-    const unsigned i = sl[0];
-    if (sl[1] == lt_tag(i) && i < b->cap) b->rec[i].ph[id - 1] = t;
+    const lt_where *w = lt_slot();
+    lt_rec *r = w->rec;
+    if (w->tag == lt_tag(r)) r->ph[id - 1] = t;
 }
 #define LT_PHASE(id) lt_phase(id)
 #else
