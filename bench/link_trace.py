@@ -5,101 +5,154 @@ kernel with its grid, block and dynamic shared memory, when its first
 waiting thread called pdl_wait() and when the first / last wait returned
 (the kernel before had finished), relative to the first kernel's first
 return, and its span: from its first return to the next kernel's (its work
-plus the link to the next one). Then the spans summed per kernel shape.
+plus the link to the next one). Then the spans and the points inside the
+kernels (LT_PHASE) summed per kernel shape, or with --period N per position
+in a repeating run of N kernels (4 at batch 1: a block's qkv + attention,
+o_proj + norm, gate_up, down_proj + norm, which share shapes).
 
   HRMT_CUDA_LINK_TRACE_OUT=/tmp/t.csv BUILD/hrmt bench --backend cuda \\
       --mode baseline --batch-sizes 1 --warmup 3 --iterations 5
-  python3 bench/link_trace.py /tmp/t.csv [--all]
+  python3 bench/link_trace.py /tmp/t.csv [--all] [--period N]
 
 Kernels that never call pdl_wait() (cuBLASLt's) do not appear: their time
-is in the span of the kernel before them."""
+is in the span of the kernel before them. tests/link_trace_check.py checks
+the grouping and the arithmetic."""
 import sys
+
+POINTS = 8  # LT_PHASES in src/cuda/link_trace.cuh
+
+
+def read_trace(path):
+    """(header, records sorted by slot) of a trace file."""
+    head, rows, names = "", [], None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                head = line[1:].strip()
+            elif line.startswith("slot"):
+                names = line.strip().split(",")
+            elif line.strip():
+                rows.append(dict(zip(names, map(int, line.strip().split(",")))))
+    rows.sort(key=lambda r: r["slot"])
+    return head, rows
 
 
 def kernels(rows):
+    """Records in slot order, cut into kernels: a kernel's waits all return
+    before the next kernel's, so a new kernel starts where the shape changes
+    or a (CTA, thread) already seen waits again."""
     out, cur, seen = [], None, set()
     for r in rows:
         sig = (r["grid"], r["block"], r["smem"])
         key = (r["cta"], r["thread"])
         if cur is None or sig != cur["sig"] or key in seen:
-            cur = {"sig": sig, "calls": [], "passes": [], "phases": {}}
+            cur = {"sig": sig, "calls": [], "passes": [], "points": {}}
             out.append(cur)
             seen = set()
         seen.add(key)
         cur["calls"].append(r["t_call"])
         cur["passes"].append(r["t_pass"])
-        for pid in range(1, 9):  # the points inside the kernel (LT_PHASE) this waiter passed
+        for pid in range(1, POINTS + 1):
             t = r.get(f"ph{pid}", 0)
             if t:
-                cur["phases"].setdefault(pid, []).append(t)
+                cur["points"].setdefault(pid, []).append(t)
     return out
+
+
+def timeline(ks):
+    """Per kernel (ns): its first and last wait return, its first call, its
+    span to the next kernel's first return (None for the last), and each
+    point's first / last time after its first return."""
+    out = []
+    for i, k in enumerate(ks):
+        first = min(k["passes"])
+        out.append({
+            "sig": k["sig"],
+            "waiters": len(k["passes"]),
+            "called": min(k["calls"]),
+            "first": first,
+            "last": max(k["passes"]),
+            "span": min(ks[i + 1]["passes"]) - first if i + 1 < len(ks) else None,
+            "points": {p: (min(v) - first, max(v) - first) for p, v in k["points"].items()},
+        })
+    return out
+
+
+def groups(tl, period=0):
+    """Kernels with a span, grouped by shape (or by index % period): per
+    group its spans and, per point, the list of (first, last) times."""
+    out = {}
+    for i, k in enumerate(tl):
+        if k["span"] is None:
+            continue
+        key = i % period if period else k["sig"]
+        g = out.setdefault(key, {"sig": k["sig"], "spans": [], "points": {}})
+        g["spans"].append(k["span"])
+        for p, v in k["points"].items():
+            g["points"].setdefault(p, []).append(v)
+    return out
+
+
+def mean(v):
+    return sum(v) / len(v)
 
 
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
-    head, rows = "", []
-    with open(argv[0]) as f:
-        for line in f:
-            if line.startswith("#"):
-                head = line[1:].strip()
-                continue
-            if line.startswith("slot"):
-                names = line.strip().split(",")
-                continue
-            rows.append(dict(zip(names, map(int, line.strip().split(",")))))
-    rows.sort(key=lambda r: r["slot"])
-    ks = kernels(rows)
-    if not ks:
+    period = 0
+    if "--period" in argv:
+        period = int(argv[argv.index("--period") + 1])
+    head, rows = read_trace(argv[0])
+    tl = timeline(kernels(rows))
+    if not tl:
         print("no records")
         return 1
-    t0 = min(ks[0]["passes"])
-    print(f"link trace: {head}; {len(ks)} kernels that wait")
-    spans, phases = {}, {}
+    t0 = tl[0]["first"]
+    print(f"link trace: {head}; {len(tl)} kernels that wait")
     lines = []
-    for i, k in enumerate(ks):
-        first, last = min(k["passes"]), max(k["passes"])
-        span = min(ks[i + 1]["passes"]) - first if i + 1 < len(ks) else None
-        early = first - min(k["calls"])
+    for i, k in enumerate(tl):
         g, b, s = k["sig"]
-        if span is not None:
-            spans.setdefault(k["sig"], []).append(span)
-            ph = phases.setdefault(k["sig"], {})
-            for pid, ts in k["phases"].items():
-                ph.setdefault(pid, []).append((min(ts) - first, max(ts) - first))
         lines.append(
-            f"{i:4d} grid {g:5d} x {b:4d}  smem {s / 1024:6.1f} KB  waiters {len(k['passes']):4d}  "
-            f"called {(min(k['calls']) - t0) / 1e3:9.2f}  passed {(first - t0) / 1e3:9.2f} .. "
-            f"{(last - t0) / 1e3:9.2f} us  (waited {early / 1e3:6.2f})  span "
-            + (f"{span / 1e3:7.2f} us" if span is not None else "   (last)")
+            f"{i:4d} grid {g:5d} x {b:4d}  smem {s / 1024:6.1f} KB  waiters {k['waiters']:4d}  "
+            f"called {(k['called'] - t0) / 1e3:9.2f}  passed {(k['first'] - t0) / 1e3:9.2f} .. "
+            f"{(k['last'] - t0) / 1e3:9.2f} us  (waited {(k['first'] - k['called']) / 1e3:6.2f})  "
+            "span " + (f"{k['span'] / 1e3:7.2f} us" if k["span"] is not None else "   (last)")
         )
     show = lines if "--all" in argv else lines[:40]
     print("\n".join(show))
     if len(show) < len(lines):
         print(f"... {len(lines) - len(show)} more (--all)")
-    total = min(ks[-1]["passes"]) - t0
+    total = tl[-1]["first"] - t0
     print(f"\nfirst wait return to the last kernel's: {total / 1e3:.1f} us")
-    print("spans per kernel shape (grid x block, shared memory): count, mean, min, max us, share")
-    for sig, v in sorted(spans.items(), key=lambda kv: -sum(kv[1])):
-        g, b, s = sig
+    by = f"position in runs of {period}" if period else "kernel shape"
+    print(f"spans per {by} (grid x block, shared memory): count, mean, min, max us, share")
+    gs = groups(tl, period)
+    order = sorted(gs.items(), key=lambda kv: kv[0] if period else -sum(kv[1]["spans"]))
+    for key, grp in order:
+        g, b, s = grp["sig"]
+        v = grp["spans"]
+        tag = f"#{key} " if period else ""
         print(
-            f"  {g:5d} x {b:4d} {s / 1024:6.1f} KB: {len(v):4d}  {sum(v) / len(v) / 1e3:7.2f}  "
+            f"  {tag}{g:5d} x {b:4d} {s / 1024:6.1f} KB: {len(v):4d}  {mean(v) / 1e3:7.2f}  "
             f"{min(v) / 1e3:7.2f}  {max(v) / 1e3:7.2f}  {100 * sum(v) / total:5.1f}%"
         )
-    if any(phases.values()):
+    if any(grp["points"] for grp in gs.values()):
         print("points inside the kernels (LT_PHASE; 1 first operands landed, 2 products done, "
               "3-5 epilogue steps, 8 end), us after the kernel's first wait return, "
               "mean over its calls of the first / last warpgroup to pass it:")
-        for sig, ph in sorted(phases.items(), key=lambda kv: -sum(spans[kv[0]])):
-            if not ph:
+        for key, grp in order:
+            if not grp["points"]:
                 continue
-            g, b, s = sig
+            g, b, s = grp["sig"]
             cells = "  ".join(
-                f"{pid}: {sum(a for a, _ in v) / len(v) / 1e3:.2f} / {sum(z for _, z in v) / len(v) / 1e3:.2f}"
-                for pid, v in sorted(ph.items())
+                f"{p}: {mean([a for a, _ in v]) / 1e3:.2f} / {mean([z for _, z in v]) / 1e3:.2f}"
+                for p, v in sorted(grp["points"].items())
             )
-            print(f"  {g:5d} x {b:4d} {s / 1024:6.1f} KB (span {sum(spans[sig]) / len(spans[sig]) / 1e3:.2f}): {cells}")
+            tag = f"#{key} " if period else ""
+            print(f"  {tag}{g:5d} x {b:4d} {s / 1024:6.1f} KB "
+                  f"(span {mean(grp['spans']) / 1e3:.2f}): {cells}")
     return 0
 
 
