@@ -2,7 +2,9 @@
 # Where a small batch's step goes, link by link, on the GPU machine (as
 # bench/gpu.sh's hook: $build and $out set; or alone with build= and out=):
 #  1. bench/cuda_link_latency.cu: what one link of a graph of dependent
-#     kernels costs with nothing in it (plain, PDL, with 3 us of work);
+#     kernels costs with nothing in it (plain, PDL, with 3 us of work), and
+#     bench/cuda_chain_latency.cu: what a dependent k16 step of the F32
+#     chain costs with wgmma and with mma.sync, and whether their bits agree;
 #  2. a second build with -DHRMT_CUDA_LINK_TRACE=ON (src/cuda/link_trace.cuh)
 #     and each batch's step timeline from it (bench/link_trace.py), the
 #     records in $out/trace_B.log (CSV), beside the plain build's step time.
@@ -20,6 +22,13 @@ stamp "link latency (bench/cuda_link_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90 -I "$root/src" "$root/bench/cuda_link_latency.cu" \
   -o /tmp/link_latency; then
   /tmp/link_latency || rc=1
+else
+  rc=1
+fi
+stamp "chain latency (bench/cuda_chain_latency.cu)"
+if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
+  "$root/bench/cuda_chain_latency.cu" -o /tmp/chain_latency; then
+  /tmp/chain_latency || rc=1
 else
   rc=1
 fi

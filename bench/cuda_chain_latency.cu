@@ -1,0 +1,231 @@
+/* What one step of a dependent F32 chain of BF16 k16 tensor-core products
+ * costs on this GPU, and whether two instructions give the same bits.
+ *
+ * Every BF16 product of the model is one F32 chain of k16 steps in
+ * ascending k from +0 per output (docs/CUDA.md, "What is guaranteed"), so at
+ * batch 1 a block's products are ~192 dependent steps (qkv, o_proj, gate_up
+ * 32 each at hidden 512, down_proj 96) whatever the tiling; the link trace
+ * (session 32, docs/CUDA-KERNELS.md) put a step at ~40-47 ns inside the
+ * wgmma kernels, ~200 us of batch 1's ~500. This program times the chain
+ * alone, one CTA, operands resident in shared memory:
+ *   - wgmma m64nNk16 (N = 16, 32, 64, 256) as the kernels issue it (four
+ *     k16 steps a 64-k stage, a commit per stage, one group left in flight);
+ *   - mma.sync m16n8k16, each warp 16 rows x N columns (N / 8 independent
+ *     chains a warp, ldmatrix operands per step: mma_warp.cuh's mma_k16);
+ * cycles per k16 step (clock64) over REPS passes of K = 256 (all of A and
+ * W resident: 161 KB at N = 256), and the 64 x 32 outputs of one pass by both instructions compared bit for bit (the own
+ * kernels and the grid / persistent kernels rest on their being equal).
+ * Not part of CMake. On the GPU machine, from the repository root:
+ *   nvcc -std=c++17 -O3 -arch=sm_90a -I src bench/cuda_chain_latency.cu \
+ *        -o /tmp/chain && /tmp/chain
+ * Exit status 0 when the two instructions' outputs are equal. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/mma_warp.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+#include "cuda_check.cuh"
+
+namespace {
+
+constexpr int K = 256, REPS = 128;
+constexpr int NMAX = 256;
+constexpr int A_BYTES = 64 * K * 2;   /* swizzled: KB blocks of 64 rows x 128 B */
+constexpr int W_BYTES = NMAX * K * 2; /* KB blocks of N rows x 128 B */
+constexpr int SMEM = A_BYTES + W_BYTES + 1024;
+constexpr int LDP = K + 8; /* mma.sync operands: padded rows */
+
+#ifdef HRMT_SM90A
+/* Byte offset of (row, k) in a K-major operand block of `rows` rows in the
+ * 128-byte swizzle (the copy engine's SWIZZLE_128B, which desc_k128 reads):
+ * one block per 64 k, 16-byte chunk c of row r at chunk c ^ (r % 8). */
+__device__ __forceinline__ int sw128(int rows, int row, int k) {
+    const int kb = k / BK, kk = k % BK;
+    return kb * rows * ROW_BYTES + row * ROW_BYTES + ((((kk >> 3) ^ (row & 7))) << 4) +
+           (kk & 7) * 2;
+}
+#endif
+
+template <int N>
+__global__ void __launch_bounds__(128, 1)
+    wg_chain(const uint16_t *a, const uint16_t *w, int reps, float *out, long long *cyc) {
+#ifdef HRMT_SM90A
+    extern __shared__ uint8_t raw[];
+    uint8_t *sa = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023), *sw = sa + A_BYTES;
+    for (int i = threadIdx.x; i < 64 * K; i += 128)
+        *(uint16_t *)(sa + sw128(64, i / K, i % K)) = a[i];
+    for (int i = threadIdx.x; i < N * K; i += 128)
+        *(uint16_t *)(sw + sw128(N, i / K, i % K)) = w[i];
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    float acc[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
+    const long long t0 = clock64();
+    for (int r = 0; r < reps; r++)
+        for (int kb = 0; kb < K / BK; kb++) {
+            const uint64_t da = desc_k128(sa + kb * 64 * ROW_BYTES);
+            const uint64_t dw = desc_k128(sw + kb * N * ROW_BYTES);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
+            wg_commit();
+            wg_wait<1>();
+        }
+    wg_wait<0>();
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    const long long t1 = clock64();
+    if (threadIdx.x == 0) *cyc = t1 - t0;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, c = lane & 3;
+#pragma unroll
+    for (int i = 0; i < N / 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int row = warp * 16 + lane / 4 + 8 * hf, col = 8 * i + 2 * c;
+            out[row * N + col] = acc[4 * i + 2 * hf];
+            out[row * N + col + 1] = acc[4 * i + 2 * hf + 1];
+        }
+#endif
+}
+
+template <int N>
+__global__ void __launch_bounds__(128, 1)
+    mma_chain(const uint16_t *a, const uint16_t *w, int reps, float *out, long long *cyc) {
+    extern __shared__ uint8_t raw[];
+    uint16_t *sa = (uint16_t *)raw, *sw = sa + 64 * LDP;
+    for (int i = threadIdx.x; i < 64 * K; i += 128) sa[(i / K) * LDP + i % K] = a[i];
+    for (int i = threadIdx.x; i < N * K; i += 128) sw[(i / K) * LDP + i % K] = w[i];
+    __syncthreads();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    float acc[1][N / 8][4];
+    for (int ni = 0; ni < N / 8; ni++)
+        for (int j = 0; j < 4; j++) acc[0][ni][j] = 0.0f;
+    const long long t0 = clock64();
+    for (int r = 0; r < reps; r++)
+        for (int k0 = 0; k0 < K; k0 += 16)
+            mma_k16<1, N / 8>(
+                acc, [&](int row) { return sa + (warp * 16 + row) * LDP + k0; }, sw + k0, LDP);
+    __syncwarp();
+    const long long t1 = clock64();
+    if (threadIdx.x == 0) *cyc = t1 - t0;
+    for (int ni = 0; ni < N / 8; ni++)
+        for (int hf = 0; hf < 2; hf++) {
+            const int row = warp * 16 + lane / 4 + 8 * hf, col = ni * 8 + 2 * (lane & 3);
+            out[row * N + col] = acc[0][ni][2 * hf];
+            out[row * N + col + 1] = acc[0][ni][2 * hf + 1];
+        }
+}
+
+uint16_t bf16_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+template <class KERN>
+double per_step(KERN kern, int n, size_t smem, const uint16_t *da, const uint16_t *dw, float *dout,
+                long long *dcyc, int reps) {
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    long long best = -1;
+    for (int t = 0; t < 5; t++) {
+        kern<<<1, 128, smem>>>(da, dw, reps, dout, dcyc);
+        CK(cudaGetLastError());
+        long long c = 0;
+        CK(cudaMemcpy(&c, dcyc, sizeof c, cudaMemcpyDeviceToHost));
+        if (best < 0 || c < best) best = c;
+    }
+    (void)n;
+    return (double)best / (reps * (K / 16));
+}
+
+} // namespace
+
+int main(void) {
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9 || prop.minor != 0) {
+        fprintf(stderr, "needs compute capability 9.0 (wgmma), found %d.%d\n", prop.major,
+                prop.minor);
+        return 2;
+    }
+    static uint16_t ha[64 * K], hw[NMAX * K];
+    srand(12345);
+    /* Values spread over magnitudes, so that the order of the sum shows. */
+    for (int i = 0; i < 64 * K; i++)
+        ha[i] = bf16_of((float)(rand() % 2001 - 1000) / 1000.0f * (float)(1 << (rand() % 12)));
+    for (int i = 0; i < NMAX * K; i++)
+        hw[i] = bf16_of((float)(rand() % 2001 - 1000) / 1000.0f / (float)(1 << (rand() % 12)));
+    uint16_t *da, *dw;
+    float *dout;
+    long long *dcyc;
+    CK(cudaMalloc(&da, sizeof ha));
+    CK(cudaMalloc(&dw, sizeof hw));
+    CK(cudaMalloc(&dout, 64 * NMAX * sizeof(float)));
+    CK(cudaMalloc(&dcyc, sizeof(long long)));
+    CK(cudaMemcpy(da, ha, sizeof ha, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dw, hw, sizeof hw, cudaMemcpyHostToDevice));
+
+    printf(
+        "%s: one CTA, K = %d resident in shared memory, %d passes; cycles per dependent k16 "
+        "step (best of 5)\n",
+        prop.name, K, REPS);
+    const size_t mma_smem = (size_t)(64 + NMAX) * LDP * 2;
+    printf("  wgmma m64n16k16  %6.1f\n",
+           per_step(wg_chain<16>, 16, SMEM, da, dw, dout, dcyc, REPS));
+    printf("  wgmma m64n32k16  %6.1f\n",
+           per_step(wg_chain<32>, 32, SMEM, da, dw, dout, dcyc, REPS));
+    printf("  wgmma m64n64k16  %6.1f\n",
+           per_step(wg_chain<64>, 64, SMEM, da, dw, dout, dcyc, REPS));
+    printf("  wgmma m64n256k16 %6.1f\n",
+           per_step(wg_chain<256>, 256, SMEM, da, dw, dout, dcyc, REPS));
+    printf("  mma.sync m16n8k16, 16 x 16 a warp (2 chains)  %6.1f\n",
+           per_step(mma_chain<16>, 16, mma_smem, da, dw, dout, dcyc, REPS));
+    printf("  mma.sync m16n8k16, 16 x 32 a warp (4 chains)  %6.1f\n",
+           per_step(mma_chain<32>, 32, mma_smem, da, dw, dout, dcyc, REPS));
+    printf("  mma.sync m16n8k16, 16 x 64 a warp (8 chains)  %6.1f\n",
+           per_step(mma_chain<64>, 64, mma_smem, da, dw, dout, dcyc, REPS));
+    int khz = 0;
+    CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+    printf("(clock %d MHz at most: cycles x 1000 / MHz = ns)\n", khz / 1000);
+
+    /* One pass of 64 x 32 by each instruction: the same F32 chain? */
+    static float o1[64 * 32], o2[64 * 32];
+    wg_chain<32><<<1, 128, SMEM>>>(da, dw, 1, dout, dcyc);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(o1, dout, sizeof o1, cudaMemcpyDeviceToHost));
+    mma_chain<32><<<1, 128, mma_smem>>>(da, dw, 1, dout, dcyc);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(o2, dout, sizeof o2, cudaMemcpyDeviceToHost));
+    int diff = 0, first = -1;
+    for (int i = 0; i < 64 * 32; i++)
+        if (memcmp(&o1[i], &o2[i], 4) != 0 && diff++ == 0) first = i;
+    /* Not a vacuous compare: a float64 sum of the same products, against
+     * which F32 chains must differ somewhere in the last bits. */
+    int off64 = 0;
+    for (int i = 0; i < 64 * 32; i++) {
+        double s = 0;
+        for (int k = 0; k < K; k++) {
+            uint32_t ua = (uint32_t)ha[(i / 32) * K + k] << 16,
+                     uw = (uint32_t)hw[(i % 32) * K + k] << 16;
+            float fa, fw;
+            memcpy(&fa, &ua, 4);
+            memcpy(&fw, &uw, 4);
+            s += (double)fa * fw;
+        }
+        if ((float)s != o1[i]) off64++;
+    }
+    printf("64 x 32 outputs, wgmma against mma.sync: %d of %d differ", diff, 64 * 32);
+    if (diff)
+        printf(" (first at row %d col %d: %.9g vs %.9g)", first / 32, first % 32, o1[first],
+               o2[first]);
+    printf("; against the float64 sum rounded once: %d differ\n", off64);
+    CK(cudaFree(da));
+    CK(cudaFree(dw));
+    CK(cudaFree(dout));
+    CK(cudaFree(dcyc));
+    return diff ? 1 : 0;
+}
