@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The first device run of the opt-in switches written while no GPU was lent
-# (sessions 30-31): HRMT_CUDA_FUSED_NORM (its two-CTA kernel of session 31),
+# (sessions 30-32): HRMT_CUDA_FUSED_NORM (its two-CTA kernel of session 31),
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
-# HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time).
+# HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
+# session 32's HRMT_CUDA_CLUSTER_NORM_MMA (the only one not yet run: e.g.
+# TRIAL_ONLY=HRMT_CUDA_CLUSTER_NORM_MMA TRIAL_STEPS="tests memcheck ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
@@ -17,7 +19,8 @@
 #   bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
-# TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts;
+# TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts,
+# TRIAL_ONLY (a switch's name) one switch;
 # TRIAL_MEMCHECK_S (100) bounds each memcheck run. A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
 # in docs/CUDA-KERNELS.md. Exit 0 when every part ran and every test passed.
@@ -37,10 +40,12 @@ switches=(
   "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
   "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
   "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|glu_shapes_equal_launches_short_seq|16,64,256|ring_(gemm|wres)_kernel"
+  "HRMT_CUDA_CLUSTER_NORM_MMA|cluster_norm_mma_equals_wgmma_*|cluster_norm_mma_equals_wgmma_short_seq|1,2,4,8|cluster_norm"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do
   IFS='|' read -r var pats short batches kern <<<"$s"
+  [ -n "${TRIAL_ONLY:-}" ] && [ "$var" != "$TRIAL_ONLY" ] && continue
   if want tests; then
     for pat in $pats; do
       stamp "$var: tests cuda_model/$pat"

@@ -959,6 +959,26 @@ Test(cuda_model, glu_mul_equals_f32_product_short_seq) {
     glu_mul_equals_f32_product(256, 4, 63, batches, 2, 1);
 }
 
+/* The cluster projection + norm's products by mma.sync
+ * (HRMT_CUDA_CLUSTER_NORM_MMA, opt-in; sm90a/ring_mma.cuh) against wgmma:
+ * the same bytes, both schedules, halting samples. Batches 1 and 2 run
+ * clusters of 16 (32 columns a CTA at hidden 512, 16 at 256), 7 clusters of
+ * 8 (64 / 32), with the next level's injection folded into the last one. */
+static void cluster_norm_mma_equals_wgmma(int hidden, int heads, int seq_len, const int *batches,
+                                          int nb) {
+    need_cc90("the cluster projection + norm is built for", 0);
+    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_MMA", HRMT_PATH_CLUSTER_NORM_MMA,
+                                 "mma.sync vs wgmma", hidden, heads, seq_len, batches, nb);
+}
+Test(cuda_model, cluster_norm_mma_equals_wgmma_hrm_width) {
+    const int batches[] = {1, 2, 7};
+    cluster_norm_mma_equals_wgmma(512, 8, 81, batches, 3);
+}
+Test(cuda_model, cluster_norm_mma_equals_wgmma_short_seq) {
+    const int batches[] = {1, 3};
+    cluster_norm_mma_equals_wgmma(256, 4, 63, batches, 2);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's

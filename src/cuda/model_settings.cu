@@ -25,7 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0;
+        mul = 0, wres = 0, cmma = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -46,7 +46,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 1, &nvec)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 1, &once)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MUL", 0, &mul)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_MMA", 0, &cmma)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -151,6 +152,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         g->cnorm8_max = force ? fit8 : (fit8 < CN8_TILES ? fit8 : CN8_TILES);
         g->cnorm = g->cnorm16_max > 0 || g->cnorm8_max > 0;
     }
+    /* Opt-in, written without a device (session 32): the cluster
+     * projection + norm's products by mma.sync instead of wgmma, same bits
+     * (sm90a/ring_mma.cuh), for the batch-1 chain's step time. */
+    g->cnorm_mma = g->cnorm && cmma;
     return HRMT_OK;
 }
 
@@ -179,6 +184,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_NORM_VEC: return g->norm_vec != 0;
     case HRMT_PATH_ATTN_ROPE_ONCE: return g->attn_rope_once != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
+    case HRMT_PATH_CLUSTER_NORM_MMA: return g->cnorm_mma != 0;
     }
     return 0;
 }

@@ -49,6 +49,7 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
+#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -96,7 +97,9 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 }
 #endif
 
-template <int WN, int CL>
+/* MMA: the products by mma.sync (ring_mma.cuh, HRMT_CUDA_CLUSTER_NORM_MMA),
+ * the same bits; else wgmma. */
+template <int WN, int CL, bool MMA>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
@@ -176,10 +179,14 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
     int s = 0, prev = -1;
     unsigned ph = 0;
-    ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
-                      lane);
+    if constexpr (MMA)
+        ring_products_mma<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
+                              prev, lane, warp);
+    else
+        ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
+                          lane);
 
-    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
+        /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
 #pragma unroll
     for (int i = 0; i < WN / 8; i++)
 #pragma unroll
@@ -231,21 +238,30 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-/* How many clusters of CL such CTAs can run at once (0: none). */
+/* One instance's image and shared-memory (and cluster-size) opt-in. */
+template <class K>
+int cn_opt_in(K *kern, size_t smem, size_t per_block, int cl) {
+    if (!image_loads(kern, smem, per_block) || smem_opt_in(kern, smem) != cudaSuccess ||
+        (cl > 8 && cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                       cudaSuccess)) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+
+/* How many clusters of CL such CTAs can run at once (0: none); both
+ * instances (wgmma, mma.sync) opted in, which take the same resources. */
 template <int WN, int CL>
 int cn_fits(const hrmt_cuda *cu) {
     using C = cn_cfg<WN, CL>;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = cluster_norm_kernel<WN, CL>;
-    if (!image_loads(kern, C::SMEM, per_block) || smem_opt_in(kern, C::SMEM) != cudaSuccess ||
-        (CL > 8 && cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
-                       cudaSuccess)) {
-        (void)cudaGetLastError();
+    if (!cn_opt_in(cluster_norm_kernel<WN, CL, false>, C::SMEM, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true>, C::SMEM, per_block, CL))
         return 0;
-    }
     /* Whether a cluster of CL such CTAs can be resident at all. */
-    return cluster_fits(kern, CL, 256, C::SMEM);
+    return cluster_fits(cluster_norm_kernel<WN, CL, false>, CL, 256, C::SMEM);
 }
 
 template <int WN, int CL>
@@ -267,9 +283,11 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
                     f ? f->store : 0};
-    const cudaError_t e = cluster_launch(
-        cluster_norm_kernel<WN, CL>, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)),
-        dim3(256), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    auto kern = cu_model(m)->cnorm_mma ? cluster_norm_kernel<WN, CL, true>
+                                       : cluster_norm_kernel<WN, CL, false>;
+    const cudaError_t e =
+        cluster_launch(kern, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)), dim3(256),
+                       C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");

@@ -1,0 +1,86 @@
+/* A warpgroup's products of one tile from a TMA ring by mma.sync instead of
+ * wgmma (HRMT_CUDA_CLUSTER_NORM_MMA, opt-in; the cluster projection + norm,
+ * cluster_norm_wgmma.cu): the same stages (A's 64 rows and W's N rows over
+ * 64 k in the copy engine's 128-byte swizzle), the same accumulators in the
+ * same places, the same bits.
+ *
+ * Why: at batch 1 every output is one F32 chain of k16 steps (96 at
+ * down_proj), and the link trace put a dependent wgmma step at ~40-47 ns
+ * (docs/CUDA-KERNELS.md, session 32); an mma.sync m16n8k16 chain may be
+ * shorter per step, and a warp's N / 8 tiles are independent chains that
+ * overlap. bench/cuda_chain_latency.cu measures both; this is the form to
+ * time in the step if it says so.
+ *
+ * Bits: each C element gets one m16n8k16 product per k16 step, in ascending
+ * k from +0: the F32 chain of the wgmma form (and of the pinned cuBLASLt
+ * algorithms); cuda_model/cluster_norm_mma_equals_wgmma_* compare the bytes.
+ * Layout: mma.sync's fragment of an m16n8 tile (rows lane / 4 and + 8,
+ * columns 2 (lane % 4) and + 1) is where m64nNk16 puts warp w's rows
+ * 16 w .. 16 w + 15 of n8 tile i, so tile i's four values are acc[4 i ..
+ * 4 i + 3] in both forms and the epilogue is unchanged. Operands by
+ * ldmatrix at the swizzled addresses: 16-byte chunk c of a row r of a
+ * 1024-byte-aligned block sits at chunk c ^ (r % 8). */
+#ifndef HRMT_CUDA_SM90A_RING_MMA_CUH
+#define HRMT_CUDA_SM90A_RING_MMA_CUH
+
+#include "cuda/attn_mma_tile.cuh"
+#include "cuda/mma_warp.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+namespace {
+
+#ifdef HRMT_SM90A
+/* Address of the 8-element chunk `chunk` (0-7) of row `row` of a swizzled
+ * operand block. */
+__device__ __forceinline__ const uint8_t *sw128_chunk(const uint8_t *block, int row, int chunk) {
+    return block + row * ROW_BYTES + ((chunk ^ (row & 7)) << 4);
+}
+
+/* ring_products' contract (wgmma_common.cuh) for warp `warp` (0-3) of the
+ * consuming warpgroup, rows 16 warp .. 16 warp + 15 of the tile; each stage
+ * is given back as soon as its operands are in registers. */
+template <int N>
+__device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uint8_t *smem,
+                                                  int stage_bytes, int w_off, uint64_t *full,
+                                                  uint64_t *empty, int stages, int kb_n, int &s,
+                                                  unsigned &ph, int &prev, int lane, int warp) {
+    static_assert(N % 16 == 0, "W rows in pairs of n8 tiles");
+    prev = -1;
+    /* The rows and chunks ldmatrix.x4 addresses (mma_warp.cuh's mma_k16):
+     * A lanes 0-15 rows 0-15 at k 0-7, lanes 16-31 at k 8-15; W lanes 0-7 /
+     * 8-15 rows 0-7 at k 0-7 / 8-15, lanes 16-31 rows 8-15 likewise. */
+    const int ar = warp * 16 + (lane & 15), ac = lane >> 4;
+    const int wr = (lane & 7) + ((lane >> 4) << 3), wc = (lane >> 3) & 1;
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
+        const uint8_t *st = smem + s * stage_bytes, *sw = st + w_off;
+        uint32_t a[BK / 16][4], b[BK / 16][N / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            ldsm_x4(sw128_chunk(st, ar, 2 * kk + ac), a[kk]);
+#pragma unroll
+            for (int np = 0; np < N / 16; np++)
+                ldsm_x4(sw128_chunk(sw, np * 16 + wr, 2 * kk + wc), b[kk][np]);
+        }
+        /* The stage's operands are in registers: give it back. */
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+            for (int np = 0; np < N / 16; np++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float *t = acc + 4 * (2 * np + h);
+                    mma_bf16(t, a[kk], b[kk][np][2 * h], b[kk][np][2 * h + 1], t);
+                }
+        ring_next(s, ph, stages);
+    }
+    LT_PHASE(2);
+}
+#endif
+
+} // namespace
+
+#endif
