@@ -13,9 +13,9 @@
  *   - mma.sync m16n8k16, each warp 16 rows x N columns (N / 8 independent
  *     chains a warp, ldmatrix operands per step: mma_warp.cuh's mma_k16);
  * cycles per k16 step (clock64) over REPS passes of K = 256 (all of A and
- * W resident: 161 KB at N = 256), and the 64 x 32 outputs of one pass by both instructions compared bit for bit (the own
- * kernels and the grid / persistent kernels rest on their being equal).
- * Not part of CMake. On the GPU machine, from the repository root:
+ * W resident: 161 KB at N = 256), and the 64 x 32 outputs of one pass by both instructions compared
+ * bit for bit (the own kernels and the grid / persistent kernels rest on their being equal). Not
+ * part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I src bench/cuda_chain_latency.cu \
  *        -o /tmp/chain && /tmp/chain
  * Exit status 0 when the two instructions' outputs are equal. */
@@ -126,8 +126,10 @@ uint16_t bf16_of(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-template <class KERN>
-double per_step(KERN kern, int n, size_t smem, const uint16_t *da, const uint16_t *dw, float *dout,
+typedef void (*chain_kernel)(const uint16_t *, const uint16_t *, int, float *, long long *);
+
+/* Cycles per k16 step of one CTA's chain, best of 5 launches. */
+double per_step(chain_kernel kern, size_t smem, const uint16_t *da, const uint16_t *dw, float *dout,
                 long long *dcyc, int reps) {
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     long long best = -1;
@@ -138,7 +140,6 @@ double per_step(KERN kern, int n, size_t smem, const uint16_t *da, const uint16_
         CK(cudaMemcpy(&c, dcyc, sizeof c, cudaMemcpyDeviceToHost));
         if (best < 0 || c < best) best = c;
     }
-    (void)n;
     return (double)best / (reps * (K / 16));
 }
 
@@ -174,20 +175,21 @@ int main(void) {
         "step (best of 5)\n",
         prop.name, K, REPS);
     const size_t mma_smem = (size_t)(64 + NMAX) * LDP * 2;
-    printf("  wgmma m64n16k16  %6.1f\n",
-           per_step(wg_chain<16>, 16, SMEM, da, dw, dout, dcyc, REPS));
-    printf("  wgmma m64n32k16  %6.1f\n",
-           per_step(wg_chain<32>, 32, SMEM, da, dw, dout, dcyc, REPS));
-    printf("  wgmma m64n64k16  %6.1f\n",
-           per_step(wg_chain<64>, 64, SMEM, da, dw, dout, dcyc, REPS));
-    printf("  wgmma m64n256k16 %6.1f\n",
-           per_step(wg_chain<256>, 256, SMEM, da, dw, dout, dcyc, REPS));
-    printf("  mma.sync m16n8k16, 16 x 16 a warp (2 chains)  %6.1f\n",
-           per_step(mma_chain<16>, 16, mma_smem, da, dw, dout, dcyc, REPS));
-    printf("  mma.sync m16n8k16, 16 x 32 a warp (4 chains)  %6.1f\n",
-           per_step(mma_chain<32>, 32, mma_smem, da, dw, dout, dcyc, REPS));
-    printf("  mma.sync m16n8k16, 16 x 64 a warp (8 chains)  %6.1f\n",
-           per_step(mma_chain<64>, 64, mma_smem, da, dw, dout, dcyc, REPS));
+    const struct {
+        const char *what;
+        chain_kernel kern;
+        size_t smem;
+    } variants[] = {
+        {"wgmma m64n16k16", wg_chain<16>, SMEM},
+        {"wgmma m64n32k16", wg_chain<32>, SMEM},
+        {"wgmma m64n64k16", wg_chain<64>, SMEM},
+        {"wgmma m64n256k16", wg_chain<256>, SMEM},
+        {"mma.sync m16n8k16, 16 x 16 a warp (2 chains)", mma_chain<16>, mma_smem},
+        {"mma.sync m16n8k16, 16 x 32 a warp (4 chains)", mma_chain<32>, mma_smem},
+        {"mma.sync m16n8k16, 16 x 64 a warp (8 chains)", mma_chain<64>, mma_smem},
+    };
+    for (const auto &v : variants)
+        printf("  %-46s %6.1f\n", v.what, per_step(v.kern, v.smem, da, dw, dout, dcyc, REPS));
     int khz = 0;
     CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
     printf("(clock %d MHz at most: cycles x 1000 / MHz = ns)\n", khz / 1000);

@@ -961,9 +961,10 @@ Test(cuda_model, glu_mul_equals_f32_product_short_seq) {
 
 /* The cluster projection + norm's products by mma.sync
  * (HRMT_CUDA_CLUSTER_NORM_MMA, opt-in; sm90a/ring_mma.cuh) against wgmma:
- * the same bytes, both schedules, halting samples. Batches 1 and 2 run
- * clusters of 16 (32 columns a CTA at hidden 512, 16 at 256), 7 clusters of
- * 8 (64 / 32), with the next level's injection folded into the last one. */
+ * the same bytes, both schedules, halting samples. Up to 6 row tiles run
+ * clusters of 16 (32 columns a CTA at hidden 512, 16 at 256: batches 1 and 2
+ * at T = 82, 1 and 3 at T = 64), up to 15 clusters of 8 (64 / 32 columns:
+ * batch 7, batch 8), with the next level's injection folded into the last. */
 static void cluster_norm_mma_equals_wgmma(int hidden, int heads, int seq_len, const int *batches,
                                           int nb) {
     need_cc90("the cluster projection + norm is built for", 0);
@@ -975,8 +976,8 @@ Test(cuda_model, cluster_norm_mma_equals_wgmma_hrm_width) {
     cluster_norm_mma_equals_wgmma(512, 8, 81, batches, 3);
 }
 Test(cuda_model, cluster_norm_mma_equals_wgmma_short_seq) {
-    const int batches[] = {1, 3};
-    cluster_norm_mma_equals_wgmma(256, 4, 63, batches, 2);
+    const int batches[] = {1, 3, 8};
+    cluster_norm_mma_equals_wgmma(256, 4, 63, batches, 3);
 }
 
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
