@@ -13,11 +13,12 @@
  *   - mma.sync m16n8k16, each warp 16 rows x N columns (N / 8 independent
  *     chains a warp, ldmatrix operands per step: mma_warp.cuh's mma_k16);
  * cycles per k16 step (clock64) over REPS passes of K = 256 (all of A and
- * W resident: 161 KB at N = 256), and the 64 x 32 outputs of one pass by both instructions compared
- * bit for bit (the own kernels and the grid / persistent kernels rest on their being equal). Not
- * part of CMake. On the GPU machine, from the repository root:
- *   nvcc -std=c++17 -O3 -arch=sm_90a -I src bench/cuda_chain_latency.cu \
- *        -o /tmp/chain && /tmp/chain
+ * W resident: 161 KB at N = 256), and the 64 x 32 outputs of one pass by
+ * both instructions compared bit for bit (the own kernels and the grid /
+ * persistent kernels rest on their being equal). Not part of CMake. On the
+ * GPU machine, from the repository root (bench/gpu_links.sh does it):
+ *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
+ *        bench/cuda_chain_latency.cu -o /tmp/chain && /tmp/chain
  * Exit status 0 when the two instructions' outputs are equal. */
 #include <stdint.h>
 #include <stdio.h>
