@@ -179,14 +179,15 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
     int s = 0, prev = -1;
     unsigned ph = 0;
-    if constexpr (MMA)
+    if constexpr (MMA) {
         ring_products_mma<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
                               prev, lane, warp);
-    else
+    } else {
         ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
                           lane);
+    }
 
-        /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
+    /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
 #pragma unroll
     for (int i = 0; i < WN / 8; i++)
 #pragma unroll
