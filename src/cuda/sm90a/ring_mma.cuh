@@ -18,24 +18,19 @@
  * columns 2 (lane % 4) and + 1) is where m64nNk16 puts warp w's rows
  * 16 w .. 16 w + 15 of n8 tile i, so tile i's four values are acc[4 i ..
  * 4 i + 3] in both forms and the epilogue is unchanged. Operands by
- * ldmatrix at the swizzled addresses: 16-byte chunk c of a row r of a
- * 1024-byte-aligned block sits at chunk c ^ (r % 8). */
+ * ldmatrix at the swizzled addresses (mma_lanes.cuh, whose mapping
+ * tests/test_ring_mma_layout.cu checks on the host). */
 #ifndef HRMT_CUDA_SM90A_RING_MMA_CUH
 #define HRMT_CUDA_SM90A_RING_MMA_CUH
 
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/mma_warp.cuh"
+#include "cuda/sm90a/mma_lanes.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace {
 
 #ifdef HRMT_SM90A
-/* Address of the 8-element chunk `chunk` (0-7) of row `row` of a swizzled
- * operand block. */
-__device__ __forceinline__ const uint8_t *sw128_chunk(const uint8_t *block, int row, int chunk) {
-    return block + row * ROW_BYTES + ((chunk ^ (row & 7)) << 4);
-}
-
 /* ring_products' contract (wgmma_common.cuh) for warp `warp` (0-3) of the
  * consuming warpgroup, rows 16 warp .. 16 warp + 15 of the tile; each stage
  * is given back as soon as its operands are in registers. */
@@ -46,11 +41,6 @@ __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uin
                                                   unsigned &ph, int &prev, int lane, int warp) {
     static_assert(N % 16 == 0, "W rows in pairs of n8 tiles");
     prev = -1;
-    /* The rows and chunks ldmatrix.x4 addresses (mma_warp.cuh's mma_k16):
-     * A lanes 0-15 rows 0-15 at k 0-7, lanes 16-31 at k 8-15; W lanes 0-7 /
-     * 8-15 rows 0-7 at k 0-7 / 8-15, lanes 16-31 rows 8-15 likewise. */
-    const int ar = warp * 16 + (lane & 15), ac = lane >> 4;
-    const int wr = (lane & 7) + ((lane >> 4) << 3), wc = (lane >> 3) & 1;
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
         if (kb == 0) LT_PHASE(1);
@@ -58,10 +48,14 @@ __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uin
         uint32_t a[BK / 16][4], b[BK / 16][N / 16][4];
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            ldsm_x4(sw128_chunk(st, ar, 2 * kk + ac), a[kk]);
+            int row, chunk;
+            mma_a_lane(warp, lane, kk, &row, &chunk);
+            ldsm_x4(st + mma_sw128(row, chunk), a[kk]);
 #pragma unroll
-            for (int np = 0; np < N / 16; np++)
-                ldsm_x4(sw128_chunk(sw, np * 16 + wr, 2 * kk + wc), b[kk][np]);
+            for (int np = 0; np < N / 16; np++) {
+                mma_w_lane(np, lane, kk, &row, &chunk);
+                ldsm_x4(sw + mma_sw128(row, chunk), b[kk][np]);
+            }
         }
         /* The stage's operands are in registers: give it back. */
         __syncwarp();
@@ -72,7 +66,7 @@ __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uin
             for (int np = 0; np < N / 16; np++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    float *t = acc + 4 * (2 * np + h);
+                    float *t = acc + mma_acc(2 * np + h, 0);
                     mma_bf16(t, a[kk], b[kk][np][2 * h], b[kk][np][2 * h + 1], t);
                 }
         ring_next(s, ph, stages);
