@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bf16.h"
 #include "cuda/mma_warp.cuh"
+#include "cuda/sm90a/mma_lanes.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 #include "cuda_check.cuh"
@@ -39,14 +41,12 @@ constexpr int W_BYTES = NMAX * K * 2; /* KB blocks of N rows x 128 B */
 constexpr int SMEM = A_BYTES + W_BYTES + 1024;
 constexpr int LDP = K + 8; /* mma.sync operands: padded rows */
 
-#ifdef HRMT_SM90A
-/* Byte offset of (row, k) in a K-major operand block of `rows` rows in the
+/* Byte offset of (row, k) in a K-major operand of `rows` rows in the
  * 128-byte swizzle (the copy engine's SWIZZLE_128B, which desc_k128 reads):
- * one block per 64 k, 16-byte chunk c of row r at chunk c ^ (r % 8). */
+ * one block per 64 k, each row's 16-byte chunks placed by mma_sw128. */
+#ifdef HRMT_SM90A
 __device__ __forceinline__ int sw128(int rows, int row, int k) {
-    const int kb = k / BK, kk = k % BK;
-    return kb * rows * ROW_BYTES + row * ROW_BYTES + ((((kk >> 3) ^ (row & 7))) << 4) +
-           (kk & 7) * 2;
+    return (k / BK) * rows * ROW_BYTES + mma_sw128(row, (k % BK) >> 3) + (k & 7) * 2;
 }
 #endif
 
@@ -121,12 +121,6 @@ __global__ void __launch_bounds__(128, 1)
         }
 }
 
-uint16_t bf16_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 typedef void (*chain_kernel)(const uint16_t *, const uint16_t *, int, float *, long long *);
 
 /* Cycles per k16 step of one CTA's chain, best of 5 launches. */
@@ -158,9 +152,11 @@ int main(void) {
     srand(12345);
     /* Values spread over magnitudes, so that the order of the sum shows. */
     for (int i = 0; i < 64 * K; i++)
-        ha[i] = bf16_of((float)(rand() % 2001 - 1000) / 1000.0f * (float)(1 << (rand() % 12)));
+        ha[i] =
+            hrmt_f32_to_bf16((float)(rand() % 2001 - 1000) / 1000.0f * (float)(1 << (rand() % 12)));
     for (int i = 0; i < NMAX * K; i++)
-        hw[i] = bf16_of((float)(rand() % 2001 - 1000) / 1000.0f / (float)(1 << (rand() % 12)));
+        hw[i] =
+            hrmt_f32_to_bf16((float)(rand() % 2001 - 1000) / 1000.0f / (float)(1 << (rand() % 12)));
     uint16_t *da, *dw;
     float *dout;
     long long *dcyc;
@@ -212,12 +208,8 @@ int main(void) {
     for (int i = 0; i < 64 * 32; i++) {
         double s = 0;
         for (int k = 0; k < K; k++) {
-            uint32_t ua = (uint32_t)ha[(i / 32) * K + k] << 16,
-                     uw = (uint32_t)hw[(i % 32) * K + k] << 16;
-            float fa, fw;
-            memcpy(&fa, &ua, 4);
-            memcpy(&fw, &uw, 4);
-            s += (double)fa * fw;
+            s += (double)hrmt_bf16_to_f32(ha[(i / 32) * K + k]) *
+                 hrmt_bf16_to_f32(hw[(i % 32) * K + k]);
         }
         if ((float)s != o1[i]) off64++;
     }

@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(256, 1)
     unsigned ph = 0;
     if constexpr (MMA) {
         ring_products_mma<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
-                              prev, lane, warp);
+                              lane, warp);
     } else {
         ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
                           lane);

@@ -32,15 +32,15 @@ namespace {
 
 #ifdef HRMT_SM90A
 /* ring_products' contract (wgmma_common.cuh) for warp `warp` (0-3) of the
- * consuming warpgroup, rows 16 warp .. 16 warp + 15 of the tile; each stage
- * is given back as soon as its operands are in registers. */
+ * consuming warpgroup, rows 16 warp .. 16 warp + 15 of the tile, except that
+ * each stage is given back as soon as its operands are in registers, so no
+ * last stage is left for the caller (no `prev`). */
 template <int N>
 __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uint8_t *smem,
                                                   int stage_bytes, int w_off, uint64_t *full,
                                                   uint64_t *empty, int stages, int kb_n, int &s,
-                                                  unsigned &ph, int &prev, int lane, int warp) {
+                                                  unsigned &ph, int lane, int warp) {
     static_assert(N % 16 == 0, "W rows in pairs of n8 tiles");
-    prev = -1;
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
         if (kb == 0) LT_PHASE(1);
