@@ -3,8 +3,10 @@
 # (sessions 30-32): HRMT_CUDA_FUSED_NORM (its two-CTA kernel of session 31),
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
-# session 32's HRMT_CUDA_CLUSTER_NORM_MMA (the only one not yet run: e.g.
-# TRIAL_ONLY=HRMT_CUDA_CLUSTER_NORM_MMA TRIAL_STEPS="tests memcheck ab").
+# session 32's HRMT_CUDA_CLUSTER_NORM_MMA, session 33's
+# HRMT_CUDA_CLUSTER_NORM_PUSH and HRMT_CUDA_QKV_ATTN_PUSH (the three not yet
+# run: e.g. TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_MMA HRMT_CUDA_CLUSTER_NORM_PUSH
+# HRMT_CUDA_QKV_ATTN_PUSH" TRIAL_STEPS="tests memcheck ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
@@ -20,8 +22,10 @@
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
 # TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts,
-# TRIAL_ONLY (a switch's name) one switch;
-# TRIAL_MEMCHECK_S (100) bounds each memcheck run. A switch that
+# TRIAL_ONLY (switch names, space-separated) those switches;
+# TRIAL_MEMCHECK_S (100) bounds each memcheck run, TRIAL_TEST_S (240) each
+# test pattern's run (a push form whose byte counts were wrong would wait
+# for ever; tests/test_push_plan.cu checks them on the host). A switch that
 # wins (faster, same bytes) becomes a default in its own commit, its numbers
 # in docs/CUDA-KERNELS.md. Exit 0 when every part ran and every test passed.
 set -uo pipefail
@@ -41,17 +45,22 @@ switches=(
   "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
   "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|glu_shapes_equal_launches_short_seq|16,64,256|ring_(gemm|wres)_kernel"
   "HRMT_CUDA_CLUSTER_NORM_MMA|cluster_norm_mma_equals_wgmma_*|cluster_norm_mma_equals_wgmma_short_seq|1,2,4,8|cluster_norm"
+  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|cluster_norm_push_equals_barriers_short_seq|1,2,4,8|cluster_norm"
+  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|qkv_attn_push_equals_barrier_hrm_width|1,2|qkv_attn_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do
   IFS='|' read -r var pats short batches kern <<<"$s"
-  [ -n "${TRIAL_ONLY:-}" ] && [ "$var" != "$TRIAL_ONLY" ] && continue
+  case " ${TRIAL_ONLY:-$var} " in *" $var "*) ;; *) continue ;; esac
   if want tests; then
     for pat in $pats; do
       stamp "$var: tests cuda_model/$pat"
-      "$build/tests/test_cuda_model" --jobs 4 --verbose --filter="cuda_model/$pat" 2>&1 |
+      timeout "${TRIAL_TEST_S:-240}" "$build/tests/test_cuda_model" --jobs 4 --verbose \
+        --filter="cuda_model/$pat" 2>&1 |
         grep -v 'Test is disabled' | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
-      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+      tc=${PIPESTATUS[0]}
+      [ "$tc" -eq 124 ] && echo "tests: stopped after ${TRIAL_TEST_S:-240} s (no verdict)"
+      [ "$tc" -eq 0 ] || rc=1
     done
   fi
   if want tune && [ "$var" = HRMT_CUDA_GLU_WRES ]; then

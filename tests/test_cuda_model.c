@@ -980,6 +980,34 @@ Test(cuda_model, cluster_norm_mma_equals_wgmma_short_seq) {
     cluster_norm_mma_equals_wgmma(256, 4, 63, batches, 3);
 }
 
+/* The cluster projection + norm's exchanges pushed into byte-counted
+ * barriers (HRMT_CUDA_CLUSTER_NORM_PUSH, opt-in; sm90a/cluster_async.cuh)
+ * against the two cluster barriers: the same bytes, both schedules, halting
+ * samples; the batches of the MMA test above (clusters of 16 and of 8, the
+ * second tile's rows ending inside a CTA's rows and before some CTAs' rows
+ * begin, the fold), and with the products by mma.sync too. */
+static void cluster_norm_push_equals_barriers(int hidden, int heads, int seq_len,
+                                              const int *batches, int nb, int mma) {
+    need_cc90("the cluster projection + norm is built for", 0);
+    if (mma) setenv("HRMT_CUDA_CLUSTER_NORM_MMA", "1", 1);
+    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_PUSH", HRMT_PATH_CLUSTER_NORM_PUSH,
+                                 mma ? "pushes vs barriers, mma.sync" : "pushes vs barriers",
+                                 hidden, heads, seq_len, batches, nb);
+    unsetenv("HRMT_CUDA_CLUSTER_NORM_MMA");
+}
+Test(cuda_model, cluster_norm_push_equals_barriers_hrm_width) {
+    const int batches[] = {1, 2, 7};
+    cluster_norm_push_equals_barriers(512, 8, 81, batches, 3, 0);
+}
+Test(cuda_model, cluster_norm_push_equals_barriers_short_seq) {
+    const int batches[] = {1, 3, 8};
+    cluster_norm_push_equals_barriers(256, 4, 63, batches, 3, 0);
+}
+Test(cuda_model, cluster_norm_push_equals_barriers_mma) {
+    const int batches[] = {1, 7};
+    cluster_norm_push_equals_barriers(512, 8, 81, batches, 2, 1);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -1176,6 +1204,31 @@ Test(cuda_model, qkv_attn_equals_launches_short_seq) {
     const int batches[] = {1, 3, 20, 40};
     qkv_attn_equals_launches(256, 4, 60, HRMT_POS_ROPE, batches, 4);
     qkv_attn_equals_launches(256, 4, 60, HRMT_POS_LEARNED, batches, 3);
+}
+
+/* The cluster form's pushes counted in bytes on each receiver's barrier
+ * (HRMT_CUDA_QKV_ATTN_PUSH, opt-in; sm90a/cluster_async.cuh) against the
+ * cluster barrier after them: the same bytes, both schedules, halting
+ * samples, at batches the cluster form serves, for each of its four
+ * instances: T = 82 (two row tiles, six query tiles), 61 (one row tile,
+ * clusters of three), 70 (two row tiles, five query tiles: a CTA owns
+ * none) and 100 (seven query tiles: a CTA owns two). */
+static void qkv_attn_push_equals_barrier(int hidden, int heads, int seq_len, const int *batches,
+                                         int nb) {
+    need_cc90("the qkv + attention cluster kernel is built for", 0);
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_PUSH", HRMT_PATH_QKV_ATTN_PUSH,
+                                 "qkv + attention pushes vs barrier", hidden, heads, seq_len,
+                                 batches, nb);
+}
+Test(cuda_model, qkv_attn_push_equals_barrier_hrm_width) {
+    const int batches[] = {1, 2};
+    qkv_attn_push_equals_barrier(512, 8, 81, batches, 2);
+}
+Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
+    const int batches[] = {1, 3};
+    qkv_attn_push_equals_barrier(256, 4, 60, batches, 2);
+    qkv_attn_push_equals_barrier(256, 4, 69, batches, 2);
+    qkv_attn_push_equals_barrier(256, 4, 99, batches, 1);
 }
 
 /* The block's residual + RMSNorm as the next GEMM's prologue

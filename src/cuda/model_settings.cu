@@ -25,7 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cmma = 0;
+        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -47,7 +47,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 1, &once)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MUL", 0, &mul)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_MMA", 0, &cmma)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_MMA", 0, &cmma)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 0, &cpush)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 0, &qpush)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -72,6 +74,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * one wave (sm90a/qkv_attn_cta_wgmma.cu), same bits. */
     g->qa_ctas = qa && qa_cta ? cu_qkv_attn_ctas(m) : 0;
     g->qa = g->qa_clusters > 0 || g->qa_ctas > 0;
+    /* Opt-in, written without a device (session 33): the cluster form's
+     * pushes of K, V and Q counted in bytes on each receiver's barrier
+     * instead of a cluster barrier after them (sm90a/cluster_async.cuh),
+     * same bits. */
+    g->qa_push = g->qa_clusters > 0 && qpush;
     /* The output heads and the ACT finish as one kernel (model_heads.cu),
      * same bits: one link at the step's end instead of three. */
     g->heads = heads && cu_heads_applies(m);
@@ -156,6 +163,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * projection + norm's products by mma.sync instead of wgmma, same bits
      * (sm90a/ring_mma.cuh), for the batch-1 chain's step time. */
     g->cnorm_mma = g->cnorm && cmma;
+    /* Opt-in, written without a device (session 33): its norm's row
+     * exchange and invs pushed (bulk copies, st.async) into barriers that
+     * count bytes, one split cluster barrier at the start instead of two
+     * after the products (sm90a/cluster_async.cuh), same bits. */
+    g->cnorm_push = g->cnorm && cpush;
     return HRMT_OK;
 }
 
@@ -185,6 +197,8 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ATTN_ROPE_ONCE: return g->attn_rope_once != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_CLUSTER_NORM_MMA: return g->cnorm_mma != 0;
+    case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
+    case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     }
     return 0;
 }

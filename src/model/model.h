@@ -112,8 +112,11 @@ typedef enum hrmt_model_path {
     HRMT_PATH_NORM_VEC,      /* residual + RMSNorm with 16-byte accesses (rowops_norm.cu) */
     HRMT_PATH_ATTN_ROPE_ONCE, /* attention's K and Q rotated from one factor load (attn_rope.cuh) */
     HRMT_PATH_GLU_MUL,        /* the fused gate_up's s(g) u by mul.rn.bf16x2 (silu_fast.cuh) */
-    HRMT_PATH_CLUSTER_NORM_MMA /* the cluster projection + norm's products by mma.sync
-                                  (ring_mma.cuh) */
+    HRMT_PATH_CLUSTER_NORM_MMA,  /* the cluster projection + norm's products by mma.sync
+                                    (ring_mma.cuh) */
+    HRMT_PATH_CLUSTER_NORM_PUSH, /* its norm's exchanges pushed into byte-counted barriers
+                                    (cluster_async.cuh) */
+    HRMT_PATH_QKV_ATTN_PUSH      /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -19,6 +19,12 @@
  *  3. each CTA writes bf16(x inv) over its block of h; with a fold (cu_fold,
  *     the level's last call) also the next level's injection of it, from
  *     operands read while the products ran (inject_pair.cuh's bits).
+ * Opt-in (HRMT_CUDA_CLUSTER_NORM_PUSH, PUSH): no cluster barrier after the
+ * products; in 1 the rows go to the CTA that computes their inv by one
+ * copy-engine transfer per owner, in 2 the invs to every CTA by st.async,
+ * each receiver waiting on a barrier counting the bytes it is owed
+ * (cluster_async.cuh; a release arrive of a cluster barrier is a GPU-scope
+ * memory barrier in the SASS).
  *
  * Bits: the GEMM is each output's F32 chain of k16 steps in ascending k
  * from +0 rounded to BF16 (the pinned cuBLASLt algorithms' arithmetic, as
@@ -48,7 +54,9 @@
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
+#include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
+#include "cuda/sm90a/push_plan.cuh"
 #include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
@@ -68,6 +76,9 @@ struct cn_cfg {
     static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
     static constexpr int XBUF = CN_BM * WN * 2 + CN_BM * 4; /* x (BF16), inv per row */
     static constexpr int SMEM = STAGES * STAGE_BYTES + XBUF + 1024 + 2 * STAGES * 8;
+    /* The push form (cluster_async.cuh) adds the rows this CTA normalises,
+     * as its CL peers' blocks [CL][RP][WN], and their two barriers. */
+    static constexpr int SMEM_PUSH = SMEM + 16 + CN_BM * WN * 2;
 };
 
 struct cn_args {
@@ -98,8 +109,10 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 #endif
 
 /* MMA: the products by mma.sync (ring_mma.cuh, HRMT_CUDA_CLUSTER_NORM_MMA),
- * the same bits; else wgmma. */
-template <int WN, int CL, bool MMA>
+ * the same bits; else wgmma. PUSH: the norm's exchanges pushed to where
+ * they are read and waited for by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH,
+ * below), the same bits; else pulled between two cluster barriers. */
+template <int WN, int CL, bool MMA, bool PUSH>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
@@ -111,10 +124,29 @@ __global__ void __launch_bounds__(256, 1)
     uint16_t *xs = (uint16_t *)(smem + S * C::STAGE_BYTES); /* [64][WN] */
     float *xinv = (float *)(xs + CN_BM * WN);
     uint64_t *full = (uint64_t *)(xinv + CN_BM), *empty = full + S;
+    /* PUSH: xbar counts the rows pushed to this CTA (xr), ibar the invs. */
+    uint64_t *xbar = empty + S, *ibar = xbar + 1;
+    uint16_t *xr = (uint16_t *)(ibar + 1); /* [CL][RP][WN] */
     const uint32_t rank = cl_rank();
     const int wg = threadIdx.x / 128, kb_n = p.kblocks;
     const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
+    /* Live rows of the tile, and of CTA k's RP rows (PUSH). */
+    const int tile_live = p.M - m0 < CN_BM ? p.M - m0 : CN_BM;
+    auto rows_of = [&](int k) { return cn_push_rows(tile_live, k, C::RP); };
+    if (PUSH && threadIdx.x == 0) {
+        mbar_init(xbar, 1);
+        mbar_init(ibar, 1);
+    }
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
+    if constexpr (PUSH) {
+        /* What this CTA is owed, expected before anyone may send (the
+         * cluster barrier's arrive below, its wait before the first push). */
+        if (threadIdx.x == 128) {
+            mbar_expect_tx(xbar, (unsigned)(rows_of((int)rank) * H * 2));
+            mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
+        }
+        cl_arrive_relaxed();
+    }
     if (wg == 0) {
         if (threadIdx.x == 0) {
             /* W is never written: its first stages go out before the wait
@@ -139,11 +171,16 @@ __global__ void __launch_bounds__(256, 1)
                 ring_next(s, ph, S);
             }
         }
-        /* The producer warpgroup takes part in the cluster's two barriers,
-         * its first warp converged first (lane 0 issued the loads). */
+        /* The producer warpgroup takes part in the cluster's two barriers
+         * (PUSH: the one split barrier), its first warp converged first
+         * (lane 0 issued the loads). */
         __syncwarp();
-        cl_sync();
-        cl_sync();
+        if constexpr (PUSH) {
+            cl_wait();
+        } else {
+            cl_sync();
+            cl_sync();
+        }
         return;
     }
     pdl_wait(); /* before reading h */
@@ -198,26 +235,61 @@ __global__ void __launch_bounds__(256, 1)
             *(uint32_t *)(xs + (lr0 + 8 * hf) * WN + col) =
                 rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]);
         }
-    cl_sync();
-    LT_PHASE(3);
-
-    /* 2. This CTA's rows of the tile: lane l is the reference's lane l
-     * (rowops_sumsq.cuh's register form), column c = g 32 + l held by CTA
-     * c / WN. */
-    for (int j = warp; j < C::RP; j += 4) {
-        const int row = (int)rank * C::RP + j;
-        if (m0 + row >= p.M) continue;
-        float xv[G];
+    if constexpr (PUSH) {
+        /* 2'. Each owner's rows of the block to it by the copy engine (one
+         * copy per owner, thread k sending CTA k's), the owner's invs to
+         * every CTA by st.async; each CTA waits only for what it is owed.
+         * Bits as 2. below: the same x, the same chain per lane. xs is the
+         * copies' source until this CTA exits: every owner it copied to
+         * has received all its rows before it sends the invs this CTA
+         * waits for. */
+        const int tid = threadIdx.x - 128;
+        fence_async_smem();
+        asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
+        cl_wait();                                     /* every CTA's barriers made */
+        if (tid < CL && rows_of(tid) > 0)
+            cl_copy_async(cl_map(xr + rank * C::RP * WN, (uint32_t)tid), xs + tid * C::RP * WN,
+                          (uint32_t)(rows_of(tid) * WN * 2), cl_map(xbar, (uint32_t)tid));
+        LT_PHASE(3);
+        const int mine = rows_of((int)rank);
+        if (mine > 0) mbar_wait_cluster(xbar, 0);
+        for (int j = warp; j < mine; j += 4) {
+            float xv[G];
 #pragma unroll
-        for (int g = 0; g < G; g++)
-            xv[g] = rc::bf16_to_f(cl_ld_u16(
-                cl_map(xs + row * WN + (g * 32 + lane) % WN, (uint32_t)((g * 32 + lane) / WN))));
-        const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
-        if (lane < CL) cl_st_f32(cl_map(xinv + row, (uint32_t)lane), inv);
+            for (int g = 0; g < G; g++) {
+                const int col = g * 32 + lane;
+                xv[g] = rc::bf16_to_f(xr[(col / WN) * C::RP * WN + j * WN + col % WN]);
+            }
+            const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
+            if (lane < CL)
+                cl_st_async_f32(cl_map(xinv + rank * C::RP + j, (uint32_t)lane), inv,
+                                cl_map(ibar, (uint32_t)lane));
+        }
+        LT_PHASE(4);
+        mbar_wait_cluster(ibar, 0);
+        LT_PHASE(5);
+    } else {
+        cl_sync();
+        LT_PHASE(3);
+
+        /* 2. This CTA's rows of the tile: lane l is the reference's lane l
+         * (rowops_sumsq.cuh's register form), column c = g 32 + l held by CTA
+         * c / WN. */
+        for (int j = warp; j < C::RP; j += 4) {
+            const int row = (int)rank * C::RP + j;
+            if (m0 + row >= p.M) continue;
+            float xv[G];
+#pragma unroll
+            for (int g = 0; g < G; g++)
+                xv[g] = rc::bf16_to_f(cl_ld_u16(cl_map(xs + row * WN + (g * 32 + lane) % WN,
+                                                       (uint32_t)((g * 32 + lane) / WN))));
+            const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
+            if (lane < CL) cl_st_f32(cl_map(xinv + row, (uint32_t)lane), inv);
+        }
+        LT_PHASE(4);
+        cl_sync();
+        LT_PHASE(5);
     }
-    LT_PHASE(4);
-    cl_sync();
-    LT_PHASE(5);
 
     /* 3. out = bf16(x inv) over this CTA's block; with a fold, the next
      * level's injection of it too (stored in out's place or beside it). */
@@ -251,18 +323,22 @@ int cn_opt_in(K *kern, size_t smem, size_t per_block, int cl) {
     return 1;
 }
 
-/* How many clusters of CL such CTAs can run at once (0: none); both
- * instances (wgmma, mma.sync) opted in, which take the same resources. */
+/* How many clusters of CL such CTAs can run at once (0: none); every
+ * instance (wgmma, mma.sync; barriers, push) opted in, the push form's
+ * larger shared memory counted (the cluster count is that of the larger,
+ * which the settings then use for both: one CTA per SM either way). */
 template <int WN, int CL>
 int cn_fits(const hrmt_cuda *cu) {
     using C = cn_cfg<WN, CL>;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    if (!cn_opt_in(cluster_norm_kernel<WN, CL, false>, C::SMEM, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true>, C::SMEM, per_block, CL))
+    if (!cn_opt_in(cluster_norm_kernel<WN, CL, false, false>, C::SMEM, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, false>, C::SMEM, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, false, true>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, true>, C::SMEM_PUSH, per_block, CL))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
-    return cluster_fits(cluster_norm_kernel<WN, CL, false>, CL, 256, C::SMEM);
+    return cluster_fits(cluster_norm_kernel<WN, CL, false, true>, CL, 256, C::SMEM_PUSH);
 }
 
 template <int WN, int CL>
@@ -284,11 +360,14 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
                     f ? f->store : 0};
-    auto kern = cu_model(m)->cnorm_mma ? cluster_norm_kernel<WN, CL, true>
-                                       : cluster_norm_kernel<WN, CL, false>;
+    const struct hrmt_model_cuda *g = cu_model(m);
+    auto kern = g->cnorm_mma ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
+                                              : cluster_norm_kernel<WN, CL, true, false>)
+                             : (g->cnorm_push ? cluster_norm_kernel<WN, CL, false, true>
+                                              : cluster_norm_kernel<WN, CL, false, false>);
     const cudaError_t e =
         cluster_launch(kern, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)), dim3(256),
-                       C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+                       g->cnorm_push ? C::SMEM_PUSH : C::SMEM, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");

@@ -18,7 +18,10 @@
  * started (an arrive at the start, its wait before the first push; the
  * distributed-shared-memory rule). After one cluster barrier each CTA
  * runs attention on its tiles and stores att; nothing reads another CTA's
- * memory after the barrier, so CTAs may end in any order.
+ * memory after the barrier, so CTAs may end in any order. Opt-in
+ * (HRMT_CUDA_QKV_ATTN_PUSH, PUSH): the pushes by st.async, each counted in
+ * bytes on the receiver's barrier, which waits for the bytes it is owed
+ * instead of the cluster barrier (sm90a/cluster_async.cuh); the same bytes.
  *
  * Bits: the projection is ring_gemm.cuh's F32 chain of k16 steps in
  * ascending k from +0 rounded to BF16 (the pinned cuBLASLt algorithms'
@@ -41,6 +44,8 @@
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/cluster_async.cuh"
+#include "cuda/sm90a/push_plan.cuh"
 #include "cuda/sm90a/qkv_attn_common.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
@@ -59,6 +64,7 @@ constexpr int QA_KV = QA_TPMAX * QA_LD * 2; /* K or V, all keys */
 constexpr int QA_Q = 2 * 16 * QA_LD * 2;    /* two query tiles */
 constexpr int QA_SMEM =
     QA_STAGES * QA_STAGE_BYTES + QA_X + 2 * QA_KV + QA_Q + 1024 + 2 * QA_STAGES * 8;
+constexpr int QA_SMEM_PUSH = QA_SMEM + 8; /* + the pushes' barrier */
 
 #ifdef HRMT_SM90A
 __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
@@ -68,7 +74,7 @@ __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
 }
 #endif
 
-template <int RT, int KT, bool FULL>
+template <int RT, int KT, bool FULL, bool PUSH>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
@@ -80,12 +86,18 @@ __global__ void __launch_bounds__(256, 1)
     uint16_t *Ks = (uint16_t *)((uint8_t *)xs + QA_X), *Vs = (uint16_t *)((uint8_t *)Ks + QA_KV);
     uint16_t *Qs = (uint16_t *)((uint8_t *)Vs + QA_KV);
     uint64_t *full = (uint64_t *)((uint8_t *)Qs + QA_Q), *empty = full + S;
+    uint64_t *pbar = empty + S; /* PUSH: the bytes pushed into this CTA */
     const int rank = (int)cl_rank(), part = rank % 3, r = rank / 3;
     const int cid = (int)(blockIdx.x / CL), smp = cid / p.heads, head = cid % p.heads;
     const int T = p.T, H = p.H, kb_n = p.kblocks, tp = (T + 15) / 16 * 16, nkt = tp / 16;
     const int m0 = smp * T + r * 64, n0 = part * H + head * QA_D;
     const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (PUSH && threadIdx.x == 0) mbar_init(pbar, 1);
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
+    if (PUSH && threadIdx.x == 128) {
+        /* What this CTA is owed, expected before anyone may push (below). */
+        mbar_expect_tx(pbar, qa_push_owed(RT, nkt, rank, QA_D));
+    }
     /* Peers' shared memory may be written only once every CTA of the cluster
      * has started: arrive now, wait just before the first push (by then all
      * have arrived, so the wait costs nothing). Every thread arrives before
@@ -111,7 +123,7 @@ __global__ void __launch_bounds__(256, 1)
          * first warp converged first: lane 0 issued the loads). */
         __syncwarp();
         asm volatile("barrier.cluster.wait;" ::: "memory");
-        cl_sync();
+        if (!PUSH) cl_sync();
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -144,15 +156,32 @@ __global__ void __launch_bounds__(256, 1)
         const uint4 v = *(const uint4 *)(xs + row * QA_LD + c);
         if (part == 0) {
             const int j = t / 16;
-            if (j < nkt)
-                cl_st_v4(cl_map(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL)), v);
+            if (j < nkt) {
+                const uint32_t a =
+                    cl_map(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL));
+                if (PUSH)
+                    cl_st_async_v4(a, v, cl_map(pbar, (uint32_t)(j % CL)));
+                else
+                    cl_st_v4(a, v);
+            }
         } else {
             uint16_t *dst = (part == 1 ? Ks : Vs) + t * QA_LD + c;
 #pragma unroll
-            for (int d = 0; d < CL; d++) cl_st_v4(cl_map(dst, (uint32_t)d), v);
+            for (int d = 0; d < CL; d++) {
+                if (PUSH)
+                    cl_st_async_v4(cl_map(dst, (uint32_t)d), v, cl_map(pbar, (uint32_t)d));
+                else
+                    cl_st_v4(cl_map(dst, (uint32_t)d), v);
+            }
         }
     }
-    cl_sync(); /* every push into every CTA landed and is seen */
+    /* Every push into this CTA landed and is seen (PUSH: its bytes counted
+     * on pbar; nothing is written into a CTA after what it waits for, so it
+     * may end before its peers), else into every CTA. */
+    if (PUSH)
+        mbar_wait_cluster(pbar, 0);
+    else
+        cl_sync();
     LT_PHASE(4);
 
     /* 3. Attention on this CTA's query tiles rank, rank + CL: the
@@ -177,12 +206,17 @@ template <int RT, int KT, bool FULL>
 int qa_fits(const hrmt_cuda *cu) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = qkv_attn_kernel<RT, KT, FULL>;
-    if (!image_loads(kern, QA_SMEM, per_block) || smem_opt_in(kern, QA_SMEM) != cudaSuccess) {
+    /* Both forms opted in; the cluster count of the larger (one CTA per SM
+     * either way). */
+    auto kern = qkv_attn_kernel<RT, KT, FULL, false>;
+    auto push = qkv_attn_kernel<RT, KT, FULL, true>;
+    if (!image_loads(kern, QA_SMEM, per_block) || smem_opt_in(kern, QA_SMEM) != cudaSuccess ||
+        !image_loads(push, QA_SMEM_PUSH, per_block) ||
+        smem_opt_in(push, QA_SMEM_PUSH) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
-    return cluster_fits(kern, 3 * RT, 256, QA_SMEM);
+    return cluster_fits(push, 3 * RT, 256, QA_SMEM_PUSH);
 }
 
 template <int RT, int KT, bool FULL>
@@ -195,9 +229,10 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const struct hrmt_model_cuda *g = cu_model(m);
     const qkv_attn_args p = qkv_attn_args_for(m, att);
     /* The shared-memory opt-in was made at model load (qa_fits). */
-    const cudaError_t e = cluster_launch(qkv_attn_kernel<RT, KT, FULL>, 3 * RT,
-                                         dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
-                                         QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
+    const cudaError_t e = cluster_launch(
+        g->qa_push ? qkv_attn_kernel<RT, KT, FULL, true> : qkv_attn_kernel<RT, KT, FULL, false>,
+        3 * RT, dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
+        g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention");

@@ -1,0 +1,31 @@
+/* Who pushes how many bytes to whom in the cluster kernels' push forms
+ * (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH), as __host__
+ * __device__ functions: the kernels send and expect by them, and
+ * tests/test_push_plan.cu replays the kernels' send loops on the host
+ * against them. A receiver that expects more than it is sent waits for
+ * ever, so this is checked without a GPU for every shape the kernels take. */
+#ifndef HRMT_CUDA_SM90A_PUSH_PLAN_CUH
+#define HRMT_CUDA_SM90A_PUSH_PLAN_CUH
+
+#include "cuda/rowops_common.cuh"
+
+namespace {
+
+/* Cluster projection + norm: of a 64-row tile's `live` rows (1-64), those
+ * CTA k normalises (rows k rp .. k rp + rp - 1, rp = 64 / CL), 0 to rp. */
+HRMT_HD int cn_push_rows(int live, int k, int rp) {
+    const int n = live - k * rp;
+    return n < 0 ? 0 : n < rp ? n : rp;
+}
+
+/* qkv + attention over a cluster of 3 rt CTAs: the bytes CTA `rank` is
+ * owed, all keys' K and V rows (rt 64 each, d BF16 wide) and 16 q rows for
+ * each of its query tiles rank, rank + 3 rt below nkt. */
+HRMT_HD unsigned qa_push_owed(int rt, int nkt, int rank, int d) {
+    const int cl = 3 * rt, tiles = (rank < nkt) + (rank + cl < nkt);
+    return (unsigned)((2 * rt * 64 + 16 * tiles) * d * 2);
+}
+
+} // namespace
+
+#endif

@@ -1,0 +1,122 @@
+/* The push forms of the cluster kernels (HRMT_CUDA_CLUSTER_NORM_PUSH,
+ * HRMT_CUDA_QKV_ATTN_PUSH; sm90a/cluster_async.cuh) wait on barriers that
+ * count bytes: a CTA that expects more than it is sent waits for ever, one
+ * that expects less may read rows still in flight. This replays, on the
+ * host, each kernel's send loop as written in its .cu file (who sends which
+ * rows to whom, in how many bytes) for every shape and row count the
+ * kernels take, and checks each receiver's total against the bytes it
+ * expects (sm90a/push_plan.cuh, what the kernels call), every row the
+ * receiver then reads against what it was sent, and the copies' sizes,
+ * alignment and bounds against the buffers. Built with nvcc where the CUDA
+ * backend is; needs no GPU; the device tests cuda_model/..._push_... check the
+ * kernels' bytes. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "cuda/sm90a/push_plan.cuh"
+
+namespace {
+
+constexpr int TILE = 64;        /* rows of a cluster projection + norm tile */
+constexpr int TX_MAX = 1 << 20; /* an mbarrier's tx-count range */
+
+/* Cluster projection + norm, CL CTAs of WN columns: step 2' of
+ * cluster_norm_kernel. */
+void cluster_norm_plan(int wn, int cl, int live) {
+    const int rp = TILE / cl, h = wn * cl, block = TILE * wn * 2;
+    int got_x[16] = {0}, got_inv[16] = {0};
+    int inv_rows[16][TILE];
+    memset(inv_rows, 0, sizeof inv_rows);
+    for (int src = 0; src < cl; src++)
+        for (int tid = 0; tid < cl; tid++) { /* the copy thread tid sends owner tid's rows */
+            const int n = cn_push_rows(live, tid, rp);
+            if (n == 0) continue;
+            const int bytes = n * wn * 2, soff = tid * rp * wn * 2, doff = src * rp * wn * 2;
+            cr_assert(bytes % 16 == 0 && soff % 16 == 0 && doff % 16 == 0,
+                      "WN %d CL %d live %d: copy %d -> %d not in 16-byte units", wn, cl, live, src,
+                      tid);
+            cr_assert(soff + bytes <= block && doff + bytes <= block,
+                      "WN %d CL %d live %d: copy %d -> %d out of its block", wn, cl, live, src,
+                      tid);
+            got_x[tid] += bytes;
+        }
+    for (int k = 0; k < cl; k++) { /* owner k: a warp per row j < mine, lane l < CL to CTA l */
+        const int mine = cn_push_rows(live, k, rp);
+        for (int j = 0; j < mine; j++)
+            for (int lane = 0; lane < cl; lane++) {
+                got_inv[lane] += 4;
+                inv_rows[lane][k * rp + j]++;
+            }
+    }
+    for (int k = 0; k < cl; k++) {
+        const int want = cn_push_rows(live, k, rp) * h * 2;
+        cr_assert(want < TX_MAX);
+        cr_assert_eq(got_x[k], want,
+                     "WN %d CL %d live %d: CTA %d sent %d bytes of rows, expects %d", wn, cl, live,
+                     k, got_x[k], want);
+        cr_assert_eq(got_inv[k], live * 4, "WN %d CL %d live %d: CTA %d sent %d bytes of invs", wn,
+                     cl, live, k, got_inv[k]);
+        /* Step 3 reads the inv of every live row, once sent. */
+        for (int r = 0; r < TILE; r++)
+            cr_assert_eq(inv_rows[k][r], r < live ? 1 : 0,
+                         "WN %d CL %d live %d: CTA %d got row %d's inv %d times", wn, cl, live, k,
+                         r, inv_rows[k][r]);
+    }
+}
+
+} // namespace
+
+Test(push_plan, cluster_norm_every_shape_and_row_count) {
+    const int shapes[4][2] = {{32, 16}, {16, 16}, {64, 8}, {32, 8}};
+    for (int s = 0; s < 4; s++)
+        for (int live = 1; live <= TILE; live++)
+            cluster_norm_plan(shapes[s][0], shapes[s][1], live);
+}
+
+/* qkv + attention over a cluster: step 2 of qkv_attn_kernel (RT by T as
+ * cu_qkv_attn_clusters picks it, head_dim 64), then the query tiles step 3
+ * reads: the Q slot j / CL of tile j = rank + CL slot < nkt. */
+Test(push_plan, qkv_attn_every_sequence_length) {
+    constexpr int D = 64;
+    for (int T = 1; T <= 128; T++) {
+        const int rt = T <= 64 ? 1 : 2, cl = 3 * rt, nkt = (T + 15) / 16;
+        long got[6] = {0};
+        int krows[6][128], qrows[6][2][16];
+        memset(krows, 0, sizeof krows);
+        memset(qrows, 0, sizeof qrows);
+        for (int rank = 0; rank < cl; rank++) {
+            const int part = rank % 3, r = rank / 3;
+            for (int e = 0; e < 64 * (D / 8); e++) {
+                const int row = e / (D / 8), c = (e % (D / 8)) * 8, t = r * 64 + row;
+                if (part == 0) {
+                    const int j = t / 16;
+                    if (j >= nkt) continue;
+                    cr_assert(j / cl < 2, "T %d: q tile %d past the two Q slots", T, j);
+                    got[j % cl] += 16;
+                    if (c == 0) qrows[j % cl][j / cl][t % 16]++;
+                } else {
+                    for (int d = 0; d < cl; d++) {
+                        got[d] += 16;
+                        if (c == 0 && part == 1) krows[d][t]++;
+                    }
+                }
+            }
+        }
+        for (int d = 0; d < cl; d++) {
+            const unsigned want = qa_push_owed(rt, nkt, d, D);
+            cr_assert(want < (unsigned)TX_MAX);
+            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
+                         got[d], want);
+            for (int t = 0; t < nkt * 16; t++)
+                cr_assert_eq(krows[d][t], 1, "T %d: CTA %d got key row %d %d times", T, d, t,
+                             krows[d][t]);
+            for (int slot = 0; slot < 2; slot++) {
+                const int j = d + cl * slot;
+                if (j >= nkt) break;
+                for (int i = 0; i < 16; i++)
+                    cr_assert_eq(qrows[d][slot][i], 1, "T %d: CTA %d tile %d row %d sent %d times",
+                                 T, d, j, i, qrows[d][slot][i]);
+            }
+        }
+    }
+}
