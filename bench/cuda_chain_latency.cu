@@ -12,6 +12,11 @@
  *     k16 steps a 64-k stage, a commit per stage, one group left in flight);
  *   - mma.sync m16n8k16, each warp 16 rows x N columns (N / 8 independent
  *     chains a warp, ldmatrix operands per step: mma_warp.cuh's mma_k16);
+ *   - wgmma m64n32k16 as two independent chains, in one warpgroup
+ *     (alternate steps) or one in each of two warpgroups: if a chain's step
+ *     then costs what it costs alone, the step is latency, not the tensor
+ *     cores' throughput, and a product split over k (two partial chains,
+ *     other bits) would take half the time;
  * cycles per k16 step (clock64) over REPS passes of K = 256 (all of A and
  * W resident: 161 KB at N = 256), and the 64 x 32 outputs of one pass by
  * both instructions compared bit for bit (the own kernels and the grid /
@@ -121,15 +126,73 @@ __global__ void __launch_bounds__(128, 1)
         }
 }
 
+/* WGS warpgroups, each CH independent m64n32k16 chains over the same
+ * operands (chain c takes the k16 steps in the same order from its own +0),
+ * steps of the chains alternating; cycles of the whole. */
+template <int WGS, int CH>
+__global__ void __launch_bounds__(128 * WGS, 1)
+    wg_chains(const uint16_t *a, const uint16_t *w, int reps, float *out, long long *cyc) {
+#ifdef HRMT_SM90A
+    constexpr int N = 32;
+    extern __shared__ uint8_t raw[];
+    uint8_t *sa = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023), *sw = sa + A_BYTES;
+    for (int i = threadIdx.x; i < 64 * K; i += 128 * WGS)
+        *(uint16_t *)(sa + sw128(64, i / K, i % K)) = a[i];
+    for (int i = threadIdx.x; i < N * K; i += 128 * WGS)
+        *(uint16_t *)(sw + sw128(N, i / K, i % K)) = w[i];
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    float acc[CH][N / 2];
+#pragma unroll
+    for (int c = 0; c < CH; c++)
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[c][i]));
+    const long long t0 = clock64();
+    for (int r = 0; r < reps; r++)
+        for (int kb = 0; kb < K / BK; kb++) {
+            const uint64_t da = desc_k128(sa + kb * 64 * ROW_BYTES);
+            const uint64_t dw = desc_k128(sw + kb * N * ROW_BYTES);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+                for (int c = 0; c < CH; c++) wgmma_n<N>(acc[c], da + 2 * kk, dw + 2 * kk);
+            wg_commit();
+            wg_wait<1>();
+        }
+    wg_wait<0>();
+#pragma unroll
+    for (int c = 0; c < CH; c++)
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[c][i])::"memory");
+    __syncthreads();
+    const long long t1 = clock64();
+    if (threadIdx.x == 0) *cyc = t1 - t0;
+    /* Every chain's outputs must be the single chain's: the last one's. */
+    if (threadIdx.x < 128) {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, c = lane & 3;
+#pragma unroll
+        for (int i = 0; i < N / 8; i++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = warp * 16 + lane / 4 + 8 * hf, col = 8 * i + 2 * c;
+                out[row * N + col] = acc[CH - 1][4 * i + 2 * hf];
+                out[row * N + col + 1] = acc[CH - 1][4 * i + 2 * hf + 1];
+            }
+    }
+#endif
+}
+
 typedef void (*chain_kernel)(const uint16_t *, const uint16_t *, int, float *, long long *);
 
-/* Cycles per k16 step of one CTA's chain, best of 5 launches. */
-double per_step(chain_kernel kern, size_t smem, const uint16_t *da, const uint16_t *dw, float *dout,
-                long long *dcyc, int reps) {
+/* Cycles per k16 step of one CTA's chain (each chain's, where there are
+ * several), best of 5 launches. */
+double per_step(chain_kernel kern, size_t smem, int threads, const uint16_t *da, const uint16_t *dw,
+                float *dout, long long *dcyc, int reps) {
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     long long best = -1;
     for (int t = 0; t < 5; t++) {
-        kern<<<1, 128, smem>>>(da, dw, reps, dout, dcyc);
+        kern<<<1, threads, smem>>>(da, dw, reps, dout, dcyc);
         CK(cudaGetLastError());
         long long c = 0;
         CK(cudaMemcpy(&c, dcyc, sizeof c, cudaMemcpyDeviceToHost));
@@ -176,17 +239,22 @@ int main(void) {
         const char *what;
         chain_kernel kern;
         size_t smem;
+        int threads;
     } variants[] = {
-        {"wgmma m64n16k16", wg_chain<16>, SMEM},
-        {"wgmma m64n32k16", wg_chain<32>, SMEM},
-        {"wgmma m64n64k16", wg_chain<64>, SMEM},
-        {"wgmma m64n256k16", wg_chain<256>, SMEM},
-        {"mma.sync m16n8k16, 16 x 16 a warp (2 chains)", mma_chain<16>, mma_smem},
-        {"mma.sync m16n8k16, 16 x 32 a warp (4 chains)", mma_chain<32>, mma_smem},
-        {"mma.sync m16n8k16, 16 x 64 a warp (8 chains)", mma_chain<64>, mma_smem},
+        {"wgmma m64n16k16", wg_chain<16>, SMEM, 128},
+        {"wgmma m64n32k16", wg_chain<32>, SMEM, 128},
+        {"wgmma m64n64k16", wg_chain<64>, SMEM, 128},
+        {"wgmma m64n256k16", wg_chain<256>, SMEM, 128},
+        {"mma.sync m16n8k16, 16 x 16 a warp (2 chains)", mma_chain<16>, mma_smem, 128},
+        {"mma.sync m16n8k16, 16 x 32 a warp (4 chains)", mma_chain<32>, mma_smem, 128},
+        {"mma.sync m16n8k16, 16 x 64 a warp (8 chains)", mma_chain<64>, mma_smem, 128},
+        {"wgmma m64n32k16, 2 chains in 1 warpgroup", wg_chains<1, 2>, SMEM, 128},
+        {"wgmma m64n32k16, 1 chain in each of 2 wgs", wg_chains<2, 1>, SMEM, 256},
+        {"wgmma m64n32k16, 2 chains in each of 2 wgs", wg_chains<2, 2>, SMEM, 256},
     };
     for (const auto &v : variants)
-        printf("  %-46s %6.1f\n", v.what, per_step(v.kern, v.smem, da, dw, dout, dcyc, REPS));
+        printf("  %-46s %6.1f\n", v.what,
+               per_step(v.kern, v.smem, v.threads, da, dw, dout, dcyc, REPS));
     int khz = 0;
     CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
     printf("(clock %d MHz at most: cycles x 1000 / MHz = ns)\n", khz / 1000);
@@ -218,6 +286,15 @@ int main(void) {
         printf(" (first at row %d col %d: %.9g vs %.9g)", first / 32, first % 32, o1[first],
                o2[first]);
     printf("; against the float64 sum rounded once: %d differ\n", off64);
+    /* The several-chain kernels compute the same chain: a check that they
+     * ran it (their times are of real work). */
+    static float o3[64 * 32];
+    wg_chains<2, 2><<<1, 256, SMEM>>>(da, dw, 1, dout, dcyc);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(o3, dout, sizeof o3, cudaMemcpyDeviceToHost));
+    const int diff2 = memcmp(o1, o3, sizeof o1) != 0;
+    printf("two warpgroups x two chains against one chain: %s\n", diff2 ? "DIFFER" : "equal");
+    diff += diff2;
     CK(cudaFree(da));
     CK(cudaFree(dw));
     CK(cudaFree(dout));
