@@ -4,9 +4,10 @@
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
 # session 32's HRMT_CUDA_CLUSTER_NORM_MMA, session 33's
-# HRMT_CUDA_CLUSTER_NORM_PUSH and HRMT_CUDA_QKV_ATTN_PUSH (the three not yet
-# run: e.g. TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_MMA HRMT_CUDA_CLUSTER_NORM_PUSH
-# HRMT_CUDA_QKV_ATTN_PUSH" TRIAL_STEPS="tests memcheck ab").
+# HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
+# HRMT_CUDA_QKV_ATTN_MMA (the four not yet run: e.g.
+# TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_MMA HRMT_CUDA_CLUSTER_NORM_PUSH
+# HRMT_CUDA_QKV_ATTN_PUSH HRMT_CUDA_QKV_ATTN_MMA" TRIAL_STEPS="tests memcheck ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
@@ -47,6 +48,7 @@ switches=(
   "HRMT_CUDA_CLUSTER_NORM_MMA|cluster_norm_mma_equals_wgmma_*|cluster_norm_mma_equals_wgmma_short_seq|1,2,4,8|cluster_norm"
   "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|cluster_norm_push_equals_barriers_short_seq|1,2,4,8|cluster_norm"
   "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|qkv_attn_push_equals_barrier_hrm_width|1,2|qkv_attn_kernel"
+  "HRMT_CUDA_QKV_ATTN_MMA|qkv_attn_mma_equals_wgmma_*|qkv_attn_mma_equals_wgmma_hrm_width|1,2|qkv_attn_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do

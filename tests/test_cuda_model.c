@@ -1231,6 +1231,34 @@ Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
     qkv_attn_push_equals_barrier(256, 4, 99, batches, 1);
 }
 
+/* The cluster form's products by mma.sync (HRMT_CUDA_QKV_ATTN_MMA, opt-in;
+ * sm90a/ring_mma.cuh) against wgmma: the same bytes, both schedules,
+ * halting samples, the four instances as above; and with the pushes. */
+static void qkv_attn_mma_equals_wgmma(int hidden, int heads, int seq_len, const int *batches,
+                                      int nb, int push) {
+    need_cc90("the qkv + attention cluster kernel is built for", 0);
+    if (push) setenv("HRMT_CUDA_QKV_ATTN_PUSH", "1", 1);
+    early_halt_switch_keeps_bits(
+        "HRMT_CUDA_QKV_ATTN_MMA", HRMT_PATH_QKV_ATTN_MMA,
+        push ? "qkv + attention mma.sync vs wgmma, pushes" : "qkv + attention mma.sync vs wgmma",
+        hidden, heads, seq_len, batches, nb);
+    unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
+}
+Test(cuda_model, qkv_attn_mma_equals_wgmma_hrm_width) {
+    const int batches[] = {1, 2};
+    qkv_attn_mma_equals_wgmma(512, 8, 81, batches, 2, 0);
+}
+Test(cuda_model, qkv_attn_mma_equals_wgmma_short_seq) {
+    const int batches[] = {1, 3};
+    qkv_attn_mma_equals_wgmma(256, 4, 60, batches, 2, 0);
+    qkv_attn_mma_equals_wgmma(256, 4, 69, batches, 1, 0);
+    qkv_attn_mma_equals_wgmma(256, 4, 99, batches, 1, 0);
+}
+Test(cuda_model, qkv_attn_mma_equals_wgmma_push) {
+    const int batches[] = {1, 2};
+    qkv_attn_mma_equals_wgmma(512, 8, 81, batches, 2, 1);
+}
+
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM

@@ -93,6 +93,7 @@ struct hrmt_model_cuda {
     int cnorm_mma;   /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
     int cnorm_push;  /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
     int qa_push;     /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
+    int qa_mma;      /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */
     int cnorm16_max; /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
     int cnorm8_max;  /* ... then of 8 CTAs up to this many */
     int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */

@@ -25,7 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0;
+        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -49,7 +49,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_MMA", 0, &cmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 0, &cpush)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 0, &qpush)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 0, &qpush)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_MMA", 0, &qmma)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -79,6 +80,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * instead of a cluster barrier after them (sm90a/cluster_async.cuh),
      * same bits. */
     g->qa_push = g->qa_clusters > 0 && qpush;
+    /* ... and its products by mma.sync (sm90a/ring_mma.cuh), same bits:
+     * opt-in, written without a device (session 33), to be timed beside
+     * HRMT_CUDA_CLUSTER_NORM_MMA. */
+    g->qa_mma = g->qa_clusters > 0 && qmma;
     /* The output heads and the ACT finish as one kernel (model_heads.cu),
      * same bits: one link at the step's end instead of three. */
     g->heads = heads && cu_heads_applies(m);
@@ -199,6 +204,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_CLUSTER_NORM_MMA: return g->cnorm_mma != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
+    case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     }
     return 0;
 }

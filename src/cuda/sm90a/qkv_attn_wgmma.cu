@@ -22,6 +22,9 @@
  * (HRMT_CUDA_QKV_ATTN_PUSH, PUSH): the pushes by st.async, each counted in
  * bytes on the receiver's barrier, which waits for the bytes it is owed
  * instead of the cluster barrier (sm90a/cluster_async.cuh); the same bytes.
+ * Opt-in (HRMT_CUDA_QKV_ATTN_MMA, MMA): the products by mma.sync from the
+ * same stages (ring_mma.cuh, as the cluster projection + norm's
+ * HRMT_CUDA_CLUSTER_NORM_MMA); the same bytes.
  *
  * Bits: the projection is ring_gemm.cuh's F32 chain of k16 steps in
  * ascending k from +0 rounded to BF16 (the pinned cuBLASLt algorithms'
@@ -47,6 +50,7 @@
 #include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/push_plan.cuh"
 #include "cuda/sm90a/qkv_attn_common.cuh"
+#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -74,7 +78,7 @@ __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
 }
 #endif
 
-template <int RT, int KT, bool FULL, bool PUSH>
+template <int RT, int KT, bool FULL, bool PUSH, bool MMA>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
@@ -138,8 +142,13 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < QA_D / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
     int s = 0, prev = -1;
     unsigned ph = 0;
-    ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph, prev,
-                        lane);
+    if constexpr (MMA) {
+        ring_products_mma<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
+                                lane, warp & 3);
+    } else {
+        ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
+                            prev, lane);
+    }
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
     qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
@@ -202,21 +211,30 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
+/* The instance of a form: pushes counted on barriers, products by mma.sync. */
+template <int RT, int KT, bool FULL>
+auto qa_kernel(bool push, bool mma) {
+    return push ? (mma ? qkv_attn_kernel<RT, KT, FULL, true, true>
+                       : qkv_attn_kernel<RT, KT, FULL, true, false>)
+                : (mma ? qkv_attn_kernel<RT, KT, FULL, false, true>
+                       : qkv_attn_kernel<RT, KT, FULL, false, false>);
+}
+
 template <int RT, int KT, bool FULL>
 int qa_fits(const hrmt_cuda *cu) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    /* Both forms opted in; the cluster count of the larger (one CTA per SM
-     * either way). */
-    auto kern = qkv_attn_kernel<RT, KT, FULL, false>;
-    auto push = qkv_attn_kernel<RT, KT, FULL, true>;
-    if (!image_loads(kern, QA_SMEM, per_block) || smem_opt_in(kern, QA_SMEM) != cudaSuccess ||
-        !image_loads(push, QA_SMEM_PUSH, per_block) ||
-        smem_opt_in(push, QA_SMEM_PUSH) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
+    /* Every form opted in; the cluster count of the larger (one CTA per
+     * SM either way). */
+    for (int f = 0; f < 4; f++) {
+        const size_t smem = f & 1 ? QA_SMEM_PUSH : QA_SMEM;
+        auto kern = qa_kernel<RT, KT, FULL>(f & 1, f & 2);
+        if (!image_loads(kern, smem, per_block) || smem_opt_in(kern, smem) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
     }
-    return cluster_fits(push, 3 * RT, 256, QA_SMEM_PUSH);
+    return cluster_fits(qa_kernel<RT, KT, FULL>(true, false), 3 * RT, 256, QA_SMEM_PUSH);
 }
 
 template <int RT, int KT, bool FULL>
@@ -229,10 +247,10 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const struct hrmt_model_cuda *g = cu_model(m);
     const qkv_attn_args p = qkv_attn_args_for(m, att);
     /* The shared-memory opt-in was made at model load (qa_fits). */
-    const cudaError_t e = cluster_launch(
-        g->qa_push ? qkv_attn_kernel<RT, KT, FULL, true> : qkv_attn_kernel<RT, KT, FULL, false>,
-        3 * RT, dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
-        g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
+    const cudaError_t e =
+        cluster_launch(qa_kernel<RT, KT, FULL>(g->qa_push, g->qa_mma), 3 * RT,
+                       dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
+                       g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention");
