@@ -624,10 +624,11 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     hrmt_context_destroy(ctx);
 }
 
-/* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its last,
- * the W-resident one, at hidden <= 512). */
+/* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its
+ * seventh, the W-resident one, and the three mma.sync ones after it at
+ * hidden <= 512). */
 #define WGEMM_SHAPES 6
-#define GLU_SHAPES 7
+#define GLU_SHAPES 10
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
@@ -957,6 +958,17 @@ Test(cuda_model, glu_mul_equals_f32_product_table) {
 Test(cuda_model, glu_mul_equals_f32_product_short_seq) {
     const int batches[] = {3, 5};
     glu_mul_equals_f32_product(256, 4, 63, batches, 2, 1);
+}
+
+/* The fused gate_up's mma.sync shapes among the tuner's candidates
+ * (HRMT_CUDA_GLU_MMA, opt-in) against the tuned default: the same bytes,
+ * both schedules, halting samples (each shape's own bytes: the forced
+ * shapes above). */
+Test(cuda_model, glu_mma_tuned_equals_default) {
+    need_cc90("the fused gate_up is built for", 0);
+    const int batches[] = {1, 7, 40};
+    early_halt_switch_keeps_bits("HRMT_CUDA_GLU_MMA", HRMT_PATH_GLU_MMA, "mma.sync shapes tuned",
+                                 512, 8, 81, batches, 3);
 }
 
 /* The cluster projection + norm's products by mma.sync

@@ -78,6 +78,7 @@ struct hrmt_model_cuda {
     int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
     int glu_mul;                          /* HRMT_CUDA_GLU_MUL: SwiGLU's product by mul.bf16x2 */
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
+    int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -246,9 +247,12 @@ hrmt_status cu_glu_mul_exact(const hrmt_model *m, int *exact);
 hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
 int cu_glu_shapes(const hrmt_model *m);
-/* How many of them the tuner times: the W-resident one (the last) only with
- * HRMT_CUDA_GLU_WRES=1. */
-int cu_glu_tuned_shapes(const hrmt_model *m);
+/* Whether the tuner times shape `shape` (below cu_glu_shapes): the
+ * W-resident one (6) with HRMT_CUDA_GLU_WRES, the mma.sync ones (7-9) with
+ * HRMT_CUDA_GLU_MMA. */
+int cu_glu_shape_tuned(const hrmt_model *m, int shape);
+/* Whether the mma.sync shapes are among this model's. */
+int cu_glu_mma_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act);
 

@@ -25,8 +25,10 @@
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
  * more SMs); a seventh, 128 x 64 again on ring_wres.cuh's loop (each CTA's
  * W slice resident, A alone streamed; hidden <= 512), is forced or, with
- * HRMT_CUDA_GLU_WRES=1, tuned (opt-in until timed: written without a GPU).
- * The
+ * HRMT_CUDA_GLU_WRES=1, tuned (on by default since session 31); three more,
+ * 64 x 64 with one or two warpgroups and 64 x 32, take their products by
+ * mma.sync (ring_mma.cuh, same bits: forced, or with HRMT_CUDA_GLU_MMA=1
+ * tuned; opt-in, written without a GPU in session 33). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
@@ -194,15 +196,18 @@ struct glu_epi {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W); the last one on ring_wres.cuh's loop. */
+ * columns (2 BNA rows of W), products by mma.sync; GLU_WRES on ring_wres.cuh's
+ * loop. */
 struct glu_shape {
-    int msub, wgs, bna;
+    int msub, wgs, bna, mma;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64}, {1, 1, 32},
-                                    {1, 2, 32}, {1, 1, 16}, {2, 2, 64}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64, 0}, {1, 2, 64, 0}, {1, 1, 64, 0}, {1, 1, 32, 0},
+                                    {1, 2, 32, 0}, {1, 1, 16, 0}, {2, 2, 64, 0}, {1, 1, 32, 1},
+                                    {1, 2, 32, 1}, {1, 1, 16, 1}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
-constexpr int GLU_WRES = GLU_NSHAPES - 1; /* the W-resident shape's index */
-constexpr int WRES_KB = 8;                /* its k blocks at most: hidden <= 512 */
+constexpr int GLU_WRES = 6; /* the W-resident shape's index */
+constexpr int GLU_MMA0 = 7; /* the first mma.sync shape's */
+constexpr int WRES_KB = 8;  /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
  * in shared memory. */
@@ -219,7 +224,7 @@ typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act
             cu_model(m)->glu_mul};
 }
 
-template <int MSUB, int WGS, int BNA>
+template <int MSUB, int WGS, int BNA, bool MMA = false>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
     using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
@@ -227,7 +232,7 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -235,8 +240,8 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     const size_t ctas = (tiles + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
     const typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
-    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>, dim3(grid), dim3(C::THREADS),
-                   C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>, dim3(grid),
+                   dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     return cu_check(m->ctx, "cuda fused gate_up");
 }
@@ -292,9 +297,9 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int MSUB, int WGS, int BNA>
+template <int MSUB, int WGS, int BNA, bool MMA = false>
 int glu_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>(per_block);
 }
 
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
@@ -306,6 +311,9 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
     case GLU_WRES: return glu_wres_launch(m, fn, rows, a, w, act);
+    case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act);
+    case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act);
+    case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
@@ -445,10 +453,28 @@ static int glu_wres_applies(const hrmt_model *m) {
     return m->hidden / BK <= (size_t)WRES_KB && wres_loads<2, 128, WRES_KB, glu_epi<64>>(per_block);
 }
 
-int cu_glu_shapes(const hrmt_model *m) { return glu_wres_applies(m) ? GLU_WRES + 1 : GLU_WRES; }
+/* The mma.sync shapes' images load (same shared memory as their wgmma
+ * twins). */
+static int glu_mma_loads(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return glu_loads<1, 1, 32, true>(per_block) && glu_loads<1, 2, 32, true>(per_block) &&
+           glu_loads<1, 1, 16, true>(per_block);
+}
 
-int cu_glu_tuned_shapes(const hrmt_model *m) {
-    return cu_model(m)->glu_wres ? cu_glu_shapes(m) : GLU_WRES;
+/* The shapes past the six ride on the W-resident one's rule (hidden <=
+ * 512), so that every index below the count is one this model can run. */
+int cu_glu_shapes(const hrmt_model *m) {
+    if (!glu_wres_applies(m)) return GLU_WRES;
+    return glu_mma_loads(m) ? GLU_NSHAPES : GLU_WRES + 1;
+}
+
+int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0; }
+
+int cu_glu_shape_tuned(const hrmt_model *m, int shape) {
+    const struct hrmt_model_cuda *g = cu_model(m);
+    if (shape < GLU_WRES) return 1;
+    return shape == GLU_WRES ? g->glu_wres : g->glu_mma;
 }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

@@ -15,11 +15,15 @@
  *  - WGS consumer warpgroups taking alternate tiles: one's epilogue runs
  *    beside the other's products ("ping-pong"). They take turns (order[])
  *    to wait on the ring, so that none waits on a stage's parity a whole
- *    phase ahead of the stage. */
+ *    phase ahead of the stage.
+ * MMA (64-row tiles only): the products by mma.sync from the same stages
+ * (ring_mma.cuh), the same bits; the fused gate_up's opt-in shapes
+ * (HRMT_CUDA_GLU_MMA), for the dependent chain's step at small batches. */
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 
 #include "cuda/pdl.cuh"
+#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace {
@@ -147,7 +151,7 @@ __device__ __forceinline__ void tile_store(float (&acc)[MSUB][WN / 2], int m0, i
  * also has epi_load(part, thread, threads, args), which the consumer
  * warpgroups run once before their first tile to fill that shared-memory
  * part, and store(..., args, part). */
-template <int MSUB, int WGS, int WN, class E>
+template <int MSUB, int WGS, int WN, class E, bool MMA = false>
 __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
@@ -213,13 +217,21 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         tile_zero<MSUB, WN>(acc);
         mbar_wait(&order[cw], turn);
         turn ^= 1;
-        const int prev = tile_products<MSUB, WN>(
-            acc, full, empty, S, kb_n, s, ph, lane,
-            [&](int st) { return smem + st * C::STAGE_BYTES; },
-            [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
+        int prev = -1;
+        if constexpr (MMA) {
+            static_assert(MSUB == 1, "the mma.sync form takes 64-row tiles");
+            /* Every stage given back as its operands reach registers. */
+            ring_products_mma<WN>(acc[0], smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s,
+                                  ph, lane, warp);
+        } else {
+            prev = tile_products<MSUB, WN>(
+                acc, full, empty, S, kb_n, s, ph, lane,
+                [&](int st) { return smem + st * C::STAGE_BYTES; },
+                [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
+        }
         /* Every ring use of this tile has landed: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        tile_done<MSUB, WN>(acc, empty, prev, lane);
+        if constexpr (!MMA) tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
     LT_PHASE(8);
@@ -227,14 +239,15 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
 }
 
 /* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
-template <int MSUB, int WGS, int WN, class E>
+template <int MSUB, int WGS, int WN, class E, bool MMA = false>
 int ring_loads(size_t per_block) {
-    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM,
-                       per_block);
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E, MMA>,
+                       ring_cfg_for<MSUB, WGS, WN, E>::SMEM, per_block);
 }
-template <int MSUB, int WGS, int WN, class E>
+template <int MSUB, int WGS, int WN, class E, bool MMA = false>
 cudaError_t ring_prepare() {
-    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E, MMA>,
+                       ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
 }
 
 } // namespace
