@@ -53,50 +53,21 @@ constexpr int LDP = K + 8; /* mma.sync operands: padded rows */
 __device__ __forceinline__ int sw128(int rows, int row, int k) {
     return (k / BK) * rows * ROW_BYTES + mma_sw128(row, (k % BK) >> 3) + (k & 7) * 2;
 }
-#endif
-
-template <int N>
-__global__ void __launch_bounds__(128, 1)
-    wg_chain(const uint16_t *a, const uint16_t *w, int reps, float *out, long long *cyc) {
-#ifdef HRMT_SM90A
-    extern __shared__ uint8_t raw[];
-    uint8_t *sa = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023), *sw = sa + A_BYTES;
-    for (int i = threadIdx.x; i < 64 * K; i += 128)
-        *(uint16_t *)(sa + sw128(64, i / K, i % K)) = a[i];
-    for (int i = threadIdx.x; i < N * K; i += 128)
-        *(uint16_t *)(sw + sw128(N, i / K, i % K)) = w[i];
+/* A (64 x K) and W (n x K) into the wgmma kernels' shared memory, swizzled,
+ * by all `threads` threads; the 1024-byte aligned start back in *sa. */
+__device__ __forceinline__ void load_swizzled(uint8_t *raw, uint8_t **sa, uint8_t **sw,
+                                              const uint16_t *a, const uint16_t *w, int n,
+                                              int threads) {
+    *sa = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
+    *sw = *sa + A_BYTES;
+    for (int i = threadIdx.x; i < 64 * K; i += threads)
+        *(uint16_t *)(*sa + sw128(64, i / K, i % K)) = a[i];
+    for (int i = threadIdx.x; i < n * K; i += threads)
+        *(uint16_t *)(*sw + sw128(n, i / K, i % K)) = w[i];
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
-    float acc[N / 2];
-#pragma unroll
-    for (int i = 0; i < N / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
-    const long long t0 = clock64();
-    for (int r = 0; r < reps; r++)
-        for (int kb = 0; kb < K / BK; kb++) {
-            const uint64_t da = desc_k128(sa + kb * 64 * ROW_BYTES);
-            const uint64_t dw = desc_k128(sw + kb * N * ROW_BYTES);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
-            wg_commit();
-            wg_wait<1>();
-        }
-    wg_wait<0>();
-#pragma unroll
-    for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
-    const long long t1 = clock64();
-    if (threadIdx.x == 0) *cyc = t1 - t0;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, c = lane & 3;
-#pragma unroll
-    for (int i = 0; i < N / 8; i++)
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int row = warp * 16 + lane / 4 + 8 * hf, col = 8 * i + 2 * c;
-            out[row * N + col] = acc[4 * i + 2 * hf];
-            out[row * N + col + 1] = acc[4 * i + 2 * hf + 1];
-        }
-#endif
 }
+#endif
 
 template <int N>
 __global__ void __launch_bounds__(128, 1)
@@ -126,22 +97,18 @@ __global__ void __launch_bounds__(128, 1)
         }
 }
 
-/* WGS warpgroups, each CH independent m64n32k16 chains over the same
+/* WGS warpgroups, each CH independent m64nNk16 chains over the same
  * operands (chain c takes the k16 steps in the same order from its own +0),
- * steps of the chains alternating; cycles of the whole. */
-template <int WGS, int CH>
+ * steps of the chains alternating, as the kernels issue them (four k16
+ * steps a 64-k stage, a commit per stage, one group left in flight);
+ * cycles of the whole. One chain (1, 1) is the kernels' case. */
+template <int N, int WGS, int CH>
 __global__ void __launch_bounds__(128 * WGS, 1)
     wg_chains(const uint16_t *a, const uint16_t *w, int reps, float *out, long long *cyc) {
 #ifdef HRMT_SM90A
-    constexpr int N = 32;
     extern __shared__ uint8_t raw[];
-    uint8_t *sa = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023), *sw = sa + A_BYTES;
-    for (int i = threadIdx.x; i < 64 * K; i += 128 * WGS)
-        *(uint16_t *)(sa + sw128(64, i / K, i % K)) = a[i];
-    for (int i = threadIdx.x; i < N * K; i += 128 * WGS)
-        *(uint16_t *)(sw + sw128(N, i / K, i % K)) = w[i];
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
+    uint8_t *sa, *sw;
+    load_swizzled(raw, &sa, &sw, a, w, N, 128 * WGS);
     float acc[CH][N / 2];
 #pragma unroll
     for (int c = 0; c < CH; c++)
@@ -241,16 +208,16 @@ int main(void) {
         size_t smem;
         int threads;
     } variants[] = {
-        {"wgmma m64n16k16", wg_chain<16>, SMEM, 128},
-        {"wgmma m64n32k16", wg_chain<32>, SMEM, 128},
-        {"wgmma m64n64k16", wg_chain<64>, SMEM, 128},
-        {"wgmma m64n256k16", wg_chain<256>, SMEM, 128},
+        {"wgmma m64n16k16", wg_chains<16, 1, 1>, SMEM, 128},
+        {"wgmma m64n32k16", wg_chains<32, 1, 1>, SMEM, 128},
+        {"wgmma m64n64k16", wg_chains<64, 1, 1>, SMEM, 128},
+        {"wgmma m64n256k16", wg_chains<256, 1, 1>, SMEM, 128},
         {"mma.sync m16n8k16, 16 x 16 a warp (2 chains)", mma_chain<16>, mma_smem, 128},
         {"mma.sync m16n8k16, 16 x 32 a warp (4 chains)", mma_chain<32>, mma_smem, 128},
         {"mma.sync m16n8k16, 16 x 64 a warp (8 chains)", mma_chain<64>, mma_smem, 128},
-        {"wgmma m64n32k16, 2 chains in 1 warpgroup", wg_chains<1, 2>, SMEM, 128},
-        {"wgmma m64n32k16, 1 chain in each of 2 wgs", wg_chains<2, 1>, SMEM, 256},
-        {"wgmma m64n32k16, 2 chains in each of 2 wgs", wg_chains<2, 2>, SMEM, 256},
+        {"wgmma m64n32k16, 2 chains in 1 warpgroup", wg_chains<32, 1, 2>, SMEM, 128},
+        {"wgmma m64n32k16, 1 chain in each of 2 wgs", wg_chains<32, 2, 1>, SMEM, 256},
+        {"wgmma m64n32k16, 2 chains in each of 2 wgs", wg_chains<32, 2, 2>, SMEM, 256},
     };
     for (const auto &v : variants)
         printf("  %-46s %6.1f\n", v.what,
@@ -261,7 +228,7 @@ int main(void) {
 
     /* One pass of 64 x 32 by each instruction: the same F32 chain? */
     static float o1[64 * 32], o2[64 * 32];
-    wg_chain<32><<<1, 128, SMEM>>>(da, dw, 1, dout, dcyc);
+    wg_chains<32, 1, 1><<<1, 128, SMEM>>>(da, dw, 1, dout, dcyc);
     CK(cudaGetLastError());
     CK(cudaMemcpy(o1, dout, sizeof o1, cudaMemcpyDeviceToHost));
     mma_chain<32><<<1, 128, mma_smem>>>(da, dw, 1, dout, dcyc);
@@ -289,7 +256,7 @@ int main(void) {
     /* The several-chain kernels compute the same chain: a check that they
      * ran it (their times are of real work). */
     static float o3[64 * 32];
-    wg_chains<2, 2><<<1, 256, SMEM>>>(da, dw, 1, dout, dcyc);
+    wg_chains<32, 2, 2><<<1, 256, SMEM>>>(da, dw, 1, dout, dcyc);
     CK(cudaGetLastError());
     CK(cudaMemcpy(o3, dout, sizeof o3, cudaMemcpyDeviceToHost));
     const int diff2 = memcmp(o1, o3, sizeof o1) != 0;

@@ -2,7 +2,8 @@
  * bytes on the receiver's mbarrier (sm_90): the sender does not wait, and
  * the receiver waits only for the bytes it is owed instead of for every
  * thread of every CTA at a cluster barrier. Used by the cluster kernels'
- * opt-in exchanges (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH).
+ * opt-in exchanges (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH);
+ * proj_norm_wgmma.cu's pair of CTAs hands over by remote arrivals.
  *
  * The rules the users keep (PTX ISA: st.async, cp.async.bulk, mbarrier):
  *  - a receiver's mbarrier is initialised, its init fenced for the cluster
@@ -59,8 +60,15 @@ __device__ __forceinline__ void cl_copy_async(uint32_t dst, const void *src, uin
 __device__ __forceinline__ void fence_async_smem() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+/* An arrival on another CTA's mbarrier at `remote` (cl_map), releasing
+ * this thread's earlier distributed-shared-memory stores at cluster scope. */
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t remote) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+                 : "memory");
+}
 /* A wait for a barrier other CTAs complete: acquire at cluster scope, so
- * their writes counted on it are seen after it. */
+ * their writes counted on it (or released before their arrivals) are seen
+ * after it. */
 __device__ __forceinline__ void mbar_wait_cluster(uint64_t *b, unsigned parity) {
     asm volatile(
         "{\n"

@@ -58,6 +58,7 @@
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/pair_norm_math.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
@@ -87,27 +88,6 @@ struct pn_args {
     uint16_t *h;
     float eps;
 };
-
-#ifdef HRMT_SM90A
-/* An arrival on the other CTA's mbarrier at `remote` (cl_map), releasing
- * this thread's earlier distributed-shared-memory stores at cluster scope. */
-__device__ __forceinline__ void mbar_arrive_remote(uint32_t remote) {
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
-                 : "memory");
-}
-/* A wait that acquires at cluster scope: the arrivals came from the other
- * CTA, after its stores into this CTA's shared memory. */
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t *b, unsigned parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "W: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra W;\n"
-        "}" ::"r"(smem_u32(b)),
-        "r"(parity)
-        : "memory");
-}
-#endif
 
 template <int NH>
 __global__ void __launch_bounds__(PN_THREADS, 1)
