@@ -1271,6 +1271,34 @@ Test(cuda_model, qkv_attn_mma_equals_wgmma_push) {
     qkv_attn_mma_equals_wgmma(512, 8, 81, batches, 2, 1);
 }
 
+/* Both qkv + attention kernels' RoPE factors loaded before the products
+ * (HRMT_CUDA_ROPE_EARLY, opt-in) against after them: the same bytes, both
+ * schedules, halting samples, at batches of the cluster form (1, 2) and of
+ * the CTA form (7, 16) at HRM's width, and at T = 61 (clusters at 1 and 3,
+ * CTAs at 20); and with the cluster form's pushes. */
+static void rope_early_equals_late(int hidden, int heads, int seq_len, const int *batches, int nb,
+                                   int push) {
+    need_cc90("the qkv + attention kernels are built for", 0);
+    if (push) setenv("HRMT_CUDA_QKV_ATTN_PUSH", "1", 1);
+    early_halt_switch_keeps_bits(
+        "HRMT_CUDA_ROPE_EARLY", HRMT_PATH_ROPE_EARLY,
+        push ? "RoPE factors early vs late, pushes" : "RoPE factors early vs late", hidden, heads,
+        seq_len, batches, nb);
+    unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
+}
+Test(cuda_model, rope_early_equals_late_hrm_width) {
+    const int batches[] = {1, 2, 7, 16};
+    rope_early_equals_late(512, 8, 81, batches, 4, 0);
+}
+Test(cuda_model, rope_early_equals_late_short_seq) {
+    const int batches[] = {1, 3, 20};
+    rope_early_equals_late(256, 4, 60, batches, 3, 0);
+}
+Test(cuda_model, rope_early_equals_late_push) {
+    const int batches[] = {1};
+    rope_early_equals_late(512, 8, 81, batches, 1, 1);
+}
+
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM

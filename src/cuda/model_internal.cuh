@@ -86,18 +86,19 @@ struct hrmt_model_cuda {
     int tune_exact;    /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
-    int pnorm;       /* HRMT_CUDA_FUSED_NORM: clusters of the projection + norm kernel */
-    int pdl;         /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
-    int npro;        /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
-    int inject;      /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
-    int cnorm;       /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
-    int cnorm_mma;   /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
-    int cnorm_push;  /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
-    int qa_push;     /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
-    int qa_mma;      /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */
-    int cnorm16_max; /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
-    int cnorm8_max;  /* ... then of 8 CTAs up to this many */
-    int attn_teams;  /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
+    int pnorm;      /* HRMT_CUDA_FUSED_NORM: clusters of the projection + norm kernel */
+    int pdl;        /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
+    int npro;       /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
+    int inject;     /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
+    int cnorm;      /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
+    int cnorm_mma;  /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
+    int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
+    int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
+    int qa_mma;     /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */
+    int rope_early; /* HRMT_CUDA_ROPE_EARLY: both qkv + attention kernels load RoPE factors early */
+    int cnorm16_max;    /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
+    int cnorm8_max;     /* ... then of 8 CTAs up to this many */
+    int attn_teams;     /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int attn_rope_once; /* HRMT_CUDA_ATTN_ROPE_ONCE: K and Q rotated from one factor load */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (either form below) */

@@ -25,7 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0;
+        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -51,7 +51,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 0, &cpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 0, &qpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_MMA", 0, &qmma)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 0, &early)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -85,6 +86,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * opt-in, written without a device (session 33), to be timed beside
      * HRMT_CUDA_CLUSTER_NORM_MMA. */
     g->qa_mma = g->qa_clusters > 0 && qmma;
+    /* Opt-in, written without a device (session 33): in both qkv +
+     * attention kernels the RoPE factors are loaded into registers before
+     * the wait for the kernel before instead of after the products (an L2
+     * round trip off the epilogue), same values, same bits. */
+    g->rope_early = g->qa && early && m->cfg.pos_encodings == HRMT_POS_ROPE;
     /* The output heads and the ACT finish as one kernel (model_heads.cu),
      * same bits: one link at the step's end instead of three. */
     g->heads = heads && cu_heads_applies(m);
@@ -207,6 +213,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ATTN_ROPE_ONCE: return g->attn_rope_once != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_GLU_MMA: return g->glu_mma != 0;
+    case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_MMA: return g->cnorm_mma != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;

@@ -40,15 +40,41 @@ inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
 }
 
 #ifdef HRMT_SM90A
+/* The RoPE factors qkv_emit uses, for the thread's two rows (hf) and its
+ * D / 16 pairs a row: loaded ahead of the products (the tables are model
+ * constants, so ahead of the wait for the kernel before too), so that the
+ * epilogue does not wait on an L2 round trip after the products. */
+template <int D>
+struct rope_regs {
+    float2 c[2][D / 16], s[2][D / 16];
+};
+template <int D>
+__device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const float *cs,
+                                          const float *sn, int w4, int lane) {
+    const int c2 = 2 * (lane & 3);
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+        const int t = t0 + w4 * 16 + lane / 4 + 8 * hf;
+#pragma unroll
+        for (int i = 0; i < D / 16; i++) {
+            const int d = 8 * i + c2;
+            r.c[hf][i] = t < T ? *(const float2 *)(cs + (size_t)t * D + d) : make_float2(0, 0);
+            r.s[hf][i] = t < T ? *(const float2 *)(sn + (size_t)t * D + d) : make_float2(0, 0);
+        }
+    }
+}
+
 /* BF16 (the GEMM's rounding: one paired RNE conversion, the software
  * rounding's bits for every non-NaN), RoPE at position t when cs is given
+ * (PRE: its factors from `pre`, rope_load's, the same values)
  * (q and k of a RoPE model; the pair d, d + D / 2 is accumulators 4 i + ..
  * and 4 (i + D / 16) + ..), zero past T, into dst's rows 0..63 (row stride
  * LD). Thread (w4, lane) of the warpgroup holds rows w4 16 + lane / 4 (+ 8),
  * columns 8 i + 2 (lane % 4) (+ 1): wgmma's accumulator layout. */
-template <int D, int LD>
+template <int D, int LD, bool PRE = false>
 __device__ __forceinline__ void qkv_emit(const float (&acc)[D / 2], int t0, int T, const float *cs,
-                                         const float *sn, int w4, int lane, uint16_t *dst) {
+                                         const float *sn, int w4, int lane, uint16_t *dst,
+                                         const rope_regs<D> &pre = rope_regs<D>{}) {
     namespace rc = hrmt_rowops_cuda;
     const int c2 = 2 * (lane & 3);
 #pragma unroll
@@ -63,8 +89,8 @@ __device__ __forceinline__ void qkv_emit(const float (&acc)[D / 2], int t0, int 
 #pragma unroll
             for (int i = 0; i < D / 16; i++) {
                 const int d = 8 * i + c2;
-                const float2 cf = *(const float2 *)(cs + (size_t)t * D + d);
-                const float2 sf = *(const float2 *)(sn + (size_t)t * D + d);
+                const float2 cf = PRE ? pre.c[hf][i] : *(const float2 *)(cs + (size_t)t * D + d);
+                const float2 sf = PRE ? pre.s[hf][i] : *(const float2 *)(sn + (size_t)t * D + d);
                 const uint32_t a = outw[i], b = outw[i + D / 16];
                 float o1[2], o2[2];
                 rope_pair(__uint_as_float(a << 16), __uint_as_float(b << 16), cf.x, sf.x, &o1[0],

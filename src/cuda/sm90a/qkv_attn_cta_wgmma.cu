@@ -53,7 +53,9 @@ constexpr int QC_QKV = QC_ROWS * QC_LD * 2; /* Q, K or V, all rows */
 constexpr int QC_SMEM = QC_STAGES * QC_STAGE_BYTES + 3 * QC_QKV + 1024 + 2 * QC_STAGES * 8;
 constexpr int QC_THREADS = 384;
 
-template <int KT, bool FULL>
+/* EARLY: q's and k's RoPE factors loaded before the wait for the kernel
+ * before (HRMT_CUDA_ROPE_EARLY, opt-in; qkv_attn_common.cuh's rope_load). */
+template <int KT, bool FULL, bool EARLY>
 __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_attn_cta_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
@@ -101,9 +103,13 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int half = wg - 1, w4 = warp & 3;
+    /* q's and k's RoPE factors (the same rows) ahead of the wait (EARLY). */
+    const bool early = EARLY && p.cs;
+    rope_regs<QC_D> rr;
+    if (early) rope_load<QC_D>(rr, half * 64, p.T, p.cs, p.sn, w4, lane);
     pdl_wait(); /* before att's stores */
     pdl_trigger();
-    const int half = wg - 1, w4 = warp & 3;
     float aq[QC_D / 2], ak[QC_D / 2], av[QC_D / 2];
     /* +0 by an opaque move (qkv_attn_wgmma.cu: with a plain 0.0f ptxas
      * serialises the wgmma steps). */
@@ -142,8 +148,13 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
         asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
     /* BF16, RoPE on q and k, zero past T (qkv_attn_common.cuh). */
     const int t0 = half * 64;
-    qkv_emit<QC_D, QC_LD>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD);
-    qkv_emit<QC_D, QC_LD>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD);
+    if (early) {
+        qkv_emit<QC_D, QC_LD, true>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD, rr);
+        qkv_emit<QC_D, QC_LD, true>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD, rr);
+    } else {
+        qkv_emit<QC_D, QC_LD>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD);
+        qkv_emit<QC_D, QC_LD>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD);
+    }
     qkv_emit<QC_D, QC_LD>(av, t0, p.T, nullptr, nullptr, w4, lane, Vs + t0 * QC_LD);
     asm volatile("bar.sync 3, 256;" ::: "memory"); /* Q, K, V whole (both warpgroups) */
     LT_PHASE(3);
@@ -171,8 +182,10 @@ int qc_fits(const hrmt_cuda *cu) {
     size_t per_block = 0;
     int sms = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, &sms, NULL);
-    auto kern = qkv_attn_cta_kernel<KT, FULL>;
-    if (!image_loads(kern, QC_SMEM, per_block) || smem_opt_in(kern, QC_SMEM) != cudaSuccess) {
+    auto kern = qkv_attn_cta_kernel<KT, FULL, false>;
+    auto early = qkv_attn_cta_kernel<KT, FULL, true>;
+    if (!image_loads(kern, QC_SMEM, per_block) || smem_opt_in(kern, QC_SMEM) != cudaSuccess ||
+        !image_loads(early, QC_SMEM, per_block) || smem_opt_in(early, QC_SMEM) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -195,8 +208,9 @@ hrmt_status qc_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const struct hrmt_model_cuda *g = cu_model(m);
     const qkv_attn_args p = qkv_attn_args_for(m, att);
     /* The shared-memory opt-in was made at model load (qc_fits). */
-    const cudaError_t e = pdl_launch(qkv_attn_cta_kernel<KT, FULL>, dim3((unsigned)(n * m->heads)),
-                                     dim3(QC_THREADS), QC_SMEM, cu_stream(m), g->pdl, ta, tw, p);
+    const cudaError_t e = pdl_launch(
+        g->rope_early ? qkv_attn_cta_kernel<KT, FULL, true> : qkv_attn_cta_kernel<KT, FULL, false>,
+        dim3((unsigned)(n * m->heads)), dim3(QC_THREADS), QC_SMEM, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention (CTA)");
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention (CTA)");

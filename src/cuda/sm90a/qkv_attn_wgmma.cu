@@ -70,6 +70,12 @@ constexpr int QA_SMEM =
     QA_STAGES * QA_STAGE_BYTES + QA_X + 2 * QA_KV + QA_Q + 1024 + 2 * QA_STAGES * 8;
 constexpr int QA_SMEM_PUSH = QA_SMEM + 8; /* + the pushes' barrier */
 
+/* The opt-in forms, bits of the kernel's FORM: pushes counted on barriers
+ * (HRMT_CUDA_QKV_ATTN_PUSH), products by mma.sync (HRMT_CUDA_QKV_ATTN_MMA),
+ * RoPE factors loaded early (HRMT_CUDA_ROPE_EARLY; the wgmma form only:
+ * beside mma.sync's operand registers they spill). */
+enum { QA_PUSH = 1, QA_MMA = 2, QA_EARLY = 4, QA_FORMS = 6 };
+
 #ifdef HRMT_SM90A
 __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
     asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y),
@@ -78,11 +84,13 @@ __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
 }
 #endif
 
-template <int RT, int KT, bool FULL, bool PUSH, bool MMA>
+template <int RT, int KT, bool FULL, int FORM>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
+    constexpr bool PUSH = FORM & QA_PUSH, MMA = FORM & QA_MMA, EARLY = FORM & QA_EARLY;
+    static_assert(!(MMA && EARLY), "the early RoPE factors are the wgmma form's");
     constexpr int CL = 3 * RT, S = QA_STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -131,6 +139,10 @@ __global__ void __launch_bounds__(256, 1)
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    /* q's and k's RoPE factors ahead of the wait (EARLY). */
+    const bool early = EARLY && part < 2 && p.cs;
+    rope_regs<QA_D> rr;
+    if (early) rope_load<QA_D>(rr, r * 64, T, p.cs, p.sn, warp & 3, lane);
     pdl_wait();
     pdl_trigger();
     float acc[QA_D / 2];
@@ -151,7 +163,10 @@ __global__ void __launch_bounds__(256, 1)
     }
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
-    qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
+    if (early)
+        qkv_emit<QA_D, QA_LD, true>(acc, r * 64, T, p.cs, p.sn, w4, lane, xs, rr);
+    else
+        qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
     asm volatile("bar.sync 3, 128;" ::: "memory");      /* xs whole (this warpgroup) */
     asm volatile("barrier.cluster.wait;" ::: "memory"); /* every CTA started */
     LT_PHASE(3);
@@ -211,13 +226,18 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-/* The instance of a form: pushes counted on barriers, products by mma.sync. */
+/* The instance of a form (QA_* bits; with mma.sync, no early factors). */
 template <int RT, int KT, bool FULL>
-auto qa_kernel(bool push, bool mma) {
-    return push ? (mma ? qkv_attn_kernel<RT, KT, FULL, true, true>
-                       : qkv_attn_kernel<RT, KT, FULL, true, false>)
-                : (mma ? qkv_attn_kernel<RT, KT, FULL, false, true>
-                       : qkv_attn_kernel<RT, KT, FULL, false, false>);
+auto qa_kernel(int form) {
+    if (form & QA_MMA) form &= ~QA_EARLY;
+    switch (form) {
+    case QA_PUSH: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH>;
+    case QA_MMA: return qkv_attn_kernel<RT, KT, FULL, QA_MMA>;
+    case QA_PUSH | QA_MMA: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_MMA>;
+    case QA_EARLY: return qkv_attn_kernel<RT, KT, FULL, QA_EARLY>;
+    case QA_PUSH | QA_EARLY: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY>;
+    default: return qkv_attn_kernel<RT, KT, FULL, 0>;
+    }
 }
 
 template <int RT, int KT, bool FULL>
@@ -226,15 +246,15 @@ int qa_fits(const hrmt_cuda *cu) {
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     /* Every form opted in; the cluster count of the larger (one CTA per
      * SM either way). */
-    for (int f = 0; f < 4; f++) {
-        const size_t smem = f & 1 ? QA_SMEM_PUSH : QA_SMEM;
-        auto kern = qa_kernel<RT, KT, FULL>(f & 1, f & 2);
+    for (int f = 0; f < QA_FORMS; f++) {
+        const size_t smem = f & QA_PUSH ? QA_SMEM_PUSH : QA_SMEM;
+        auto kern = qa_kernel<RT, KT, FULL>(f);
         if (!image_loads(kern, smem, per_block) || smem_opt_in(kern, smem) != cudaSuccess) {
             (void)cudaGetLastError();
             return 0;
         }
     }
-    return cluster_fits(qa_kernel<RT, KT, FULL>(true, false), 3 * RT, 256, QA_SMEM_PUSH);
+    return cluster_fits(qa_kernel<RT, KT, FULL>(QA_PUSH), 3 * RT, 256, QA_SMEM_PUSH);
 }
 
 template <int RT, int KT, bool FULL>
@@ -247,10 +267,11 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const struct hrmt_model_cuda *g = cu_model(m);
     const qkv_attn_args p = qkv_attn_args_for(m, att);
     /* The shared-memory opt-in was made at model load (qa_fits). */
-    const cudaError_t e =
-        cluster_launch(qa_kernel<RT, KT, FULL>(g->qa_push, g->qa_mma), 3 * RT,
-                       dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
-                       g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
+    const cudaError_t e = cluster_launch(
+        qa_kernel<RT, KT, FULL>((g->qa_push ? QA_PUSH : 0) | (g->qa_mma ? QA_MMA : 0) |
+                                (g->rope_early ? QA_EARLY : 0)),
+        3 * RT, dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
+        g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention");
