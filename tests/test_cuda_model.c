@@ -1478,13 +1478,15 @@ Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     const char *names[] = {
-        "HRMT_CUDA_FUSED_GLU",       "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
-        "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-        "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
-        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
-        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
-        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
-        "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES"};
+        "HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
+        "HRMT_CUDA_CLUSTER_NORM",      "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+        "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
+        "HRMT_CUDA_GEMM_TUNE_EXACT",   "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
+        "HRMT_CUDA_FOLD_INJECT",       "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
+        "HRMT_CUDA_GLU_FAST_SILU",     "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
+        "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
+        "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
+        "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
