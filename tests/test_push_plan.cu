@@ -6,8 +6,9 @@
  * rows to whom, in how many bytes) for every shape and row count the
  * kernels take, and checks each receiver's total against the bytes it
  * expects (sm90a/push_plan.cuh, what the kernels call), every row the
- * receiver then reads against what it was sent, and the copies' sizes,
- * alignment and bounds against the buffers. Built with nvcc where the CUDA
+ * receiver then reads against what it was sent, the copies' sizes,
+ * alignment and bounds against the buffers, and (with values) that each
+ * row lands where its owner reads it. Built with nvcc where the CUDA
  * backend is; needs no GPU; the device tests cuda_model/..._push_... check the
  * kernels' bytes. */
 #include <criterion/criterion.h>
@@ -65,6 +66,41 @@ void cluster_norm_plan(int wn, int cl, int live) {
 }
 
 } // namespace
+
+/* The rows' journey with values: each CTA's x block [64][WN] (x at tile
+ * row r, column col of H = (r << 12) | col), the copies at the kernel's
+ * offsets and sizes into each owner's buffer, then the owner's reads of
+ * its row j, column col: every one must be x at (k RP + j, col). */
+static void cluster_norm_rows_land(int wn, int cl, int live) {
+    const int rp = TILE / cl, h = wn * cl;
+    static int xs[16][TILE * 64], xr[16][TILE * 64];
+    memset(xr, 0xff, sizeof xr);
+    for (int src = 0; src < cl; src++)
+        for (int r = 0; r < TILE; r++)
+            for (int c = 0; c < wn; c++) xs[src][r * wn + c] = (r << 12) | (src * wn + c);
+    for (int src = 0; src < cl; src++)
+        for (int owner = 0; owner < cl; owner++) {
+            const int n = cn_push_rows(live, owner, rp);
+            memcpy(&xr[owner][cn_push_dst(src, wn, rp)], &xs[src][cn_push_src(owner, wn, rp)],
+                   (size_t)(n * wn) * sizeof(int));
+        }
+    for (int k = 0; k < cl; k++)
+        for (int j = 0; j < cn_push_rows(live, k, rp); j++)
+            for (int col = 0; col < h; col++) {
+                const int got = xr[k][cn_push_at(j, col, wn, rp)],
+                          want = ((k * rp + j) << 12) | col;
+                cr_assert_eq(got, want,
+                             "WN %d CL %d live %d: CTA %d row %d col %d reads %#x, not %#x", wn, cl,
+                             live, k, j, col, got, want);
+            }
+}
+
+Test(push_plan, cluster_norm_rows_land_where_the_owner_reads) {
+    const int shapes[4][2] = {{32, 16}, {16, 16}, {64, 8}, {32, 8}};
+    for (int s = 0; s < 4; s++)
+        for (int live = 1; live <= TILE; live++)
+            cluster_norm_rows_land(shapes[s][0], shapes[s][1], live);
+}
 
 Test(push_plan, cluster_norm_every_shape_and_row_count) {
     const int shapes[4][2] = {{32, 16}, {16, 16}, {64, 8}, {32, 8}};

@@ -248,8 +248,9 @@ __global__ void __launch_bounds__(256, 1)
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
         cl_wait();                                     /* every CTA's barriers made */
         if (tid < CL && rows_of(tid) > 0)
-            cl_copy_async(cl_map(xr + rank * C::RP * WN, (uint32_t)tid), xs + tid * C::RP * WN,
-                          (uint32_t)(rows_of(tid) * WN * 2), cl_map(xbar, (uint32_t)tid));
+            cl_copy_async(cl_map(xr + cn_push_dst((int)rank, WN, C::RP), (uint32_t)tid),
+                          xs + cn_push_src(tid, WN, C::RP), (uint32_t)(rows_of(tid) * WN * 2),
+                          cl_map(xbar, (uint32_t)tid));
         LT_PHASE(3);
         const int mine = rows_of((int)rank);
         if (mine > 0) mbar_wait_cluster(xbar, 0);
@@ -258,7 +259,7 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
             for (int g = 0; g < G; g++) {
                 const int col = g * 32 + lane;
-                xv[g] = rc::bf16_to_f(xr[(col / WN) * C::RP * WN + j * WN + col % WN]);
+                xv[g] = rc::bf16_to_f(xr[cn_push_at(j, col, WN, C::RP)]);
             }
             const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
             if (lane < CL)

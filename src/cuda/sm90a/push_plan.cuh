@@ -18,6 +18,16 @@ HRMT_HD int cn_push_rows(int live, int k, int rp) {
     return n < 0 ? 0 : n < rp ? n : rp;
 }
 
+/* Where the rows travel, in BF16 elements: a CTA's x block is [64][WN]
+ * (tile row, its column); the block owner k's rows start at cn_push_src(k)
+ * in it and land in k's [CL][RP][WN] buffer at cn_push_dst(sender), so the
+ * owner finds its row j, column col (of H) at cn_push_at(j, col). */
+HRMT_HD int cn_push_src(int owner, int wn, int rp) { return owner * rp * wn; }
+HRMT_HD int cn_push_dst(int sender, int wn, int rp) { return sender * rp * wn; }
+HRMT_HD int cn_push_at(int j, int col, int wn, int rp) {
+    return (col / wn) * rp * wn + j * wn + col % wn;
+}
+
 /* qkv + attention over a cluster of 3 rt CTAs: the bytes CTA `rank` is
  * owed, all keys' K and V rows (rt 64 each, d BF16 wide) and 16 q rows for
  * each of its query tiles rank, rank + 3 rt below nkt. */
