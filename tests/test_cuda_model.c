@@ -794,6 +794,21 @@ static void early_halt_switch_keeps_bits(const char *env, hrmt_model_path path, 
     hrmt_context_destroy(ctx);
 }
 
+/* The same with another switch `with` set to `value` in both models (NULL:
+ * none), named in the label. */
+static void switch_keeps_bits_with(const char *with, const char *value, const char *env,
+                                   hrmt_model_path path, const char *label, int hidden, int heads,
+                                   int seq_len, const int *batches, int nb) {
+    char what[128];
+    if (with) {
+        setenv(with, value, 1);
+        snprintf(what, sizeof what, "%s, %s=%s", label, with, value);
+    }
+    early_halt_switch_keeps_bits(env, path, with ? what : label, hidden, heads, seq_len, batches,
+                                 nb);
+    if (with) unsetenv(with);
+}
+
 /* The output heads and the ACT finish as one kernel (HRMT_CUDA_FUSED_HEADS,
  * on by default for BF16 models with vocab + 2 <= 16) against the two GEMMs
  * and the finish kernel; batches whose rows end inside a 16-row tile and one
@@ -940,12 +955,9 @@ Test(cuda_model, norm_vec_equals_reg_short_seq) {
 static void glu_mul_equals_f32_product(int hidden, int heads, int seq_len, const int *batches,
                                        int nb, int fast_silu) {
     need_cc90("the fused gate_up is built for", 0);
-    if (!fast_silu) setenv("HRMT_CUDA_GLU_FAST_SILU", "0", 1);
-    early_halt_switch_keeps_bits(
-        "HRMT_CUDA_GLU_MUL", HRMT_PATH_GLU_MUL,
-        fast_silu ? "bf16x2 product vs F32" : "bf16x2 product vs F32, table", hidden, heads,
-        seq_len, batches, nb);
-    unsetenv("HRMT_CUDA_GLU_FAST_SILU");
+    switch_keeps_bits_with(fast_silu ? NULL : "HRMT_CUDA_GLU_FAST_SILU", "0", "HRMT_CUDA_GLU_MUL",
+                           HRMT_PATH_GLU_MUL, "bf16x2 product vs F32", hidden, heads, seq_len,
+                           batches, nb);
 }
 Test(cuda_model, glu_mul_equals_f32_product_hrm_width) {
     const int batches[] = {1, 7, 40};
@@ -1001,11 +1013,9 @@ Test(cuda_model, cluster_norm_mma_equals_wgmma_short_seq) {
 static void cluster_norm_push_equals_barriers(int hidden, int heads, int seq_len,
                                               const int *batches, int nb, int mma) {
     need_cc90("the cluster projection + norm is built for", 0);
-    if (mma) setenv("HRMT_CUDA_CLUSTER_NORM_MMA", "1", 1);
-    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_PUSH", HRMT_PATH_CLUSTER_NORM_PUSH,
-                                 mma ? "pushes vs barriers, mma.sync" : "pushes vs barriers",
-                                 hidden, heads, seq_len, batches, nb);
-    unsetenv("HRMT_CUDA_CLUSTER_NORM_MMA");
+    switch_keeps_bits_with(mma ? "HRMT_CUDA_CLUSTER_NORM_MMA" : NULL, "1",
+                           "HRMT_CUDA_CLUSTER_NORM_PUSH", HRMT_PATH_CLUSTER_NORM_PUSH,
+                           "pushes vs barriers", hidden, heads, seq_len, batches, nb);
 }
 Test(cuda_model, cluster_norm_push_equals_barriers_hrm_width) {
     const int batches[] = {1, 2, 7};
@@ -1249,12 +1259,9 @@ Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
 static void qkv_attn_mma_equals_wgmma(int hidden, int heads, int seq_len, const int *batches,
                                       int nb, int push) {
     need_cc90("the qkv + attention cluster kernel is built for", 0);
-    if (push) setenv("HRMT_CUDA_QKV_ATTN_PUSH", "1", 1);
-    early_halt_switch_keeps_bits(
-        "HRMT_CUDA_QKV_ATTN_MMA", HRMT_PATH_QKV_ATTN_MMA,
-        push ? "qkv + attention mma.sync vs wgmma, pushes" : "qkv + attention mma.sync vs wgmma",
-        hidden, heads, seq_len, batches, nb);
-    unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
+    switch_keeps_bits_with(push ? "HRMT_CUDA_QKV_ATTN_PUSH" : NULL, "1", "HRMT_CUDA_QKV_ATTN_MMA",
+                           HRMT_PATH_QKV_ATTN_MMA, "qkv + attention mma.sync vs wgmma", hidden,
+                           heads, seq_len, batches, nb);
 }
 Test(cuda_model, qkv_attn_mma_equals_wgmma_hrm_width) {
     const int batches[] = {1, 2};
@@ -1279,12 +1286,9 @@ Test(cuda_model, qkv_attn_mma_equals_wgmma_push) {
 static void rope_early_equals_late(int hidden, int heads, int seq_len, const int *batches, int nb,
                                    int push) {
     need_cc90("the qkv + attention kernels are built for", 0);
-    if (push) setenv("HRMT_CUDA_QKV_ATTN_PUSH", "1", 1);
-    early_halt_switch_keeps_bits(
-        "HRMT_CUDA_ROPE_EARLY", HRMT_PATH_ROPE_EARLY,
-        push ? "RoPE factors early vs late, pushes" : "RoPE factors early vs late", hidden, heads,
-        seq_len, batches, nb);
-    unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
+    switch_keeps_bits_with(push ? "HRMT_CUDA_QKV_ATTN_PUSH" : NULL, "1", "HRMT_CUDA_ROPE_EARLY",
+                           HRMT_PATH_ROPE_EARLY, "RoPE factors early vs late", hidden, heads,
+                           seq_len, batches, nb);
 }
 Test(cuda_model, rope_early_equals_late_hrm_width) {
     const int batches[] = {1, 2, 7, 16};

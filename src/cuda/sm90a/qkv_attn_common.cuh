@@ -66,7 +66,8 @@ __device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const 
 
 /* BF16 (the GEMM's rounding: one paired RNE conversion, the software
  * rounding's bits for every non-NaN), RoPE at position t when cs is given
- * (PRE: its factors from `pre`, rope_load's, the same values)
+ * (PRE: its factors from `pre`, rope_load's, the same values; else `pre` is
+ * not read)
  * (q and k of a RoPE model; the pair d, d + D / 2 is accumulators 4 i + ..
  * and 4 (i + D / 16) + ..), zero past T, into dst's rows 0..63 (row stride
  * LD). Thread (w4, lane) of the warpgroup holds rows w4 16 + lane / 4 (+ 8),
@@ -74,7 +75,7 @@ __device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const 
 template <int D, int LD, bool PRE = false>
 __device__ __forceinline__ void qkv_emit(const float (&acc)[D / 2], int t0, int T, const float *cs,
                                          const float *sn, int w4, int lane, uint16_t *dst,
-                                         const rope_regs<D> &pre = rope_regs<D>{}) {
+                                         const rope_regs<D> &pre) {
     namespace rc = hrmt_rowops_cuda;
     const int c2 = 2 * (lane & 3);
 #pragma unroll

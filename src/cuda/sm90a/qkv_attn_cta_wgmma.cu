@@ -105,9 +105,8 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int half = wg - 1, w4 = warp & 3;
     /* q's and k's RoPE factors (the same rows) ahead of the wait (EARLY). */
-    const bool early = EARLY && p.cs;
     rope_regs<QC_D> rr;
-    if (early) rope_load<QC_D>(rr, half * 64, p.T, p.cs, p.sn, w4, lane);
+    if (EARLY && p.cs) rope_load<QC_D>(rr, half * 64, p.T, p.cs, p.sn, w4, lane);
     pdl_wait(); /* before att's stores */
     pdl_trigger();
     float aq[QC_D / 2], ak[QC_D / 2], av[QC_D / 2];
@@ -148,14 +147,9 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
         asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
     /* BF16, RoPE on q and k, zero past T (qkv_attn_common.cuh). */
     const int t0 = half * 64;
-    if (early) {
-        qkv_emit<QC_D, QC_LD, true>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD, rr);
-        qkv_emit<QC_D, QC_LD, true>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD, rr);
-    } else {
-        qkv_emit<QC_D, QC_LD>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD);
-        qkv_emit<QC_D, QC_LD>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD);
-    }
-    qkv_emit<QC_D, QC_LD>(av, t0, p.T, nullptr, nullptr, w4, lane, Vs + t0 * QC_LD);
+    qkv_emit<QC_D, QC_LD, EARLY>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD, rr);
+    qkv_emit<QC_D, QC_LD, EARLY>(ak, t0, p.T, p.cs, p.sn, w4, lane, Ks + t0 * QC_LD, rr);
+    qkv_emit<QC_D, QC_LD>(av, t0, p.T, nullptr, nullptr, w4, lane, Vs + t0 * QC_LD, rr);
     asm volatile("bar.sync 3, 256;" ::: "memory"); /* Q, K, V whole (both warpgroups) */
     LT_PHASE(3);
 

@@ -82,6 +82,14 @@ __device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
                  "r"(v.z), "r"(v.w)
                  : "memory");
 }
+/* 16 bytes to `at` in CTA d; PUSH: by st.async, counted on d's `bar`. */
+template <bool PUSH>
+__device__ __forceinline__ void push16(const void *at, uint32_t d, uint4 v, uint64_t *bar) {
+    if constexpr (PUSH)
+        cl_st_async_v4(cl_map(at, d), v, cl_map(bar, d));
+    else
+        cl_st_v4(cl_map(at, d), v);
+}
 #endif
 
 template <int RT, int KT, bool FULL, int FORM>
@@ -114,7 +122,7 @@ __global__ void __launch_bounds__(256, 1)
      * has started: arrive now, wait just before the first push (by then all
      * have arrived, so the wait costs nothing). Every thread arrives before
      * any waits, so no wait can block on another's progress. */
-    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+    cl_arrive_relaxed();
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
@@ -134,15 +142,14 @@ __global__ void __launch_bounds__(256, 1)
         /* The producer warpgroup takes part in the cluster barrier (its
          * first warp converged first: lane 0 issued the loads). */
         __syncwarp();
-        asm volatile("barrier.cluster.wait;" ::: "memory");
+        cl_wait();
         if (!PUSH) cl_sync();
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     /* q's and k's RoPE factors ahead of the wait (EARLY). */
-    const bool early = EARLY && part < 2 && p.cs;
     rope_regs<QA_D> rr;
-    if (early) rope_load<QA_D>(rr, r * 64, T, p.cs, p.sn, warp & 3, lane);
+    if (EARLY && part < 2 && p.cs) rope_load<QA_D>(rr, r * 64, T, p.cs, p.sn, warp & 3, lane);
     pdl_wait();
     pdl_trigger();
     float acc[QA_D / 2];
@@ -163,12 +170,9 @@ __global__ void __launch_bounds__(256, 1)
     }
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
-    if (early)
-        qkv_emit<QA_D, QA_LD, true>(acc, r * 64, T, p.cs, p.sn, w4, lane, xs, rr);
-    else
-        qkv_emit<QA_D, QA_LD>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs);
-    asm volatile("bar.sync 3, 128;" ::: "memory");      /* xs whole (this warpgroup) */
-    asm volatile("barrier.cluster.wait;" ::: "memory"); /* every CTA started */
+    qkv_emit<QA_D, QA_LD, EARLY>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs, rr);
+    asm volatile("bar.sync 3, 128;" ::: "memory"); /* xs whole (this warpgroup) */
+    cl_wait();                                     /* every CTA started */
     LT_PHASE(3);
     /* 2. The block pushed, 16 bytes a store, to where attention reads it:
      * k and v rows into every CTA's K or V (row r 64 + row), a q row into
@@ -180,23 +184,13 @@ __global__ void __launch_bounds__(256, 1)
         const uint4 v = *(const uint4 *)(xs + row * QA_LD + c);
         if (part == 0) {
             const int j = t / 16;
-            if (j < nkt) {
-                const uint32_t a =
-                    cl_map(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL));
-                if (PUSH)
-                    cl_st_async_v4(a, v, cl_map(pbar, (uint32_t)(j % CL)));
-                else
-                    cl_st_v4(a, v);
-            }
+            if (j < nkt)
+                push16<PUSH>(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL), v,
+                             pbar);
         } else {
             uint16_t *dst = (part == 1 ? Ks : Vs) + t * QA_LD + c;
 #pragma unroll
-            for (int d = 0; d < CL; d++) {
-                if (PUSH)
-                    cl_st_async_v4(cl_map(dst, (uint32_t)d), v, cl_map(pbar, (uint32_t)d));
-                else
-                    cl_st_v4(cl_map(dst, (uint32_t)d), v);
-            }
+            for (int d = 0; d < CL; d++) push16<PUSH>(dst, (uint32_t)d, v, pbar);
         }
     }
     /* Every push into this CTA landed and is seen (PUSH: its bytes counted
