@@ -5,6 +5,8 @@
 #     kernels costs with nothing in it (plain, PDL, with 3 us of work), and
 #     bench/cuda_chain_latency.cu: what a dependent k16 step of the F32
 #     chain costs with wgmma and with mma.sync, and whether their bits agree;
+#     bench/cuda_handoff_latency.cu: what getting the tile the kernel before
+#     wrote costs (PDL wait or flags; TMA, LDG or cp.async);
 #  2. a second build with -DHRMT_CUDA_LINK_TRACE=ON (src/cuda/link_trace.cuh)
 #     and each batch's step timeline from it (bench/link_trace.py), the
 #     records in $out/trace_B.log (CSV), beside the plain build's step time.
@@ -29,6 +31,13 @@ stamp "chain latency (bench/cuda_chain_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
   "$root/bench/cuda_chain_latency.cu" -o /tmp/chain_latency; then
   /tmp/chain_latency || rc=1
+else
+  rc=1
+fi
+stamp "handoff latency (bench/cuda_handoff_latency.cu)"
+if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
+  "$root/bench/cuda_handoff_latency.cu" -o /tmp/handoff_latency; then
+  timeout 120 /tmp/handoff_latency || rc=1
 else
   rc=1
 fi
