@@ -31,7 +31,8 @@ void cluster_norm_plan(int wn, int cl, int live) {
     for (int src = 0; src < cl; src++)
         for (int tid = 0; tid < cl; tid++) { /* the copy thread tid sends owner tid's rows */
             const int n = cn_push_rows(live, tid, rp);
-            if (n == 0) continue;
+            /* Its own rows a CTA stores itself (no bulk copy to itself). */
+            if (tid == src || n == 0) continue;
             const int bytes = n * wn * 2, soff = tid * rp * wn * 2, doff = src * rp * wn * 2;
             cr_assert(bytes % 16 == 0 && soff % 16 == 0 && doff % 16 == 0,
                       "WN %d CL %d live %d: copy %d -> %d not in 16-byte units", wn, cl, live, src,
@@ -50,7 +51,9 @@ void cluster_norm_plan(int wn, int cl, int live) {
             }
     }
     for (int k = 0; k < cl; k++) {
-        const int want = cn_push_rows(live, k, rp) * h * 2;
+        /* What the kernel expects (push_plan.cuh) against what the others
+         * sent it in the replayed loops. */
+        const int want = cn_push_owed_rows(live, k, rp, wn, h);
         cr_assert(want < TX_MAX);
         cr_assert_eq(got_x[k], want,
                      "WN %d CL %d live %d: CTA %d sent %d bytes of rows, expects %d", wn, cl, live,

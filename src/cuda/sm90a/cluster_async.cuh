@@ -6,10 +6,17 @@
  * proj_norm_wgmma.cu's pair of CTAs hands over by remote arrivals.
  *
  * The rules the users keep (PTX ISA: st.async, cp.async.bulk, mbarrier):
- *  - a receiver's mbarrier is initialised, its init fenced for the cluster
- *    (ring_setup) and its bytes expected before the cluster barrier's
- *    arrive, and nobody sends before that barrier's wait: no transaction
- *    reaches an uninitialised barrier and the count never goes below zero;
+ *  - a receiver's mbarrier is initialised and its init fenced for the
+ *    cluster (ring_setup) before the cluster barrier's arrive, and nobody
+ *    sends before that barrier's wait: no transaction reaches an
+ *    uninitialised barrier. Its bytes are expected by its one arrival
+ *    (arrive.expect_tx), which the relaxed arrive does not order before a
+ *    peer's sends: a transaction may come first and take the count below
+ *    zero, which the ISA allows; the phase cannot complete before that
+ *    arrival, and then only at zero bytes owed;
+ *  - a bulk copy's destination is another CTA's shared memory (the ISA's
+ *    rule for shared::cta to shared::cluster); st.async may target the
+ *    executing CTA (a cluster of more than one CTA);
  *  - every byte written into a CTA is counted by a barrier it waits on
  *    before it exits, so no write lands in a CTA that has gone;
  *  - a bulk copy's source stays untouched until the sender knows the copy

@@ -21,7 +21,8 @@
  *     operands read while the products ran (inject_pair.cuh's bits).
  * Opt-in (HRMT_CUDA_CLUSTER_NORM_PUSH, PUSH): no cluster barrier after the
  * products; in 1 the rows go to the CTA that computes their inv by one
- * copy-engine transfer per owner, in 2 the invs to every CTA by st.async,
+ * copy-engine transfer per other owner (its own rows a CTA copies itself:
+ * a bulk copy may not target the executing CTA), in 2 the invs to every CTA by st.async,
  * each receiver waiting on a barrier counting the bytes it is owed
  * (cluster_async.cuh; a release arrive of a cluster barrier is a GPU-scope
  * memory barrier in the SASS).
@@ -142,7 +143,7 @@ __global__ void __launch_bounds__(256, 1)
         /* What this CTA is owed, expected before anyone may send (the
          * cluster barrier's arrive below, its wait before the first push). */
         if (threadIdx.x == 128) {
-            mbar_expect_tx(xbar, (unsigned)(rows_of((int)rank) * H * 2));
+            mbar_expect_tx(xbar, (unsigned)cn_push_owed_rows(tile_live, (int)rank, C::RP, WN, H));
             mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
         }
         cl_arrive_relaxed();
@@ -243,16 +244,23 @@ __global__ void __launch_bounds__(256, 1)
          * copies' source until this CTA exits: every owner it copied to
          * has received all its rows before it sends the invs this CTA
          * waits for. */
-        const int tid = threadIdx.x - 128;
+        const int tid = threadIdx.x - 128, mine = rows_of((int)rank);
         fence_async_smem();
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
         cl_wait();                                     /* every CTA's barriers made */
-        if (tid < CL && rows_of(tid) > 0)
+        if (tid < CL && tid != (int)rank && rows_of(tid) > 0)
             cl_copy_async(cl_map(xr + cn_push_dst((int)rank, WN, C::RP), (uint32_t)tid),
                           xs + cn_push_src(tid, WN, C::RP), (uint32_t)(rows_of(tid) * WN * 2),
                           cl_map(xbar, (uint32_t)tid));
+        /* This CTA's own block of its rows by ordinary stores: a bulk copy
+         * from a CTA's shared memory must go to another CTA's. */
+        {
+            const uint4 *from = (const uint4 *)(xs + cn_push_src((int)rank, WN, C::RP));
+            uint4 *to = (uint4 *)(xr + cn_push_dst((int)rank, WN, C::RP));
+            for (int i = tid; i < mine * WN / 8; i += 128) to[i] = from[i];
+        }
+        asm volatile("bar.sync 1, 128;" ::: "memory"); /* own block in xr */
         LT_PHASE(3);
-        const int mine = rows_of((int)rank);
         if (mine > 0) mbar_wait_cluster(xbar, 0);
         for (int j = warp; j < mine; j += 4) {
             float xv[G];

@@ -28,6 +28,15 @@ HRMT_HD int cn_push_at(int j, int col, int wn, int rp) {
     return (col / wn) * rp * wn + j * wn + col % wn;
 }
 
+/* The bytes of rows owner k is sent: its rows of the other CTAs' blocks
+ * (its own block's rows it stores itself: a bulk copy from a CTA's shared
+ * memory must go to another CTA's, PTX ISA cp.async.bulk; st.async, which
+ * carries the invs, may target the executing CTA in a cluster of more
+ * than one). */
+HRMT_HD int cn_push_owed_rows(int live, int k, int rp, int wn, int h) {
+    return cn_push_rows(live, k, rp) * (h - wn) * 2;
+}
+
 /* qkv + attention over a cluster of 3 rt CTAs: the bytes CTA `rank` is
  * owed, all keys' K and V rows (rt 64 each, d BF16 wide) and 16 q rows for
  * each of its query tiles rank, rank + 3 rt below nkt. */
