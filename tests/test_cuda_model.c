@@ -629,6 +629,8 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
  * hidden <= 512). */
 #define WGEMM_SHAPES 6
 #define GLU_SHAPES 10
+#define GLU_SHAPE_WRES 6
+#define GLU_SHAPE_MMA0 7
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
@@ -711,28 +713,42 @@ static void switch_keeps_bits(const char *env, const char *label, int hidden, in
     hrmt_context_destroy(ctx);
 }
 
-/* The fused gate_up's W-resident shape (the last; sm90a/ring_wres.cuh)
- * forced at batches whose CTAs take long runs of tiles across W slices
- * (40: 3280 rows, ~5 tiles a CTA on 132 SMs; 100: 8200 rows, ~12), against
- * the launches; the shape tests above run it at 82 to 1640 rows (a tile or
- * three a CTA, a slice each). Both schedules. */
-Test(cuda_model, glu_wres_equals_launches_long_runs) {
+/* A fused gate_up shape forced at batches whose CTAs take long runs of
+ * tiles, against the launches; both schedules. */
+static void glu_forced_long_runs(int shape, const int *batches, int nb, const char *what) {
     need_cc90("the fused gate_up is built for", 0);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
     hrmt_model *ref = launches_model(ctx, &cfg, 13), *m = NULL;
     char v[16];
-    snprintf(v, sizeof v, "%d", GLU_SHAPES - 1);
+    snprintf(v, sizeof v, "%d", shape);
     setenv("HRMT_CUDA_GLU_SHAPE", v, 1);
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 13, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     unsetenv("HRMT_CUDA_GLU_SHAPE");
     unsetenv("HRMT_CUDA_CLUSTER_NORM");
-    const int batches[] = {40, 100};
-    expect_same_steps(m, ref, batches, 2, "W-resident gate_up vs launches");
+    expect_same_steps(m, ref, batches, nb, what);
     hrmt_model_destroy(m);
     hrmt_model_destroy(ref);
     hrmt_context_destroy(ctx);
+}
+
+/* The W-resident shape (sm90a/ring_wres.cuh) at batches whose CTAs take
+ * long runs of tiles across W slices (40: 3280 rows, ~5 tiles a CTA on
+ * 132 SMs; 100: 8200 rows, ~12); the shape tests above run it at 82 to
+ * 1640 rows (a tile or three a CTA, a slice each). */
+Test(cuda_model, glu_wres_equals_launches_long_runs) {
+    const int batches[] = {40, 100};
+    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 2, "W-resident gate_up vs launches");
+}
+
+/* The mma.sync shapes (7-9, HRMT_CUDA_GLU_MMA) over many tiles a CTA
+ * (batch 100: 8200 rows, 50-100 tiles a CTA): their warps run apart, so
+ * the turn barrier between tiles must count each warp (ring_gemm.cuh). */
+Test(cuda_model, glu_mma_equals_launches_long_runs) {
+    const int batches[] = {100};
+    for (int shape = GLU_SHAPE_MMA0; shape < GLU_SHAPES; shape++)
+        glu_forced_long_runs(shape, batches, 1, "mma.sync gate_up vs launches");
 }
 
 /* The tuner with the W-resident shape among its candidates

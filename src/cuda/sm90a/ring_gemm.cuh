@@ -164,10 +164,22 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     uint8_t *epi = smem + S * C::STAGE_BYTES + C::BAR_BYTES;
     const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
     const int tiles = mt * nt, kb_n = p.d.kblocks;
+    /* The turns: wgmma ties a warpgroup's four warps to each other (a warp's
+     * products end only once all four issued theirs), so one arrive a tile
+     * tells that all four passed its turn; mma.sync warps run apart and
+     * each arrives (else a fast warp's arrive could complete the turn
+     * after next before a slow warp waited for this one: it would wait for
+     * ever, and the fast warp for its stages). */
+    constexpr unsigned TURN_ARRIVES = MMA ? 4 : 1;
     if (threadIdx.x == 0) {
         ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
-        for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
-        mbar_arrive(&order[0]); /* tile 0's turn */
+        for (int w = 0; w < WGS; w++) mbar_init(&order[w], TURN_ARRIVES);
+        if constexpr (MMA)
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&order[0])),
+                         "r"(TURN_ARRIVES)
+                         : "memory"); /* tile 0's turn */
+        else
+            mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -230,7 +242,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
                 [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
         }
         /* Every ring use of this tile has landed: the next tile's turn. */
-        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        if (MMA ? lane == 0 : threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
         if constexpr (!MMA) tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
