@@ -24,6 +24,7 @@
 
 #include "cuda/pdl.cuh"
 #include "cuda/sm90a/ring_mma.cuh"
+#include "cuda/sm90a/ring_plan.h"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace {
@@ -164,13 +165,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     uint8_t *epi = smem + S * C::STAGE_BYTES + C::BAR_BYTES;
     const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
     const int tiles = mt * nt, kb_n = p.d.kblocks;
-    /* The turns: wgmma ties a warpgroup's four warps to each other (a warp's
-     * products end only once all four issued theirs), so one arrive a tile
-     * tells that all four passed its turn; mma.sync warps run apart and
-     * each arrives (else a fast warp's arrive could complete the turn
-     * after next before a slow warp waited for this one: it would wait for
-     * ever, and the fast warp for its stages). */
-    constexpr unsigned TURN_ARRIVES = MMA ? 4 : 1;
+    const unsigned TURN_ARRIVES = ring_turn_arrives(MMA); /* ring_plan.h says why */
     if (threadIdx.x == 0) {
         ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], TURN_ARRIVES);
@@ -222,9 +217,9 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     unsigned turn = 0;
     for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += WGS * gridDim.x, q += WGS) {
         const int m0 = (t / nt) * C::BM, n0 = (t % nt) * E::TILE_N;
-        const unsigned base = (unsigned)q * (unsigned)kb_n; /* ring uses before this tile */
-        int s = (int)(base % S);
-        unsigned ph = (base / S) & 1;
+        int s;
+        unsigned ph;
+        ring_tile_start(q, kb_n, S, &s, &ph);
         float acc[MSUB][WN / 2];
         tile_zero<MSUB, WN>(acc);
         mbar_wait(&order[cw], turn);
