@@ -23,14 +23,14 @@ stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
 stamp "link latency (bench/cuda_link_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90 -I "$root/src" "$root/bench/cuda_link_latency.cu" \
   -o /tmp/link_latency; then
-  /tmp/link_latency || rc=1
+  timeout 120 /tmp/link_latency || rc=1
 else
   rc=1
 fi
 stamp "chain latency (bench/cuda_chain_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
   "$root/bench/cuda_chain_latency.cu" -o /tmp/chain_latency; then
-  /tmp/chain_latency || rc=1
+  timeout 120 /tmp/chain_latency || rc=1
 else
   rc=1
 fi
