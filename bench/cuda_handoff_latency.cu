@@ -19,10 +19,12 @@
  * A chain of N kernels as one CUDA graph, each launched with programmatic
  * dependent launch (so it is resident early), replayed R times: kernel k
  * loads tile (CTA % P) of buffer k, adds 1 to each element and writes its
- * own tile of buffer k + 1 (the last also buffer 0), so after the replays
- * every element of buffer N is (warm-ups + R) N unless some kernel read
- * before the kernel before had written; each CTA also checks that its tile
- * is uniform (a torn read). The time per link, best of 5, for the step's
+ * own tile of buffer k + 1 (the last also buffer 0), so after all replays
+ * (warm-ups and timed) every element of buffer N is its first value (which
+ * depends on its tile, row and column) plus their count times N, unless
+ * some kernel read before the kernel before had written; each CTA also
+ * checks that every element of its tile has had the same count of hops (a
+ * torn read, or one from the wrong place). The time per link, best of 5, for the step's
  * batch-1 shapes, with nothing else in a kernel and with ~3 us of work
  * after the load (a spin on %globaltimer before the stores): (per link - 3
  * us) is what the handoff and the load add to a kernel's work.
@@ -67,6 +69,12 @@ __device__ __forceinline__ void fence_proxy_global() {
     asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 #endif
+
+/* Buffer 0's value at (tile, row, column): position-dependent, so that a
+ * tile read from the wrong place, rows or swizzle fails the checks. */
+__host__ __device__ __forceinline__ uint16_t seed_at(int tile, int row, int col) {
+    return (uint16_t)((tile * 97 + row * 67 + col * 13) & 0x3ff);
+}
 
 struct link_args {
     const uint16_t *in; /* buffer k: P tiles of 64 rows x 64 */
@@ -135,13 +143,18 @@ __global__ void __launch_bounds__(THREADS)
         if (LOAD == LOAD_CPASYNC) asm volatile("cp.async.wait_all;" ::: "memory");
         __syncthreads();
     }
-    /* The work the loaded tile feeds (the kernels' products). */
-    if (a.spin_ns && threadIdx.x == 0) {
-        const unsigned long long t0 = now_ns();
-        while (now_ns() - t0 < a.spin_ns) {
+    /* The work the loaded tile feeds (the kernels' products): every store
+     * after it. */
+    if (a.spin_ns) {
+        if (threadIdx.x == 0) {
+            const unsigned long long t0 = now_ns();
+            while (now_ns() - t0 < a.spin_ns) {
+            }
         }
+        __syncthreads();
     }
-    const uint16_t first = *(const uint16_t *)tile;
+    /* Every element is its seed plus the hops so far: one count a tile. */
+    const uint16_t hops = (uint16_t)(*(const uint16_t *)tile - seed_at(src, 0, 0));
     int torn = 0;
     uint16_t *out = a.out + (size_t)blockIdx.x * TILE_ROWS * 64;
     uint16_t *wrap = a.wrap ? a.wrap + (size_t)blockIdx.x * TILE_ROWS * 64 : nullptr;
@@ -150,7 +163,7 @@ __global__ void __launch_bounds__(THREADS)
         uint16_t v[8];
         *(uint4 *)v = *(const uint4 *)(tile + mma_sw128(row, chunk));
         for (int e = 0; e < 8; e++) {
-            torn |= v[e] != first;
+            torn |= v[e] != (uint16_t)(seed_at(src, row, chunk * 8 + e) + hops);
             v[e] = (uint16_t)(v[e] + 1u);
         }
         __stcg((uint4 *)(out + row * 64 + chunk * 8), *(const uint4 *)v);
@@ -158,12 +171,11 @@ __global__ void __launch_bounds__(THREADS)
     }
     if (torn) atomicAdd(a.bad, 1u);
     if (HAND == HAND_FLAG) {
-        fence_proxy_global(); /* the next kernel may read these by TMA */
+        if (LOAD == LOAD_TMA) fence_proxy_global(); /* the next kernel reads these by TMA */
         __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();
-            red_release(a.cnt_out);
-        }
+        /* Release (cumulative): the CTA's stores, ordered before it by the
+         * barrier, are seen by whoever acquires the count. */
+        if (threadIdx.x == 0) red_release(a.cnt_out);
     }
 #endif
 }
@@ -176,7 +188,8 @@ struct shape {
 
 struct chain {
     int n, tiles;
-    uint16_t *buf; /* n + 1 buffers of `tiles` tiles */
+    uint16_t *buf;  /* n + 1 buffers of `tiles` tiles */
+    uint16_t *seed; /* host: buffer 0's first values (seed_at) */
     unsigned *cnt, *gen, *bad;
     CUtensorMap *maps;
 };
@@ -198,6 +211,7 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     CK(cudaMemsetAsync(c.buf, 0, sizeof(uint16_t) * buf_elems * (size_t)(c.n + 1), st));
+    CK(cudaMemcpyAsync(c.buf, c.seed, sizeof(uint16_t) * buf_elems, cudaMemcpyHostToDevice, st));
     CK(cudaMemsetAsync(c.cnt, 0, sizeof(unsigned) * (size_t)(c.n + 1), st));
     CK(cudaMemsetAsync(c.gen, 0, sizeof(unsigned) * (size_t)c.n * (size_t)c.tiles, st));
     CK(cudaMemsetAsync(c.bad, 0, sizeof(unsigned), st));
@@ -233,7 +247,8 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
         CK(cudaEventSynchronize(e1));
         float ms = 0;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        best = ms / reps < best ? ms / reps : best;
+        const double per = (double)ms / reps;
+        best = per < best ? per : best;
     }
     uint16_t *last = (uint16_t *)malloc(sizeof(uint16_t) * buf_elems);
     if (!last) {
@@ -244,12 +259,12 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
                   cudaMemcpyDeviceToHost));
     unsigned torn = 0;
     CK(cudaMemcpy(&torn, c.bad, sizeof torn, cudaMemcpyDeviceToHost));
-    const uint16_t want = (uint16_t)((unsigned)(warm + 5 * reps) * (unsigned)c.n);
+    const unsigned hops = (unsigned)(warm + 5 * reps) * (unsigned)c.n;
     size_t wrong = 0;
-    for (size_t i = 0; i < buf_elems; i++) wrong += last[i] != want;
+    for (size_t i = 0; i < buf_elems; i++) wrong += last[i] != (uint16_t)(c.seed[i] + hops);
     if (wrong || torn) {
-        printf("  %s, %s handoff, load %d: %zu of %zu values wrong (want %u), %u torn tiles\n",
-               s.what, hand == HAND_PDL ? "PDL" : "flag", load, wrong, buf_elems, want, torn);
+        printf("  %s, %s handoff, load %d: %zu of %zu values wrong (%u hops), %u torn tiles\n",
+               s.what, hand == HAND_PDL ? "PDL" : "flag", load, wrong, buf_elems, hops, torn);
         ++*fails;
     }
     free(last);
@@ -266,8 +281,8 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
 int main(void) {
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major < 9) {
-        printf("%s: compute capability %d.%d; this program needs 9.0 (TMA, PDL)\n", prop.name,
+    if (prop.major != 9) {
+        printf("%s: compute capability %d.%d; this program is built for 9.0 (sm_90a)\n", prop.name,
                prop.major, prop.minor);
         return 2;
     }
@@ -307,11 +322,17 @@ int main(void) {
         CK(cudaMalloc(&c.cnt, sizeof(unsigned) * (size_t)(n + 1)));
         CK(cudaMalloc(&c.gen, sizeof(unsigned) * (size_t)n * (size_t)c.tiles));
         CK(cudaMalloc(&c.bad, sizeof(unsigned)));
-        c.maps = (CUtensorMap *)malloc(sizeof(CUtensorMap) * (size_t)n);
-        if (!c.maps) {
+        /* The encoder wants the map 64-byte aligned; malloc gives 16. */
+        c.maps =
+            (CUtensorMap *)aligned_alloc(alignof(CUtensorMap), sizeof(CUtensorMap) * (size_t)n);
+        c.seed = (uint16_t *)malloc(sizeof(uint16_t) * buf_elems);
+        if (!c.maps || !c.seed) {
             fprintf(stderr, "out of host memory\n");
             return 2;
         }
+        for (size_t i = 0; i < buf_elems; i++)
+            c.seed[i] =
+                seed_at((int)(i / (TILE_ROWS * 64)), (int)(i / 64 % TILE_ROWS), (int)(i % 64));
         for (int k = 0; k < n; k++)
             if (!encode(fn, &c.maps[k], c.buf + buf_elems * (size_t)k,
                         (size_t)TILE_ROWS * (size_t)c.tiles, 64, 64, TILE_ROWS)) {
@@ -326,6 +347,7 @@ int main(void) {
                    h == HAND_PDL ? "PDL" : "flag", t[0], t[1], t[2], t[3], t[4], t[5]);
         }
         free(c.maps);
+        free(c.seed);
         CK(cudaFree(c.buf));
         CK(cudaFree(c.cnt));
         CK(cudaFree(c.gen));

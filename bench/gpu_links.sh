@@ -23,21 +23,21 @@ stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
 stamp "link latency (bench/cuda_link_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90 -I "$root/src" "$root/bench/cuda_link_latency.cu" \
   -o /tmp/link_latency; then
-  timeout 120 /tmp/link_latency || rc=1
+  timeout -k 5 120 /tmp/link_latency || rc=1
 else
   rc=1
 fi
 stamp "chain latency (bench/cuda_chain_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
   "$root/bench/cuda_chain_latency.cu" -o /tmp/chain_latency; then
-  timeout 120 /tmp/chain_latency || rc=1
+  timeout -k 5 120 /tmp/chain_latency || rc=1
 else
   rc=1
 fi
 stamp "handoff latency (bench/cuda_handoff_latency.cu)"
 if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
   "$root/bench/cuda_handoff_latency.cu" -o /tmp/handoff_latency; then
-  timeout 120 /tmp/handoff_latency || rc=1
+  timeout -k 5 120 /tmp/handoff_latency || rc=1
 else
   rc=1
 fi
