@@ -27,7 +27,9 @@ def read_trace(path):
     head, rows, names = "", [], None
     with open(path) as f:
         for line in f:
-            if line.startswith("#"):
+            if line.startswith("# dropped"):
+                print(f"warning: {line[1:].strip()}: the step is cut off", file=sys.stderr)
+            elif line.startswith("#"):
                 head = line[1:].strip()
             elif line.startswith("slot"):
                 names = line.strip().split(",")

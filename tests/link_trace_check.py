@@ -79,4 +79,17 @@ try:
 finally:
     os.unlink(path)
 print("link_trace_check:", "FAIL" if fails else "ok")
+# A step past the device buffer: the header says so and stays the header
+# (the "# dropped" line after it is a warning, not the header).
+with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+    f.write("# batch 256, 1 records (units 1), DROPPED past the buffer\n"
+            "# dropped 5 of 6 records\n" + HEAD + "\n" + lines[0] + "\n")
+    path = f.name
+try:
+    head, rows = lt.read_trace(path)
+    check("header of a cut-off step", head, "batch 256, 1 records (units 1), DROPPED past the buffer")
+    check("records of a cut-off step", len(rows), 1)
+finally:
+    os.unlink(path)
+
 sys.exit(1 if fails else 0)

@@ -43,9 +43,9 @@ hrmt_status cu_link_trace_begin(hrmt_model *m) {
 hrmt_status cu_link_trace_end(hrmt_model *m, size_t batch) {
     const char *path = getenv("HRMT_CUDA_LINK_TRACE_OUT");
     if (!path || !buf) return HRMT_OK;
-    unsigned long long n = 0;
-    cudaError_t e = cudaMemcpy(&n, &buf->n, sizeof n, cudaMemcpyDeviceToHost);
-    if (n > CAP) n = CAP;
+    unsigned long long n = 0, seen = 0;
+    cudaError_t e = cudaMemcpy(&seen, &buf->n, sizeof seen, cudaMemcpyDeviceToHost);
+    n = seen > CAP ? CAP : seen;
     lt_rec *r = (lt_rec *)malloc((n ? n : 1) * sizeof *r);
     if (!r) return hrmt_fail(m->ctx, HRMT_ERR_OUT_OF_MEMORY, "link trace: %llu records", n);
     if (e == cudaSuccess) e = cudaMemcpy(r, buf->rec, n * sizeof *r, cudaMemcpyDeviceToHost);
@@ -55,7 +55,9 @@ hrmt_status cu_link_trace_end(hrmt_model *m, size_t batch) {
     }
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "# batch %zu, %llu records (units %d)\n", batch, n, units);
+        fprintf(f, "# batch %zu, %llu records (units %d)%s\n", batch, n, units,
+                seen > n ? ", DROPPED past the buffer" : "");
+        if (seen > n) fprintf(f, "# dropped %llu of %llu records\n", seen - n, seen);
         fprintf(f, "slot,t_call,t_pass,grid,block,smem,cta,thread");
         for (int p = 1; p <= LT_PHASES; p++) fprintf(f, ",ph%d", p);
         fputc('\n', f);

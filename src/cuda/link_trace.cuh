@@ -9,7 +9,8 @@
  * follow kernel k's: its waits return only once k has finished.
  * LT_PHASE(id) marks points inside the small batches' kernels (1: the first
  * stage of operands landed, 2: the products done, 3-5: steps of the
- * epilogue, each kernel's comments say which, 8: the end), stored in the
+ * epilogue, each kernel's comments say which, 8: the end; a persistent
+ * kernel's 1 and 2 are its last tile's), stored in the
  * record of the warpgroup leader's wait, found through 128 bytes of static
  * shared memory the trace build adds to each kernel, without an atomic or a
  * global load (the measured forms with them added ~0.3-0.45 us a point and
@@ -72,11 +73,16 @@ __device__ __forceinline__ unsigned long long lt_tag(const lt_rec *r) {
     return ~(unsigned long long)r ^ (blockIdx.x * 2654435761ull) ^ threadIdx.x;
 }
 
+/* The leader always writes its slot (no record: null), so that a point
+ * never trusts what an earlier kernel's CTA left in that shared memory. */
 __device__ __forceinline__ void lt_record(unsigned long long t_call) {
+    if ((threadIdx.x & 127) != 0) return;
+    lt_where *w = lt_slot();
+    w->rec = nullptr;
     lt_buf *b = lt_dev;
-    if (!b || (threadIdx.x & 127) != 0) return;
+    if (!b) return;
     const unsigned long long t = lt_now();
-    const unsigned long long i = atomicAdd(&b->n, 1ull);
+    const unsigned long long i = atomicAdd(&b->n, 1ull); /* past cap: counted, dropped */
     if (i >= b->cap) return;
     lt_rec r = {};
     r.t_call = t_call;
@@ -87,7 +93,6 @@ __device__ __forceinline__ void lt_record(unsigned long long t_call) {
     r.cta_thread =
         (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) << 10 | threadIdx.x;
     b->rec[i] = r;
-    lt_where *w = lt_slot();
     w->rec = &b->rec[i];
     w->tag = lt_tag(&b->rec[i]);
 }
@@ -97,7 +102,7 @@ __device__ __forceinline__ void lt_phase(unsigned id) {
     const unsigned long long t = lt_now();
     const lt_where *w = lt_slot();
     lt_rec *r = w->rec;
-    if (w->tag == lt_tag(r)) r->ph[id - 1] = t;
+    if (r && w->tag == lt_tag(r)) r->ph[id - 1] = t;
 }
 #define LT_PHASE(id) lt_phase(id)
 #else
