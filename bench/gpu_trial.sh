@@ -60,11 +60,18 @@ for s in "${switches[@]}"; do
   if want tests; then
     for pat in $pats; do
       stamp "$var: tests cuda_model/$pat"
+      tlog=$(mktemp)
       timeout "${TRIAL_TEST_S:-240}" "$build/tests/test_cuda_model" --jobs 4 --verbose \
-        --filter="cuda_model/$pat" 2>&1 |
-        grep -v 'Test is disabled' | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
-      tc=${PIPESTATUS[0]}
+        --filter="cuda_model/$pat" >"$tlog" 2>&1
+      tc=$?
+      grep -v 'Test is disabled' "$tlog" | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
       [ "$tc" -eq 124 ] && echo "tests: stopped after ${TRIAL_TEST_S:-240} s (no verdict)"
+      # A pattern that matches no case passes vacuously: a failure here.
+      if grep -q 'Tested: 0 ' "$tlog"; then
+        echo "tests: no case matched cuda_model/$pat"
+        tc=1
+      fi
+      rm -f "$tlog"
       [ "$tc" -eq 0 ] || rc=1
     done
   fi
