@@ -9,8 +9,9 @@
  *            flag: the kernel before's CTAs each add one to a counter
  *                  (release, gpu scope) after their stores, and this
  *                  kernel's CTAs spin on it (acquire) until all have; no
- *                  griddepcontrol.wait. Each CTA keeps its own generation
- *                  slot, so graph replays need no reset;
+ *                  griddepcontrol.wait: the model's HRMT_CUDA_FLAG_LINKS
+ *                  (pdl.cuh's link_wait and link_end). Each CTA keeps its
+ *                  own generation slot, so graph replays need no reset;
  *   load     TMA:  one 64 x 64 BF16 box by the tensor map, 128-byte
  *                  swizzle, counted on an mbarrier (the kernels' A stage);
  *            LDG:  128 threads, four 16-byte ld.global.cg each, stored
@@ -55,19 +56,6 @@ __device__ __forceinline__ unsigned long long now_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void red_release(unsigned *p) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory");
-}
-/* Generic-proxy writes of global memory ordered with async-proxy (TMA)
- * accesses: the grid boundary does this for the PDL handoff. */
-__device__ __forceinline__ void fence_proxy_global() {
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-}
 #endif
 
 /* Buffer 0's value at (tile, row, column): position-dependent, so that a
@@ -107,12 +95,11 @@ __global__ void __launch_bounds__(THREADS)
         pdl_trigger();
     } else {
         if (a.cnt_in && threadIdx.x == 0) {
+            /* The model's wait (pdl.cuh, HRMT_CUDA_FLAG_LINKS), on a count
+             * that grows by the grid before's CTAs each replay. */
             const unsigned g = a.gen[blockIdx.x] + 1;
-            const unsigned want = (unsigned)a.tiles * g;
-            while ((int)(ld_acquire(a.cnt_in) - want) < 0) {
-            }
+            link_wait(cu_link{a.cnt_in, (unsigned)a.tiles * g, nullptr});
             a.gen[blockIdx.x] = g;
-            if (LOAD == LOAD_TMA) fence_proxy_global();
         }
         __syncthreads();
         /* As the PDL form: the next kernel becomes resident while this one
@@ -170,13 +157,9 @@ __global__ void __launch_bounds__(THREADS)
         if (wrap) __stcg((uint4 *)(wrap + row * 64 + chunk * 8), *(const uint4 *)v);
     }
     if (torn) atomicAdd(a.bad, 1u);
-    if (HAND == HAND_FLAG) {
-        if (LOAD == LOAD_TMA) fence_proxy_global(); /* the next kernel reads these by TMA */
-        __syncthreads();
-        /* Release (cumulative): the CTA's stores, ordered before it by the
-         * barrier, are seen by whoever acquires the count. */
-        if (threadIdx.x == 0) red_release(a.cnt_out);
-    }
+    /* The model's release (pdl.cuh): every thread's stores, a barrier, one
+     * release. */
+    if (HAND == HAND_FLAG) link_end<1, THREADS>(cu_link{nullptr, 0u, a.cnt_out}, threadIdx.x == 0);
 #endif
 }
 

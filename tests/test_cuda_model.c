@@ -1319,6 +1319,38 @@ Test(cuda_model, rope_early_equals_late_push) {
     rope_early_equals_late(512, 8, 81, batches, 1, 1);
 }
 
+/* The small batches' block kernels handing over by counters
+ * (HRMT_CUDA_FLAG_LINKS, pdl.cuh's cu_link) against programmatic dependent
+ * launch's wait: the same bytes, both schedules (the tiered one keeps the
+ * waits), halting samples. Batches where the whole block is the cluster
+ * kernels and the fused gate_up (1, 2: the chain runs across blocks and
+ * levels, through the folds), where the qkv + attention's CTA form and
+ * clusters of 8 break it each block (7), and past the cluster kernels (20:
+ * no counters); with the step launched kernel by kernel too, and with the
+ * cluster kernels' push forms. */
+static void flag_links_equal_waits(const char *with, const char *value, int hidden, int heads,
+                                   int seq_len, const int *batches, int nb) {
+    need_cc90("the cluster kernels are built for", 0);
+    switch_keeps_bits_with(with, value, "HRMT_CUDA_FLAG_LINKS", HRMT_PATH_FLAG_LINKS,
+                           "flag links vs waits", hidden, heads, seq_len, batches, nb);
+}
+Test(cuda_model, flag_links_equal_waits_hrm_width) {
+    const int batches[] = {1, 2, 7, 20};
+    flag_links_equal_waits(NULL, NULL, 512, 8, 81, batches, 4);
+}
+Test(cuda_model, flag_links_equal_waits_short_seq) {
+    const int batches[] = {1, 3};
+    flag_links_equal_waits(NULL, NULL, 256, 4, 60, batches, 2);
+}
+Test(cuda_model, flag_links_equal_waits_no_graphs) {
+    const int batches[] = {1, 2};
+    flag_links_equal_waits("HRMT_CUDA_GRAPHS", "0", 512, 8, 81, batches, 2);
+}
+Test(cuda_model, flag_links_equal_waits_push) {
+    const int batches[] = {1};
+    flag_links_equal_waits("HRMT_CUDA_CLUSTER_NORM_PUSH", "1", 512, 8, 81, batches, 1);
+}
+
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM
@@ -1506,7 +1538,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",     "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
-        "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY"};
+        "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -156,7 +156,10 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
  * kernel over a cluster per (sample, head) while those fit one wave, then
  * one CTA per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
- * way. */
+ * way. With HRMT_CUDA_FLAG_LINKS (ws->links) the cluster kernels and the
+ * fused gate_up hand over to each other by counters (pdl.cuh's cu_link):
+ * every other launch breaks the chain (cu_link_break), so that the kernel
+ * after it waits by pdl_wait for it. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram, int last, const void **pend,
                          const cu_fold *fold, int *folded) {
@@ -167,23 +170,29 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     /* The qkv GEMM's own tile shape for these rows (-1: cuBLASLt's): a
      * pending norm needs one. */
     const int qkv_own = npro ? cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) : -1;
+    cu_links *lk = ws->links;
     int done = 0;
     if (*pend) {
+        cu_link_break(lk);
         TRY(cu_wgemm_norm(m, qkv_own, rows, 3 * H, H, *pend, ws->proj, h,
                           (float)m->cfg.rms_norm_eps, b->qkv.dev, ws->qkv, 3 * H, &done));
         if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
         *pend = NULL;
     }
     int attended = 0; /* att made by the qkv + attention kernel */
-    if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended));
-    if (!done && !attended && g->qa_ctas)
+    if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended, lk));
+    if (!done && !attended && g->qa_ctas) {
+        cu_link_break(lk);
         TRY(cu_qkv_attn_cta(m, n, h, b->qkv.dev, ws->att, &attended));
+    }
     if (!attended) {
+        cu_link_break(lk);
         if (!done) TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
         TRY(cu_attention(m, ws->qkv, ws->att, n));
     }
     int normed = 0; /* h1 already in h: o_proj came with its norm */
-    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, NULL, &normed));
+    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, NULL, &normed, lk));
+    if (!normed) cu_link_break(lk);
     if (!normed && g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
         normed = 1;
@@ -192,14 +201,19 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     const void *res = h; /* the last norm's residual */
     if (npro) {
+        cu_link_break(lk);
         TRY(cu_glu_norm(m, rows, h, ws->proj, ws->hn, b->gate_up.dev, ws->act, &done));
         if (done) res = ws->hn;
     }
     if (res == h) {
-        if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram));
+        if (!normed) {
+            cu_link_break(lk);
+            TRY(resnorm(m, h, h, ws->proj, rows, sram));
+        }
         if (g->glu) {
-            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
+            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act, lk));
         } else {
+            cu_link_break(lk);
             TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
             hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
             TRY(row_check(m, "cuda swiglu"));
@@ -207,12 +221,13 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     if (cnorm) {
         const cu_fold *f = last ? fold : NULL;
-        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, f, &normed));
+        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, f, &normed, lk));
         if (normed) {
             if (f) *folded = 1;
             return HRMT_OK;
         }
     }
+    cu_link_break(lk);
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
@@ -242,6 +257,9 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
                          int *folded) {
     int done = injected;
     if (folded) *folded = 0;
+    /* A fold leaves the chain to the next block's first kernel: nothing
+     * between (the timeline's events go to a side stream). */
+    if (!done) cu_link_break(ws->links);
     if (!done) TRY(cu_inject(m, z, inj, inj2, n * m->T, &done));
     if (!done) {
         if (inj2) {
@@ -281,6 +299,7 @@ static cu_part part_of(const hrmt_model *m, const struct hrmt_carry_cuda *g, siz
     p.ws.gu = (char *)g->ws.gu + r * 2 * I;
     p.ws.act = (char *)g->ws.act + r * I;
     p.ws.hn = (char *)g->ws.hn + r * H;
+    p.ws.links = NULL;
     p.n = n;
     return p;
 }
@@ -430,7 +449,16 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, 
         cudaError_t e = cudaMemsetAsync(g->bar, 0, (size_t)g->nbar * sizeof *g->bar, cu_stream(m));
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
     }
-    const cu_part p = part_of(m, g, 0, (size_t)c->batch);
+    cu_part p = part_of(m, g, 0, (size_t)c->batch);
+    if (cu_model(m)->flag_links && !grid_bars) {
+        /* Zeroed each step: each counter serves one launch of it. */
+        cudaError_t e =
+            cudaMemsetAsync(g->links.dev, 0, CU_LINKS_CAP * sizeof *g->links.dev, cu_stream(m));
+        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: flag links");
+        g->links.next = 0;
+        g->links.prev = -1;
+        p.ws.links = &g->links;
+    }
     return levels(m, c, tm, &p, grid_bars, 1, injected);
 }
 

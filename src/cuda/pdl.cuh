@@ -32,6 +32,60 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
+/* Flag links (HRMT_CUDA_FLAG_LINKS, opt-in; model_internal.cuh's cu_links
+ * on the host): a kernel whose kernel before releases a counter waits for
+ * that counter to reach the kernel before's CTA count (each of its CTAs adds
+ * one after its last store) instead of griddepcontrol.wait, which waits for
+ * the whole grid to end and its writes to be flushed. Either way every CTA
+ * of the kernel before has done all its memory work when the wait returns,
+ * so "each waits for the one before" stays transitive along the stream.
+ * wait NULL: pdl_wait(); rel NULL: nothing to release. Every field zero is
+ * the plain launch. */
+struct cu_link {
+    const unsigned *wait;
+    unsigned want;
+    unsigned *rel;
+};
+
+__device__ __forceinline__ void link_wait(const cu_link &k) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (k.wait) {
+#ifdef HRMT_CUDA_LINK_TRACE
+        const unsigned long long t_call = lt_now();
+#endif
+        /* Polled relaxed (an acquire load also invalidates L1 each time),
+         * then one acquire load, which passes at once. */
+        unsigned v;
+        do {
+            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(k.wait) : "memory");
+        } while ((int)(v - k.want) < 0);
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(k.wait) : "memory");
+        /* What the kernel before stored is read next by TMA too (the async
+         * proxy): the grid boundary's flush did this for pdl_wait. */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+#ifdef HRMT_CUDA_LINK_TRACE
+        lt_record(t_call);
+#endif
+        return;
+    }
+#endif
+    pdl_wait();
+}
+/* The CTA's hand-over after its last store, by the THREADS threads (a
+ * multiple of 32) that store for the kernel after, at named barrier ID:
+ * each orders its stores for that kernel's TMA reads, then the barrier
+ * orders them all before the leader's release (which is cumulative), so
+ * whoever acquires the count sees them. Nothing without a counter. */
+template <int ID, int THREADS>
+__device__ __forceinline__ void link_end(const cu_link &k, bool leader) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (!k.rel) return;
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
+    if (leader) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(k.rel) : "memory");
+#endif
+}
+
 /* A launch config with programmatic dependent launch when pdl is set and
  * clusters of `cl` CTAs along x when cl > 1; `at` holds its attributes. */
 inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t st,

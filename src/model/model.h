@@ -119,7 +119,9 @@ typedef enum hrmt_model_path {
     HRMT_PATH_QKV_ATTN_PUSH,     /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
     HRMT_PATH_QKV_ATTN_MMA,      /* its products by mma.sync (ring_mma.cuh) */
     HRMT_PATH_GLU_MMA,           /* the fused gate_up's mma.sync shapes among the tuned */
-    HRMT_PATH_ROPE_EARLY         /* qkv + attention's RoPE factors loaded before the products */
+    HRMT_PATH_ROPE_EARLY,        /* qkv + attention's RoPE factors loaded before the products */
+    HRMT_PATH_FLAG_LINKS         /* the small batches' block kernels handing over by counters
+                                    (pdl.cuh's cu_link) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -92,6 +92,7 @@ struct cn_args {
     const uint16_t *fp1, *fp2;
     uint16_t *fo;
     int fhz, fstore;
+    cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
 };
 
 /* The fold on one pair: bf16(z + bf16(a (+ b))) with h in z's or a's place. */
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(256, 1)
                 mbar_expect_tx(&full[kb], C::STAGE_BYTES);
                 tma_load(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb * BK, n0);
             }
-            pdl_wait();
+            link_wait(p.link);
             pdl_trigger();
             int s = 0;
             unsigned ph = 0;
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(256, 1)
         }
         return;
     }
-    pdl_wait(); /* before reading h */
+    link_wait(p.link); /* before reading h */
     pdl_trigger();
     const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
     /* The residual's values, read while the products run; rows past M stay
@@ -316,6 +317,7 @@ __global__ void __launch_bounds__(256, 1)
                     fold_pair(p, hv, f1[i][hf], f2[i][hf]);
         }
     }
+    link_end<2, 128>(p.link, threadIdx.x == 128);
     LT_PHASE(8);
 #endif
 }
@@ -352,8 +354,8 @@ int cn_fits(const hrmt_cuda *cu) {
 
 template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                      const void *a, size_t k, const void *w, void *h, const cu_fold *f,
-                      int *done) {
+                      const void *a, size_t k, const void *w, void *h, const cu_fold *f, int *done,
+                      cu_links *lk) {
     using C = cn_cfg<WN, CL>;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
@@ -368,16 +370,19 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (const uint16_t *)f->p2 : nullptr,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
-                    f ? f->store : 0};
+                    f ? f->store : 0,
+                    cu_link_take(lk)};
     const struct hrmt_model_cuda *g = cu_model(m);
     auto kern = g->cnorm_mma ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
                                               : cluster_norm_kernel<WN, CL, true, false>)
                              : (g->cnorm_push ? cluster_norm_kernel<WN, CL, false, true>
                                               : cluster_norm_kernel<WN, CL, false, false>);
+    const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * CL);
     const cudaError_t e =
-        cluster_launch(kern, CL, dim3((unsigned)((rows + CN_BM - 1) / CN_BM * CL)), dim3(256),
-                       g->cnorm_push ? C::SMEM_PUSH : C::SMEM, cu_stream(m), g->pdl, ta, tw, p);
+        cluster_launch(kern, CL, dim3(grid), dim3(256), g->cnorm_push ? C::SMEM_PUSH : C::SMEM,
+                       cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
+    cu_link_done(lk, p.link, grid, 1);
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
 }
@@ -394,9 +399,8 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     return ctas == 16 ? cn_fits<16, 16>(cu) : cn_fits<32, 8>(cu);
 }
 
-hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
-                            const void *w, void *h, const cu_fold *f, int *done) {
-    *done = 0;
+static hrmt_status cn_pick(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
+                           const void *w, void *h, const cu_fold *f, int *done, cu_links *lk) {
     if (ctas != 8 && ctas != 16) return HRMT_OK;
     /* Whole k blocks; 4-byte pairs of h (and of the fold's operands); sizes
      * the kernel's int arithmetic holds. */
@@ -408,10 +412,18 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
     if (!fn) return HRMT_OK;
     const int c16 = ctas == 16;
     if (m->hidden == 512)
-        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, done)
-                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, done);
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, done, lk)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, done, lk);
     if (m->hidden == 256)
-        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, done)
-                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, done);
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, done, lk)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, done, lk);
     return HRMT_OK;
+}
+
+hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
+                            const void *w, void *h, const cu_fold *f, int *done, cu_links *lk) {
+    *done = 0;
+    const hrmt_status s = cn_pick(m, ctas, rows, a, k, w, h, f, done, lk);
+    if (!*done) cu_link_break(lk); /* the launches serve: they wait by pdl_wait */
+    return s;
 }

@@ -24,6 +24,7 @@ struct qkv_attn_args {
     uint16_t *att;
     const float *cs, *sn;
     float scale;
+    cu_link link; /* the cluster form's HRMT_CUDA_FLAG_LINKS hand-over (pdl.cuh); zero: pdl_wait */
 };
 
 inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
@@ -36,7 +37,8 @@ inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
                          (uint16_t *)att,
                          rope ? g->rope_cos : nullptr,
                          rope ? g->rope_sin : nullptr,
-                         (float)(1.0 / sqrt((double)m->head_dim))};
+                         (float)(1.0 / sqrt((double)m->head_dim)),
+                         cu_link{nullptr, 0u, nullptr}};
 }
 
 #ifdef HRMT_SM90A

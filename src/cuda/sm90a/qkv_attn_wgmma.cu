@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(256, 1)
                 mbar_expect_tx(&full[kb], QA_STAGE_BYTES);
                 tma_load(smem + kb * QA_STAGE_BYTES + QA_A_BYTES, &tm_w, &full[kb], kb * BK, n0);
             }
-            pdl_wait();
+            link_wait(p.link);
             pdl_trigger();
             for (int kb = 0; kb < kb_n; kb++)
                 tma_load(smem + kb * QA_STAGE_BYTES, &tm_a, &full[kb], kb * BK, m0);
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(256, 1)
     /* q's and k's RoPE factors ahead of the wait (EARLY). */
     rope_regs<QA_D> rr;
     if (EARLY && part < 2 && p.cs) rope_load<QA_D>(rr, r * 64, T, p.cs, p.sn, warp & 3, lane);
-    pdl_wait();
+    link_wait(p.link);
     pdl_trigger();
     float acc[QA_D / 2];
     /* +0 by an opaque move: with a plain 0.0f NVVM carries the accumulators
@@ -216,6 +216,7 @@ __global__ void __launch_bounds__(256, 1)
             if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
         }
     }
+    link_end<4, 128>(p.link, threadIdx.x == 128);
     LT_PHASE(8);
 #endif
 }
@@ -253,20 +254,23 @@ int qa_fits(const hrmt_cuda *cu) {
 
 template <int RT, int KT, bool FULL>
 hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t n,
-                      const void *h, const void *w, void *att, int *done) {
+                      const void *h, const void *w, void *att, int *done, cu_links *lk) {
     const size_t H = m->hidden, rows = n * m->T;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, h, rows, H, H, 64) || !encode(fn, &tw, w, 3 * H, H, H, QA_D))
         return HRMT_OK; /* *done stays 0: the launches serve */
     const struct hrmt_model_cuda *g = cu_model(m);
-    const qkv_attn_args p = qkv_attn_args_for(m, att);
+    qkv_attn_args p = qkv_attn_args_for(m, att);
+    p.link = cu_link_take(lk);
+    const unsigned grid = (unsigned)(n * m->heads * 3 * RT);
     /* The shared-memory opt-in was made at model load (qa_fits). */
     const cudaError_t e = cluster_launch(
         qa_kernel<RT, KT, FULL>((g->qa_push ? QA_PUSH : 0) | (g->qa_mma ? QA_MMA : 0) |
                                 (g->rope_early ? QA_EARLY : 0)),
-        3 * RT, dim3((unsigned)(n * m->heads * 3 * RT)), dim3(256),
-        g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl, ta, tw, p);
+        3 * RT, dim3(grid), dim3(256), g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl,
+        ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
+    cu_link_done(lk, p.link, grid, 1);
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention");
 }
@@ -288,9 +292,8 @@ int cu_qkv_attn_clusters(const hrmt_model *m) {
     return nkt < 6 ? qa_fits<2, 6, false>(cu) : qa_fits<2, 8, false>(cu);
 }
 
-hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
-                        int *done) {
-    *done = 0;
+static hrmt_status qa_pick(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                           int *done, cu_links *lk) {
     const struct hrmt_model_cuda *g = cu_model(m);
     /* One wave of clusters; 16-byte rows of att; sizes the kernel's int
      * arithmetic holds. */
@@ -300,8 +303,16 @@ hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
     const int nkt = (int)((m->T + 15) / 16);
-    if (m->T <= 64) return qa_launch<1, 6, false>(m, fn, n, h, w, att, done);
-    if (nkt == 6) return qa_launch<2, 6, true>(m, fn, n, h, w, att, done);
-    return nkt < 6 ? qa_launch<2, 6, false>(m, fn, n, h, w, att, done)
-                   : qa_launch<2, 8, false>(m, fn, n, h, w, att, done);
+    if (m->T <= 64) return qa_launch<1, 6, false>(m, fn, n, h, w, att, done, lk);
+    if (nkt == 6) return qa_launch<2, 6, true>(m, fn, n, h, w, att, done, lk);
+    return nkt < 6 ? qa_launch<2, 6, false>(m, fn, n, h, w, att, done, lk)
+                   : qa_launch<2, 8, false>(m, fn, n, h, w, att, done, lk);
+}
+
+hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                        int *done, cu_links *lk) {
+    *done = 0;
+    const hrmt_status s = qa_pick(m, n, h, w, att, done, lk);
+    if (!*done) cu_link_break(lk); /* the launches serve: they wait by pdl_wait */
+    return s;
 }

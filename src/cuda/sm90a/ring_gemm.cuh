@@ -58,6 +58,7 @@ using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value>;
 /* What every policy's arguments start with: rows, column tiles, k blocks. */
 struct ring_dims {
     int M, nt, kblocks;
+    cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
 };
 
 #ifdef HRMT_SM90A
@@ -128,7 +129,7 @@ __device__ __forceinline__ void consumers_begin(uint8_t *epi, const typename E::
         E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p);
         asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
     }
-    pdl_wait();
+    link_wait(p.d.link);
     pdl_trigger();
 }
 
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
             E::load_w(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb,
                       (blockIdx.x % nt) * E::TILE_N, p);
         }
-        pdl_wait();
+        link_wait(p.d.link);
         pdl_trigger();
         int s = 0;
         unsigned ph = 0;
@@ -241,6 +242,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         if constexpr (!MMA) tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
+    link_end<2, 128 * WGS>(p.d.link, threadIdx.x == 128);
     LT_PHASE(8);
 #endif
 }
