@@ -5,10 +5,11 @@
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
 # session 32's HRMT_CUDA_CLUSTER_NORM_MMA, session 33's
 # HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH, HRMT_CUDA_QKV_ATTN_MMA,
-# HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA (the six not yet run: e.g.
+# HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA, session 34's
+# HRMT_CUDA_FLAG_LINKS (the seven not yet run: e.g.
 # TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_MMA HRMT_CUDA_CLUSTER_NORM_PUSH
 # HRMT_CUDA_QKV_ATTN_PUSH HRMT_CUDA_QKV_ATTN_MMA HRMT_CUDA_ROPE_EARLY
-# HRMT_CUDA_GLU_MMA" TRIAL_STEPS="tests memcheck tune ab").
+# HRMT_CUDA_GLU_MMA HRMT_CUDA_FLAG_LINKS" TRIAL_STEPS="tests memcheck tune ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
