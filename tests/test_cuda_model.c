@@ -1324,10 +1324,12 @@ Test(cuda_model, rope_early_equals_late_push) {
  * launch's wait: the same bytes, both schedules (the tiered one keeps the
  * waits), halting samples. Batches where the whole block is the cluster
  * kernels and the fused gate_up (1, 2: the chain runs across blocks and
- * levels, through the folds), where the qkv + attention's CTA form and
- * clusters of 8 break it each block (7), and past the cluster kernels (20:
- * no counters); with the step launched kernel by kernel too, and with the
- * cluster kernels' push forms. */
+ * levels, through the folds), where the qkv + attention's CTA form breaks
+ * it each block (7: the projections + norm over clusters of 8 and the
+ * gate_up hand over), and past the cluster kernels (20: no counters); with
+ * the step launched kernel by kernel too, with the cluster kernels' push
+ * forms, and with a ring gate_up shape forced (the tuner may pick the
+ * W-resident one, which takes no counter). */
 static void flag_links_equal_waits(const char *with, const char *value, int hidden, int heads,
                                    int seq_len, const int *batches, int nb) {
     need_cc90("the cluster kernels are built for", 0);
@@ -1349,6 +1351,11 @@ Test(cuda_model, flag_links_equal_waits_no_graphs) {
 Test(cuda_model, flag_links_equal_waits_push) {
     const int batches[] = {1};
     flag_links_equal_waits("HRMT_CUDA_CLUSTER_NORM_PUSH", "1", 512, 8, 81, batches, 1);
+    flag_links_equal_waits("HRMT_CUDA_QKV_ATTN_PUSH", "1", 512, 8, 81, batches, 1);
+}
+Test(cuda_model, flag_links_equal_waits_glu_ring) {
+    const int batches[] = {1, 2};
+    flag_links_equal_waits("HRMT_CUDA_GLU_SHAPE", "3", 512, 8, 81, batches, 2);
 }
 
 /* The block's residual + RMSNorm as the next GEMM's prologue

@@ -127,9 +127,8 @@ typedef struct cu_links {
     unsigned prev_ctas;
 } cu_links;
 
-/* The hand-over of a kernel of `ctas` CTAs about to be launched (links NULL:
- * the plain launch), and the state after it (launched 0: it was not, or a
- * kernel of another kind ran in its place). */
+/* The hand-over of a kernel about to be launched (links NULL: the plain
+ * launch), and the state after its launch of `ctas` CTAs. */
 static inline cu_link cu_link_take(const cu_links *l) {
     cu_link k = {nullptr, 0u, nullptr};
     if (!l) return k;
@@ -140,10 +139,10 @@ static inline cu_link cu_link_take(const cu_links *l) {
     if (l->next < CU_LINKS_CAP) k.rel = l->dev + l->next;
     return k;
 }
-static inline void cu_link_done(cu_links *l, const cu_link &k, unsigned ctas, int launched) {
+static inline void cu_link_done(cu_links *l, const cu_link &k, unsigned ctas) {
     if (!l) return;
     l->prev = -1;
-    if (launched && k.rel) {
+    if (k.rel) {
         l->prev = l->next++;
         l->prev_ctas = ctas;
     }

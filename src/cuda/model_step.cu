@@ -211,7 +211,8 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
             TRY(resnorm(m, h, h, ws->proj, rows, sram));
         }
         if (g->glu) {
-            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act, lk));
+            /* A counter only where the down_proj after it waits on one. */
+            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act, cnorm ? lk : NULL));
         } else {
             cu_link_break(lk);
             TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
@@ -450,16 +451,20 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, 
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
     }
     cu_part p = part_of(m, g, 0, (size_t)c->batch);
-    if (cu_model(m)->flag_links && !grid_bars) {
-        /* Zeroed each step: each counter serves one launch of it. */
-        cudaError_t e =
-            cudaMemsetAsync(g->links.dev, 0, CU_LINKS_CAP * sizeof *g->links.dev, cu_stream(m));
-        if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: flag links");
-        g->links.next = 0;
-        g->links.prev = -1;
-        p.ws.links = &g->links;
-    }
+    if (cu_model(m)->flag_links && !grid_bars) p.ws.links = &g->links; /* zeroed: links_reset */
     return levels(m, c, tm, &p, grid_bars, 1, injected);
+}
+
+/* The flag links' counters zeroed for the step (each serves one launch of
+ * it), ahead of its first kernel: between two kernels the memset would
+ * cost the second its early start. */
+static hrmt_status links_reset(const hrmt_model *m, struct hrmt_carry_cuda *g) {
+    const cudaError_t e =
+        cudaMemsetAsync(g->links.dev, 0, CU_LINKS_CAP * sizeof *g->links.dev, cu_stream(m));
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: flag links");
+    g->links.next = 0;
+    g->links.prev = -1;
+    return HRMT_OK;
 }
 
 static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t bytes) {
@@ -744,6 +749,7 @@ static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_op
                                 int has_pids, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     if (g->pin) TRY(enqueue_upload(m, c, has_pids));
+    if (cu_model(m)->flag_links) TRY(links_reset(m, g));
     /* The first L level's injection folded into the reset + embedding: the
      * baseline's op-by-op levels only (the tiles and the grid kernel make
      * their own). */

@@ -40,12 +40,34 @@ __device__ __forceinline__ void pdl_trigger() {
  * of the kernel before has done all its memory work when the wait returns,
  * so "each waits for the one before" stays transitive along the stream.
  * wait NULL: pdl_wait(); rel NULL: nothing to release. Every field zero is
- * the plain launch. */
+ * the plain launch. A kernel of another kind after such a kernel waits by
+ * pdl_wait for that one grid: what the kernels before it stored is ordered
+ * before by the counters' release / acquire chain (every CTA of each
+ * kernel acquired the one before's count before its own release), and the
+ * grid's end orders that for the waiter. */
 struct cu_link {
     const unsigned *wait;
     unsigned want;
     unsigned *rel;
 };
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* Until the count is reached, polled relaxed (an acquire load also
+ * invalidates L1 each time). */
+__device__ __forceinline__ void link_poll(const cu_link &k) {
+    unsigned v;
+    do {
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(k.wait) : "memory");
+    } while ((int)(v - k.want) < 0);
+}
+/* Then one acquire load (it passes at once), and the async proxy (TMA)
+ * ordered after it: the grid end's flush did this for pdl_wait. */
+__device__ __forceinline__ void link_acquire(const cu_link &k) {
+    asm volatile("{\n\t.reg .b32 t;\n\tld.acquire.gpu.global.u32 t, [%0];\n\t}" ::"l"(k.wait)
+                 : "memory");
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+#endif
 
 __device__ __forceinline__ void link_wait(const cu_link &k) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -53,16 +75,30 @@ __device__ __forceinline__ void link_wait(const cu_link &k) {
 #ifdef HRMT_CUDA_LINK_TRACE
         const unsigned long long t_call = lt_now();
 #endif
-        /* Polled relaxed (an acquire load also invalidates L1 each time),
-         * then one acquire load, which passes at once. */
-        unsigned v;
-        do {
-            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(k.wait) : "memory");
-        } while ((int)(v - k.want) < 0);
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(k.wait) : "memory");
-        /* What the kernel before stored is read next by TMA too (the async
-         * proxy): the grid boundary's flush did this for pdl_wait. */
-        asm volatile("fence.proxy.async.global;" ::: "memory");
+        link_poll(k);
+        link_acquire(k);
+#ifdef HRMT_CUDA_LINK_TRACE
+        lt_record(t_call);
+#endif
+        return;
+    }
+#endif
+    pdl_wait();
+}
+/* link_wait for THREADS threads (a multiple of 32) that meet at named
+ * barrier ID: only the poller polls (every polling warp is one more request
+ * a round trip on the counter's L2 line, beside the kernel before's
+ * traffic), then each acquires once. */
+template <int ID, int THREADS>
+__device__ __forceinline__ void link_wait_group(const cu_link &k, bool poller) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (k.wait) {
+#ifdef HRMT_CUDA_LINK_TRACE
+        const unsigned long long t_call = lt_now();
+#endif
+        if (poller) link_poll(k);
+        asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
+        link_acquire(k);
 #ifdef HRMT_CUDA_LINK_TRACE
         lt_record(t_call);
 #endif

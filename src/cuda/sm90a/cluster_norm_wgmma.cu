@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(256, 1)
         }
         return;
     }
-    link_wait(p.link); /* before reading h */
+    link_wait_group<3, 128>(p.link, threadIdx.x == 128); /* before reading h */
     pdl_trigger();
     const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
     /* The residual's values, read while the products run; rows past M stay
@@ -382,7 +382,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
         cluster_launch(kern, CL, dim3(grid), dim3(256), g->cnorm_push ? C::SMEM_PUSH : C::SMEM,
                        cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
-    cu_link_done(lk, p.link, grid, 1);
+    cu_link_done(lk, p.link, grid);
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
 }

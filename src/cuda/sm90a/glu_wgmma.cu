@@ -244,7 +244,7 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>, dim3(grid),
                    dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
-    cu_link_done(lk, p.d.link, grid, 1);
+    cu_link_done(lk, p.d.link, grid);
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 

@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(256, 1)
     /* q's and k's RoPE factors ahead of the wait (EARLY). */
     rope_regs<QA_D> rr;
     if (EARLY && part < 2 && p.cs) rope_load<QA_D>(rr, r * 64, T, p.cs, p.sn, warp & 3, lane);
-    link_wait(p.link);
+    link_wait_group<5, 128>(p.link, threadIdx.x == 128);
     pdl_trigger();
     float acc[QA_D / 2];
     /* +0 by an opaque move: with a plain 0.0f NVVM carries the accumulators
@@ -270,7 +270,7 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
         3 * RT, dim3(grid), dim3(256), g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl,
         ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
-    cu_link_done(lk, p.link, grid, 1);
+    cu_link_done(lk, p.link, grid);
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention");
 }

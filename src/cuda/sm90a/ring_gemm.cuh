@@ -129,7 +129,7 @@ __device__ __forceinline__ void consumers_begin(uint8_t *epi, const typename E::
         E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p);
         asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
     }
-    link_wait(p.d.link);
+    link_wait_group<3, 128 * WGS>(p.d.link, threadIdx.x == 128);
     pdl_trigger();
 }
 
