@@ -1353,6 +1353,56 @@ Test(cuda_model, flag_links_equal_waits_push) {
     flag_links_equal_waits("HRMT_CUDA_CLUSTER_NORM_PUSH", "1", 512, 8, 81, batches, 1);
     flag_links_equal_waits("HRMT_CUDA_QKV_ATTN_PUSH", "1", 512, 8, 81, batches, 1);
 }
+/* That the counters are really taken and each released once per CTA (the
+ * tests above would pass if no kernel ever handed over by one): after each
+ * of three steps (the graph's capture, then replays; and launched kernel by
+ * kernel), every counter the step took holds its kernel's CTA count, and
+ * the step took one per flag kernel: all four of a block at batches 1 and 2
+ * (the cluster qkv + attention, both projections + norm, the gate_up on a
+ * ring shape), three at batch 7 (qkv + attention's CTA form takes none). */
+static void flag_links_counted(int B, int per_block, int graphs) {
+    hrmt_context *ctx = cuda_ctx_graphs(graphs); /* 1: graphs, -1: launches */
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    setenv("HRMT_CUDA_FLAG_LINKS", "1", 1);
+    setenv("HRMT_CUDA_GLU_SHAPE", "3", 1);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 41, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_FLAG_LINKS");
+    unsetenv("HRMT_CUDA_GLU_SHAPE");
+    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_FLAG_LINKS), 1);
+    const int blocks = cfg.H_cycles * (cfg.L_cycles * cfg.L_layers + cfg.H_layers);
+    int32_t *in = malloc((size_t)B * (size_t)cfg.seq_len * 4), *pid = malloc((size_t)B * 4);
+    cr_assert(in && pid);
+    hrmt_carry *c = NULL;
+    cr_assert_eq(hrmt_carry_create(m, B, &c), HRMT_OK);
+    hrmt_step_options opt = {HRMT_SCHEDULE_BASELINE, 0};
+    for (int s = 0; s < 3; s++) {
+        outs o;
+        make_inputs(&cfg, B, s, in, pid);
+        outs_init(&o, &cfg, hrmt_model_puzzle_len(m), B);
+        cr_assert_eq(hrmt_act_step(m, c, in, pid, &opt, &o.o, NULL), HRMT_OK, "step %d", s);
+        outs_free(&o);
+        int wrong = -1;
+        const int used = hrmt_carry_flag_links(c, &wrong);
+        cr_expect_eq(used, per_block * blocks, "batch %d step %d (graphs %d): %d counters taken", B,
+                     s, graphs, used);
+        cr_expect_eq(wrong, 0, "batch %d step %d (graphs %d): %d counters not at their CTA count",
+                     B, s, graphs, wrong);
+    }
+    hrmt_carry_destroy(c);
+    free(in);
+    free(pid);
+    hrmt_model_destroy(m);
+    hrmt_context_destroy(ctx);
+}
+Test(cuda_model, flag_links_released_once_per_cta) {
+    need_cc90("the cluster kernels are built for", 0);
+    flag_links_counted(1, 4, 1);
+    flag_links_counted(2, 4, 1);
+    flag_links_counted(7, 3, 1);
+    flag_links_counted(1, 4, -1);
+}
+
 Test(cuda_model, flag_links_equal_waits_glu_ring) {
     const int batches[] = {1, 2};
     flag_links_equal_waits("HRMT_CUDA_GLU_SHAPE", "3", 512, 8, 81, batches, 2);

@@ -125,6 +125,7 @@ typedef struct cu_links {
     unsigned *dev; /* CU_LINKS_CAP counters (the carry's) */
     int next, prev;
     unsigned prev_ctas;
+    unsigned ctas[CU_LINKS_CAP]; /* each counter's kernel's CTA count (the tests' check) */
 } cu_links;
 
 /* The hand-over of a kernel about to be launched (links NULL: the plain
@@ -143,6 +144,7 @@ static inline void cu_link_done(cu_links *l, const cu_link &k, unsigned ctas) {
     if (!l) return;
     l->prev = -1;
     if (k.rel) {
+        l->ctas[l->next] = ctas;
         l->prev = l->next++;
         l->prev_ctas = ctas;
     }

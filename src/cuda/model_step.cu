@@ -455,6 +455,22 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, 
     return levels(m, c, tm, &p, grid_bars, 1, injected);
 }
 
+int hrmt_cuda_carry_flag_links(hrmt_carry *c, int *wrong) {
+    const struct hrmt_carry_cuda *g = cu_carry(c);
+    *wrong = 0;
+    if (!cu_model(c->m)->flag_links || g->links.next <= 0) return 0;
+    unsigned got[CU_LINKS_CAP];
+    if (cudaStreamSynchronize(cu_stream(c->m)) != cudaSuccess ||
+        cudaMemcpy(got, g->links.dev, (size_t)g->links.next * sizeof got[0],
+                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *wrong = g->links.next;
+        return g->links.next;
+    }
+    for (int i = 0; i < g->links.next; i++) *wrong += got[i] != g->links.ctas[i];
+    return g->links.next;
+}
+
 /* The flag links' counters zeroed for the step (each serves one launch of
  * it), ahead of its first kernel: between two kernels the memset would
  * cost the second its early start. */
