@@ -53,7 +53,7 @@ switches=(
   "HRMT_CUDA_QKV_ATTN_MMA|qkv_attn_mma_equals_wgmma_*|qkv_attn_mma_equals_wgmma_hrm_width|1,2|qkv_attn_kernel"
   "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|rope_early_equals_late_push|1,2,8|qkv_attn"
   "HRMT_CUDA_GLU_MMA|glu_mma_tuned_equals_default glu_shapes_equal_launches_hrm_width glu_mma_equals_launches_long_runs|glu_mma_tuned_equals_default|1,2,4,8|ring_gemm_kernel"
-  "HRMT_CUDA_FLAG_LINKS|flag_links_equal_waits_*|flag_links_equal_waits_short_seq|1,2,8|qkv_attn_kernel|cluster_norm|ring_gemm_kernel"
+  "HRMT_CUDA_FLAG_LINKS|flag_links_*|flag_links_equal_waits_short_seq|1,2,8|qkv_attn_kernel|cluster_norm|ring_gemm_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do
