@@ -27,4 +27,28 @@
         }                                                             \
     } while (0)
 
+/* Graph replays (the chains of bench/cuda_link_latency.cu and
+ * cuda_handoff_latency.cu): `warm` launches, then ms per launch over `reps`
+ * launches, best of `rounds`. */
+inline double graph_best_ms(cudaGraphExec_t ge, cudaStream_t st, int warm, int reps, int rounds) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < warm; i++) CK(cudaGraphLaunch(ge, st));
+    double best = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        CK(cudaEventRecord(e0, st));
+        for (int i = 0; i < reps; i++) CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        const double per = (double)ms / reps;
+        best = per < best ? per : best;
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return best;
+}
+
 #endif

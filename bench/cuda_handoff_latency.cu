@@ -217,22 +217,8 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
     CK(cudaStreamEndCapture(st, &g));
     cudaGraphExec_t ge;
     CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     const int warm = 10;
-    for (int i = 0; i < warm; i++) CK(cudaGraphLaunch(ge, st));
-    double best = 1e30;
-    for (int r = 0; r < 5; r++) {
-        CK(cudaEventRecord(e0, st));
-        for (int i = 0; i < reps; i++) CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        const double per = (double)ms / reps;
-        best = per < best ? per : best;
-    }
+    const double best = graph_best_ms(ge, st, warm, reps, 5);
     uint16_t *last = (uint16_t *)malloc(sizeof(uint16_t) * buf_elems);
     if (!last) {
         fprintf(stderr, "out of host memory\n");
@@ -251,8 +237,6 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
         ++*fails;
     }
     free(last);
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
     CK(cudaStreamDestroy(st));

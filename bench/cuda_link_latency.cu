@@ -65,20 +65,7 @@ static double chain_ms(const shape &s, int pdl, unsigned spin_ns, int n, int rep
     CK(cudaStreamEndCapture(st, &g));
     cudaGraphExec_t ge;
     CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 10; i++) CK(cudaGraphLaunch(ge, st)); /* warm up */
-    double best = 1e30;
-    for (int r = 0; r < 5; r++) {
-        CK(cudaEventRecord(a, st));
-        for (int i = 0; i < reps; i++) CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        best = ms / reps < best ? ms / reps : best;
-    }
+    const double best = graph_best_ms(ge, st, 10, reps, 5);
     unsigned last = 0;
     CK(cudaMemcpy(&last, v + n, sizeof last, cudaMemcpyDeviceToHost));
     const unsigned want = (unsigned)((10 + 5 * reps) * n);
@@ -87,8 +74,6 @@ static double chain_ms(const shape &s, int pdl, unsigned spin_ns, int n, int rep
                s.what, pdl, last, want);
         ++*bad;
     }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
     CK(cudaStreamDestroy(st));

@@ -20,27 +20,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rc=0
 t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
-stamp "link latency (bench/cuda_link_latency.cu)"
-if nvcc -std=c++17 -O3 -arch=sm_90 -I "$root/src" "$root/bench/cuda_link_latency.cu" \
-  -o /tmp/link_latency; then
-  timeout -k 5 120 /tmp/link_latency || rc=1
-else
-  rc=1
-fi
-stamp "chain latency (bench/cuda_chain_latency.cu)"
-if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
-  "$root/bench/cuda_chain_latency.cu" -o /tmp/chain_latency; then
-  timeout -k 5 120 /tmp/chain_latency || rc=1
-else
-  rc=1
-fi
-stamp "handoff latency (bench/cuda_handoff_latency.cu)"
-if nvcc -std=c++17 -O3 -arch=sm_90a -I "$root/include" -I "$root/src" \
-  "$root/bench/cuda_handoff_latency.cu" -o /tmp/handoff_latency; then
-  timeout -k 5 120 /tmp/handoff_latency || rc=1
-else
-  rc=1
-fi
+# One of the microbenchmarks, built for ARCH and run with a bound (a stuck
+# one must not take the call).
+micro() {
+  local name=$1 arch=$2
+  stamp "$name (bench/cuda_$name.cu)"
+  if nvcc -std=c++17 -O3 -arch="$arch" -I "$root/include" -I "$root/src" \
+    "$root/bench/cuda_$name.cu" -o "/tmp/$name"; then
+    timeout -k 5 120 "/tmp/$name" || rc=1
+  else
+    rc=1
+  fi
+}
+micro link_latency sm_90
+micro chain_latency sm_90a
+micro handoff_latency sm_90a
 tb=/tmp/hrmt-build-trace
 stamp "link-trace build ($tb)"
 if cmake -S "$root" -B "$tb" -DCMAKE_BUILD_TYPE=Release -DHRMT_CUDA=ON -DHRMT_MPI=OFF \

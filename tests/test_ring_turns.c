@@ -20,41 +20,12 @@
 #include <string.h>
 
 #include "cuda/sm90a/ring_plan.h"
+#include "support/mbar_model.h"
 
 #define MAX_S 8
 #define MAX_WGS 2
 #define MAX_PROGS (4 * MAX_WGS)
 #define MAX_EVENTS (2 * MAX_S)
-
-/* ---- mbarriers ---------------------------------------------------------- */
-
-typedef struct {
-    int init, pending, tx;
-    unsigned phase; /* phases completed */
-} bar;
-
-static void bar_init(bar *b, int count) { *b = (bar){count, count, 0, 0}; }
-static void bar_check(bar *b) {
-    if (b->pending == 0 && b->tx == 0) {
-        b->phase++;
-        b->pending = b->init;
-    }
-}
-static void bar_arrive(bar *b, int n) {
-    cr_assert_leq(n, b->pending, "more arrivals than the phase expects");
-    b->pending -= n;
-    bar_check(b);
-}
-static void bar_expect_tx(bar *b, int tx) {
-    b->tx += tx;
-    bar_arrive(b, 1);
-}
-static void bar_complete_tx(bar *b, int tx) {
-    b->tx -= tx;
-    bar_check(b);
-}
-/* mbarrier.try_wait.parity: true once the phase of that parity completed. */
-static int bar_ready(const bar *b, unsigned parity) { return (b->phase & 1u) != parity; }
 
 /* ---- the CTA ------------------------------------------------------------- */
 

@@ -22,44 +22,13 @@
 #include <string.h>
 
 #include "cuda/sm90a/wres_plan.h"
+#include "support/mbar_model.h"
 
 #define WGS 2
 #define MAX_S 8
 #define MAX_KB 4
 #define MAX_OPS 4096
 #define MAX_EVENTS 64
-
-/* ---- mbarriers ---------------------------------------------------------- */
-
-typedef struct {
-    int init, pending, tx;
-    unsigned phase; /* phases completed */
-} bar;
-
-static void bar_init(bar *b, int count) { *b = (bar){count, count, 0, 0}; }
-static void bar_check(bar *b) {
-    if (b->pending == 0 && b->tx == 0) {
-        b->phase++;
-        b->pending = b->init;
-    }
-}
-static void bar_arrive(bar *b, int n) {
-    cr_assert_leq(n, b->pending, "more arrivals than the phase expects");
-    b->pending -= n;
-    bar_check(b);
-}
-static void bar_expect_tx(bar *b, int tx) {
-    b->tx += tx;
-    bar_arrive(b, 1);
-}
-static void bar_complete_tx(bar *b, int tx) {
-    b->tx -= tx;
-    cr_assert_geq(b->tx, 0, "more bytes than expected");
-    bar_check(b);
-}
-/* mbarrier.try_wait.parity: true once the phase of that parity completed,
- * i.e. when the current (incomplete) phase's parity differs. */
-static int bar_ready(const bar *b, unsigned parity) { return (b->phase & 1u) != parity; }
 
 /* ---- buffers: A stages and W blocks -------------------------------------- */
 

@@ -69,26 +69,10 @@ __device__ __forceinline__ void link_acquire(const cu_link &k) {
 }
 #endif
 
-__device__ __forceinline__ void link_wait(const cu_link &k) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (k.wait) {
-#ifdef HRMT_CUDA_LINK_TRACE
-        const unsigned long long t_call = lt_now();
-#endif
-        link_poll(k);
-        link_acquire(k);
-#ifdef HRMT_CUDA_LINK_TRACE
-        lt_record(t_call);
-#endif
-        return;
-    }
-#endif
-    pdl_wait();
-}
-/* link_wait for THREADS threads (a multiple of 32) that meet at named
+/* The wait for THREADS threads (a multiple of 32) that meet at named
  * barrier ID: only the poller polls (every polling warp is one more request
  * a round trip on the counter's L2 line, beside the kernel before's
- * traffic), then each acquires once. */
+ * traffic), then each acquires once. ID < 0: the one calling thread alone. */
 template <int ID, int THREADS>
 __device__ __forceinline__ void link_wait_group(const cu_link &k, bool poller) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -97,7 +81,7 @@ __device__ __forceinline__ void link_wait_group(const cu_link &k, bool poller) {
         const unsigned long long t_call = lt_now();
 #endif
         if (poller) link_poll(k);
-        asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
+        if constexpr (ID >= 0) asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
         link_acquire(k);
 #ifdef HRMT_CUDA_LINK_TRACE
         lt_record(t_call);
@@ -107,6 +91,8 @@ __device__ __forceinline__ void link_wait_group(const cu_link &k, bool poller) {
 #endif
     pdl_wait();
 }
+__device__ __forceinline__ void link_wait(const cu_link &k) { link_wait_group<-1, 0>(k, true); }
+
 /* The CTA's hand-over after its last store, by the THREADS threads (a
  * multiple of 32) that store for the kernel after, at named barrier ID:
  * each orders its stores for that kernel's TMA reads, then the barrier
