@@ -25,6 +25,7 @@
 
 #include "cuda/attn_mma_tile.cuh"
 #include "cuda/mma_warp.cuh"
+#include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/mma_lanes.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
@@ -33,8 +34,8 @@ namespace {
 #ifdef HRMT_SM90A
 /* ring_products' contract (wgmma_common.cuh) for warp `warp` (0-3) of the
  * consuming warpgroup, rows 16 warp .. 16 warp + 15 of the tile, except that
- * each stage is given back as soon as its operands are in registers, so no
- * last stage is left for the caller (no `prev`). */
+ * each stage is given back as soon as its products are issued, so no last
+ * stage is left for the caller (no `prev`). */
 template <int N>
 __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uint8_t *smem,
                                                   int stage_bytes, int w_off, uint64_t *full,
@@ -57,9 +58,6 @@ __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uin
                 ldsm_x4(sw + mma_sw128(row, chunk), b[kk][np]);
             }
         }
-        /* The stage's operands are in registers: give it back. */
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++)
 #pragma unroll
@@ -69,6 +67,15 @@ __device__ __forceinline__ void ring_products_mma(float (&acc)[N / 2], const uin
                     float *t = acc + mma_acc(2 * np + h, 0);
                     mma_bf16(t, a[kk], b[kk][np][2 * h], b[kk][np][2 * h + 1], t);
                 }
+        /* The stage given back once its operands are read: after the
+         * products that consume them (an ldmatrix only issued may not have
+         * read yet: given back straight after them, the ring's next copy
+         * could land first; the device test at 50-100 tiles a CTA saw it),
+         * and its reads ordered before the copy engine's next write of it
+         * (a generic read, an async-proxy write). */
+        fence_async_smem();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
         ring_next(s, ph, stages);
     }
     LT_PHASE(2);
