@@ -113,19 +113,18 @@ struct hrmt_model_cuda {
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
 };
 
-/* Level scratch on the device, [rows, width] each. */
 /* The step's flag links (HRMT_CUDA_FLAG_LINKS; pdl.cuh's cu_link): one
  * counter per launch that releases one, taken in launch order and zeroed at
  * the step's start (so a graph replay finds them zero too); `prev`, the
  * counter the kernel launched last releases (-1: that kernel releases
  * none, or something else was launched since: the next kernel waits by
- * pdl_wait), and its CTA count. */
+ * pdl_wait); ctas[i], counter i's kernel's CTA count: what the next
+ * kernel waits for, and the tests' check. */
 enum { CU_LINKS_CAP = 1024 };
 typedef struct cu_links {
     unsigned *dev; /* CU_LINKS_CAP counters (the carry's) */
     int next, prev;
-    unsigned prev_ctas;
-    unsigned ctas[CU_LINKS_CAP]; /* each counter's kernel's CTA count (the tests' check) */
+    unsigned ctas[CU_LINKS_CAP];
 } cu_links;
 
 /* The hand-over of a kernel about to be launched (links NULL: the plain
@@ -135,7 +134,7 @@ static inline cu_link cu_link_take(const cu_links *l) {
     if (!l) return k;
     if (l->prev >= 0) {
         k.wait = l->dev + l->prev;
-        k.want = l->prev_ctas;
+        k.want = l->ctas[l->prev];
     }
     if (l->next < CU_LINKS_CAP) k.rel = l->dev + l->next;
     return k;
@@ -146,7 +145,6 @@ static inline void cu_link_done(cu_links *l, const cu_link &k, unsigned ctas) {
     if (k.rel) {
         l->ctas[l->next] = ctas;
         l->prev = l->next++;
-        l->prev_ctas = ctas;
     }
 }
 /* Something else goes into the stream: the next kernel waits by pdl_wait. */
@@ -154,6 +152,7 @@ static inline void cu_link_break(cu_links *l) {
     if (l) l->prev = -1;
 }
 
+/* Level scratch on the device, [rows, width] each. */
 typedef struct cu_level_ws {
     void *qkv, *att, *proj, *gu, *act;
     void *hn;        /* [rows, hidden]: the block's state after its first norm, when that norm is
