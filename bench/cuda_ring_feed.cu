@@ -1,0 +1,336 @@
+/* What feeds a small-batch ring kernel's products: how fast a CTA's TMA ring
+ * brings its stages from L2, against the chain of k16 steps they feed.
+ *
+ * The link trace (session 32, docs/CUDA-KERNELS.md) put a k16 step of the
+ * batch-1 kernels at ~40-47 ns (the cluster projection + norm's products:
+ * o_proj 8 stages in ~1.5 us, down_proj 24 stages in ~4 us after the first
+ * landed), while bench/cuda_chain_latency.cu measured the chain alone at
+ * ~12.6 ns a step (m64n32, operands resident). So the stages arrive slower
+ * than the products consume them. Why decides what to build next:
+ *   - bytes per SM (each CTA's stream through the SM's port from L2): then
+ *     fewer A rows per CTA (box rows) pay;
+ *   - bytes in all (the L2's bandwidth, 32 CTAs asking at once): then more
+ *     CTAs cost, and A multicast within a cluster pays;
+ *   - the ring's depth against the copy's round trip (24 stages through 16):
+ *     then a deeper ring pays;
+ *   - none of those (a fixed rate of copies): then fewer, larger copies.
+ * Each CTA of the grid streams kb_n stages of A (box_rows of a 64-row
+ * block, 128-byte swizzle, the `group` CTAs of a cluster-like group reading
+ * the same rows, as a cluster projection's CTAs do) and WN rows of W
+ * (distinct per CTA in the group) through an S-stage ring, one producer
+ * thread and one consumer warpgroup that issues m64nWNk16 wgmma per stage
+ * (four k16 steps, a commit a stage, one group in flight: ring_products),
+ * or only waits and gives each stage back (feed alone). %globaltimer at the
+ * CTA's start, at the first stage's landing, at the products' end; the
+ * operands are warm in L2 (a launch before). Prints, per configuration, the
+ * median over 7 launches of the CTAs' median and slowest times, and ns a
+ * stage after the first.
+ * Not part of CMake. On the GPU machine, from the repository root:
+ *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
+ *        bench/cuda_ring_feed.cu -o /tmp/ring_feed && /tmp/ring_feed
+ * Exit status 0 when every configuration ran. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda/sm90a/cluster_async.cuh"
+#include "cuda/sm90a/wgmma_common.cuh"
+
+#include "cuda_check.cuh"
+
+namespace {
+
+constexpr int A_BLOCK = 64 * ROW_BYTES; /* a stage's A part: 64 rows, whatever the box */
+constexpr int SMEM_MAX = 227 * 1024;
+
+struct feed_args {
+    int kb_n, stages, group, wn, w_load;
+    unsigned long long *t; /* per CTA: start, first stage, end */
+};
+
+#ifdef HRMT_SM90A
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
+#ifdef HRMT_SM90A
+/* The A box into the same place of every CTA of the cluster (mask), each
+ * counting the bytes on its own barrier at bar's offset. */
+__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1, uint16_t mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
+        : "memory");
+}
+#endif
+
+/* MC: launched in clusters of a.group CTAs (the group), A's box of k block
+ * kb multicast by CTA kb % group to all of them; before it issues into a
+ * stage again, every CTA's consumer warps have given that stage back
+ * (mc_empty[s] of the issuer, 4 group arrivals); W stays each CTA's own.
+ * The issuer waits mc_empty[s] at the ring's parity, right while each of
+ * its mc_empty barriers completes at most once a wrap: kb_n <= 2 stages
+ * (the host checks). */
+template <int WN, bool CONSUME, bool MC = false>
+__global__ void __launch_bounds__(256, 1)
+    feed(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_w,
+         int box_bytes, const feed_args a) {
+#ifdef HRMT_SM90A
+    extern __shared__ uint8_t raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
+    const int S = a.stages, stage = A_BLOCK + WN * ROW_BYTES;
+    uint64_t *full = (uint64_t *)(smem + S * stage), *empty = full + S, *mc_empty = empty + S;
+    if (MC && threadIdx.x == 0)
+        for (int i = 0; i < S; i++) mbar_init(&mc_empty[i], 4u * (unsigned)a.group);
+    ring_setup(full, empty, S, 4);
+    const uint32_t rank = MC ? cl_rank() : 0;
+    if constexpr (MC) {
+        cl_arrive_relaxed(); /* every CTA's barriers made before any copy lands */
+        cl_wait();
+    }
+    const unsigned long long t0 = now_ns();
+    const int m0 = (int)(blockIdx.x / (unsigned)a.group) * 64;
+    const int n0 = (int)(blockIdx.x % (unsigned)a.group) * WN;
+    const unsigned bytes = (unsigned)box_bytes + (a.w_load ? (unsigned)(WN * ROW_BYTES) : 0u);
+    if (threadIdx.x < 128) {
+        if (threadIdx.x != 0) {
+            if constexpr (MC) {
+                cl_arrive_relaxed(); /* the end's cluster barrier */
+                cl_wait();
+            }
+            return;
+        }
+        int s = 0;
+        unsigned ph = 0;
+        for (int kb = 0; kb < a.kb_n; kb++) {
+            uint8_t *st = smem + s * stage;
+            if (kb >= S) mbar_wait(&empty[s], ph ^ 1);
+            mbar_expect_tx(&full[s], bytes);
+            if (a.w_load) tma_load(st + A_BLOCK, &tm_w, &full[s], kb * BK, n0);
+            if (!MC) {
+                tma_load(st, &tm_a, &full[s], kb * BK, m0);
+            } else if (kb % a.group == (int)rank) {
+                if (kb >= S) mbar_wait_cluster(&mc_empty[s], ph ^ 1);
+                tma_load_mc(st, &tm_a, &full[s], kb * BK, m0, (uint16_t)((1u << a.group) - 1));
+            }
+            ring_next(s, ph, S);
+        }
+        if constexpr (MC) {
+            cl_arrive_relaxed();
+            cl_wait();
+        }
+        return;
+    }
+    const int lane = threadIdx.x & 31;
+    int s = 0;
+    unsigned ph = 0;
+    unsigned long long t_first = 0;
+    float acc[WN / 2];
+#pragma unroll
+    for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
+    if constexpr (CONSUME) {
+        int prev = -1;
+        /* ring_products with the first stage's time taken. */
+        for (int kb = 0; kb < a.kb_n; kb++) {
+            mbar_wait(&full[s], ph);
+            if (kb == 0) t_first = now_ns();
+            const uint8_t *st = smem + s * stage;
+            const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+            wg_commit();
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0) {
+                mbar_arrive(&empty[prev]);
+                /* The stage's next A comes from CTA (kb - 1 + S) % group. */
+                if (MC && kb - 1 + S < a.kb_n)
+                    mbar_arrive_remote(cl_map(&mc_empty[prev], (uint32_t)((kb - 1 + S) % a.group)));
+            }
+            prev = s;
+            ring_next(s, ph, S);
+        }
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    } else {
+        for (int kb = 0; kb < a.kb_n; kb++) {
+            mbar_wait(&full[s], ph);
+            if (kb == 0) t_first = now_ns();
+            if (lane == 0) {
+                mbar_arrive(&empty[s]);
+                if (MC && kb + S < a.kb_n)
+                    mbar_arrive_remote(cl_map(&mc_empty[s], (uint32_t)((kb + S) % a.group)));
+            }
+            ring_next(s, ph, S);
+        }
+    }
+    const unsigned long long t_end = now_ns();
+    /* Keep the products: one value a warpgroup, never 1e30 in practice. */
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < WN / 2; i++) sum += acc[i];
+    if (threadIdx.x == 128) {
+        a.t[3 * blockIdx.x] = t0;
+        a.t[3 * blockIdx.x + 1] = t_first;
+        a.t[3 * blockIdx.x + 2] = sum == 1e30f ? 0 : t_end;
+    }
+    if constexpr (MC) {
+        cl_arrive_relaxed(); /* no CTA leaves while a peer may still arrive on it */
+        cl_wait();
+    }
+#endif
+}
+
+struct cfg {
+    const char *what;
+    int ctas, group, box_rows, wn, kb_n, stages, consume, w_load, mc;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+template <int WN, bool C, bool MC>
+void launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const feed_args &a,
+            int ctas, size_t smem) {
+    auto k = feed<WN, C, MC>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CK(cluster_launch(k, MC ? a.group : 1, dim3(ctas), dim3(256), smem, 0, 0, ta, tw, box_bytes,
+                      a));
+    CK(cudaGetLastError());
+}
+
+} // namespace
+
+int main(void) {
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9) {
+        printf("%s: compute capability %d.%d; this program is built for 9.0 (sm_90a)\n", prop.name,
+               prop.major, prop.minor);
+        return 2;
+    }
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) {
+        fprintf(stderr, "no cuTensorMapEncodeTiled\n");
+        return 2;
+    }
+    /* The batch-1 cluster projection + norm: 2 row tiles x 16 CTAs of 32
+     * columns (down_proj: K = 1536, 24 stages through 16; o_proj: 8). */
+    const cfg cfgs[] = {
+        {"down_proj as now (32 CTAs, groups of 16)", 32, 16, 64, 32, 24, 16, 1, 1, 0},
+        {"  feed alone", 32, 16, 64, 32, 24, 16, 0, 1, 0},
+        {"  feed alone, A only", 32, 16, 64, 32, 24, 16, 0, 0, 0},
+        {"  one CTA", 1, 16, 64, 32, 24, 16, 1, 1, 0},
+        {"  one CTA, feed alone", 1, 16, 64, 32, 24, 16, 0, 1, 0},
+        {"  A box of 32 rows", 32, 16, 32, 32, 24, 16, 1, 1, 0},
+        {"  A box of 16 rows", 32, 16, 16, 32, 24, 16, 1, 1, 0},
+        {"  18 stages", 32, 16, 64, 32, 24, 18, 1, 1, 0},
+        {"  24 stages, A box of 32 rows", 32, 16, 32, 32, 24, 24, 1, 1, 0},
+        {"  each CTA its own A rows", 32, 1, 64, 32, 24, 16, 1, 1, 0},
+        {"  132 CTAs (groups of 16)", 132, 16, 64, 32, 24, 16, 1, 1, 0},
+        {"  132 CTAs, feed alone", 132, 16, 64, 32, 24, 16, 0, 1, 0},
+        {"o_proj as now (8 stages)", 32, 16, 64, 32, 8, 16, 1, 1, 0},
+        {"  feed alone", 32, 16, 64, 32, 8, 16, 0, 1, 0},
+        {"  one CTA", 1, 16, 64, 32, 8, 16, 1, 1, 0},
+        {"clusters of 8, 64 columns (batch 8's form: 88 CTAs)", 88, 8, 64, 64, 24, 12, 1, 1, 0},
+        {"  feed alone", 88, 8, 64, 64, 24, 12, 0, 1, 0},
+        {"down_proj, A multicast in groups of 16", 32, 16, 64, 32, 24, 16, 1, 1, 1},
+        {"  feed alone", 32, 16, 64, 32, 24, 16, 0, 1, 1},
+        {"o_proj, A multicast in groups of 16", 32, 16, 64, 32, 8, 16, 1, 1, 1},
+        {"clusters of 8, A multicast (88 CTAs)", 88, 8, 64, 64, 24, 12, 1, 1, 1},
+        {"  feed alone", 88, 8, 64, 64, 24, 12, 0, 1, 1},
+    };
+    const int K = 24 * BK, max_tiles = 132;
+    uint16_t *a_buf, *w_buf;
+    unsigned long long *t;
+    const size_t a_elems = (size_t)max_tiles * 64 * K, w_elems = (size_t)512 * K;
+    CK(cudaMalloc(&a_buf, a_elems * 2));
+    CK(cudaMalloc(&w_buf, w_elems * 2));
+    CK(cudaMemset(a_buf, 0, a_elems * 2));
+    CK(cudaMemset(w_buf, 0, w_elems * 2));
+    CK(cudaMalloc(&t, sizeof(unsigned long long) * 3 * max_tiles));
+    printf(
+        "%s, %d SMs: one TMA ring a CTA (A box rows + W rows a 64-k stage), median of 7 "
+        "launches, operands warm in L2\n",
+        prop.name, prop.multiProcessorCount);
+    printf("%-52s %6s %8s %8s %9s %9s %9s %9s\n", "configuration", "stages", "KB/CTA", "MB all",
+           "first us", "done med", "done max", "ns/stage");
+    int fails = 0;
+    for (const cfg &c : cfgs) {
+        alignas(64) CUtensorMap ta, tw;
+        if (!encode(fn, &ta, a_buf, (size_t)max_tiles * 64, K, K, c.box_rows) ||
+            !encode(fn, &tw, w_buf, 512, K, K, c.wn)) {
+            printf("%-52s tensor map refused\n", c.what);
+            fails++;
+            continue;
+        }
+        const int stage = A_BLOCK + c.wn * ROW_BYTES;
+        const size_t smem = (size_t)c.stages * stage + 1024 + 24 * (size_t)c.stages;
+        if (smem > SMEM_MAX) {
+            printf("%-52s %zu bytes of shared memory: too many\n", c.what, smem);
+            fails++;
+            continue;
+        }
+        if (c.mc && c.kb_n > 2 * c.stages) {
+            printf("%-52s multicast past two wraps of the ring: not measured\n", c.what);
+            fails++;
+            continue;
+        }
+        const int box_bytes = c.box_rows * ROW_BYTES;
+        feed_args a{c.kb_n, c.stages, c.group, c.wn, c.w_load, t};
+        std::vector<double> first, med, mx;
+        for (int rep = 0; rep < 8; rep++) {
+            if (c.wn == 32 && c.mc)
+                c.consume ? launch<32, true, true>(ta, tw, box_bytes, a, c.ctas, smem)
+                          : launch<32, false, true>(ta, tw, box_bytes, a, c.ctas, smem);
+            else if (c.wn == 32)
+                c.consume ? launch<32, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
+                          : launch<32, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
+            else if (c.mc)
+                c.consume ? launch<64, true, true>(ta, tw, box_bytes, a, c.ctas, smem)
+                          : launch<64, false, true>(ta, tw, box_bytes, a, c.ctas, smem);
+            else
+                c.consume ? launch<64, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
+                          : launch<64, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
+            CK(cudaDeviceSynchronize());
+            if (rep == 0) continue; /* the warm-up: operands into L2 */
+            std::vector<unsigned long long> h(3 * (size_t)c.ctas);
+            CK(cudaMemcpy(h.data(), t, sizeof(unsigned long long) * h.size(),
+                          cudaMemcpyDeviceToHost));
+            std::vector<double> f, d;
+            for (int i = 0; i < c.ctas; i++) {
+                f.push_back((double)(h[3 * i + 1] - h[3 * i]) * 1e-3);
+                d.push_back((double)(h[3 * i + 2] - h[3 * i]) * 1e-3);
+            }
+            first.push_back(median(f));
+            med.push_back(median(d));
+            mx.push_back(*std::max_element(d.begin(), d.end()));
+        }
+        const double per_cta =
+            (double)c.kb_n * (box_bytes + (c.w_load ? c.wn * ROW_BYTES : 0)) / 1024.0;
+        const double f = median(first), dm = median(med);
+        printf("%-52s %6d %8.0f %8.2f %9.2f %9.2f %9.2f %9.0f\n", c.what, c.stages, per_cta,
+               per_cta * c.ctas / 1024.0, f, dm, median(mx),
+               c.kb_n > 1 ? (dm - f) * 1e3 / (c.kb_n - 1) : 0.0);
+    }
+    printf(
+        "(first: the first stage landed; done: the products (or the feed) ended; us from the "
+        "CTA's start. Chain alone, bench/cuda_chain_latency.cu: ~12.6 ns a k16 step at "
+        "m64n32, ~50 ns a stage)\n");
+    CK(cudaFree(a_buf));
+    CK(cudaFree(w_buf));
+    CK(cudaFree(t));
+    return fails ? 1 : 0;
+}
