@@ -158,10 +158,6 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
     using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
