@@ -7,6 +7,9 @@
 #     chain costs with wgmma and with mma.sync, and whether their bits agree;
 #     bench/cuda_handoff_latency.cu: what getting the tile the kernel before
 #     wrote costs (PDL wait or flags; TMA, LDG or cp.async);
+#     bench/cuda_ring_feed.cu: how fast a TMA ring brings a small-batch
+#     kernel's stages from L2 against the products they feed (CTAs, bytes,
+#     ring depth, A multicast);
 #  2. a second build with -DHRMT_CUDA_LINK_TRACE=ON (src/cuda/link_trace.cuh)
 #     and each batch's step timeline from it (bench/link_trace.py), the
 #     records in $out/trace_B.log (CSV), beside the plain build's step time.
@@ -35,6 +38,7 @@ micro() {
 micro link_latency sm_90
 micro chain_latency sm_90a
 micro handoff_latency sm_90a
+micro ring_feed sm_90a
 tb=/tmp/hrmt-build-trace
 stamp "link-trace build ($tb)"
 if cmake -S "$root" -B "$tb" -DCMAKE_BUILD_TYPE=Release -DHRMT_CUDA=ON -DHRMT_MPI=OFF \
