@@ -172,12 +172,7 @@ double per_step(chain_kernel kern, size_t smem, int threads, const uint16_t *da,
 
 int main(void) {
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major != 9 || prop.minor != 0) {
-        fprintf(stderr, "needs compute capability 9.0 (wgmma), found %d.%d\n", prop.major,
-                prop.minor);
-        return 2;
-    }
+    if (!sm90_device(&prop)) return 2;
     static uint16_t ha[64 * K], hw[NMAX * K];
     srand(12345);
     /* Values spread over magnitudes, so that the order of the sum shows. */

@@ -27,6 +27,24 @@
         }                                                             \
     } while (0)
 
+/* The device's clock in ns (%globaltimer), for the programs' timelines and
+ * spins. */
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Whether device 0 is compute capability 9.0, which the sm_90a programs are
+ * built for (the property in *prop); says so when not. */
+inline bool sm90_device(cudaDeviceProp *prop) {
+    CK(cudaGetDeviceProperties(prop, 0));
+    if (prop->major == 9 && prop->minor == 0) return true;
+    printf("%s: compute capability %d.%d; this program is built for 9.0 (sm_90a)\n", prop->name,
+           prop->major, prop->minor);
+    return false;
+}
+
 /* Graph replays (the chains of bench/cuda_link_latency.cu and
  * cuda_handoff_latency.cu): `warm` launches, then ms per launch over `reps`
  * launches, best of `rounds`. */

@@ -50,14 +50,6 @@ constexpr int THREADS = 128;
 enum { HAND_PDL, HAND_FLAG };
 enum { LOAD_TMA, LOAD_LDG, LOAD_CPASYNC };
 
-#ifdef HRMT_SM90A
-__device__ __forceinline__ unsigned long long now_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-#endif
-
 /* Buffer 0's value at (tile, row, column): position-dependent, so that a
  * tile read from the wrong place, rows or swizzle fails the checks. */
 __host__ __device__ __forceinline__ uint16_t seed_at(int tile, int row, int col) {
@@ -247,12 +239,7 @@ double chain_ms(const chain &c, const shape &s, int hand, int load, unsigned spi
 
 int main(void) {
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major != 9) {
-        printf("%s: compute capability %d.%d; this program is built for 9.0 (sm_90a)\n", prop.name,
-               prop.major, prop.minor);
-        return 2;
-    }
+    if (!sm90_device(&prop)) return 2;
     const int n = 98, reps = 100;
     const size_t big = 200 * 1024;
     /* The step's batch-1 kernels: the cluster projection + norm (32 CTAs in

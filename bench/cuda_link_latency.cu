@@ -23,12 +23,6 @@
 
 #include "cuda_check.cuh"
 
-__device__ __forceinline__ unsigned long long now_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 __global__ void link(unsigned *v, int k, int n, unsigned spin_ns) {
     pdl_wait();
     if (blockIdx.x == 0 && threadIdx.x == 0) {

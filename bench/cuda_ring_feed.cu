@@ -52,14 +52,6 @@ struct feed_args {
 };
 
 #ifdef HRMT_SM90A
-__device__ __forceinline__ unsigned long long now_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-#endif
-
-#ifdef HRMT_SM90A
 /* The A box into the same place of every CTA of the cluster (mask), each
  * counting the bytes on its own barrier at bar's offset. */
 __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
@@ -215,12 +207,7 @@ void launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const f
 
 int main(void) {
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major != 9) {
-        printf("%s: compute capability %d.%d; this program is built for 9.0 (sm_90a)\n", prop.name,
-               prop.major, prop.minor);
-        return 2;
-    }
+    if (!sm90_device(&prop)) return 2;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) {
         fprintf(stderr, "no cuTensorMapEncodeTiled\n");
