@@ -24,7 +24,11 @@
  * CTA's start, at the first stage's landing, at the products' end; the
  * operands are warm in L2 (a launch before). Prints, per configuration, the
  * median over 7 launches of the CTAs' median and slowest times, and ns a
- * stage after the first.
+ * stage after the first. The configurations: the batch-1 cluster
+ * projection's (down_proj and o_proj), batch 8's (clusters of 8) and batch
+ * 8's fused gate_up tiles (132 CTAs of 64 rows x 128 W rows, 12 CTAs a row
+ * tile: ~50 MB from L2 a call by the count), each beside one CTA alone and
+ * the feed alone, and the variants above.
  * Not part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
  *        bench/cuda_ring_feed.cu -o /tmp/ring_feed && /tmp/ring_feed
@@ -45,6 +49,7 @@ namespace {
 
 constexpr int A_BLOCK = 64 * ROW_BYTES; /* a stage's A part: 64 rows, whatever the box */
 constexpr int SMEM_MAX = 227 * 1024;
+constexpr int W_ROWS = 2048; /* W rows of the configurations' groups (12 x 128 at most) */
 
 struct feed_args {
     int kb_n, stages, group, wn, w_load;
@@ -238,11 +243,16 @@ int main(void) {
         {"o_proj, A multicast in groups of 16", 32, 16, 64, 32, 8, 16, 1, 1, 1},
         {"clusters of 8, A multicast (88 CTAs)", 88, 8, 64, 64, 24, 12, 1, 1, 1},
         {"  feed alone", 88, 8, 64, 64, 24, 12, 0, 1, 1},
+        {"gate_up at batch 8 (132 CTAs, 128 W rows, groups of 12)", 132, 12, 64, 128, 16, 8, 1, 1,
+         0},
+        {"  feed alone", 132, 12, 64, 128, 16, 8, 0, 1, 0},
+        {"  one CTA", 1, 12, 64, 128, 16, 8, 1, 1, 0},
+        {"  one CTA, feed alone", 1, 12, 64, 128, 16, 8, 0, 1, 0},
     };
     const int K = 24 * BK, max_tiles = 132;
     uint16_t *a_buf, *w_buf;
     unsigned long long *t;
-    const size_t a_elems = (size_t)max_tiles * 64 * K, w_elems = (size_t)512 * K;
+    const size_t a_elems = (size_t)max_tiles * 64 * K, w_elems = (size_t)W_ROWS * K;
     CK(cudaMalloc(&a_buf, a_elems * 2));
     CK(cudaMalloc(&w_buf, w_elems * 2));
     CK(cudaMemset(a_buf, 0, a_elems * 2));
@@ -258,7 +268,7 @@ int main(void) {
     for (const cfg &c : cfgs) {
         alignas(64) CUtensorMap ta, tw;
         if (!encode(fn, &ta, a_buf, (size_t)max_tiles * 64, K, K, c.box_rows) ||
-            !encode(fn, &tw, w_buf, 512, K, K, c.wn)) {
+            !encode(fn, &tw, w_buf, W_ROWS, K, K, c.wn)) {
             printf("%-52s tensor map refused\n", c.what);
             fails++;
             continue;
@@ -267,6 +277,11 @@ int main(void) {
         const size_t smem = (size_t)c.stages * stage + 1024 + 24 * (size_t)c.stages;
         if (smem > SMEM_MAX) {
             printf("%-52s %zu bytes of shared memory: too many\n", c.what, smem);
+            fails++;
+            continue;
+        }
+        if (c.mc && c.wn == 128) {
+            printf("%-52s multicast with 128 W rows: no such instance\n", c.what);
             fails++;
             continue;
         }
@@ -285,6 +300,9 @@ int main(void) {
             else if (c.wn == 32)
                 c.consume ? launch<32, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
                           : launch<32, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
+            else if (c.wn == 128)
+                c.consume ? launch<128, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
+                          : launch<128, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
             else if (c.mc)
                 c.consume ? launch<64, true, true>(ta, tw, box_bytes, a, c.ctas, smem)
                           : launch<64, false, true>(ta, tw, box_bytes, a, c.ctas, smem);
