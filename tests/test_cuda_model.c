@@ -1319,6 +1319,19 @@ Test(cuda_model, rope_early_equals_late_push) {
     rope_early_equals_late(512, 8, 81, batches, 1, 1);
 }
 
+/* Every TMA kernel's tensor maps prefetched at its start
+ * (HRMT_CUDA_TMAP_PREFETCH, opt-in) against not: a hint to the copy engine,
+ * so the same bytes, both schedules, halting samples, at batches that run
+ * each kernel family: the cluster kernels (1, 2), qkv + attention's CTA
+ * form and the clusters of 8 (7), the gate_up's ring or W-resident shapes
+ * and the own GEMMs (20, 40). */
+Test(cuda_model, tmap_prefetch_equals_plain_hrm_width) {
+    need_cc90("the TMA kernels are built for", 0);
+    const int batches[] = {1, 2, 7, 20, 40};
+    early_halt_switch_keeps_bits("HRMT_CUDA_TMAP_PREFETCH", HRMT_PATH_TMAP_PREFETCH,
+                                 "tensor maps prefetched vs not", 512, 8, 81, batches, 5);
+}
+
 /* The small batches' block kernels handing over by counters
  * (HRMT_CUDA_FLAG_LINKS, pdl.cuh's cu_link) against programmatic dependent
  * launch's wait: the same bytes, both schedules (the tiered one keeps the
@@ -1595,7 +1608,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",     "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
-        "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS"};
+        "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
+        "HRMT_CUDA_TMAP_PREFETCH"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -25,7 +25,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0;
+        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
+        tpf = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -53,7 +54,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_MMA", 0, &qmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -145,6 +147,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * dependent launch only (which makes the next kernel's CTAs resident
      * early: without it nothing would wait on a counter). */
     g->flag_links = flags && g->pdl;
+    /* Each TMA kernel's tensor maps fetched into the copy engine's
+     * descriptor cache at its start, off the first copy's path after the
+     * wait for the kernel before (sm90a/wgmma_common.cuh), no change to any
+     * value: opt-in, written without a device (session 35). */
+    g->tmap_prefetch = tpf;
     /* The norm between projections with 16-byte accesses (rowops_norm.cu),
      * same bits: on by default since session 31 (H200: 0.965 / 0.958 /
      * 0.980 of the step at batch 16 / 64 / 256; the 2-byte form issues ~630
@@ -227,6 +234,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
+    case HRMT_PATH_TMAP_PREFETCH: return g->tmap_prefetch != 0;
     }
     return 0;
 }

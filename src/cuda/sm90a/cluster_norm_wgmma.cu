@@ -93,6 +93,7 @@ struct cn_args {
     uint16_t *fo;
     int fhz, fstore;
     cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
+    int tpf;      /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
 };
 
 /* The fold on one pair: bf16(z + bf16(a (+ b))) with h in z's or a's place. */
@@ -119,6 +120,10 @@ __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
+    if (threadIdx.x == 0 && p.tpf) {
+        tma_prefetch(&tm_a);
+        tma_prefetch(&tm_w);
+    }
     using C = cn_cfg<WN, CL>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
@@ -371,7 +376,8 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
                     f ? f->store : 0,
-                    cu_link_take(lk)};
+                    cu_link_take(lk),
+                    cu_model(m)->tmap_prefetch};
     const struct hrmt_model_cuda *g = cu_model(m);
     auto kern = g->cnorm_mma ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
                                               : cluster_norm_kernel<WN, CL, true, false>)

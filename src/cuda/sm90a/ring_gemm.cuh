@@ -59,6 +59,7 @@ using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value>;
 struct ring_dims {
     int M, nt, kblocks;
     cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
+    int tpf;      /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
 };
 
 #ifdef HRMT_SM90A
@@ -158,6 +159,10 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
+    if (threadIdx.x == 0 && p.d.tpf) {
+        tma_prefetch(&tm_a);
+        tma_prefetch(&tm_w);
+    }
     using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
