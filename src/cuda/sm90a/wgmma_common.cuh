@@ -48,9 +48,10 @@ __device__ __forceinline__ void ring_setup(uint64_t *full, uint64_t *empty, int 
 }
 /* A kernel's tensor maps (its __grid_constant__ parameters) fetched into
  * the copy engine's descriptor cache at its start, by one thread: each
- * launch's maps are its own parameter bytes, so a map's first copy would
+ * launch's maps are its own parameter bytes, so a map's first copy may
  * otherwise wait for that fetch, and A's first copy comes after the wait
- * for the kernel before, on the step's critical path. */
+ * for the kernel before, on the step's critical path
+ * (HRMT_CUDA_TMAP_PREFETCH, opt-in: not yet timed). */
 __device__ __forceinline__ void tma_prefetch(const CUtensorMap *map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }
