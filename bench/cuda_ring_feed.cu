@@ -211,6 +211,14 @@ bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const f
     return true;
 }
 
+/* The consuming or the feed-alone instance. */
+template <int WN, bool MC>
+bool launch_as(int consume, const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes,
+               const feed_args &a, int ctas, size_t smem) {
+    return consume ? launch<WN, true, MC>(ta, tw, box_bytes, a, ctas, smem)
+                   : launch<WN, false, MC>(ta, tw, box_bytes, a, ctas, smem);
+}
+
 } // namespace
 
 int main(void) {
@@ -297,21 +305,14 @@ int main(void) {
         std::vector<double> first, med, mx;
         bool placed = true;
         for (int rep = 0; rep < 8 && placed; rep++) {
-            if (c.wn == 32 && c.mc)
-                placed = c.consume ? launch<32, true, true>(ta, tw, box_bytes, a, c.ctas, smem)
-                                   : launch<32, false, true>(ta, tw, box_bytes, a, c.ctas, smem);
-            else if (c.wn == 32)
-                placed = c.consume ? launch<32, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
-                                   : launch<32, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
-            else if (c.wn == 128)
-                placed = c.consume ? launch<128, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
-                                   : launch<128, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
-            else if (c.mc)
-                placed = c.consume ? launch<64, true, true>(ta, tw, box_bytes, a, c.ctas, smem)
-                                   : launch<64, false, true>(ta, tw, box_bytes, a, c.ctas, smem);
+            if (c.wn == 32)
+                placed = c.mc ? launch_as<32, true>(c.consume, ta, tw, box_bytes, a, c.ctas, smem)
+                              : launch_as<32, false>(c.consume, ta, tw, box_bytes, a, c.ctas, smem);
+            else if (c.wn == 64)
+                placed = c.mc ? launch_as<64, true>(c.consume, ta, tw, box_bytes, a, c.ctas, smem)
+                              : launch_as<64, false>(c.consume, ta, tw, box_bytes, a, c.ctas, smem);
             else
-                placed = c.consume ? launch<64, true, false>(ta, tw, box_bytes, a, c.ctas, smem)
-                                   : launch<64, false, false>(ta, tw, box_bytes, a, c.ctas, smem);
+                placed = launch_as<128, false>(c.consume, ta, tw, box_bytes, a, c.ctas, smem);
             if (!placed) break;
             CK(cudaDeviceSynchronize());
             if (rep == 0) continue; /* the warm-up: operands into L2 */

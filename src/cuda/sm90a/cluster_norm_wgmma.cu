@@ -120,10 +120,7 @@ __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.tpf) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
+    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     using C = cn_cfg<WN, CL>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];

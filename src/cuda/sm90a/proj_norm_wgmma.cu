@@ -95,10 +95,7 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
     proj_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const pn_args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.tpf) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
+    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     using C = pn_cfg<NH>;
     constexpr int S = C::STAGES, H = C::H, NI = NH / 8, GH = NH / 32;
     extern __shared__ uint8_t smem_raw[];

@@ -60,10 +60,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_attn_cta_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.tpf) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
+    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     constexpr int S = QC_STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);

@@ -97,10 +97,7 @@ __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.tpf) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
+    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     constexpr bool PUSH = FORM & QA_PUSH, MMA = FORM & QA_MMA, EARLY = FORM & QA_EARLY;
     static_assert(!(MMA && EARLY), "the early RoPE factors are the wgmma form's");
     constexpr int CL = 3 * RT, S = QA_STAGES;

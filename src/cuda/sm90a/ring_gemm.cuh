@@ -159,10 +159,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.d.tpf) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
+    tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
     using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];

@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
     ring_norm_gemm_kernel(const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
                           const norm_src ns) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.d.tpf) tma_prefetch(&tm_w);
+    tma_prefetch_maps(p.d.tpf, nullptr, &tm_w);
     using C = ring_norm_cfg<WN>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];

@@ -76,10 +76,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
-    if (threadIdx.x == 0 && p.d.tpf) {
-        tma_prefetch(&tm_a);
-        tma_prefetch(&tm_w);
-    }
+    tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
     using C = wres_cfg_for<MSUB, WN, KBMAX, E>;
     constexpr int S = C::STAGES, WGS = C::WGS;
     extern __shared__ uint8_t smem_raw[];

@@ -55,6 +55,14 @@ __device__ __forceinline__ void ring_setup(uint64_t *full, uint64_t *empty, int 
 __device__ __forceinline__ void tma_prefetch(const CUtensorMap *map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }
+/* A kernel's start: its maps (w alone: a NULL a) prefetched by thread 0
+ * when the model asks for it (`on`: the arguments' tpf). */
+__device__ __forceinline__ void tma_prefetch_maps(int on, const CUtensorMap *a,
+                                                  const CUtensorMap *w) {
+    if (!on || threadIdx.x != 0) return;
+    if (a) tma_prefetch(a);
+    tma_prefetch(w);
+}
 /* The ring's next stage; the parity to wait for flips at each wrap. */
 __device__ __forceinline__ void ring_next(int &s, unsigned &ph, int stages) {
     if (++s == stages) {
