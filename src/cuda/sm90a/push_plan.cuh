@@ -38,11 +38,13 @@ HRMT_HD int cn_push_owed_rows(int live, int k, int rp, int wn, int h) {
 }
 
 /* qkv + attention over a cluster of 3 rt CTAs: the bytes CTA `rank` is
- * owed, all keys' K and V rows (rt 64 each, d BF16 wide) and 16 q rows for
- * each of its query tiles rank, rank + 3 rt below nkt. */
+ * owed, the K and V rows attention reads (the nkt 16-key tiles', of the rt
+ * 64 computed; d BF16 wide) and 16 q rows for each of its query tiles rank,
+ * rank + 3 rt below nkt. */
 HRMT_HD unsigned qa_push_owed(int rt, int nkt, int rank, int d) {
     const int cl = 3 * rt, tiles = (rank < nkt) + (rank + cl < nkt);
-    return (unsigned)((2 * rt * 64 + 16 * tiles) * d * 2);
+    const int keys = nkt * 16 < rt * 64 ? nkt * 16 : rt * 64;
+    return (unsigned)((2 * keys + 16 * tiles) * d * 2);
 }
 
 } // namespace

@@ -176,7 +176,8 @@ __global__ void __launch_bounds__(256, 1)
     cl_wait();                                     /* every CTA started */
     LT_PHASE(3);
     /* 2. The block pushed, 16 bytes a store, to where attention reads it:
-     * k and v rows into every CTA's K or V (row r 64 + row), a q row into
+     * k and v rows below nkt 16 into every CTA's K or V (row r 64 + row;
+     * at T = 82 that spares rows 96-127, a quarter of them), a q row into
      * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
      * slot j / CL). */
 #pragma unroll 1
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(256, 1)
             if (j < nkt)
                 push16<PUSH>(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL), v,
                              pbar);
-        } else {
+        } else if (t < nkt * 16) { /* keys past the last 16-key tile: never read */
             uint16_t *dst = (part == 1 ? Ks : Vs) + t * QA_LD + c;
 #pragma unroll
             for (int d = 0; d < CL; d++) push16<PUSH>(dst, (uint32_t)d, v, pbar);
