@@ -1332,6 +1332,34 @@ Test(cuda_model, tmap_prefetch_equals_plain_hrm_width) {
                                  "tensor maps prefetched vs not", 512, 8, 81, batches, 5);
 }
 
+/* qkv + attention over two CTAs per (sample, head) (HRMT_CUDA_QKV_ATTN_PAIR,
+ * opt-in) against without it (the CTA form there, which
+ * qkv_attn_equals_launches_* holds to the launches): the same bytes, both
+ * schedules, halting samples, at batches past the six-CTA clusters' wave
+ * that one wave of pairs holds (hidden 512, 8 heads: 3 and 8; hidden 256,
+ * 4 heads: 6 and 16), with the pushes counted on barriers (the default)
+ * and with the cluster barrier, for each instance: T = 82 (six query
+ * tiles, three a CTA), 70 (five: three and two) and 99 (seven: four and
+ * three). */
+static void qkv_attn_pair_equals_cta(int hidden, int heads, int seq_len, const int *batches,
+                                     int nb) {
+    need_cc90("the qkv + attention pair kernel is built for", 0);
+    for (int push = 1; push >= 0; push--)
+        switch_keeps_bits_with(push ? NULL : "HRMT_CUDA_QKV_ATTN_PUSH", "0",
+                               "HRMT_CUDA_QKV_ATTN_PAIR", HRMT_PATH_QKV_ATTN_PAIR,
+                               "qkv + attention pairs vs without", hidden, heads, seq_len,
+                               batches, nb);
+}
+Test(cuda_model, qkv_attn_pair_equals_cta_hrm_width) {
+    const int batches[] = {3, 8};
+    qkv_attn_pair_equals_cta(512, 8, 81, batches, 2);
+}
+Test(cuda_model, qkv_attn_pair_equals_cta_short_seq) {
+    const int batches[] = {6, 16};
+    qkv_attn_pair_equals_cta(256, 4, 69, batches, 2);
+    qkv_attn_pair_equals_cta(256, 4, 98, batches, 2);
+}
+
 /* The small batches' block kernels handing over by counters
  * (HRMT_CUDA_FLAG_LINKS, pdl.cuh's cu_link) against programmatic dependent
  * launch's wait: the same bytes, both schedules (the tiered one keeps the
@@ -1609,7 +1637,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_TMAP_PREFETCH"};
+        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0;
+        tpf = 0, qpair = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -55,7 +55,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 0, &qpair)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -79,7 +80,13 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* ... and past that wave, one CTA per (sample, head) while those fit
      * one wave (sm90a/qkv_attn_cta_wgmma.cu), same bits. */
     g->qa_ctas = qa && qa_cta ? cu_qkv_attn_ctas(m) : 0;
-    g->qa = g->qa_clusters > 0 || g->qa_ctas > 0;
+    /* ... and between the two, when asked for, a cluster of two CTAs per
+     * (sample, head) while those fit one wave (sm90a/qkv_attn_pair_wgmma.cu),
+     * same bits: opt-in, written without a device (session 36), for batch
+     * 8's CTA form, which leaves half the SMs idle. */
+    g->qa_pairs = qa && qpair ? cu_qkv_attn_pairs(m) : 0;
+    g->qa_pair_push = g->qa_pairs > 0 && qpush;
+    g->qa = g->qa_clusters > 0 || g->qa_ctas > 0 || g->qa_pairs > 0;
     /* The cluster form's pushes of K, V and Q counted in bytes on each
      * receiver's barrier instead of a cluster barrier after them
      * (sm90a/cluster_async.cuh), same bits: on by default since session 34
@@ -235,6 +242,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_TMAP_PREFETCH: return g->tmap_prefetch != 0;
+    case HRMT_PATH_QKV_ATTN_PAIR: return g->qa_pairs != 0;
     }
     return 0;
 }

@@ -122,8 +122,10 @@ typedef enum hrmt_model_path {
     HRMT_PATH_ROPE_EARLY,        /* qkv + attention's RoPE factors loaded before the products */
     HRMT_PATH_FLAG_LINKS,        /* the small batches' block kernels handing over by counters
                                     (pdl.cuh's cu_link) */
-    HRMT_PATH_TMAP_PREFETCH      /* the TMA kernels' tensor maps prefetched at their start
+    HRMT_PATH_TMAP_PREFETCH,     /* the TMA kernels' tensor maps prefetched at their start
                                     (sm90a/wgmma_common.cuh) */
+    HRMT_PATH_QKV_ATTN_PAIR      /* qkv + attention over two CTAs a (sample, head)
+                                    (sm90a/qkv_attn_pair_wgmma.cu) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

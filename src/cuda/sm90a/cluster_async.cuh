@@ -51,6 +51,21 @@ __device__ __forceinline__ void cl_st_async_v4(uint32_t a, uint4 v, uint32_t bar
         "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(bar)
         : "memory");
 }
+/* 16 bytes by an ordinary distributed-shared-memory store (seen after a
+ * cluster barrier). */
+__device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
+    asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+/* 16 bytes to `at` in CTA d; PUSH: by st.async, counted on d's `bar`. */
+template <bool PUSH>
+__device__ __forceinline__ void push16(const void *at, uint32_t d, uint4 v, uint64_t *bar) {
+    if constexpr (PUSH)
+        cl_st_async_v4(cl_map(at, d), v, cl_map(bar, d));
+    else
+        cl_st_v4(cl_map(at, d), v);
+}
 /* bytes (a multiple of 16, both ends 16-byte aligned) of this CTA's shared
  * memory at src copied by the copy engine to cluster address dst, counted
  * on the barrier at cluster address bar. The writes that made src must be

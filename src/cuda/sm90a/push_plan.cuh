@@ -1,5 +1,6 @@
 /* Who pushes how many bytes to whom in the cluster kernels' push forms
- * (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH), as __host__
+ * (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH, and the pair form
+ * HRMT_CUDA_QKV_ATTN_PAIR), as __host__
  * __device__ functions: the kernels send and expect by them, and
  * tests/test_push_plan.cu replays the kernels' send loops on the host
  * against them. A receiver that expects more than it is sent waits for
@@ -37,14 +38,23 @@ HRMT_HD int cn_push_owed_rows(int live, int k, int rp, int wn, int h) {
     return cn_push_rows(live, k, rp) * (h - wn) * 2;
 }
 
-/* qkv + attention over a cluster of 3 rt CTAs: the bytes CTA `rank` is
- * owed, the K and V rows attention reads (the nkt 16-key tiles', of the rt
- * 64 computed; d BF16 wide) and 16 q rows for each of its query tiles rank,
- * rank + 3 rt below nkt. */
-HRMT_HD unsigned qa_push_owed(int rt, int nkt, int rank, int d) {
-    const int cl = 3 * rt, tiles = (rank < nkt) + (rank + cl < nkt);
-    const int keys = nkt * 16 < rt * 64 ? nkt * 16 : rt * 64;
+/* qkv + attention over a cluster of cl CTAs whose `rows` computed key rows
+ * (64 a row tile) are pushed to every CTA: the bytes CTA `rank` is owed,
+ * the K and V rows attention reads (the nkt 16-key tiles', of those rows;
+ * d BF16 wide) and 16 q rows for each of its query tiles rank, rank + cl,
+ * ... below nkt. */
+HRMT_HD unsigned qkv_push_owed(int cl, int rows, int nkt, int rank, int d) {
+    const int tiles = rank < nkt ? (nkt - 1 - rank) / cl + 1 : 0;
+    const int keys = nkt * 16 < rows ? nkt * 16 : rows;
     return (unsigned)((2 * keys + 16 * tiles) * d * 2);
+}
+/* The cluster form: 3 rt CTAs, rt row tiles (qkv_attn_wgmma.cu). */
+HRMT_HD unsigned qa_push_owed(int rt, int nkt, int rank, int d) {
+    return qkv_push_owed(3 * rt, 64 * rt, nkt, rank, d);
+}
+/* The pair form: two CTAs, a row tile each (qkv_attn_pair_wgmma.cu). */
+HRMT_HD unsigned qp_push_owed(int nkt, int rank, int d) {
+    return qkv_push_owed(2, 128, nkt, rank, d);
 }
 
 } // namespace

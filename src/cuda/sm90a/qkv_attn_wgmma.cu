@@ -76,22 +76,6 @@ constexpr int QA_SMEM_PUSH = QA_SMEM + 8; /* + the pushes' barrier */
  * beside mma.sync's operand registers they spill). */
 enum { QA_PUSH = 1, QA_MMA = 2, QA_EARLY = 4, QA_FORMS = 6 };
 
-#ifdef HRMT_SM90A
-__device__ __forceinline__ void cl_st_v4(uint32_t a, uint4 v) {
-    asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y),
-                 "r"(v.z), "r"(v.w)
-                 : "memory");
-}
-/* 16 bytes to `at` in CTA d; PUSH: by st.async, counted on d's `bar`. */
-template <bool PUSH>
-__device__ __forceinline__ void push16(const void *at, uint32_t d, uint4 v, uint64_t *bar) {
-    if constexpr (PUSH)
-        cl_st_async_v4(cl_map(at, d), v, cl_map(bar, d));
-    else
-        cl_st_v4(cl_map(at, d), v);
-}
-#endif
-
 template <int RT, int KT, bool FULL, int FORM>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
