@@ -76,7 +76,7 @@ __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, u
  * The issuer waits mc_empty[s] at the ring's parity, right while each of
  * its mc_empty barriers completes at most once a wrap: kb_n <= 2 stages
  * (the host checks). */
-template <int WN, bool CONSUME, bool MC = false>
+template <int WN, int MODE, bool MC = false>
 __global__ void __launch_bounds__(256, 1)
     feed(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_w,
          int box_bytes, const feed_args a) {
@@ -133,7 +133,28 @@ __global__ void __launch_bounds__(256, 1)
     float acc[WN / 2];
 #pragma unroll
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
-    if constexpr (CONSUME) {
+    if constexpr (MODE == 3) {
+        /* Two groups in flight: stage kb - 2 given back. */
+        int prev = -1, prev2 = -1;
+        for (int kb = 0; kb < a.kb_n; kb++) {
+            mbar_wait(&full[s], ph);
+            if (kb == 0) t_first = now_ns();
+            const uint8_t *st = smem + s * stage;
+            const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+            wg_commit();
+            wg_wait<2>();
+            if (prev2 >= 0 && lane == 0) mbar_arrive(&empty[prev2]);
+            prev2 = prev;
+            prev = s;
+            ring_next(s, ph, S);
+        }
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    } else if constexpr (MODE == 1) {
         int prev = -1;
         /* ring_products with the first stage's time taken. */
         for (int kb = 0; kb < a.kb_n; kb++) {
@@ -189,7 +210,7 @@ __global__ void __launch_bounds__(256, 1)
 
 struct cfg {
     const char *what;
-    int ctas, group, box_rows, wn, kb_n, stages, consume, w_load, mc;
+    int ctas, group, box_rows, wn, kb_n, stages, mode, w_load, mc;
 };
 
 double median(std::vector<double> v) {
@@ -198,7 +219,7 @@ double median(std::vector<double> v) {
 }
 
 /* false when a cluster of a.group such CTAs cannot be placed (nothing run). */
-template <int WN, bool C, bool MC>
+template <int WN, int C, bool MC>
 bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const feed_args &a,
             int ctas, size_t smem) {
     auto k = feed<WN, C, MC>;
@@ -211,12 +232,21 @@ bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const f
     return true;
 }
 
-/* The consuming or the feed-alone instance. */
+/* The instance of a consumer mode: 0 feed alone, 1 products as the
+ * kernels run them, 3 with two groups in flight (multicast: 0 and 1 only).
+ * (A fence before the first stage only is no mode: ptxas injects the
+ * warpgroup arrive before each stage's products itself, C7519.) */
 template <int WN, bool MC>
-bool launch_as(int consume, const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes,
+bool launch_as(int mode, const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes,
                const feed_args &a, int ctas, size_t smem) {
-    return consume ? launch<WN, true, MC>(ta, tw, box_bytes, a, ctas, smem)
-                   : launch<WN, false, MC>(ta, tw, box_bytes, a, ctas, smem);
+    if constexpr (MC)
+        return mode ? launch<WN, 1, MC>(ta, tw, box_bytes, a, ctas, smem)
+                    : launch<WN, 0, MC>(ta, tw, box_bytes, a, ctas, smem);
+    switch (mode) {
+    case 0: return launch<WN, 0, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 3: return launch<WN, 3, MC>(ta, tw, box_bytes, a, ctas, smem);
+    default: return launch<WN, 1, MC>(ta, tw, box_bytes, a, ctas, smem);
+    }
 }
 
 } // namespace
@@ -258,6 +288,9 @@ int main(void) {
         {"  feed alone", 132, 12, 64, 128, 16, 8, 0, 1, 0},
         {"  one CTA", 1, 12, 64, 128, 16, 8, 1, 1, 0},
         {"  one CTA, feed alone", 1, 12, 64, 128, 16, 8, 0, 1, 0},
+        {"down_proj, two groups in flight", 32, 16, 64, 32, 24, 16, 3, 1, 0},
+        {"clusters of 8, two groups in flight", 88, 8, 64, 64, 24, 12, 3, 1, 0},
+        {"gate_up at batch 8, two groups in flight", 132, 12, 64, 128, 16, 8, 3, 1, 0},
     };
     const int K = 24 * BK, max_tiles = 132;
     uint16_t *a_buf, *w_buf;
@@ -306,13 +339,13 @@ int main(void) {
         bool placed = true;
         for (int rep = 0; rep < 8 && placed; rep++) {
             if (c.wn == 32)
-                placed = c.mc ? launch_as<32, true>(c.consume, ta, tw, box_bytes, a, c.ctas, smem)
-                              : launch_as<32, false>(c.consume, ta, tw, box_bytes, a, c.ctas, smem);
+                placed = c.mc ? launch_as<32, true>(c.mode, ta, tw, box_bytes, a, c.ctas, smem)
+                              : launch_as<32, false>(c.mode, ta, tw, box_bytes, a, c.ctas, smem);
             else if (c.wn == 64)
-                placed = c.mc ? launch_as<64, true>(c.consume, ta, tw, box_bytes, a, c.ctas, smem)
-                              : launch_as<64, false>(c.consume, ta, tw, box_bytes, a, c.ctas, smem);
+                placed = c.mc ? launch_as<64, true>(c.mode, ta, tw, box_bytes, a, c.ctas, smem)
+                              : launch_as<64, false>(c.mode, ta, tw, box_bytes, a, c.ctas, smem);
             else
-                placed = launch_as<128, false>(c.consume, ta, tw, box_bytes, a, c.ctas, smem);
+                placed = launch_as<128, false>(c.mode, ta, tw, box_bytes, a, c.ctas, smem);
             if (!placed) break;
             CK(cudaDeviceSynchronize());
             if (rep == 0) continue; /* the warm-up: operands into L2 */
