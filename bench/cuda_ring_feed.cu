@@ -107,7 +107,9 @@ __global__ void __launch_bounds__(256, 1)
         }
         int s = 0;
         unsigned ph = 0;
-        for (int kb = 0; kb < a.kb_n; kb++) {
+        /* MODE 4, 5: one stage, which the products then read kb_n times. */
+        const int loads = MODE == 4 || MODE == 5 ? 1 : a.kb_n;
+        for (int kb = 0; kb < loads; kb++) {
             uint8_t *st = smem + s * stage;
             if (kb >= S) mbar_wait(&empty[s], ph ^ 1);
             mbar_expect_tx(&full[s], bytes);
@@ -133,7 +135,63 @@ __global__ void __launch_bounds__(256, 1)
     float acc[WN / 2];
 #pragma unroll
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
-    if constexpr (MODE == 3) {
+    if constexpr (MODE == 4 || MODE == 5) {
+        /* The chain alone on operands in shared memory: every stage's
+         * products read stage 0, a trip count ptxas sees (24 stages, 16 at
+         * WN 128: the configurations' kb_n); MODE 4 with the kernels'
+         * per-stage fence, commit and wait, MODE 5 as one group. */
+        constexpr int KBC = WN == 128 ? 16 : 24;
+        mbar_wait(&full[0], 0);
+        t_first = now_ns();
+        const uint64_t da = desc_k128(smem), dw = desc_k128(smem + A_BLOCK);
+        wg_fence();
+#pragma unroll
+        for (int kb = 0; kb < KBC; kb++) {
+            if (MODE == 4 && kb > 0) wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+            if constexpr (MODE == 4) {
+                wg_commit();
+                wg_wait<1>();
+            }
+        }
+        wg_commit();
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    } else if constexpr (MODE == 6) {
+        /* Two stages a group (kb_n even): one fence, eight k16 steps, one
+         * commit; the previous pair given back once this one is issued. */
+        int prev = -1, prev1 = -1;
+        for (int kb = 0; kb < a.kb_n; kb += 2) {
+            const int s0 = s;
+            mbar_wait(&full[s], ph);
+            if (kb == 0) t_first = now_ns();
+            ring_next(s, ph, S);
+            const int s1 = s;
+            mbar_wait(&full[s], ph);
+            ring_next(s, ph, S);
+            const uint8_t *st0 = smem + s0 * stage, *st1 = smem + s1 * stage;
+            const uint64_t da = desc_k128(st0), dw = desc_k128(st0 + A_BLOCK);
+            const uint64_t db = desc_k128(st1), dx = desc_k128(st1 + A_BLOCK);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, db + 2 * kk, dx + 2 * kk);
+            wg_commit();
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0) {
+                mbar_arrive(&empty[prev]);
+                mbar_arrive(&empty[prev1]);
+            }
+            prev = s0;
+            prev1 = s1;
+        }
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    } else if constexpr (MODE == 3) {
         /* Two groups in flight: stage kb - 2 given back. */
         int prev = -1, prev2 = -1;
         for (int kb = 0; kb < a.kb_n; kb++) {
@@ -233,7 +291,9 @@ bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const f
 }
 
 /* The instance of a consumer mode: 0 feed alone, 1 products as the
- * kernels run them, 3 with two groups in flight (multicast: 0 and 1 only).
+ * kernels run them, 3 with two groups in flight, 4 the products of every
+ * stage on one stage's operands (the chain without the feed), 5 that as one
+ * group, 6 the ring's stages two a group (multicast: 0 and 1 only).
  * (A fence before the first stage only is no mode: ptxas injects the
  * warpgroup arrive before each stage's products itself, C7519.) */
 template <int WN, bool MC>
@@ -245,6 +305,9 @@ bool launch_as(int mode, const CUtensorMap &ta, const CUtensorMap &tw, int box_b
     switch (mode) {
     case 0: return launch<WN, 0, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 3: return launch<WN, 3, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 4: return launch<WN, 4, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 5: return launch<WN, 5, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 6: return launch<WN, 6, MC>(ta, tw, box_bytes, a, ctas, smem);
     default: return launch<WN, 1, MC>(ta, tw, box_bytes, a, ctas, smem);
     }
 }
@@ -291,6 +354,16 @@ int main(void) {
         {"down_proj, two groups in flight", 32, 16, 64, 32, 24, 16, 3, 1, 0},
         {"clusters of 8, two groups in flight", 88, 8, 64, 64, 24, 12, 3, 1, 0},
         {"gate_up at batch 8, two groups in flight", 132, 12, 64, 128, 16, 8, 3, 1, 0},
+        {"down_proj, one stage read 24 times", 32, 16, 64, 32, 24, 16, 4, 1, 0},
+        {"  the same as one group (the chain alone)", 32, 16, 64, 32, 24, 16, 5, 1, 0},
+        {"  two stages a group", 32, 16, 64, 32, 24, 16, 6, 1, 0},
+        {"o_proj, two stages a group", 32, 16, 64, 32, 8, 16, 6, 1, 0},
+        {"clusters of 8, one stage read 24 times", 88, 8, 64, 64, 24, 12, 4, 1, 0},
+        {"  the same as one group (the chain alone)", 88, 8, 64, 64, 24, 12, 5, 1, 0},
+        {"  two stages a group", 88, 8, 64, 64, 24, 12, 6, 1, 0},
+        {"gate_up at batch 8, one stage read 16 times", 132, 12, 64, 128, 16, 8, 4, 1, 0},
+        {"  the same as one group (the chain alone)", 132, 12, 64, 128, 16, 8, 5, 1, 0},
+        {"  two stages a group", 132, 12, 64, 128, 16, 8, 6, 1, 0},
     };
     const int K = 24 * BK, max_tiles = 132;
     uint16_t *a_buf, *w_buf;
@@ -325,6 +398,12 @@ int main(void) {
         }
         if (c.mc && c.wn == 128) {
             printf("%-52s multicast with 128 W rows: no such instance\n", c.what);
+            fails++;
+            continue;
+        }
+        if ((c.mode == 6 && c.kb_n % 2) ||
+            ((c.mode == 4 || c.mode == 5) && c.kb_n != (c.wn == 128 ? 16 : 24))) {
+            printf("%-52s %d k blocks: no such instance\n", c.what, c.kb_n);
             fails++;
             continue;
         }
