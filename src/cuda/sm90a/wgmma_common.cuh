@@ -215,83 +215,34 @@ __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t
     else
         wgmma_n256(d, da, db);
 }
-/* HRMT_WGMMA_STAGE_PAIRS (cmake -DHRMT_CUDA_STAGE_PAIRS=ON, a development
- * build for an A/B): ring_products takes the ring's stages two at a time
- * (one fence, eight k16 steps, one commit a pair) where kb_n is even: the
- * same chain of k16 steps in the same order, so the same bits, with half
- * the per-group waits (bench/cuda_ring_feed.cu's "two stages a group").
- * Even kb_n only: it traps on odd ones. */
-#ifndef HRMT_WGMMA_STAGE_PAIRS
-#define HRMT_WGMMA_STAGE_PAIRS 0
-#endif
-
 /* One warpgroup's products of a tile over kb_n stages of a TMA ring, from
  * stage s (parity ph): D[64 x N] += A W^T per stage, A at the stage's start
  * and W `w_off` bytes in. Each stage is given back (one arrive per warp on
- * empty[]) once the next stage's (pair's) products are issued; the last
- * stage's index comes back in prev (-1: none) for the caller to give back
- * when it is done with the ring; s and ph move on past the tile. The
- * accumulators are complete when it returns. */
+ * empty[]) once the next stage's products are issued; the last stage's
+ * index comes back in prev (-1: none) for the caller to give back when it
+ * is done with the ring; s and ph move on past the tile. The accumulators
+ * are complete when it returns. */
 template <int N>
 __device__ __forceinline__ void ring_products(float (&acc)[N / 2], const uint8_t *smem,
                                               int stage_bytes, int w_off, uint64_t *full,
                                               uint64_t *empty, int stages, int kb_n, int &s,
                                               unsigned &ph, int &prev, int lane) {
     prev = -1;
-#if HRMT_WGMMA_STAGE_PAIRS
-    {
-        /* Even kb_n only (HRM's shapes: a development build); a runtime
-         * choice of loop makes ptxas serialise the products (C7514). */
-        if (kb_n % 2) __trap();
-        int prev1 = -1;
-        for (int kb = 0; kb < kb_n; kb += 2) {
-            const int s0 = s;
-            mbar_wait(&full[s], ph);
-            if (kb == 0) LT_PHASE(1);
-            ring_next(s, ph, stages);
-            const int s1 = s;
-            mbar_wait(&full[s], ph);
-            ring_next(s, ph, stages);
-            const uint8_t *st0 = smem + s0 * stage_bytes, *st1 = smem + s1 * stage_bytes;
-            const uint64_t da = desc_k128(st0), dw = desc_k128(st0 + w_off);
-            const uint64_t db = desc_k128(st1), dx = desc_k128(st1 + w_off);
-            wg_fence();
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
+        const uint8_t *st = smem + s * stage_bytes;
+        const uint64_t da = desc_k128(st), dw = desc_k128(st + w_off);
+        wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, db + 2 * kk, dx + 2 * kk);
-            wg_commit();
-            wg_wait<1>(); /* the previous pair is read: give it back */
-            if (prev >= 0 && lane == 0) {
-                mbar_arrive(&empty[prev]);
-                mbar_arrive(&empty[prev1]);
-            }
-            prev = s0;
-            prev1 = s1;
-        }
-        wg_wait<0>();
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]); /* the last pair's first */
-        prev = prev1;
+        for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
+        wg_commit();
+        wg_wait<1>(); /* the previous stage is read: give it back */
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = s;
+        ring_next(s, ph, stages);
     }
-#else
-    {
-        for (int kb = 0; kb < kb_n; kb++) {
-            mbar_wait(&full[s], ph);
-            if (kb == 0) LT_PHASE(1);
-            const uint8_t *st = smem + s * stage_bytes;
-            const uint64_t da = desc_k128(st), dw = desc_k128(st + w_off);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
-            wg_commit();
-            wg_wait<1>(); /* the previous stage is read: give it back */
-            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-            prev = s;
-            ring_next(s, ph, stages);
-        }
-        wg_wait<0>();
-    }
-#endif
+    wg_wait<0>();
     LT_PHASE(2);
     /* Keep the caller's reads of the accumulators after the wait. */
 #pragma unroll
