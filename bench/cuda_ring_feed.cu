@@ -159,6 +159,23 @@ __global__ void __launch_bounds__(256, 1)
         wg_wait<0>();
 #pragma unroll
         for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    } else if constexpr (MODE == 7) {
+        /* Every stage landed first (kb_n <= S: no wrap), then the kernels'
+         * products over them: "first" is when the last landed. */
+        for (int kb = 0; kb < a.kb_n; kb++) mbar_wait(&full[kb], 0);
+        t_first = now_ns();
+        for (int kb = 0; kb < a.kb_n; kb++) {
+            const uint8_t *st = smem + kb * stage;
+            const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+            wg_commit();
+            wg_wait<1>();
+        }
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
     } else if constexpr (MODE == 6) {
         /* Two stages a group (kb_n even): one fence, eight k16 steps, one
          * commit; the previous pair given back once this one is issued. */
@@ -293,7 +310,9 @@ bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const f
 /* The instance of a consumer mode: 0 feed alone, 1 products as the
  * kernels run them, 3 with two groups in flight, 4 the products of every
  * stage on one stage's operands (the chain without the feed), 5 that as one
- * group, 6 the ring's stages two a group (multicast: 0 and 1 only).
+ * group, 6 the ring's stages two a group, 7 every stage landed before the
+ * products start (kb_n <= stages; "first" is the last landing) (multicast:
+ * 0 and 1 only).
  * (A fence before the first stage only is no mode: ptxas injects the
  * warpgroup arrive before each stage's products itself, C7519.) */
 template <int WN, bool MC>
@@ -308,6 +327,7 @@ bool launch_as(int mode, const CUtensorMap &ta, const CUtensorMap &tw, int box_b
     case 4: return launch<WN, 4, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 5: return launch<WN, 5, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 6: return launch<WN, 6, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 7: return launch<WN, 7, MC>(ta, tw, box_bytes, a, ctas, smem);
     default: return launch<WN, 1, MC>(ta, tw, box_bytes, a, ctas, smem);
     }
 }
@@ -359,6 +379,10 @@ int main(void) {
         {"clusters of 8, A alone fed (W as if resident)", 88, 8, 64, 64, 24, 12, 1, 0, 0},
         {"gate_up at batch 8, A alone fed (W as if resident)", 132, 12, 64, 128, 16, 8, 1, 0, 0},
         {"down_proj, A box of 16 rows alone fed", 32, 16, 16, 32, 24, 16, 1, 0, 0},
+        {"16 k blocks as down_proj's ring runs them", 32, 16, 64, 32, 16, 16, 1, 1, 0},
+        {"  every stage landed before the products", 32, 16, 64, 32, 16, 16, 7, 1, 0},
+        {"12 k blocks as batch 8's clusters of 8 run them", 88, 8, 64, 64, 12, 12, 1, 1, 0},
+        {"  every stage landed before the products", 88, 8, 64, 64, 12, 12, 7, 1, 0},
         {"down_proj, one stage read 24 times", 32, 16, 64, 32, 24, 16, 4, 1, 0},
         {"  the same as one group (the chain alone)", 32, 16, 64, 32, 24, 16, 5, 1, 0},
         {"  two stages a group", 32, 16, 64, 32, 24, 16, 6, 1, 0},
@@ -407,7 +431,8 @@ int main(void) {
             continue;
         }
         if ((c.mode == 6 && c.kb_n % 2) ||
-            ((c.mode == 4 || c.mode == 5) && c.kb_n != (c.wn == 128 ? 16 : 24))) {
+            ((c.mode == 4 || c.mode == 5) && c.kb_n != (c.wn == 128 ? 16 : 24)) ||
+            (c.mode == 7 && c.kb_n > c.stages)) {
             printf("%-52s %d k blocks: no such instance\n", c.what, c.kb_n);
             fails++;
             continue;
