@@ -1347,8 +1347,8 @@ static void qkv_attn_pair_equals_cta(int hidden, int heads, int seq_len, const i
     for (int push = 1; push >= 0; push--)
         switch_keeps_bits_with(push ? NULL : "HRMT_CUDA_QKV_ATTN_PUSH", "0",
                                "HRMT_CUDA_QKV_ATTN_PAIR", HRMT_PATH_QKV_ATTN_PAIR,
-                               "qkv + attention pairs vs without", hidden, heads, seq_len,
-                               batches, nb);
+                               "qkv + attention pairs vs without", hidden, heads, seq_len, batches,
+                               nb);
 }
 Test(cuda_model, qkv_attn_pair_equals_cta_hrm_width) {
     const int batches[] = {3, 8};
