@@ -1,8 +1,9 @@
-/* What the two qkv + attention kernels share (sm90a/qkv_attn_wgmma.cu, one
- * cluster per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA): their
- * arguments, and the epilogue that makes a warpgroup's 64 x D block of the
- * head's q, k or v as attention reads it - one function, so that both forms
- * give the same bits by construction. */
+/* What the qkv + attention kernels share (sm90a/qkv_attn_wgmma.cu, a
+ * cluster of six per (sample, head); sm90a/qkv_attn_pair_wgmma.cu, two;
+ * sm90a/qkv_attn_cta_wgmma.cu, one CTA): their arguments, the pair and CTA
+ * forms' ring (producer and products), and the epilogue that makes a
+ * warpgroup's 64 x D block of the head's q, k or v as attention reads it -
+ * one function each, so that the forms give the same bits by construction. */
 #ifndef HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
 #define HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
 
@@ -66,6 +67,90 @@ __device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const 
             r.s[hf][i] = t < T ? *(const float2 *)(sn + (size_t)t * D + d) : make_float2(0, 0);
         }
     }
+}
+
+/* The one-thread producer of the pair and CTA forms' TMA ring of S stages:
+ * per 64 k, A's box of rows at m0 (a_bytes) and after it the head's 64 q, 64
+ * k and 64 v rows of W. W is never written, so its first stages go out
+ * before the wait for the kernel before (programmatic dependent launch), A's
+ * rows after it. */
+template <int S>
+__device__ __forceinline__ void qkv_feed(uint8_t *smem, int a_bytes, const CUtensorMap *tm_a,
+                                         const CUtensorMap *tm_w, uint64_t *full, uint64_t *empty,
+                                         int kb_n, int m0, int H, int head) {
+    constexpr int D = 64, W_PART = D * ROW_BYTES;
+    const int stage_bytes = a_bytes + 3 * W_PART, pre = kb_n < S ? kb_n : S;
+    auto load_w = [&](uint8_t *st, uint64_t *bar, int kb) {
+#pragma unroll
+        for (int part = 0; part < 3; part++)
+            tma_load(st + a_bytes + part * W_PART, tm_w, bar, kb * BK, part * H + head * D);
+    };
+    for (int kb = 0; kb < pre; kb++) {
+        mbar_expect_tx(&full[kb], stage_bytes);
+        load_w(smem + kb * stage_bytes, &full[kb], kb);
+    }
+    pdl_wait();
+    pdl_trigger();
+    int s = 0;
+    unsigned ph = 0;
+    for (int kb = 0; kb < kb_n; kb++) {
+        uint8_t *st = smem + s * stage_bytes;
+        if (kb >= pre) {
+            mbar_wait(&empty[s], ph ^ 1);
+            mbar_expect_tx(&full[s], stage_bytes);
+            load_w(st, &full[s], kb);
+        }
+        tma_load(st, tm_a, &full[s], kb * BK, m0);
+        ring_next(s, ph, S);
+    }
+}
+
+/* A consumer warpgroup's q, k and v products over qkv_feed's ring: the 64
+ * rows of A a_off bytes into each stage against the head's three W blocks
+ * (after a_bytes), one F32 chain each of k16 steps in ascending k from +0
+ * (the pinned GEMM's arithmetic). Each stage is given back (one arrive per
+ * warp) once the next stage's products are issued. */
+template <int S>
+__device__ __forceinline__ void qkv_products(float (&aq)[32], float (&ak)[32], float (&av)[32],
+                                             const uint8_t *smem, int a_bytes, int a_off,
+                                             uint64_t *full, uint64_t *empty, int kb_n, int lane) {
+    constexpr int W_PART = 64 * ROW_BYTES;
+    const int stage_bytes = a_bytes + 3 * W_PART;
+    /* +0 by an opaque move (qkv_attn_wgmma.cu: with a plain 0.0f ptxas
+     * serialises the wgmma steps). */
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        asm volatile("mov.b32 %0, 0;" : "=f"(aq[i]));
+        asm volatile("mov.b32 %0, 0;" : "=f"(ak[i]));
+        asm volatile("mov.b32 %0, 0;" : "=f"(av[i]));
+    }
+    int s = 0, prev = -1;
+    unsigned ph = 0;
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
+        const uint8_t *st = smem + s * stage_bytes;
+        const uint64_t da = desc_k128(st + a_off);
+        const uint64_t dq = desc_k128(st + a_bytes), dk = desc_k128(st + a_bytes + W_PART),
+                       dv = desc_k128(st + a_bytes + 2 * W_PART);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            wgmma_n64(aq, da + 2 * kk, dq + 2 * kk);
+            wgmma_n64(ak, da + 2 * kk, dk + 2 * kk);
+            wgmma_n64(av, da + 2 * kk, dv + 2 * kk);
+        }
+        wg_commit();
+        wg_wait<1>(); /* the previous stage is read: give it back */
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = s;
+        ring_next(s, ph, S);
+    }
+    wg_wait<0>();
+    LT_PHASE(2);
+    /* Keep the caller's reads of the accumulators after the wait. */
+#pragma unroll
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
 }
 
 /* BF16 (the GEMM's rounding: one paired RNE conversion, the software

@@ -73,34 +73,8 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     ring_setup(full, empty, S, 8); /* one arrive per consumer warp */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x != 0) return;
-        const int m0 = smp * T, pre = kb_n < S ? kb_n : S;
-        auto load_w = [&](uint8_t *st, uint64_t *bar, int kb) {
-#pragma unroll
-            for (int part = 0; part < 3; part++)
-                tma_load(st + QC_A_BYTES + part * QC_W_PART, &tm_w, bar, kb * BK,
-                         part * H + head * QC_D);
-        };
-        /* W is never written: its first stages go out before the wait for
-         * the kernel before, A's rows after. */
-        for (int kb = 0; kb < pre; kb++) {
-            mbar_expect_tx(&full[kb], QC_STAGE_BYTES);
-            load_w(smem + kb * QC_STAGE_BYTES, &full[kb], kb);
-        }
-        pdl_wait();
-        pdl_trigger();
-        int s = 0;
-        unsigned ph = 0;
-        for (int kb = 0; kb < kb_n; kb++) {
-            uint8_t *st = smem + s * QC_STAGE_BYTES;
-            if (kb >= pre) {
-                mbar_wait(&empty[s], ph ^ 1);
-                mbar_expect_tx(&full[s], QC_STAGE_BYTES);
-                load_w(st, &full[s], kb);
-            }
-            tma_load(st, &tm_a, &full[s], kb * BK, m0);
-            ring_next(s, ph, S);
-        }
+        if (threadIdx.x == 0)
+            qkv_feed<S>(smem, QC_A_BYTES, &tm_a, &tm_w, full, empty, kb_n, smp * T, H, head);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -111,41 +85,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     pdl_wait(); /* before att's stores */
     pdl_trigger();
     float aq[QC_D / 2], ak[QC_D / 2], av[QC_D / 2];
-    /* +0 by an opaque move (qkv_attn_wgmma.cu: with a plain 0.0f ptxas
-     * serialises the wgmma steps). */
-#pragma unroll
-    for (int i = 0; i < QC_D / 2; i++) {
-        asm volatile("mov.b32 %0, 0;" : "=f"(aq[i]));
-        asm volatile("mov.b32 %0, 0;" : "=f"(ak[i]));
-        asm volatile("mov.b32 %0, 0;" : "=f"(av[i]));
-    }
-    int s = 0, prev = -1;
-    unsigned ph = 0;
-    for (int kb = 0; kb < kb_n; kb++) {
-        mbar_wait(&full[s], ph);
-        if (kb == 0) LT_PHASE(1);
-        const uint8_t *st = smem + s * QC_STAGE_BYTES;
-        const uint64_t da = desc_k128(st + half * 64 * ROW_BYTES);
-        const uint64_t dq = desc_k128(st + QC_A_BYTES), dk = desc_k128(st + QC_A_BYTES + QC_W_PART),
-                       dv = desc_k128(st + QC_A_BYTES + 2 * QC_W_PART);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) {
-            wgmma_n64(aq, da + 2 * kk, dq + 2 * kk);
-            wgmma_n64(ak, da + 2 * kk, dk + 2 * kk);
-            wgmma_n64(av, da + 2 * kk, dv + 2 * kk);
-        }
-        wg_commit();
-        wg_wait<1>(); /* the previous stage is read: give it back */
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-        prev = s;
-        ring_next(s, ph, S);
-    }
-    wg_wait<0>();
-    LT_PHASE(2);
-#pragma unroll
-    for (int i = 0; i < QC_D / 2; i++)
-        asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
+    qkv_products<S>(aq, ak, av, smem, QC_A_BYTES, half * 64 * ROW_BYTES, full, empty, kb_n, lane);
     /* BF16, RoPE on q and k, zero past T (qkv_attn_common.cuh). */
     const int t0 = half * 64;
     qkv_emit<QC_D, QC_LD, EARLY>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD, rr);

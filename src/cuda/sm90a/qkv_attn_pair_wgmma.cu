@@ -93,36 +93,11 @@ __global__ void __launch_bounds__(256, 1)
     cl_arrive_relaxed();
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x == 0) {
-            const int m0 = smp * T + r * 64, pre = kb_n < S ? kb_n : S;
-            auto load_w = [&](uint8_t *st, uint64_t *bar, int kb) {
-#pragma unroll
-                for (int part = 0; part < 3; part++)
-                    tma_load(st + QP_A_BYTES + part * QP_W_PART, &tm_w, bar, kb * BK,
-                             part * H + head * QP_D);
-            };
-            /* W is never written: its first stages go out before the wait
-             * for the kernel before, A's rows after (rows past the sample
-             * are the next sample's or zeros: computed, then dropped). */
-            for (int kb = 0; kb < pre; kb++) {
-                mbar_expect_tx(&full[kb], QP_STAGE_BYTES);
-                load_w(smem + kb * QP_STAGE_BYTES, &full[kb], kb);
-            }
-            pdl_wait();
-            pdl_trigger();
-            int s = 0;
-            unsigned ph = 0;
-            for (int kb = 0; kb < kb_n; kb++) {
-                uint8_t *st = smem + s * QP_STAGE_BYTES;
-                if (kb >= pre) {
-                    mbar_wait(&empty[s], ph ^ 1);
-                    mbar_expect_tx(&full[s], QP_STAGE_BYTES);
-                    load_w(st, &full[s], kb);
-                }
-                tma_load(st, &tm_a, &full[s], kb * BK, m0);
-                ring_next(s, ph, S);
-            }
-        }
+        /* A's rows past the sample are the next sample's or zeros:
+         * computed, then dropped. */
+        if (threadIdx.x == 0)
+            qkv_feed<S>(smem, QP_A_BYTES, &tm_a, &tm_w, full, empty, kb_n, smp * T + r * 64, H,
+                        head);
         /* The producer warpgroup takes part in the cluster barriers (its
          * first warp converged first: lane 0 issued the loads). */
         __syncwarp();
@@ -138,41 +113,7 @@ __global__ void __launch_bounds__(256, 1)
     pdl_wait(); /* before att's stores */
     pdl_trigger();
     float aq[QP_D / 2], ak[QP_D / 2], av[QP_D / 2];
-    /* +0 by an opaque move (qkv_attn_wgmma.cu: with a plain 0.0f ptxas
-     * serialises the wgmma steps). */
-#pragma unroll
-    for (int i = 0; i < QP_D / 2; i++) {
-        asm volatile("mov.b32 %0, 0;" : "=f"(aq[i]));
-        asm volatile("mov.b32 %0, 0;" : "=f"(ak[i]));
-        asm volatile("mov.b32 %0, 0;" : "=f"(av[i]));
-    }
-    int s = 0, prev = -1;
-    unsigned ph = 0;
-    for (int kb = 0; kb < kb_n; kb++) {
-        mbar_wait(&full[s], ph);
-        if (kb == 0) LT_PHASE(1);
-        const uint8_t *st = smem + s * QP_STAGE_BYTES;
-        const uint64_t da = desc_k128(st);
-        const uint64_t dq = desc_k128(st + QP_A_BYTES), dk = desc_k128(st + QP_A_BYTES + QP_W_PART),
-                       dv = desc_k128(st + QP_A_BYTES + 2 * QP_W_PART);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) {
-            wgmma_n64(aq, da + 2 * kk, dq + 2 * kk);
-            wgmma_n64(ak, da + 2 * kk, dk + 2 * kk);
-            wgmma_n64(av, da + 2 * kk, dv + 2 * kk);
-        }
-        wg_commit();
-        wg_wait<1>(); /* the previous stage is read: give it back */
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-        prev = s;
-        ring_next(s, ph, S);
-    }
-    wg_wait<0>();
-    LT_PHASE(2);
-#pragma unroll
-    for (int i = 0; i < QP_D / 2; i++)
-        asm volatile("" : "+f"(aq[i]), "+f"(ak[i]), "+f"(av[i])::"memory");
+    qkv_products<S>(aq, ak, av, smem, QP_A_BYTES, 0, full, empty, kb_n, lane);
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     qkv_emit<QP_D, QP_LD, EARLY>(aq, t0, T, p.cs, p.sn, w4, lane, xs, rr);
     qkv_emit<QP_D, QP_LD, EARLY>(ak, t0, T, p.cs, p.sn, w4, lane, xs + 64 * QP_LD, rr);
