@@ -69,6 +69,26 @@ __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, u
 }
 #endif
 
+#ifdef HRMT_SM90A
+/* One stage's products as the kernels issue them (ring_products): a fence,
+ * the four k16 steps, a commit. */
+template <int WN>
+__device__ __forceinline__ void stage_products(float (&acc)[WN / 2], const uint8_t *st) {
+    const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+    wg_commit();
+}
+/* Every group done; the accumulators read after the wait. */
+template <int WN>
+__device__ __forceinline__ void products_done(float (&acc)[WN / 2]) {
+    wg_wait<0>();
+#pragma unroll
+    for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+}
+#endif
+
 /* MC: launched in clusters of a.group CTAs (the group), A's box of k block
  * kb multicast by CTA kb % group to all of them; before it issues into a
  * stage again, every CTA's consumer warps have given that stage back
@@ -156,26 +176,17 @@ __global__ void __launch_bounds__(256, 1)
             }
         }
         wg_commit();
-        wg_wait<0>();
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        products_done<WN>(acc);
     } else if constexpr (MODE == 7) {
         /* Every stage landed first (kb_n <= S: no wrap), then the kernels'
          * products over them: "first" is when the last landed. */
         for (int kb = 0; kb < a.kb_n; kb++) mbar_wait(&full[kb], 0);
         t_first = now_ns();
         for (int kb = 0; kb < a.kb_n; kb++) {
-            const uint8_t *st = smem + kb * stage;
-            const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
-            wg_commit();
+            stage_products<WN>(acc, smem + kb * stage);
             wg_wait<1>();
         }
-        wg_wait<0>();
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        products_done<WN>(acc);
     } else if constexpr (MODE == 6) {
         /* Two stages a group (kb_n even): one fence, eight k16 steps, one
          * commit; the previous pair given back once this one is issued. */
@@ -205,42 +216,28 @@ __global__ void __launch_bounds__(256, 1)
             prev = s0;
             prev1 = s1;
         }
-        wg_wait<0>();
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        products_done<WN>(acc);
     } else if constexpr (MODE == 3) {
         /* Two groups in flight: stage kb - 2 given back. */
         int prev = -1, prev2 = -1;
         for (int kb = 0; kb < a.kb_n; kb++) {
             mbar_wait(&full[s], ph);
             if (kb == 0) t_first = now_ns();
-            const uint8_t *st = smem + s * stage;
-            const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
-            wg_commit();
+            stage_products<WN>(acc, smem + s * stage);
             wg_wait<2>();
             if (prev2 >= 0 && lane == 0) mbar_arrive(&empty[prev2]);
             prev2 = prev;
             prev = s;
             ring_next(s, ph, S);
         }
-        wg_wait<0>();
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        products_done<WN>(acc);
     } else if constexpr (MODE == 1) {
         int prev = -1;
         /* ring_products with the first stage's time taken. */
         for (int kb = 0; kb < a.kb_n; kb++) {
             mbar_wait(&full[s], ph);
             if (kb == 0) t_first = now_ns();
-            const uint8_t *st = smem + s * stage;
-            const uint64_t da = desc_k128(st), dw = desc_k128(st + A_BLOCK);
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
-            wg_commit();
+            stage_products<WN>(acc, smem + s * stage);
             wg_wait<1>();
             if (prev >= 0 && lane == 0) {
                 mbar_arrive(&empty[prev]);
@@ -251,9 +248,7 @@ __global__ void __launch_bounds__(256, 1)
             prev = s;
             ring_next(s, ph, S);
         }
-        wg_wait<0>();
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        products_done<WN>(acc);
     } else {
         for (int kb = 0; kb < a.kb_n; kb++) {
             mbar_wait(&full[s], ph);
