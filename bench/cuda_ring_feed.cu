@@ -67,6 +67,15 @@ __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, u
         "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
         : "memory");
 }
+/* A box of a 3-D tensor map (MODE 8: two k blocks a copy). */
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+}
 #endif
 
 #ifdef HRMT_SM90A
@@ -103,7 +112,10 @@ __global__ void __launch_bounds__(256, 1)
 #ifdef HRMT_SM90A
     extern __shared__ uint8_t raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
-    const int S = a.stages, stage = A_BLOCK + WN * ROW_BYTES;
+    /* MODE 8: slots of two k blocks ([A kb][A kb + 1][W kb][W kb + 1]),
+     * half as many, each filled by one 3-D copy of A and one of W. */
+    constexpr int PAIR = MODE == 8 ? 2 : 1;
+    const int S = a.stages / PAIR, stage = PAIR * (A_BLOCK + WN * ROW_BYTES);
     uint64_t *full = (uint64_t *)(smem + S * stage), *empty = full + S, *mc_empty = empty + S;
     if (MC && threadIdx.x == 0)
         for (int i = 0; i < S; i++) mbar_init(&mc_empty[i], 4u * (unsigned)a.group);
@@ -127,6 +139,17 @@ __global__ void __launch_bounds__(256, 1)
         }
         int s = 0;
         unsigned ph = 0;
+        if constexpr (MODE == 8) {
+            for (int kb = 0, i = 0; kb < a.kb_n; kb += 2, i++) {
+                uint8_t *st = smem + s * stage;
+                if (i >= S) mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], 2 * bytes);
+                if (a.w_load) tma_load_3d(st + 2 * A_BLOCK, &tm_w, &full[s], 0, n0, kb);
+                tma_load_3d(st, &tm_a, &full[s], 0, m0, kb);
+                ring_next(s, ph, S);
+            }
+            return;
+        }
         /* MODE 4, 5: one stage, which the products then read kb_n times. */
         const int loads = MODE == 4 || MODE == 5 ? 1 : a.kb_n;
         for (int kb = 0; kb < loads; kb++) {
@@ -185,6 +208,28 @@ __global__ void __launch_bounds__(256, 1)
         for (int kb = 0; kb < a.kb_n; kb++) {
             stage_products<WN>(acc, smem + kb * stage);
             wg_wait<1>();
+        }
+        products_done<WN>(acc);
+    } else if constexpr (MODE == 8) {
+        /* A slot of two k blocks a group, as mode 6, from one barrier. */
+        int prev = -1;
+        for (int kb = 0; kb < a.kb_n; kb += 2) {
+            mbar_wait(&full[s], ph);
+            if (kb == 0) t_first = now_ns();
+            const uint8_t *st = smem + s * stage;
+            const uint64_t da = desc_k128(st), dw = desc_k128(st + 2 * A_BLOCK);
+            const uint64_t db = desc_k128(st + A_BLOCK),
+                           dx = desc_k128(st + 2 * A_BLOCK + WN * ROW_BYTES);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, db + 2 * kk, dx + 2 * kk);
+            wg_commit();
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+            prev = s;
+            ring_next(s, ph, S);
         }
         products_done<WN>(acc);
     } else if constexpr (MODE == 6) {
@@ -278,6 +323,20 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
+/* rows x k BF16 (row stride k) as a 3-D map [k / 64][rows][64] read in
+ * boxes of two k blocks of box_rows rows, the 128-byte swizzle: one copy
+ * lands [kb][rows][64] and [kb + 1][rows][64] one after the other (MODE 8). */
+bool encode_kpairs(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *base,
+                   size_t rows, size_t k, int box_rows) {
+    const cuuint64_t dims[3] = {64, (cuuint64_t)rows, (cuuint64_t)(k / 64)};
+    const cuuint64_t strides[2] = {(cuuint64_t)(k * 2), 128};
+    const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 2}, elem[3] = {1, 1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void *>(base), dims, strides,
+              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 struct cfg {
     const char *what;
     int ctas, group, box_rows, wn, kb_n, stages, mode, w_load, mc;
@@ -306,8 +365,8 @@ bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const f
  * kernels run them, 3 with two groups in flight, 4 the products of every
  * stage on one stage's operands (the chain without the feed), 5 that as one
  * group, 6 the ring's stages two a group, 7 every stage landed before the
- * products start (kb_n <= stages; "first" is the last landing) (multicast:
- * 0 and 1 only).
+ * products start (kb_n <= stages; "first" is the last landing), 8 two k
+ * blocks a copy (3-D tensor maps) and a group (multicast: 0 and 1 only).
  * (A fence before the first stage only is no mode: ptxas injects the
  * warpgroup arrive before each stage's products itself, C7519.) */
 template <int WN, bool MC>
@@ -323,6 +382,7 @@ bool launch_as(int mode, const CUtensorMap &ta, const CUtensorMap &tw, int box_b
     case 5: return launch<WN, 5, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 6: return launch<WN, 6, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 7: return launch<WN, 7, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 8: return launch<WN, 8, MC>(ta, tw, box_bytes, a, ctas, smem);
     default: return launch<WN, 1, MC>(ta, tw, box_bytes, a, ctas, smem);
     }
 }
@@ -378,6 +438,9 @@ int main(void) {
         {"  every stage landed before the products", 32, 16, 64, 32, 16, 16, 7, 1, 0},
         {"12 k blocks as batch 8's clusters of 8 run them", 88, 8, 64, 64, 12, 12, 1, 1, 0},
         {"  every stage landed before the products", 88, 8, 64, 64, 12, 12, 7, 1, 0},
+        {"down_proj, two k blocks a copy (3-D maps)", 32, 16, 64, 32, 24, 16, 8, 1, 0},
+        {"o_proj, two k blocks a copy", 32, 16, 64, 32, 8, 16, 8, 1, 0},
+        {"clusters of 8, two k blocks a copy", 88, 8, 64, 64, 24, 12, 8, 1, 0},
         {"down_proj, one stage read 24 times", 32, 16, 64, 32, 24, 16, 4, 1, 0},
         {"  the same as one group (the chain alone)", 32, 16, 64, 32, 24, 16, 5, 1, 0},
         {"  two stages a group", 32, 16, 64, 32, 24, 16, 6, 1, 0},
@@ -407,8 +470,12 @@ int main(void) {
     int fails = 0;
     for (const cfg &c : cfgs) {
         alignas(64) CUtensorMap ta, tw;
-        if (!encode(fn, &ta, a_buf, (size_t)max_tiles * 64, K, K, c.box_rows) ||
-            !encode(fn, &tw, w_buf, W_ROWS, K, K, c.wn)) {
+        const bool made =
+            c.mode == 8 ? encode_kpairs(fn, &ta, a_buf, (size_t)max_tiles * 64, K, c.box_rows) &&
+                              encode_kpairs(fn, &tw, w_buf, W_ROWS, K, c.wn)
+                        : encode(fn, &ta, a_buf, (size_t)max_tiles * 64, K, K, c.box_rows) &&
+                              encode(fn, &tw, w_buf, W_ROWS, K, K, c.wn);
+        if (!made) {
             printf("%-52s tensor map refused\n", c.what);
             fails++;
             continue;
@@ -427,7 +494,8 @@ int main(void) {
         }
         if ((c.mode == 6 && c.kb_n % 2) ||
             ((c.mode == 4 || c.mode == 5) && c.kb_n != (c.wn == 128 ? 16 : 24)) ||
-            (c.mode == 7 && c.kb_n > c.stages)) {
+            (c.mode == 7 && c.kb_n > c.stages) ||
+            (c.mode == 8 && (c.kb_n % 2 || c.stages % 2 || c.box_rows != 64))) {
             printf("%-52s %d k blocks: no such instance\n", c.what, c.kb_n);
             fails++;
             continue;
