@@ -1359,6 +1359,22 @@ Test(cuda_model, qkv_attn_pair_equals_cta_short_seq) {
     qkv_attn_pair_equals_cta(256, 4, 69, batches, 2);
     qkv_attn_pair_equals_cta(256, 4, 98, batches, 2);
 }
+/* The same with learned positions (no RoPE in the epilogue). */
+Test(cuda_model, qkv_attn_pair_equals_cta_learned) {
+    need_cc90("the qkv + attention pair kernel is built for", 0);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(256, 4, 69);
+    cfg.pos_encodings = HRMT_POS_LEARNED;
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, 37, "HRMT_CUDA_QKV_ATTN_PAIR", m);
+    cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_QKV_ATTN_PAIR), 1, "=1 runs it");
+    cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_QKV_ATTN_PAIR), 0, "=0 turns it off");
+    const int batches[] = {6, 16};
+    expect_same_steps(m[0], m[1], batches, 2, "hidden 256 T 70 learned, pairs vs without");
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
 
 /* The small batches' block kernels handing over by counters
  * (HRMT_CUDA_FLAG_LINKS, pdl.cuh's cu_link) against programmatic dependent
