@@ -67,15 +67,6 @@ __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, u
         "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
         : "memory");
 }
-/* A box of a 3-D tensor map (MODE 8: two k blocks a copy). */
-__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, uint64_t *bar,
-                                            int c0, int c1, int c2) {
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
-        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
-        : "memory");
-}
 #endif
 
 #ifdef HRMT_SM90A
@@ -112,9 +103,9 @@ __global__ void __launch_bounds__(256, 1)
 #ifdef HRMT_SM90A
     extern __shared__ uint8_t raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
-    /* MODE 8: slots of two k blocks ([A kb][A kb + 1][W kb][W kb + 1]),
-     * half as many, each filled by one 3-D copy of A and one of W. */
-    constexpr int PAIR = MODE == 8 ? 2 : 1;
+    /* MODE 8 / 9 / 10: slots of PAIR = 2 / 4 / 8 k blocks ([A kb].. [W kb]..),
+     * 1 / PAIR as many, each filled by one 3-D copy of A and one of W. */
+    constexpr int PAIR = MODE == 8 ? 2 : MODE == 9 ? 4 : MODE == 10 ? 8 : 1;
     const int S = a.stages / PAIR, stage = PAIR * (A_BLOCK + WN * ROW_BYTES);
     uint64_t *full = (uint64_t *)(smem + S * stage), *empty = full + S, *mc_empty = empty + S;
     if (MC && threadIdx.x == 0)
@@ -139,12 +130,12 @@ __global__ void __launch_bounds__(256, 1)
         }
         int s = 0;
         unsigned ph = 0;
-        if constexpr (MODE == 8) {
-            for (int kb = 0, i = 0; kb < a.kb_n; kb += 2, i++) {
+        if constexpr (PAIR > 1) {
+            for (int kb = 0, i = 0; kb < a.kb_n; kb += PAIR, i++) {
                 uint8_t *st = smem + s * stage;
                 if (i >= S) mbar_wait(&empty[s], ph ^ 1);
-                mbar_expect_tx(&full[s], 2 * bytes);
-                if (a.w_load) tma_load_3d(st + 2 * A_BLOCK, &tm_w, &full[s], 0, n0, kb);
+                mbar_expect_tx(&full[s], PAIR * bytes);
+                if (a.w_load) tma_load_3d(st + PAIR * A_BLOCK, &tm_w, &full[s], 0, n0, kb);
                 tma_load_3d(st, &tm_a, &full[s], 0, m0, kb);
                 ring_next(s, ph, S);
             }
@@ -210,21 +201,21 @@ __global__ void __launch_bounds__(256, 1)
             wg_wait<1>();
         }
         products_done<WN>(acc);
-    } else if constexpr (MODE == 8) {
-        /* A slot of two k blocks a group, as mode 6, from one barrier. */
+    } else if constexpr (PAIR > 1) {
+        /* A slot of PAIR k blocks a group, as mode 6, from one barrier. */
         int prev = -1;
-        for (int kb = 0; kb < a.kb_n; kb += 2) {
+        for (int kb = 0; kb < a.kb_n; kb += PAIR) {
             mbar_wait(&full[s], ph);
             if (kb == 0) t_first = now_ns();
             const uint8_t *st = smem + s * stage;
-            const uint64_t da = desc_k128(st), dw = desc_k128(st + 2 * A_BLOCK);
-            const uint64_t db = desc_k128(st + A_BLOCK),
-                           dx = desc_k128(st + 2 * A_BLOCK + WN * ROW_BYTES);
             wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+            for (int j = 0; j < PAIR; j++) {
+                const uint64_t da = desc_k128(st + j * A_BLOCK),
+                               dw = desc_k128(st + PAIR * A_BLOCK + j * WN * ROW_BYTES);
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, db + 2 * kk, dx + 2 * kk);
+                for (int kk = 0; kk < BK / 16; kk++) wgmma_n<WN>(acc, da + 2 * kk, dw + 2 * kk);
+            }
             wg_commit();
             wg_wait<1>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
@@ -323,20 +314,6 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-/* rows x k BF16 (row stride k) as a 3-D map [k / 64][rows][64] read in
- * boxes of two k blocks of box_rows rows, the 128-byte swizzle: one copy
- * lands [kb][rows][64] and [kb + 1][rows][64] one after the other (MODE 8). */
-bool encode_kpairs(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *base,
-                   size_t rows, size_t k, int box_rows) {
-    const cuuint64_t dims[3] = {64, (cuuint64_t)rows, (cuuint64_t)(k / 64)};
-    const cuuint64_t strides[2] = {(cuuint64_t)(k * 2), 128};
-    const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 2}, elem[3] = {1, 1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void *>(base), dims, strides,
-              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 struct cfg {
     const char *what;
     int ctas, group, box_rows, wn, kb_n, stages, mode, w_load, mc;
@@ -383,6 +360,8 @@ bool launch_as(int mode, const CUtensorMap &ta, const CUtensorMap &tw, int box_b
     case 6: return launch<WN, 6, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 7: return launch<WN, 7, MC>(ta, tw, box_bytes, a, ctas, smem);
     case 8: return launch<WN, 8, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 9: return launch<WN, 9, MC>(ta, tw, box_bytes, a, ctas, smem);
+    case 10: return launch<WN, 10, MC>(ta, tw, box_bytes, a, ctas, smem);
     default: return launch<WN, 1, MC>(ta, tw, box_bytes, a, ctas, smem);
     }
 }
@@ -434,6 +413,8 @@ int main(void) {
         {"clusters of 8, A alone fed (W as if resident)", 88, 8, 64, 64, 24, 12, 1, 0, 0},
         {"gate_up at batch 8, A alone fed (W as if resident)", 132, 12, 64, 128, 16, 8, 1, 0, 0},
         {"down_proj, A box of 16 rows alone fed", 32, 16, 16, 32, 24, 16, 1, 0, 0},
+        {"  feed alone", 32, 16, 16, 32, 24, 16, 0, 0, 0},
+        {"down_proj, A alone (64 rows), feed alone", 32, 16, 64, 32, 24, 16, 0, 0, 0},
         {"16 k blocks as down_proj's ring runs them", 32, 16, 64, 32, 16, 16, 1, 1, 0},
         {"  every stage landed before the products", 32, 16, 64, 32, 16, 16, 7, 1, 0},
         {"12 k blocks as batch 8's clusters of 8 run them", 88, 8, 64, 64, 12, 12, 1, 1, 0},
@@ -441,6 +422,13 @@ int main(void) {
         {"down_proj, two k blocks a copy (3-D maps)", 32, 16, 64, 32, 24, 16, 8, 1, 0},
         {"o_proj, two k blocks a copy", 32, 16, 64, 32, 8, 16, 8, 1, 0},
         {"clusters of 8, two k blocks a copy", 88, 8, 64, 64, 24, 12, 8, 1, 0},
+        {"down_proj, four k blocks a copy", 32, 16, 64, 32, 24, 16, 9, 1, 0},
+        {"o_proj, four k blocks a copy", 32, 16, 64, 32, 8, 16, 9, 1, 0},
+        {"clusters of 8, four k blocks a copy", 88, 8, 64, 64, 24, 12, 9, 1, 0},
+        {"down_proj, eight k blocks a copy", 32, 16, 64, 32, 24, 16, 10, 1, 0},
+        {"o_proj, eight k blocks a copy", 32, 16, 64, 32, 8, 16, 10, 1, 0},
+        {"gate_up at batch 8, two k blocks a copy", 132, 12, 64, 128, 8, 8, 8, 1, 0},
+        {"  as run, 8 k blocks", 132, 12, 64, 128, 8, 8, 1, 1, 0},
         {"down_proj, one stage read 24 times", 32, 16, 64, 32, 24, 16, 4, 1, 0},
         {"  the same as one group (the chain alone)", 32, 16, 64, 32, 24, 16, 5, 1, 0},
         {"  two stages a group", 32, 16, 64, 32, 24, 16, 6, 1, 0},
@@ -470,11 +458,12 @@ int main(void) {
     int fails = 0;
     for (const cfg &c : cfgs) {
         alignas(64) CUtensorMap ta, tw;
-        const bool made =
-            c.mode == 8 ? encode_kpairs(fn, &ta, a_buf, (size_t)max_tiles * 64, K, c.box_rows) &&
-                              encode_kpairs(fn, &tw, w_buf, W_ROWS, K, c.wn)
-                        : encode(fn, &ta, a_buf, (size_t)max_tiles * 64, K, K, c.box_rows) &&
-                              encode(fn, &tw, w_buf, W_ROWS, K, K, c.wn);
+        const int kp = c.mode == 8    ? 2
+                       : c.mode == 9  ? 4
+                       : c.mode == 10 ? 8
+                                      : 1; /* k blocks a copy */
+        const bool made = encode_kb(fn, &ta, a_buf, (size_t)max_tiles * 64, K, K, c.box_rows, kp) &&
+                          encode_kb(fn, &tw, w_buf, W_ROWS, K, K, c.wn, kp);
         if (!made) {
             printf("%-52s tensor map refused\n", c.what);
             fails++;
@@ -495,7 +484,7 @@ int main(void) {
         if ((c.mode == 6 && c.kb_n % 2) ||
             ((c.mode == 4 || c.mode == 5) && c.kb_n != (c.wn == 128 ? 16 : 24)) ||
             (c.mode == 7 && c.kb_n > c.stages) ||
-            (c.mode == 8 && (c.kb_n % 2 || c.stages % 2 || c.box_rows != 64))) {
+            (kp > 1 && (c.kb_n % kp || c.stages % kp || c.box_rows != 64))) {
             printf("%-52s %d k blocks: no such instance\n", c.what, c.kb_n);
             fails++;
             continue;

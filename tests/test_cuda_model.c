@@ -1376,6 +1376,110 @@ Test(cuda_model, qkv_attn_pair_equals_cta_learned) {
     hrmt_context_destroy(ctx);
 }
 
+/* The cluster projection + norm's ring with two or four k blocks a TMA copy
+ * (HRMT_CUDA_RING_KB, wgmma_common.cuh's encode_kb) against one: the same
+ * bytes, both schedules, halting samples, models made with the value and
+ * with 1; clusters of 16 and of 8 (batches 1, 2, 7 at HRM's width: o_proj's
+ * 8 and down_proj's 24 k blocks), hidden 256 (4 and 12), the second tile's
+ * rows ending inside it; the cluster qkv + attention at batches 1, 2 (and 1,
+ * 3 at hidden 256, T = 64). */
+static void ring_kb_equals_one(const char *kb, int hidden, int heads, int seq_len,
+                               const int *batches, int nb) {
+    need_cc90("the cluster projection + norm is built for", 0);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    cfg.halt_max_steps = 3;
+    hrmt_model *m[2] = {NULL, NULL};
+    const char *v[2] = {kb, "1"};
+    for (int k = 0; k < 2; k++) {
+        setenv("HRMT_CUDA_RING_KB", v[k], 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 37, &m[k]), HRMT_OK,
+                     "HRMT_CUDA_RING_KB=%s: %s", v[k], hrmt_last_error(ctx));
+    }
+    unsetenv("HRMT_CUDA_RING_KB");
+    cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_RING_KB), 1, "=%s runs it", kb);
+    cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_RING_KB), 0, "=1 is one k block a copy");
+    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
+    for (int i = 0; i < nb; i++)
+        for (int q = 0; q < 2; q++) {
+            outs x[4], y[4];
+            run_act(m[0], batches[i], sched[q], 1, 4, x);
+            run_act(m[1], batches[i], sched[q], 1, 4, y);
+            for (int s2 = 0; s2 < 4; s2++) {
+                char what[128];
+                snprintf(what, sizeof what, "hidden %d T %d, ring kb %s vs 1: batch %d %s step %d",
+                         hidden, seq_len + 1, kb, batches[i], q ? "tiered" : "baseline", s2);
+                expect_same_outs(&x[s2], &y[s2], batches[i], what);
+                outs_free(&x[s2]);
+                outs_free(&y[s2]);
+            }
+        }
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+}
+Test(cuda_model, ring_kb_equals_one_hrm_width) {
+    const int batches[] = {1, 2, 7};
+    ring_kb_equals_one("2", 512, 8, 81, batches, 3);
+    ring_kb_equals_one("4", 512, 8, 81, batches, 3);
+}
+Test(cuda_model, ring_kb_equals_one_short_seq) {
+    const int batches[] = {1, 3, 8};
+    ring_kb_equals_one("2", 256, 4, 63, batches, 3);
+    ring_kb_equals_one("4", 256, 4, 63, batches, 3);
+}
+/* qkv + attention's CTA form with two k blocks a copy
+ * (HRMT_CUDA_QKV_ATTN_CTA_KB2) against one: the same bytes, both schedules,
+ * halting samples, at batches the CTA form serves (hidden 512: 3, 8;
+ * hidden 256, T = 70: 6, 16). */
+Test(cuda_model, qkv_attn_cta_kb2_equals_one_hrm_width) {
+    need_cc90("the qkv + attention CTA kernel is built for", 0);
+    const int batches[] = {3, 8};
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
+                                 "CTA form, two k blocks a copy", 512, 8, 81, batches, 2);
+}
+Test(cuda_model, qkv_attn_cta_kb2_equals_one_short_seq) {
+    need_cc90("the qkv + attention CTA kernel is built for", 0);
+    const int batches[] = {6, 16};
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
+                                 "CTA form, two k blocks a copy", 256, 4, 69, batches, 2);
+}
+
+/* Where it does not serve: the mma.sync products and the barrier forms
+ * keep one k block a copy (the cluster qkv + attention's barrier form in
+ * both cases: the other ring it serves). */
+Test(cuda_model, ring_kb_rules) {
+    need_cc90("the cluster projection + norm is built for", 0);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    const char *off[2] = {"HRMT_CUDA_CLUSTER_NORM_MMA", "HRMT_CUDA_CLUSTER_NORM_PUSH"};
+    const char *val[2] = {"1", "0"};
+    for (int i = 0; i < 2; i++) {
+        hrmt_model *m = NULL;
+        setenv("HRMT_CUDA_RING_KB", "2", 1);
+        setenv("HRMT_CUDA_QKV_ATTN_PUSH", "0", 1);
+        setenv(off[i], val[i], 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s",
+                     hrmt_last_error(ctx));
+        cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_RING_KB), 0, "%s=%s keeps one", off[i], val[i]);
+        unsetenv(off[i]);
+        unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
+        unsetenv("HRMT_CUDA_RING_KB");
+        hrmt_model_destroy(m);
+    }
+    const char *bad[] = {"0", "3", "8", "two", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hrmt_model *m = NULL;
+        setenv("HRMT_CUDA_RING_KB", bad[i], 1);
+        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG, "'%s'",
+                     bad[i]);
+        cr_expect(strstr(hrmt_last_error(ctx), "HRMT_CUDA_RING_KB"), "%s", hrmt_last_error(ctx));
+        unsetenv("HRMT_CUDA_RING_KB");
+        hrmt_model_destroy(m);
+    }
+    hrmt_context_destroy(ctx);
+}
+
 /* The small batches' block kernels handing over by counters
  * (HRMT_CUDA_FLAG_LINKS, pdl.cuh's cu_link) against programmatic dependent
  * launch's wait: the same bytes, both schedules (the tiered one keeps the
@@ -1653,7 +1757,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR"};
+        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR",     "HRMT_CUDA_QKV_ATTN_CTA_KB2"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, qpair = 0;
+        tpf = 0, qpair = 0, ctakb2 = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -56,7 +56,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 0, &qpair)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 0, &qpair)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_KB2", 0, &ctakb2)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -208,6 +209,21 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * instead of two after the products (sm90a/cluster_async.cuh), same
      * bits: on by default since session 34 (with the two above). */
     g->cnorm_push = g->cnorm && cpush;
+    /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
+     * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
+     * encode_kb), same bits: their push forms' wgmma products only.
+     * bench/cuda_ring_feed.cu (session 37, H100): the batch-1 down_proj
+     * ring's products at 143 / 109 / 72 ns a 64-k stage with 1 / 2 / 4 k
+     * blocks a copy. */
+    env = getenv("HRMT_CUDA_RING_KB");
+    if (env && strcmp(env, "1") != 0 && strcmp(env, "2") != 0 && strcmp(env, "4") != 0)
+        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_RING_KB='%s' is not 1, 2 or 4",
+                         env);
+    g->ring_kb = env ? atoi(env) : 1;
+    /* The CTA form's ring with two k blocks a copy (two stages of 80 KB
+     * instead of four of 40), same bits: opt-in (session 37, H100: with the
+     * above, 1.04-1.07x the step's time at batches 4-16). */
+    g->qa_cta_kb2 = g->qa_ctas > 0 && ctakb2;
     return HRMT_OK;
 }
 
@@ -245,6 +261,9 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_TMAP_PREFETCH: return g->tmap_prefetch != 0;
     case HRMT_PATH_QKV_ATTN_PAIR: return g->qa_pairs != 0;
+    case HRMT_PATH_RING_KB:
+        return g->ring_kb > 1 && ((g->cnorm_push && !g->cnorm_mma) || (g->qa_push && !g->qa_mma));
+    case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     }
     return 0;
 }

@@ -42,6 +42,13 @@
  * m64nWNk16 (the residual read while the products run); CL = 16 or 8, by
  * the batch's tile count (cu_cluster_norm_ctas, model_settings.cu).
  *
+ * HRMT_CUDA_RING_KB (2 or 4, KP; the push form's wgmma products): each
+ * stage two or four k blocks of A and W, one 3-D TMA copy of each, one
+ * barrier and one group of k16 steps: the same chain. The ring-feed bench
+ * (bench/cuda_ring_feed.cu) saw a stage that has just landed cost the
+ * products ~65-80 ns more than a resident one, and two k blocks a copy cut
+ * down_proj's ring from 143 to 107 ns a 64-k stage.
+ *
  * On by default (HRMT_CUDA_CLUSTER_NORM=0 turns it off): on the H200 the
  * step is 7% / 5% / 4% faster at batches 1 / 4 / 8 (docs/CUDA-KERNELS.md). Tried and
  * dropped: A's rows multicast once per cluster (8-row slices, every
@@ -67,12 +74,15 @@ namespace {
 
 constexpr int CN_BM = 64;
 
-template <int WN, int CL>
+/* KP: k blocks a stage, each stage's A and W one copy each
+ * (HRMT_CUDA_RING_KB; wgmma_common.cuh's encode_kb): [KP][64][64] of A,
+ * then [KP][WN][64] of W. */
+template <int WN, int CL, int KP = 1>
 struct cn_cfg {
     static constexpr int H = WN * CL;
     static constexpr int RP = CN_BM / CL; /* tile rows whose inv a CTA computes */
-    static constexpr int A_BYTES = CN_BM * ROW_BYTES;
-    static constexpr int STAGE_BYTES = A_BYTES + WN * ROW_BYTES;
+    static constexpr int A_BYTES = KP * CN_BM * ROW_BYTES;
+    static constexpr int STAGE_BYTES = A_BYTES + KP * WN * ROW_BYTES;
     /* At the rows it serves the grid is at most one CTA per SM: a deep ring. */
     static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
     static constexpr int XBUF = CN_BM * WN * 2 + CN_BM * 4; /* x (BF16), inv per row */
@@ -115,13 +125,14 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
  * the same bits; else wgmma. PUSH: the norm's exchanges pushed to where
  * they are read and waited for by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH,
  * below), the same bits; else pulled between two cluster barriers. */
-template <int WN, int CL, bool MMA, bool PUSH>
+template <int WN, int CL, bool MMA, bool PUSH, int KP = 1>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
     tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
-    using C = cn_cfg<WN, CL>;
+    static_assert(KP == 1 || !MMA, "the mma.sync products read one k block a stage");
+    using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -155,23 +166,24 @@ __global__ void __launch_bounds__(256, 1)
         if (threadIdx.x == 0) {
             /* W is never written: its first stages go out before the wait
              * for the kernel before (programmatic dependent launch). */
-            const int pre = kb_n < S ? kb_n : S;
-            for (int kb = 0; kb < pre; kb++) {
-                mbar_expect_tx(&full[kb], C::STAGE_BYTES);
-                tma_load(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb * BK, n0);
+            const int copies = kb_n / KP, pre = copies < S ? copies : S;
+            for (int c = 0; c < pre; c++) {
+                mbar_expect_tx(&full[c], C::STAGE_BYTES);
+                tma_load_kb<KP>(smem + c * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[c], c * KP,
+                                n0);
             }
             link_wait(p.link);
             pdl_trigger();
             int s = 0;
             unsigned ph = 0;
-            for (int kb = 0; kb < kb_n; kb++) {
+            for (int c = 0; c < copies; c++) {
                 uint8_t *st = smem + s * C::STAGE_BYTES;
-                if (kb >= pre) {
+                if (c >= pre) {
                     mbar_wait(&empty[s], ph ^ 1);
                     mbar_expect_tx(&full[s], C::STAGE_BYTES);
-                    tma_load(st + C::A_BYTES, &tm_w, &full[s], kb * BK, n0);
+                    tma_load_kb<KP>(st + C::A_BYTES, &tm_w, &full[s], c * KP, n0);
                 }
-                tma_load(st, &tm_a, &full[s], kb * BK, m0);
+                tma_load_kb<KP>(st, &tm_a, &full[s], c * KP, m0);
                 ring_next(s, ph, S);
             }
         }
@@ -224,8 +236,8 @@ __global__ void __launch_bounds__(256, 1)
         ring_products_mma<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
                               lane, warp);
     } else {
-        ring_products<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
-                          lane);
+        ring_products<WN, KP>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
+                              prev, lane, CN_BM * ROW_BYTES, WN * ROW_BYTES);
     }
 
     /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
@@ -345,10 +357,18 @@ int cn_fits(const hrmt_cuda *cu) {
     using C = cn_cfg<WN, CL>;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
+    /* The wider stages (KP 2, 4) take no more shared memory than KP 1's. */
+    static_assert(cn_cfg<WN, CL, 2>::SMEM_PUSH <= C::SMEM_PUSH &&
+                      cn_cfg<WN, CL, 4>::SMEM_PUSH <= C::SMEM_PUSH,
+                  "one cluster count for every KP");
     if (!cn_opt_in(cluster_norm_kernel<WN, CL, false, false>, C::SMEM, per_block, CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, true, false>, C::SMEM, per_block, CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, false, true>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, true>, C::SMEM_PUSH, per_block, CL))
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, true>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, false, true, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH,
+                   per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, false, true, 4>, cn_cfg<WN, CL, 4>::SMEM_PUSH,
+                   per_block, CL))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
     return cluster_fits(cluster_norm_kernel<WN, CL, false, true>, CL, 256, C::SMEM_PUSH);
@@ -358,9 +378,14 @@ template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                       const void *a, size_t k, const void *w, void *h, const cu_fold *f, int *done,
                       cu_links *lk) {
-    using C = cn_cfg<WN, CL>;
+    const struct hrmt_model_cuda *g = cu_model(m);
+    /* k blocks a copy: HRMT_CUDA_RING_KB where k holds whole copies (the
+     * push form's wgmma products only), else one. */
+    int kp = g->cnorm_push && !g->cnorm_mma ? g->ring_kb : 1;
+    while (kp > 1 && (k / BK) % (size_t)kp != 0) kp /= 2;
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, k, k, CN_BM) || !encode(fn, &tw, w, C::H, k, k, WN))
+    if (!encode_kb(fn, &ta, a, rows, k, k, CN_BM, kp) ||
+        !encode_kb(fn, &tw, w, (size_t)WN * CL, k, k, WN, kp))
         return HRMT_OK; /* *done stays 0: the launches serve */
     /* Its shared-memory (and cluster-size) opt-in was made at model load by
      * cn_fits, which this model's settings passed. */
@@ -375,15 +400,19 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? f->store : 0,
                     cu_link_take(lk),
                     cu_model(m)->tmap_prefetch};
-    const struct hrmt_model_cuda *g = cu_model(m);
-    auto kern = g->cnorm_mma ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
-                                              : cluster_norm_kernel<WN, CL, true, false>)
-                             : (g->cnorm_push ? cluster_norm_kernel<WN, CL, false, true>
-                                              : cluster_norm_kernel<WN, CL, false, false>);
+    auto kern = g->cnorm_mma     ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
+                                                  : cluster_norm_kernel<WN, CL, true, false>)
+                : !g->cnorm_push ? cluster_norm_kernel<WN, CL, false, false>
+                : kp == 4        ? cluster_norm_kernel<WN, CL, false, true, 4>
+                : kp == 2        ? cluster_norm_kernel<WN, CL, false, true, 2>
+                                 : cluster_norm_kernel<WN, CL, false, true>;
+    const size_t smem = !g->cnorm_push ? cn_cfg<WN, CL>::SMEM
+                        : kp == 4      ? cn_cfg<WN, CL, 4>::SMEM_PUSH
+                        : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH
+                                       : cn_cfg<WN, CL>::SMEM_PUSH;
     const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * CL);
     const cudaError_t e =
-        cluster_launch(kern, CL, dim3(grid), dim3(256), g->cnorm_push ? C::SMEM_PUSH : C::SMEM,
-                       cu_stream(m), g->pdl, ta, tw, p);
+        cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     cu_link_done(lk, p.link, grid);
     *done = 1;

@@ -74,7 +74,9 @@ constexpr int QA_SMEM_PUSH = QA_SMEM + 8; /* + the pushes' barrier */
  * (HRMT_CUDA_QKV_ATTN_PUSH), products by mma.sync (HRMT_CUDA_QKV_ATTN_MMA),
  * RoPE factors loaded early (HRMT_CUDA_ROPE_EARLY; the wgmma form only:
  * beside mma.sync's operand registers they spill). */
-enum { QA_PUSH = 1, QA_MMA = 2, QA_EARLY = 4, QA_FORMS = 6 };
+/* QA_KB2 / QA_KB4: two / four k blocks a stage, A's and W's each one TMA
+ * copy (HRMT_CUDA_RING_KB; encode_kb's maps), with the pushes and wgmma. */
+enum { QA_PUSH = 1, QA_MMA = 2, QA_EARLY = 4, QA_FORMS = 6, QA_KB2 = 8, QA_KB4 = 16 };
 
 template <int RT, int KT, bool FULL, int FORM>
 __global__ void __launch_bounds__(256, 1)
@@ -83,11 +85,14 @@ __global__ void __launch_bounds__(256, 1)
 #ifdef HRMT_SM90A
     tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     constexpr bool PUSH = FORM & QA_PUSH, MMA = FORM & QA_MMA, EARLY = FORM & QA_EARLY;
+    constexpr int KP = FORM & QA_KB4 ? 4 : FORM & QA_KB2 ? 2 : 1;
     static_assert(!(MMA && EARLY), "the early RoPE factors are the wgmma form's");
-    constexpr int CL = 3 * RT, S = QA_STAGES;
+    static_assert(KP == 1 || (PUSH && !MMA), "wider stages with the pushes' wgmma form");
+    /* S stages of KP k blocks: [KP][64][64] of A, then [KP][64][64] of W. */
+    constexpr int CL = 3 * RT, S = QA_STAGES / KP, SB = KP * QA_STAGE_BYTES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint16_t *xs = (uint16_t *)(smem + S * QA_STAGE_BYTES);
+    uint16_t *xs = (uint16_t *)(smem + QA_STAGES * QA_STAGE_BYTES);
     uint16_t *Ks = (uint16_t *)((uint8_t *)xs + QA_X), *Vs = (uint16_t *)((uint8_t *)Ks + QA_KV);
     uint16_t *Qs = (uint16_t *)((uint8_t *)Vs + QA_KV);
     uint64_t *full = (uint64_t *)((uint8_t *)Qs + QA_Q), *empty = full + S;
@@ -115,14 +120,14 @@ __global__ void __launch_bounds__(256, 1)
              * rule), so the ring never wraps. W is never written: it goes
              * out before the wait for the kernel before (programmatic
              * dependent launch), A's rows after. */
-            for (int kb = 0; kb < kb_n; kb++) {
-                mbar_expect_tx(&full[kb], QA_STAGE_BYTES);
-                tma_load(smem + kb * QA_STAGE_BYTES + QA_A_BYTES, &tm_w, &full[kb], kb * BK, n0);
+            for (int c = 0; c < kb_n / KP; c++) {
+                mbar_expect_tx(&full[c], SB);
+                tma_load_kb<KP>(smem + c * SB + KP * QA_A_BYTES, &tm_w, &full[c], c * KP, n0);
             }
             link_wait(p.link);
             pdl_trigger();
-            for (int kb = 0; kb < kb_n; kb++)
-                tma_load(smem + kb * QA_STAGE_BYTES, &tm_a, &full[kb], kb * BK, m0);
+            for (int c = 0; c < kb_n / KP; c++)
+                tma_load_kb<KP>(smem + c * SB, &tm_a, &full[c], c * KP, m0);
         }
         /* The producer warpgroup takes part in the cluster barrier (its
          * first warp converged first: lane 0 issued the loads). */
@@ -150,8 +155,8 @@ __global__ void __launch_bounds__(256, 1)
         ring_products_mma<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
                                 lane, warp & 3);
     } else {
-        ring_products<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
-                            prev, lane);
+        ring_products<QA_D, KP>(acc, smem, SB, KP * QA_A_BYTES, full, empty, S, kb_n, s, ph, prev,
+                                lane, QA_A_BYTES, QA_D * ROW_BYTES);
     }
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
@@ -207,11 +212,20 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-/* The instance of a form (QA_* bits; with mma.sync, no early factors). */
+/* The instance of a form (QA_* bits; with mma.sync, no early factors; the
+ * wider stages with the pushes' wgmma form only). */
 template <int RT, int KT, bool FULL>
 auto qa_kernel(int form) {
     if (form & QA_MMA) form &= ~QA_EARLY;
+    if ((form & (QA_MMA | QA_PUSH)) != QA_PUSH) form &= ~(QA_KB2 | QA_KB4);
+    if (form & QA_KB4) form &= ~QA_KB2;
     switch (form) {
+    case QA_PUSH | QA_KB2: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_KB2>;
+    case QA_PUSH | QA_EARLY | QA_KB2:
+        return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY | QA_KB2>;
+    case QA_PUSH | QA_KB4: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_KB4>;
+    case QA_PUSH | QA_EARLY | QA_KB4:
+        return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY | QA_KB4>;
     case QA_PUSH: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH>;
     case QA_MMA: return qkv_attn_kernel<RT, KT, FULL, QA_MMA>;
     case QA_PUSH | QA_MMA: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_MMA>;
@@ -227,7 +241,18 @@ int qa_fits(const hrmt_cuda *cu) {
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     /* Every form opted in; the cluster count of the larger (one CTA per
      * SM either way). */
-    for (int f = 0; f < QA_FORMS; f++) {
+    const int forms[] = {0,
+                         1,
+                         2,
+                         3,
+                         4,
+                         5,
+                         QA_PUSH | QA_KB2,
+                         QA_PUSH | QA_EARLY | QA_KB2,
+                         QA_PUSH | QA_KB4,
+                         QA_PUSH | QA_EARLY | QA_KB4};
+    static_assert(QA_FORMS == 6, "the six forms without wider stages, then those with them");
+    for (int f : forms) {
         const size_t smem = f & QA_PUSH ? QA_SMEM_PUSH : QA_SMEM;
         auto kern = qa_kernel<RT, KT, FULL>(f);
         if (!image_loads(kern, smem, per_block) || smem_opt_in(kern, smem) != cudaSuccess) {
@@ -242,17 +267,24 @@ template <int RT, int KT, bool FULL>
 hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t n,
                       const void *h, const void *w, void *att, int *done, cu_links *lk) {
     const size_t H = m->hidden, rows = n * m->T;
-    CUtensorMap ta, tw;
-    if (!encode(fn, &ta, h, rows, H, H, 64) || !encode(fn, &tw, w, 3 * H, H, H, QA_D))
-        return HRMT_OK; /* *done stays 0: the launches serve */
     const struct hrmt_model_cuda *g = cu_model(m);
+    /* k blocks a copy (HRMT_CUDA_RING_KB) with the pushes' wgmma form,
+     * where k holds whole copies. */
+    int kp = g->qa_push && !g->qa_mma ? g->ring_kb : 1;
+    while (kp > 1 && (H / BK) % (size_t)kp != 0) kp /= 2;
+    CUtensorMap ta, tw;
+    if (!encode_kb(fn, &ta, h, rows, H, H, 64, kp) || !encode_kb(fn, &tw, w, 3 * H, H, H, QA_D, kp))
+        return HRMT_OK; /* *done stays 0: the launches serve */
     qkv_attn_args p = qkv_attn_args_for(m, att);
     p.link = cu_link_take(lk);
     const unsigned grid = (unsigned)(n * m->heads * 3 * RT);
     /* The shared-memory opt-in was made at model load (qa_fits). */
     const cudaError_t e = cluster_launch(
         qa_kernel<RT, KT, FULL>((g->qa_push ? QA_PUSH : 0) | (g->qa_mma ? QA_MMA : 0) |
-                                (g->rope_early ? QA_EARLY : 0)),
+                                (g->rope_early ? QA_EARLY : 0) |
+                                (kp == 4   ? QA_KB4
+                                 : kp == 2 ? QA_KB2
+                                           : 0)),
         3 * RT, dim3(grid), dim3(256), g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl,
         ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");

@@ -97,6 +97,28 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
         : "memory");
 }
 
+/* A box of a 3-D tensor map (encode_kb: KP k blocks of a row tile in one
+ * copy). */
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+}
+/* Rows r0.. of k blocks kb .. kb + KP - 1 into dst, one 2-D copy per block
+ * (KP = 1, encode's map) or one 3-D copy of all (encode_kb's): the same
+ * bytes in the same places, [KP][rows][64] in the 128-byte swizzle. */
+template <int KP>
+__device__ __forceinline__ void tma_load_kb(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int kb, int r0) {
+    if constexpr (KP == 1)
+        tma_load(dst, map, bar, kb * BK, r0);
+    else
+        tma_load_3d(dst, map, bar, 0, r0, kb);
+}
+
 __device__ __forceinline__ uint32_t cl_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -215,27 +237,34 @@ __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t
     else
         wgmma_n256(d, da, db);
 }
-/* One warpgroup's products of a tile over kb_n stages of a TMA ring, from
- * stage s (parity ph): D[64 x N] += A W^T per stage, A at the stage's start
- * and W `w_off` bytes in. Each stage is given back (one arrive per warp on
- * empty[]) once the next stage's products are issued; the last stage's
- * index comes back in prev (-1: none) for the caller to give back when it
- * is done with the ring; s and ph move on past the tile. The accumulators
- * are complete when it returns. */
-template <int N>
+/* One warpgroup's products of a tile over kb_n k blocks of a TMA ring,
+ * KP k blocks a stage, from stage s (parity ph): D[64 x N] += A W^T per k
+ * block, the stage's A blocks a_blk bytes apart from its start and its W
+ * blocks w_blk bytes apart from `w_off` (KP = 1: neither is read). Each
+ * stage is given back (one arrive per warp on empty[]) once the next
+ * stage's products are issued; the last stage's index comes back in prev
+ * (-1: none) for the caller to give back when it is done with the ring; s
+ * and ph move on past the tile. kb_n % KP == 0. The accumulators are
+ * complete when it returns; the chain is the same k16 steps in the same
+ * order whatever KP. */
+template <int N, int KP = 1>
 __device__ __forceinline__ void ring_products(float (&acc)[N / 2], const uint8_t *smem,
                                               int stage_bytes, int w_off, uint64_t *full,
                                               uint64_t *empty, int stages, int kb_n, int &s,
-                                              unsigned &ph, int &prev, int lane) {
+                                              unsigned &ph, int &prev, int lane, int a_blk = 0,
+                                              int w_blk = 0) {
     prev = -1;
-    for (int kb = 0; kb < kb_n; kb++) {
+    for (int kb = 0; kb < kb_n; kb += KP) {
         mbar_wait(&full[s], ph);
         if (kb == 0) LT_PHASE(1);
         const uint8_t *st = smem + s * stage_bytes;
-        const uint64_t da = desc_k128(st), dw = desc_k128(st + w_off);
         wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
+        for (int j = 0; j < KP; j++) {
+            const uint64_t da = desc_k128(st + j * a_blk), dw = desc_k128(st + w_off + j * w_blk);
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, dw + 2 * kk);
+        }
         wg_commit();
         wg_wait<1>(); /* the previous stage is read: give it back */
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
@@ -301,6 +330,23 @@ int encode(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *b
     const cuuint64_t strides[1] = {(cuuint64_t)(ld * 2)};
     const cuuint32_t box[2] = {(cuuint32_t)BK, (cuuint32_t)box_rows}, elem[2] = {1, 1};
     return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides,
+              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* The same rows x cols as a 3-D map [cols / 64][rows][64] read in boxes
+ * of KP k blocks of box_rows rows (tma_load_kb): one copy lands k blocks kb
+ * .. kb + KP - 1 one after the other, each as encode's box would. kp = 1:
+ * encode's map. cols % 64 == 0. */
+int encode_kb(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *base, size_t rows,
+              size_t cols, size_t ld, int box_rows, int kp) {
+    if (kp == 1) return encode(fn, map, base, rows, cols, ld, box_rows);
+    const cuuint64_t dims[3] = {(cuuint64_t)BK, (cuuint64_t)rows, (cuuint64_t)(cols / BK)};
+    const cuuint64_t strides[2] = {(cuuint64_t)(ld * 2), (cuuint64_t)ROW_BYTES};
+    const cuuint32_t box[3] = {(cuuint32_t)BK, (cuuint32_t)box_rows, (cuuint32_t)kp};
+    const cuuint32_t elem[3] = {1, 1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void *>(base), dims, strides,
               box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
