@@ -1376,8 +1376,10 @@ Test(cuda_model, qkv_attn_pair_equals_cta_learned) {
     hrmt_context_destroy(ctx);
 }
 
-/* The cluster projection + norm's ring with two or four k blocks a TMA copy
- * (HRMT_CUDA_RING_KB, wgmma_common.cuh's encode_kb) against one: the same
+/* The cluster projection + norm's ring with two or four (the default) k
+ * blocks a TMA copy (HRMT_CUDA_RING_KB, wgmma_common.cuh's encode_kb)
+ * against one, which cluster_norm_equals_launches_* held to the launches
+ * before four became the default: the same
  * bytes, both schedules, halting samples, models made with the value and
  * with 1; clusters of 16 and of 8 (batches 1, 2, 7 at HRM's width: o_proj's
  * 8 and down_proj's 24 k blocks), hidden 256 (4 and 12), the second tile's

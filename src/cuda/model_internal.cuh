@@ -95,7 +95,7 @@ struct hrmt_model_cuda {
     int cnorm_mma;  /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
     int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
     int ring_kb;    /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring and the cluster
-                       qkv + attention's (1, 2, 4) */
+                       qkv + attention's (1, 2, 4; default 4) */
     int qa_cta_kb2; /* HRMT_CUDA_QKV_ATTN_CTA_KB2: two k blocks a copy in the CTA form's ring */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
     int qa_mma;     /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */

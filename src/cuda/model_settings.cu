@@ -211,18 +211,19 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     g->cnorm_push = g->cnorm && cpush;
     /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
      * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
-     * encode_kb), same bits: their push forms' wgmma products only.
-     * bench/cuda_ring_feed.cu (session 37, H100): the batch-1 down_proj
-     * ring's products at 143 / 109 / 72 ns a 64-k stage with 1 / 2 / 4 k
-     * blocks a copy. */
+     * encode_kb), same bits: their push forms' wgmma products only. Four
+     * by default since session 37 (H100): the batch-1 down_proj ring's
+     * products at 143 / 109 / 72 ns a 64-k stage with 1 / 2 / 4 k blocks a
+     * copy (bench/cuda_ring_feed.cu), the step 0.969 / 0.966 / 0.975 /
+     * 0.968 of one's time at batches 1 / 2 / 4 / 8 (2: 0.98-1.02). */
     env = getenv("HRMT_CUDA_RING_KB");
     if (env && strcmp(env, "1") != 0 && strcmp(env, "2") != 0 && strcmp(env, "4") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_RING_KB='%s' is not 1, 2 or 4",
                          env);
-    g->ring_kb = env ? atoi(env) : 1;
+    g->ring_kb = env ? atoi(env) : 4;
     /* The CTA form's ring with two k blocks a copy (two stages of 80 KB
-     * instead of four of 40), same bits: opt-in (session 37, H100: with the
-     * above, 1.04-1.07x the step's time at batches 4-16). */
+     * instead of four of 40), same bits: opt-in (session 37, H100: 1.074 /
+     * 1.074 / 1.048x the step's time at batches 4 / 8 / 16). */
     g->qa_cta_kb2 = g->qa_ctas > 0 && ctakb2;
     return HRMT_OK;
 }
