@@ -1447,6 +1447,21 @@ Test(cuda_model, qkv_attn_cta_kb2_equals_one_short_seq) {
                                  "CTA form, two k blocks a copy", 256, 4, 69, batches, 2);
 }
 
+/* ... and with W's q, k and v rows one copy a stage
+ * (HRMT_CUDA_QKV_ATTN_CTA_W1, encode_parts' 4-D map). */
+Test(cuda_model, qkv_attn_cta_w1_equals_three_hrm_width) {
+    need_cc90("the qkv + attention CTA kernel is built for", 0);
+    const int batches[] = {3, 8};
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
+                                 "CTA form, W one copy", 512, 8, 81, batches, 2);
+}
+Test(cuda_model, qkv_attn_cta_w1_equals_three_short_seq) {
+    need_cc90("the qkv + attention CTA kernel is built for", 0);
+    const int batches[] = {6, 16};
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
+                                 "CTA form, W one copy", 256, 4, 69, batches, 2);
+}
+
 /* Where it does not serve: the mma.sync products and the barrier forms
  * keep one k block a copy (the cluster qkv + attention's barrier form in
  * both cases: the other ring it serves). */
@@ -1759,7 +1774,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR",     "HRMT_CUDA_QKV_ATTN_CTA_KB2"};
+        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",
+        "HRMT_CUDA_QKV_ATTN_CTA_W1"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -97,6 +97,7 @@ struct hrmt_model_cuda {
     int ring_kb;    /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring and the cluster
                        qkv + attention's (1, 2, 4; default 4) */
     int qa_cta_kb2; /* HRMT_CUDA_QKV_ATTN_CTA_KB2: two k blocks a copy in the CTA form's ring */
+    int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: its W's q, k and v rows one copy a stage */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
     int qa_mma;     /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */
     int rope_early; /* HRMT_CUDA_ROPE_EARLY: both qkv + attention kernels load RoPE factors early */

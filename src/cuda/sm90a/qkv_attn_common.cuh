@@ -75,18 +75,25 @@ __device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const 
  * head's 64 q, then 64 k, then 64 v rows of W, KP blocks each, one copy
  * per part. W is never written, so its first stages go out before the wait
  * for the kernel before (programmatic dependent launch), A's rows after it.
- * kb_n % KP == 0. */
-template <int S, int KP = 1>
+ * kb_n % KP == 0. W1 (KP = 1; HRMT_CUDA_QKV_ATTN_CTA_W1): W's three parts
+ * as one copy of encode_parts' map, the same bytes in the same places. */
+template <int S, int KP = 1, bool W1 = false>
 __device__ __forceinline__ void qkv_feed(uint8_t *smem, int a_bytes, const CUtensorMap *tm_a,
                                          const CUtensorMap *tm_w, uint64_t *full, uint64_t *empty,
                                          int kb_n, int m0, int H, int head) {
     constexpr int D = 64, W_PART = KP * D * ROW_BYTES;
     const int copies = kb_n / KP, stage_bytes = KP * a_bytes + 3 * W_PART;
     const int pre = copies < S ? copies : S;
+    static_assert(!W1 || KP == 1, "the parts' map reads one k block a copy");
     auto load_w = [&](uint8_t *st, uint64_t *bar, int kb) {
+        if constexpr (W1) {
+            tma_load_4d(st + a_bytes, tm_w, bar, 0, head * D, 0, kb);
+        } else {
 #pragma unroll
-        for (int part = 0; part < 3; part++)
-            tma_load_kb<KP>(st + KP * a_bytes + part * W_PART, tm_w, bar, kb, part * H + head * D);
+            for (int part = 0; part < 3; part++)
+                tma_load_kb<KP>(st + KP * a_bytes + part * W_PART, tm_w, bar, kb,
+                                part * H + head * D);
+        }
     };
     for (int c = 0; c < pre; c++) {
         mbar_expect_tx(&full[c], stage_bytes);

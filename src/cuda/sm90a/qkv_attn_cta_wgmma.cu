@@ -56,8 +56,9 @@ constexpr int QC_THREADS = 384;
 /* EARLY: q's and k's RoPE factors loaded before the wait for the kernel
  * before (HRMT_CUDA_ROPE_EARLY; qkv_attn_common.cuh's rope_load). KP: k
  * blocks a stage (HRMT_CUDA_QKV_ATTN_CTA_KB2: 2; the ring's QC_STAGES / KP
- * stages take the same shared memory). */
-template <int KT, bool FULL, bool EARLY, int KP = 1>
+ * stages take the same shared memory). W1: the head's q, k and v rows of W
+ * one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1; encode_parts' map). */
+template <int KT, bool FULL, bool EARLY, int KP = 1, bool W1 = false>
 __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_attn_cta_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
@@ -77,7 +78,8 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
-            qkv_feed<S, KP>(smem, QC_A_BYTES, &tm_a, &tm_w, full, empty, kb_n, smp * T, H, head);
+            qkv_feed<S, KP, W1>(smem, QC_A_BYTES, &tm_a, &tm_w, full, empty, kb_n, smp * T, H,
+                                head);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -122,9 +124,12 @@ int qc_fits(const hrmt_cuda *cu) {
     int sms = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, &sms, NULL);
     auto kern = qkv_attn_cta_kernel<KT, FULL, false>;
-    decltype(kern) all[4] = {kern, qkv_attn_cta_kernel<KT, FULL, true>,
+    decltype(kern) all[6] = {kern,
+                             qkv_attn_cta_kernel<KT, FULL, true>,
                              qkv_attn_cta_kernel<KT, FULL, false, 2>,
-                             qkv_attn_cta_kernel<KT, FULL, true, 2>};
+                             qkv_attn_cta_kernel<KT, FULL, true, 2>,
+                             qkv_attn_cta_kernel<KT, FULL, false, 1, true>,
+                             qkv_attn_cta_kernel<KT, FULL, true, 1, true>};
     for (auto k : all)
         if (!image_loads(k, QC_SMEM, per_block) || smem_opt_in(k, QC_SMEM) != cudaSuccess) {
             (void)cudaGetLastError();
@@ -147,14 +152,20 @@ hrmt_status qc_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     /* Two k blocks a copy when asked for (HRMT_CUDA_QKV_ATTN_CTA_KB2) and k
      * holds whole pairs. */
     const int kp = g->qa_cta_kb2 && (H / BK) % 2 == 0 ? 2 : 1;
+    /* W's three parts one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1), with one
+     * k block a stage. */
+    const bool w1 = kp == 1 && g->qa_cta_w1;
     CUtensorMap ta, tw;
     if (!encode_kb(fn, &ta, h, rows, H, H, QC_ROWS, kp) ||
-        !encode_kb(fn, &tw, w, 3 * H, H, H, QC_D, kp))
+        !(w1 ? encode_parts(fn, &tw, w, H, 3, H, H, QC_D)
+             : encode_kb(fn, &tw, w, 3 * H, H, H, QC_D, kp)))
         return HRMT_OK; /* *done stays 0: the launches serve */
     const qkv_attn_args p = qkv_attn_args_for(m, att);
     auto kern = g->rope_early ? (kp == 2 ? qkv_attn_cta_kernel<KT, FULL, true, 2>
+                                 : w1    ? qkv_attn_cta_kernel<KT, FULL, true, 1, true>
                                          : qkv_attn_cta_kernel<KT, FULL, true>)
                               : (kp == 2 ? qkv_attn_cta_kernel<KT, FULL, false, 2>
+                                 : w1    ? qkv_attn_cta_kernel<KT, FULL, false, 1, true>
                                          : qkv_attn_cta_kernel<KT, FULL, false>);
     /* The shared-memory opt-in was made at model load (qc_fits). */
     const cudaError_t e = pdl_launch(kern, dim3((unsigned)(n * m->heads)), dim3(QC_THREADS),

@@ -107,6 +107,16 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, u
         "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
         : "memory");
 }
+/* A box of a 4-D tensor map (encode_parts: the q, k and v rows of a head
+ * in one copy). */
+__device__ __forceinline__ void tma_load_4d(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1, int c2, int c3) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+        : "memory");
+}
 /* Rows r0.. of k blocks kb .. kb + KP - 1 into dst, one 2-D copy per block
  * (KP = 1, encode's map) or one 3-D copy of all (encode_kb's): the same
  * bytes in the same places, [KP][rows][64] in the 128-byte swizzle. */
@@ -347,6 +357,24 @@ int encode_kb(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void
     const cuuint32_t box[3] = {(cuuint32_t)BK, (cuuint32_t)box_rows, (cuuint32_t)kp};
     const cuuint32_t elem[3] = {1, 1, 1};
     return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void *>(base), dims, strides,
+              box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* W [parts x rows, cols] (row stride ld) as a 4-D map [cols / 64][parts]
+ * [rows][64] read in boxes of box_rows rows of every part over one k
+ * block: one copy lands part p's rows r0 .. r0 + box_rows - 1 at p box_rows
+ * 128 bytes, as `parts` copies of encode's map at rows p rows + r0 would. */
+int encode_parts(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *base,
+                 size_t rows, int parts, size_t cols, size_t ld, int box_rows) {
+    const cuuint64_t dims[4] = {(cuuint64_t)BK, (cuuint64_t)rows, (cuuint64_t)parts,
+                                (cuuint64_t)(cols / BK)};
+    const cuuint64_t strides[3] = {(cuuint64_t)(ld * 2), (cuuint64_t)(rows * ld * 2),
+                                   (cuuint64_t)ROW_BYTES};
+    const cuuint32_t box[4] = {(cuuint32_t)BK, (cuuint32_t)box_rows, (cuuint32_t)parts, 1};
+    const cuuint32_t elem[4] = {1, 1, 1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void *>(base), dims, strides,
               box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
