@@ -33,7 +33,9 @@
  * products) 79 ns a stage against 137 as run; modes 8-10 (2 / 4 / 8 k
  * blocks a copy, 3-D tensor maps) 109 / 72 / 99 for down_proj: a ring is
  * paced by its number of copies, not their bytes, so the cluster kernels
- * now copy four k blocks at a time (HRMT_CUDA_RING_KB).
+ * now copy four k blocks at a time (HRMT_CUDA_RING_KB). The fused gate_up's
+ * batch-8 tiles are the L2's: W multicast to 2 / 4 row tiles (mc 2) took
+ * their products from 279 / 261 to 256 / 219 ns a stage.
  * Not part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
  *        bench/cuda_ring_feed.cu -o /tmp/ring_feed && /tmp/ring_feed
@@ -58,6 +60,7 @@ constexpr int W_ROWS = 2048; /* W rows of the configurations' groups (12 x 128 a
 
 struct feed_args {
     int kb_n, stages, group, wn, w_load;
+    int nt;                /* MCW: W tiles (n0 = WN x the cluster's tile); 0 otherwise */
     unsigned long long *t; /* per CTA: start, first stage, end */
 };
 
@@ -100,8 +103,10 @@ __device__ __forceinline__ void products_done(float (&acc)[WN / 2]) {
  * (mc_empty[s] of the issuer, 4 group arrivals); W stays each CTA's own.
  * The issuer waits mc_empty[s] at the ring's parity, right while each of
  * its mc_empty barriers completes at most once a wrap: kb_n <= 2 stages
- * (the host checks). */
-template <int WN, int MODE, bool MC = false>
+ * (the host checks). MCW (with MC): W multicast instead, the group being
+ * `group` row tiles of the same W tile (a.nt W tiles), A each CTA's own:
+ * the fused gate_up's batch-8 tiles read all of W once per row tile. */
+template <int WN, int MODE, bool MC = false, bool MCW = false>
 __global__ void __launch_bounds__(256, 1)
     feed(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_w,
          int box_bytes, const feed_args a) {
@@ -122,8 +127,10 @@ __global__ void __launch_bounds__(256, 1)
         cl_wait();
     }
     const unsigned long long t0 = now_ns();
-    const int m0 = (int)(blockIdx.x / (unsigned)a.group) * 64;
-    const int n0 = (int)(blockIdx.x % (unsigned)a.group) * WN;
+    const int cid = (int)(blockIdx.x / (unsigned)a.group),
+              cr = (int)(blockIdx.x % (unsigned)a.group);
+    const int m0 = MCW ? ((cid / a.nt) * a.group + cr) * 64 : cid * 64;
+    const int n0 = MCW ? (cid % a.nt) * WN : cr * WN;
     const unsigned bytes = (unsigned)box_bytes + (a.w_load ? (unsigned)(WN * ROW_BYTES) : 0u);
     if (threadIdx.x < 128) {
         if (threadIdx.x != 0) {
@@ -152,8 +159,13 @@ __global__ void __launch_bounds__(256, 1)
             uint8_t *st = smem + s * stage;
             if (kb >= S) mbar_wait(&empty[s], ph ^ 1);
             mbar_expect_tx(&full[s], bytes);
-            if (a.w_load) tma_load(st + A_BLOCK, &tm_w, &full[s], kb * BK, n0);
-            if (!MC) {
+            if (a.w_load && !MCW) tma_load(st + A_BLOCK, &tm_w, &full[s], kb * BK, n0);
+            if (MCW && kb % a.group == (int)rank) {
+                if (kb >= S) mbar_wait_cluster(&mc_empty[s], ph ^ 1);
+                tma_load_mc(st + A_BLOCK, &tm_w, &full[s], kb * BK, n0,
+                            (uint16_t)((1u << a.group) - 1));
+            }
+            if (!MC || MCW) {
                 tma_load(st, &tm_a, &full[s], kb * BK, m0);
             } else if (kb % a.group == (int)rank) {
                 if (kb >= S) mbar_wait_cluster(&mc_empty[s], ph ^ 1);
@@ -322,6 +334,7 @@ __global__ void __launch_bounds__(256, 1)
 struct cfg {
     const char *what;
     int ctas, group, box_rows, wn, kb_n, stages, mode, w_load, mc;
+    int nt; /* mc 2 (W multicast to `group` row tiles): the W tiles */
 };
 
 double median(std::vector<double> v) {
@@ -330,10 +343,10 @@ double median(std::vector<double> v) {
 }
 
 /* false when a cluster of a.group such CTAs cannot be placed (nothing run). */
-template <int WN, int C, bool MC>
+template <int WN, int C, bool MC, bool MCW = false>
 bool launch(const CUtensorMap &ta, const CUtensorMap &tw, int box_bytes, const feed_args &a,
             int ctas, size_t smem) {
-    auto k = feed<WN, C, MC>;
+    auto k = feed<WN, C, MC, MCW>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     if (MC && cluster_fits(k, a.group, 256, smem) == 0) return false;
@@ -432,6 +445,12 @@ int main(void) {
         {"clusters of 8, four k blocks a copy", 88, 8, 64, 64, 24, 12, 9, 1, 0},
         {"down_proj, eight k blocks a copy", 32, 16, 64, 32, 24, 16, 10, 1, 0},
         {"o_proj, eight k blocks a copy", 32, 16, 64, 32, 8, 16, 10, 1, 0},
+        {"gate_up, 120 CTAs (10 row tiles x 12), as run", 120, 12, 64, 128, 8, 8, 1, 1, 0},
+        {"  feed alone", 120, 12, 64, 128, 8, 8, 0, 1, 0},
+        {"  W multicast to pairs of row tiles", 120, 2, 64, 128, 8, 8, 1, 1, 2, 12},
+        {"  W multicast to pairs, feed alone", 120, 2, 64, 128, 8, 8, 0, 1, 2, 12},
+        {"  W multicast to fours of row tiles", 96, 4, 64, 128, 8, 8, 1, 1, 2, 12},
+        {"  (96 CTAs as run, for the fours)", 96, 12, 64, 128, 8, 8, 1, 1, 0},
         {"gate_up at batch 8, two k blocks a copy", 132, 12, 64, 128, 8, 8, 8, 1, 0},
         {"  as run, 8 k blocks", 132, 12, 64, 128, 8, 8, 1, 1, 0},
         {"down_proj, one stage read 24 times", 32, 16, 64, 32, 24, 16, 4, 1, 0},
@@ -481,8 +500,8 @@ int main(void) {
             fails++;
             continue;
         }
-        if (c.mc && c.wn == 128) {
-            printf("%-52s multicast with 128 W rows: no such instance\n", c.what);
+        if ((c.mc == 1 && c.wn == 128) || (c.mc == 2 && c.wn != 128)) {
+            printf("%-52s multicast of that form: no such instance\n", c.what);
             fails++;
             continue;
         }
@@ -500,7 +519,7 @@ int main(void) {
             continue;
         }
         const int box_bytes = c.box_rows * ROW_BYTES;
-        feed_args a{c.kb_n, c.stages, c.group, c.wn, c.w_load, t};
+        feed_args a{c.kb_n, c.stages, c.group, c.wn, c.w_load, c.nt, t};
         std::vector<double> first, med, mx;
         bool placed = true;
         for (int rep = 0; rep < 8 && placed; rep++) {
@@ -510,6 +529,9 @@ int main(void) {
             else if (c.wn == 64)
                 placed = c.mc ? launch_as<64, true>(c.mode, ta, tw, box_bytes, a, c.ctas, smem)
                               : launch_as<64, false>(c.mode, ta, tw, box_bytes, a, c.ctas, smem);
+            else if (c.mc == 2)
+                placed = c.mode ? launch<128, 1, true, true>(ta, tw, box_bytes, a, c.ctas, smem)
+                                : launch<128, 0, true, true>(ta, tw, box_bytes, a, c.ctas, smem);
             else
                 placed = launch_as<128, false>(c.mode, ta, tw, box_bytes, a, c.ctas, smem);
             if (!placed) break;
