@@ -42,12 +42,12 @@
  * m64nWNk16 (the residual read while the products run); CL = 16 or 8, by
  * the batch's tile count (cu_cluster_norm_ctas, model_settings.cu).
  *
- * HRMT_CUDA_RING_KB (2 or 4, KP; the push form's wgmma products): each
- * stage two or four k blocks of A and W, one 3-D TMA copy of each, one
- * barrier and one group of k16 steps: the same chain. The ring-feed bench
- * (bench/cuda_ring_feed.cu) saw a stage that has just landed cost the
- * products ~65-80 ns more than a resident one, and two k blocks a copy cut
- * down_proj's ring from 143 to 107 ns a 64-k stage.
+ * KP (HRMT_CUDA_RING_KB: 1, 2 or 4, default 4; the push form's wgmma
+ * products): each stage KP k blocks of A and of W, one 3-D TMA copy of
+ * each, one barrier and one group of k16 steps: the same chain. The
+ * ring-feed bench (bench/cuda_ring_feed.cu, session 37, H100) found the
+ * ring paced by its number of copies: down_proj's products at 143 / 109 /
+ * 72 ns a 64-k stage with 1 / 2 / 4 k blocks a copy (the chain alone: 63).
  *
  * On by default (HRMT_CUDA_CLUSTER_NORM=0 turns it off): on the H200 the
  * step is 7% / 5% / 4% faster at batches 1 / 4 / 8 (docs/CUDA-KERNELS.md). Tried and
