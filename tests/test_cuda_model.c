@@ -775,21 +775,26 @@ Test(cuda_model, attn_teams_equal_one_warp_hrm_width) { attn_teams_equal_one_war
 Test(cuda_model, attn_teams_equal_one_warp_short_seq) { attn_teams_equal_one_warp(256, 4, 60); }
 Test(cuda_model, attn_teams_equal_one_warp_head_dim_32) { attn_teams_equal_one_warp(64, 2, 100); }
 
-/* A switch whose two sides must give the same bytes (logits, q, z_H, z_L and
- * halted) over four steps with the early-halt rule and a 3-step limit, so
- * samples halt by either rule and restart with new inputs while others run
- * on; both schedules. m[0] runs `path`, m[1] does not. */
-static void early_halt_switch_keeps_bits(const char *env, hrmt_model_path path, const char *label,
-                                         int hidden, int heads, int seq_len, const int *batches,
-                                         int nb) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
-    cfg.halt_max_steps = 3;
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 37, env, m);
-    cr_assert_eq(hrmt_model_uses(m[0], path), 1, "%s=1 runs it (BF16, vocab %d)", env,
-                 cfg.vocab_size);
-    cr_assert_eq(hrmt_model_uses(m[1], path), 0, "%s=0 turns it off", env);
+/* Each of env's n bad values fails the load with INVALID_ARG naming env. */
+static void expect_bad_values(hrmt_context *ctx, const hrmt_model_config *cfg, const char *env,
+                              const char **bad, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        hrmt_model *m = NULL;
+        setenv(env, bad[i], 1);
+        cr_expect_eq(hrmt_model_create_random(ctx, cfg, 7, &m), HRMT_ERR_INVALID_ARG, "%s='%s'",
+                     env, bad[i]);
+        cr_expect(strstr(hrmt_last_error(ctx), env), "%s", hrmt_last_error(ctx));
+        unsetenv(env);
+        hrmt_model_destroy(m);
+    }
+}
+
+/* Four ACT steps of m[0] and m[1] give the same bytes (logits, q, z_H, z_L
+ * and halted), baseline and tiered, at each batch: with the early-halt rule
+ * and a 3-step limit samples halt by either rule and restart with new inputs
+ * while others run on. */
+static void expect_same_acts(hrmt_model *m[2], const char *label, int hidden, int seq_len,
+                             const int *batches, int nb) {
     const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
     for (int i = 0; i < nb; i++)
         for (int q = 0; q < 2; q++) {
@@ -805,6 +810,22 @@ static void early_halt_switch_keeps_bits(const char *env, hrmt_model_path path, 
                 outs_free(&y[s2]);
             }
         }
+}
+
+/* A switch whose two sides must give the same bytes over those four steps;
+ * m[0] runs `path`, m[1] does not. */
+static void early_halt_switch_keeps_bits(const char *env, hrmt_model_path path, const char *label,
+                                         int hidden, int heads, int seq_len, const int *batches,
+                                         int nb) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
+    cfg.halt_max_steps = 3;
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, 37, env, m);
+    cr_assert_eq(hrmt_model_uses(m[0], path), 1, "%s=1 runs it (BF16, vocab %d)", env,
+                 cfg.vocab_size);
+    cr_assert_eq(hrmt_model_uses(m[1], path), 0, "%s=0 turns it off", env);
+    expect_same_acts(m, label, hidden, seq_len, batches, nb);
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
     hrmt_context_destroy(ctx);
@@ -1401,21 +1422,9 @@ static void ring_kb_equals_one(const char *kb, int hidden, int heads, int seq_le
     unsetenv("HRMT_CUDA_RING_KB");
     cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_RING_KB), 1, "=%s runs it", kb);
     cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_RING_KB), 0, "=1 is one k block a copy");
-    const hrmt_schedule sched[2] = {HRMT_SCHEDULE_BASELINE, HRMT_SCHEDULE_TIERED};
-    for (int i = 0; i < nb; i++)
-        for (int q = 0; q < 2; q++) {
-            outs x[4], y[4];
-            run_act(m[0], batches[i], sched[q], 1, 4, x);
-            run_act(m[1], batches[i], sched[q], 1, 4, y);
-            for (int s2 = 0; s2 < 4; s2++) {
-                char what[128];
-                snprintf(what, sizeof what, "hidden %d T %d, ring kb %s vs 1: batch %d %s step %d",
-                         hidden, seq_len + 1, kb, batches[i], q ? "tiered" : "baseline", s2);
-                expect_same_outs(&x[s2], &y[s2], batches[i], what);
-                outs_free(&x[s2]);
-                outs_free(&y[s2]);
-            }
-        }
+    char label[32];
+    snprintf(label, sizeof label, "ring kb %s vs 1", kb);
+    expect_same_acts(m, label, hidden, seq_len, batches, nb);
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
     hrmt_context_destroy(ctx);
@@ -1431,35 +1440,34 @@ Test(cuda_model, ring_kb_equals_one_short_seq) {
     ring_kb_equals_one("4", 256, 4, 63, batches, 3);
 }
 /* qkv + attention's CTA form with two k blocks a copy
- * (HRMT_CUDA_QKV_ATTN_CTA_KB2) against one: the same bytes, both schedules,
- * halting samples, at batches the CTA form serves (hidden 512: 3, 8;
- * hidden 256, T = 70: 6, 16). */
-Test(cuda_model, qkv_attn_cta_kb2_equals_one_hrm_width) {
+ * (HRMT_CUDA_QKV_ATTN_CTA_KB2), or with W's q, k and v rows one copy a stage
+ * (HRMT_CUDA_QKV_ATTN_CTA_W1, encode_parts' 4-D map), against neither: the
+ * same bytes, both schedules, halting samples, at batches the CTA form
+ * serves (hidden 512: 3, 8; hidden 256, T = 70: 6, 16). */
+static void qkv_attn_cta_ring_keeps_bits(const char *env, hrmt_model_path path, const char *label,
+                                         int hrm_width) {
     need_cc90("the qkv + attention CTA kernel is built for", 0);
-    const int batches[] = {3, 8};
-    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
-                                 "CTA form, two k blocks a copy", 512, 8, 81, batches, 2);
+    const int wide[] = {3, 8}, narrow[] = {6, 16};
+    if (hrm_width)
+        early_halt_switch_keeps_bits(env, path, label, 512, 8, 81, wide, 2);
+    else
+        early_halt_switch_keeps_bits(env, path, label, 256, 4, 69, narrow, 2);
+}
+Test(cuda_model, qkv_attn_cta_kb2_equals_one_hrm_width) {
+    qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
+                                 "CTA form, two k blocks a copy", 1);
 }
 Test(cuda_model, qkv_attn_cta_kb2_equals_one_short_seq) {
-    need_cc90("the qkv + attention CTA kernel is built for", 0);
-    const int batches[] = {6, 16};
-    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
-                                 "CTA form, two k blocks a copy", 256, 4, 69, batches, 2);
+    qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
+                                 "CTA form, two k blocks a copy", 0);
 }
-
-/* ... and with W's q, k and v rows one copy a stage
- * (HRMT_CUDA_QKV_ATTN_CTA_W1, encode_parts' 4-D map). */
 Test(cuda_model, qkv_attn_cta_w1_equals_three_hrm_width) {
-    need_cc90("the qkv + attention CTA kernel is built for", 0);
-    const int batches[] = {3, 8};
-    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
-                                 "CTA form, W one copy", 512, 8, 81, batches, 2);
+    qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
+                                 "CTA form, W one copy", 1);
 }
 Test(cuda_model, qkv_attn_cta_w1_equals_three_short_seq) {
-    need_cc90("the qkv + attention CTA kernel is built for", 0);
-    const int batches[] = {6, 16};
-    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
-                                 "CTA form, W one copy", 256, 4, 69, batches, 2);
+    qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
+                                 "CTA form, W one copy", 0);
 }
 
 /* Where it does not serve: the mma.sync products and the barrier forms
@@ -1485,15 +1493,7 @@ Test(cuda_model, ring_kb_rules) {
         hrmt_model_destroy(m);
     }
     const char *bad[] = {"0", "3", "8", "two", ""};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        hrmt_model *m = NULL;
-        setenv("HRMT_CUDA_RING_KB", bad[i], 1);
-        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG, "'%s'",
-                     bad[i]);
-        cr_expect(strstr(hrmt_last_error(ctx), "HRMT_CUDA_RING_KB"), "%s", hrmt_last_error(ctx));
-        unsetenv("HRMT_CUDA_RING_KB");
-        hrmt_model_destroy(m);
-    }
+    expect_bad_values(ctx, &cfg, "HRMT_CUDA_RING_KB", bad, sizeof bad / sizeof bad[0]);
     hrmt_context_destroy(ctx);
 }
 
@@ -1836,15 +1836,7 @@ Test(cuda_model, bad_branch_setting) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     const char *bad[] = {"0", "5", "two", "", "12", "-1", "auto"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        hrmt_model *m = NULL;
-        setenv("HRMT_CUDA_BRANCHES", bad[i], 1);
-        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 7, &m), HRMT_ERR_INVALID_ARG, "'%s'",
-                     bad[i]);
-        cr_expect(strstr(hrmt_last_error(ctx), "HRMT_CUDA_BRANCHES"), "%s", hrmt_last_error(ctx));
-        unsetenv("HRMT_CUDA_BRANCHES");
-        hrmt_model_destroy(m);
-    }
+    expect_bad_values(ctx, &cfg, "HRMT_CUDA_BRANCHES", bad, sizeof bad / sizeof bad[0]);
     hrmt_context_destroy(ctx);
 }
 
