@@ -65,19 +65,6 @@ struct feed_args {
 };
 
 #ifdef HRMT_SM90A
-/* The A box into the same place of every CTA of the cluster (mask), each
- * counting the bytes on its own barrier at bar's offset. */
-__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, uint64_t *bar,
-                                            int c0, int c1, uint16_t mask) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
-        "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
-        : "memory");
-}
-#endif
-
-#ifdef HRMT_SM90A
 /* One stage's products as the kernels issue them (ring_products): a fence,
  * the four k16 steps, a commit. */
 template <int WN>

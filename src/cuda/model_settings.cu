@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0;
+        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -58,7 +58,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 0, &qpair)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_KB2", 0, &ctakb2)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -137,6 +138,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * three gate_up shapes whose products are by mma.sync (sm90a/ring_mma.cuh,
      * same bits, hidden <= 512), kept where faster as every shape. */
     g->glu_mma = g->glu && gmma && cu_glu_mma_applies(m);
+    /* Opt-in, written without a device (session 37): the tuner also times
+     * three gate_up shapes over clusters of 2 or 4 row tiles with W
+     * multicast (sm90a/ring_gemm.cuh's CLM, same bits), kept where faster
+     * as every shape; bench/cuda_ring_feed.cu measured W multicast at
+     * 0.84-0.88x of batch 8's products' time. */
+    g->glu_mc = g->glu && gmc && cu_glu_mc_applies(m);
     /* Opt-in: its product s(g) u by one mul.rn.bf16x2 a pair instead of
      * unpacking, two F32 products and a conversion, same bits: only where a
      * check of all 2^32 BF16 pairs on this device agrees. Level with the
@@ -272,6 +279,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
         return g->ring_kb > 1 && ((g->cnorm_push && !g->cnorm_mma) || (g->qa_push && !g->qa_mma));
     case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
+    case HRMT_PATH_GLU_MC: return g->glu_mc != 0;
     }
     return 0;
 }

@@ -131,7 +131,9 @@ typedef enum hrmt_model_path {
                                     time (HRMT_CUDA_RING_KB) */
     HRMT_PATH_QKV_ATTN_CTA_KB2,  /* qkv + attention's CTA form's ring copying two k blocks
                                     at a time */
-    HRMT_PATH_QKV_ATTN_CTA_W1    /* ... and copying W's q, k and v rows of a stage at once */
+    HRMT_PATH_QKV_ATTN_CTA_W1,   /* ... and copying W's q, k and v rows of a stage at once */
+    HRMT_PATH_GLU_MC             /* the fused gate_up's W-multicast (cluster) shapes among
+                                    the tuner's */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -132,6 +132,15 @@ struct glu_epi {
         tma_load(st + BNA * ROW_BYTES, tm, bar, kb * BK, p.I + n0);
 #endif
     }
+    /* The same into every CTA of the cluster in mask (HRMT_CUDA_GLU_MC). */
+    static __device__ __forceinline__ void load_w_mc(uint8_t *st, const CUtensorMap *tm,
+                                                     uint64_t *bar, int kb, int n0, const args &p,
+                                                     uint16_t mask) {
+#ifdef HRMT_SM90A
+        tma_load_mc(st, tm, bar, kb * BK, n0, mask);
+        tma_load_mc(st + BNA * ROW_BYTES, tm, bar, kb * BK, p.I + n0, mask);
+#endif
+    }
     /* Thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8) of each m64
      * block, columns 8 i + 2 (lane % 4) (+ 1) of n8 tile i: gates in tiles
      * 0 .. BNA / 8 - 1, ups in the next BNA / 8. Each column pair of gates
@@ -199,14 +208,16 @@ struct glu_epi {
  * columns (2 BNA rows of W), products by mma.sync; GLU_WRES on ring_wres.cuh's
  * loop. */
 struct glu_shape {
-    int msub, wgs, bna, mma;
+    int msub, wgs, bna, mma, clm;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64, 0}, {1, 2, 64, 0}, {1, 1, 64, 0}, {1, 1, 32, 0},
-                                    {1, 2, 32, 0}, {1, 1, 16, 0}, {2, 2, 64, 0}, {1, 1, 32, 1},
-                                    {1, 2, 32, 1}, {1, 1, 16, 1}};
+constexpr glu_shape GLU_SHAPES[] = {
+    {2, 2, 64, 0, 1}, {1, 2, 64, 0, 1}, {1, 1, 64, 0, 1}, {1, 1, 32, 0, 1}, {1, 2, 32, 0, 1},
+    {1, 1, 16, 0, 1}, {2, 2, 64, 0, 1}, {1, 1, 32, 1, 1}, {1, 2, 32, 1, 1}, {1, 1, 16, 1, 1},
+    {2, 2, 64, 0, 2}, {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 constexpr int GLU_WRES = 6; /* the W-resident shape's index */
 constexpr int GLU_MMA0 = 7; /* the first mma.sync shape's */
+constexpr int GLU_MC0 = 10; /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
 constexpr int WRES_KB = 8;  /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
@@ -225,25 +236,37 @@ typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act
             cu_model(m)->glu_mul};
 }
 
-template <int MSUB, int WGS, int BNA, bool MMA = false>
+template <int MSUB, int WGS, int BNA, bool MMA = false, int CLM = 1>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act, cu_links *lk = nullptr) {
-    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
+    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>, CLM>;
+    auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t mt = (rows + C::BM - 1) / C::BM, tiles = mt * (I / BNA);
-    const size_t ctas = (tiles + WGS - 1) / WGS;
-    const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
+    /* One CTA (CLM > 1: one cluster) per WGS steps, at most one per SM (the
+     * clusters that can be resident). */
+    const size_t mt = (rows + C::BM - 1) / C::BM, units = (mt + CLM - 1) / CLM * (I / BNA);
+    size_t groups = (units + WGS - 1) / WGS, most = (size_t)sms;
+    if (CLM > 1) {
+        if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+            cudaSuccess)
+            (void)cudaGetLastError(); /* CLM <= 8 is portable anyway */
+        most = (size_t)cluster_fits(kern, CLM, C::THREADS, C::SMEM);
+        if (most == 0)
+            return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
+                             "cuda fused gate_up: no cluster of %d such CTAs fits", CLM);
+    }
+    const unsigned grid = (unsigned)((groups < most ? groups : most) * CLM);
     typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
     p.d.link = cu_link_take(lk);
-    e = pdl_launch(ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>, dim3(grid),
-                   dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    e = cluster_launch(kern, CLM, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m),
+                       cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     cu_link_done(lk, p.d.link, grid);
     return cu_check(m->ctx, "cuda fused gate_up");
@@ -300,9 +323,9 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int MSUB, int WGS, int BNA, bool MMA = false>
+template <int MSUB, int WGS, int BNA, bool MMA = false, int CLM = 1>
 int glu_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>(per_block);
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>(per_block);
 }
 
 /* lk: the step's flag links (the W-resident kernel takes none: a break). */
@@ -318,6 +341,9 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
+    case GLU_MC0: return glu_launch<2, 2, 64, false, 2>(m, fn, rows, a, w, act, lk);
+    case GLU_MC0 + 1: return glu_launch<1, 1, 64, false, 2>(m, fn, rows, a, w, act, lk);
+    case GLU_MC0 + 2: return glu_launch<1, 1, 64, false, 4>(m, fn, rows, a, w, act, lk);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act, lk);
     }
 }
@@ -466,11 +492,40 @@ static int glu_mma_loads(const hrmt_model *m) {
            glu_loads<1, 1, 16, true>(per_block);
 }
 
+/* The W-multicast shapes' images load, and a cluster of each fits. */
+static int glu_mc_loads(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    if (!glu_loads<2, 2, 64, false, 2>(per_block) || !glu_loads<1, 1, 64, false, 2>(per_block) ||
+        !glu_loads<1, 1, 64, false, 4>(per_block))
+        return 0;
+    auto fits = [](auto kern, int clm, int threads, int smem) {
+        return smem_opt_in(kern, (size_t)smem) == cudaSuccess &&
+               cluster_fits(kern, clm, threads, (size_t)smem) > 0;
+    };
+    using C0 = ring_cfg_for<2, 2, 128, glu_epi<64>, 2>;
+    using C1 = ring_cfg_for<1, 1, 128, glu_epi<64>, 2>;
+    using C2 = ring_cfg_for<1, 1, 128, glu_epi<64>, 4>;
+    const int ok =
+        fits(ring_gemm_kernel<2, 2, 128, glu_epi<64>, false, 2>, 2, C0::THREADS, C0::SMEM) &&
+        fits(ring_gemm_kernel<1, 1, 128, glu_epi<64>, false, 2>, 2, C1::THREADS, C1::SMEM) &&
+        fits(ring_gemm_kernel<1, 1, 128, glu_epi<64>, false, 4>, 4, C2::THREADS, C2::SMEM);
+    (void)cudaGetLastError();
+    return ok;
+}
+
 /* The shapes past the six ride on the W-resident one's rule (hidden <=
- * 512), so that every index below the count is one this model can run. */
+ * 512), so that every index below the count is one this model can run; the
+ * W-multicast ones count only where the model asks for them
+ * (HRMT_CUDA_GLU_MC: cu_glu_mc_applies at load). */
 int cu_glu_shapes(const hrmt_model *m) {
     if (!glu_wres_applies(m)) return GLU_WRES;
-    return glu_mma_loads(m) ? GLU_NSHAPES : GLU_WRES + 1;
+    if (!glu_mma_loads(m)) return GLU_WRES + 1;
+    return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
+}
+
+int cu_glu_mc_applies(const hrmt_model *m) {
+    return glu_wres_applies(m) && glu_mma_loads(m) && glu_mc_loads(m);
 }
 
 int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0; }
@@ -478,6 +533,7 @@ int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0
 int cu_glu_shape_tuned(const hrmt_model *m, int shape) {
     const struct hrmt_model_cuda *g = cu_model(m);
     if (shape < GLU_WRES) return 1;
+    if (shape >= GLU_MC0) return g->glu_mc;
     return shape == GLU_WRES ? g->glu_wres : g->glu_mma;
 }
 

@@ -149,11 +149,12 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
             have = g;
         }
         const int prev = tile_products<MSUB, WN>(
-            acc, full, empty, S, kb_n, s, ph, lane, [&](int st) { return ring + st * C::A_BYTES; },
+            acc, full, empty, nullptr, S, kb_n, s, ph, lane,
+            [&](int st) { return ring + st * C::A_BYTES; },
             [&](int, int kb) { return wres + kb * C::W_BYTES; });
         /* Every ring use of this tile has been issued: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        tile_done<MSUB, WN>(acc, empty, prev, lane);
+        tile_done<MSUB, WN>(acc, empty, nullptr, prev, lane);
         /* This warpgroup's last tile of generation g: its products of g are
          * done. A generation of one tile arrives for the other warpgroup too. */
         if (wres_last(j, hi, mt, WGS) && lane == 0)
