@@ -713,16 +713,22 @@ static void expect_same_steps(hrmt_model *a, hrmt_model *b, const int *batches, 
         }
 }
 
-/* m[0] made with the switch `env` = 1, m[1] with it = 0 (same random
- * weights); the variable is unset after. */
-static void models_on_off(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed,
-                          const char *env, hrmt_model *m[2]) {
+/* m[0] made with `env` = v0, m[1] with it = v1 (same random weights); the
+ * variable is unset after. */
+static void models_with(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed,
+                        const char *env, const char *v0, const char *v1, hrmt_model *m[2]) {
+    const char *v[2] = {v0, v1};
     for (int k = 0; k < 2; k++) {
-        setenv(env, k ? "0" : "1", 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, cfg, seed, &m[k]), HRMT_OK, "%s=%d: %s", env, !k,
-                     hrmt_last_error(ctx));
+        setenv(env, v[k], 1);
+        cr_assert_eq(hrmt_model_create_random(ctx, cfg, seed, &m[k]), HRMT_OK, "%s=%s: %s", env,
+                     v[k], hrmt_last_error(ctx));
     }
     unsetenv(env);
+}
+/* ... with the switch on (m[0]) and off (m[1]). */
+static void models_on_off(hrmt_context *ctx, const hrmt_model_config *cfg, uint64_t seed,
+                          const char *env, hrmt_model *m[2]) {
+    models_with(ctx, cfg, seed, env, "1", "0", m);
 }
 
 /* A 0 / 1 switch `env` whose two sides must give the same bytes: models
@@ -1441,13 +1447,7 @@ static void ring_kb_equals_one(const char *kb, int hidden, int heads, int seq_le
     hrmt_model_config cfg = sized_cfg(hidden, heads, seq_len);
     cfg.halt_max_steps = 3;
     hrmt_model *m[2] = {NULL, NULL};
-    const char *v[2] = {kb, "1"};
-    for (int k = 0; k < 2; k++) {
-        setenv("HRMT_CUDA_RING_KB", v[k], 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 37, &m[k]), HRMT_OK,
-                     "HRMT_CUDA_RING_KB=%s: %s", v[k], hrmt_last_error(ctx));
-    }
-    unsetenv("HRMT_CUDA_RING_KB");
+    models_with(ctx, &cfg, 37, "HRMT_CUDA_RING_KB", kb, "1", m);
     cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_RING_KB), 1, "=%s runs it", kb);
     cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_RING_KB), 0, "=1 is one k block a copy");
     char label[32];

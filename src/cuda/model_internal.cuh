@@ -81,6 +81,7 @@ struct hrmt_model_cuda {
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
     int glu_mc;        /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
+    int glu_mc_fit[3]; /* ... how many clusters of each can be resident (found at load) */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -95,11 +96,11 @@ struct hrmt_model_cuda {
     int cnorm;      /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
     int cnorm_mma;  /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
     int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
-    int ring_kb;    /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring and the cluster
-                       qkv + attention's (1, 2, 4; default 4) */
+    int cnorm_kb;   /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring (1, 2, 4) */
     int qa_cta_kb2; /* HRMT_CUDA_QKV_ATTN_CTA_KB2: two k blocks a copy in the CTA form's ring */
     int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: its W's q, k and v rows one copy a stage */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
+    int qa_kb;      /* HRMT_CUDA_RING_KB: k blocks a TMA copy in the cluster form's ring */
     int qa_mma;     /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */
     int rope_early; /* HRMT_CUDA_ROPE_EARLY: both qkv + attention kernels load RoPE factors early */
     int flag_links; /* HRMT_CUDA_FLAG_LINKS: the block's cluster kernels hand over by counters */
@@ -308,8 +309,9 @@ int cu_glu_shape_tuned(const hrmt_model *m, int shape);
 /* Whether the mma.sync shapes are among this model's. */
 int cu_glu_mma_applies(const hrmt_model *m);
 /* Whether the W-multicast shapes can serve this model (they count among
- * its shapes only with HRMT_CUDA_GLU_MC). */
-int cu_glu_mc_applies(const hrmt_model *m);
+ * its shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of
+ * shape 10 + i can be resident, all nonzero when they can. */
+int cu_glu_mc_applies(const hrmt_model *m, int fit[3]);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act, cu_links *links = nullptr);
 

@@ -143,7 +143,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * multicast (sm90a/ring_gemm.cuh's CLM, same bits), kept where faster
      * as every shape; bench/cuda_ring_feed.cu measured W multicast at
      * 0.84-0.88x of batch 8's products' time. */
-    g->glu_mc = g->glu && gmc && cu_glu_mc_applies(m);
+    g->glu_mc = g->glu && gmc && cu_glu_mc_applies(m, g->glu_mc_fit);
     /* Opt-in: its product s(g) u by one mul.rn.bf16x2 a pair instead of
      * unpacking, two F32 products and a conversion, same bits: only where a
      * check of all 2^32 BF16 pairs on this device agrees. Level with the
@@ -228,7 +228,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     if (env && strcmp(env, "1") != 0 && strcmp(env, "2") != 0 && strcmp(env, "4") != 0)
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_RING_KB='%s' is not 1, 2 or 4",
                          env);
-    g->ring_kb = env ? atoi(env) : 4;
+    const int ring_kb = env ? atoi(env) : 4;
+    g->cnorm_kb = g->cnorm_push && !g->cnorm_mma ? ring_kb : 1;
+    g->qa_kb = g->qa_push && !g->qa_mma ? ring_kb : 1;
     /* The CTA form's ring with two k blocks a copy (two stages of 80 KB
      * instead of four of 40), same bits: opt-in (session 37, H100: 1.074 /
      * 1.074 / 1.048x the step's time at batches 4 / 8 / 16). */
@@ -275,8 +277,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_TMAP_PREFETCH: return g->tmap_prefetch != 0;
     case HRMT_PATH_QKV_ATTN_PAIR: return g->qa_pairs != 0;
-    case HRMT_PATH_RING_KB:
-        return g->ring_kb > 1 && ((g->cnorm_push && !g->cnorm_mma) || (g->qa_push && !g->qa_mma));
+    case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_MC: return g->glu_mc != 0;

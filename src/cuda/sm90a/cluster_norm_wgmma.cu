@@ -379,10 +379,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                       const void *a, size_t k, const void *w, void *h, const cu_fold *f, int *done,
                       cu_links *lk) {
     const struct hrmt_model_cuda *g = cu_model(m);
-    /* k blocks a copy: HRMT_CUDA_RING_KB where k holds whole copies (the
-     * push form's wgmma products only), else one. */
-    int kp = g->cnorm_push && !g->cnorm_mma ? g->ring_kb : 1;
-    while (kp > 1 && (k / BK) % (size_t)kp != 0) kp /= 2;
+    const int kp = kb_per_copy(g->cnorm_kb, k / BK); /* HRMT_CUDA_RING_KB */
     CUtensorMap ta, tw;
     if (!encode_kb(fn, &ta, a, rows, k, k, CN_BM, kp) ||
         !encode_kb(fn, &tw, w, (size_t)WN * CL, k, k, WN, kp))

@@ -236,9 +236,12 @@ typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act
             cu_model(m)->glu_mul};
 }
 
+/* CLM > 1: clusters of CLM CTAs, at most `fit` of them (glu_mc_fit's count,
+ * found at load). */
 template <int MSUB, int WGS, int BNA, bool MMA = false, int CLM = 1>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                       const void *a, const void *w, void *act, cu_links *lk = nullptr) {
+                       const void *a, const void *w, void *act, cu_links *lk = nullptr,
+                       int fit = 0) {
     using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>, CLM>;
     auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>;
     const size_t H = m->hidden, I = m->inter;
@@ -252,16 +255,10 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     /* One CTA (CLM > 1: one cluster) per WGS steps, at most one per SM (the
      * clusters that can be resident). */
     const size_t mt = (rows + C::BM - 1) / C::BM, units = (mt + CLM - 1) / CLM * (I / BNA);
-    size_t groups = (units + WGS - 1) / WGS, most = (size_t)sms;
-    if (CLM > 1) {
-        if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
-            cudaSuccess)
-            (void)cudaGetLastError(); /* CLM <= 8 is portable anyway */
-        most = (size_t)cluster_fits(kern, CLM, C::THREADS, C::SMEM);
-        if (most == 0)
-            return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
-                             "cuda fused gate_up: no cluster of %d such CTAs fits", CLM);
-    }
+    const size_t groups = (units + WGS - 1) / WGS, most = CLM > 1 ? (size_t)fit : (size_t)sms;
+    if (most == 0) /* the model's count was checked at load */
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
+                         "cuda fused gate_up: no cluster of %d such CTAs fits", CLM);
     const unsigned grid = (unsigned)((groups < most ? groups : most) * CLM);
     typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
     p.d.link = cu_link_take(lk);
@@ -331,6 +328,7 @@ int glu_loads(size_t per_block) {
 /* lk: the step's flag links (the W-resident kernel takes none: a break). */
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
                              size_t rows, const void *a, const void *w, void *act, cu_links *lk) {
+    const int *mc = cu_model(m)->glu_mc_fit;
     switch (shape) {
     case 0: return glu_launch<2, 2, 64>(m, fn, rows, a, w, act, lk);
     case 1: return glu_launch<1, 2, 64>(m, fn, rows, a, w, act, lk);
@@ -341,9 +339,9 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
-    case GLU_MC0: return glu_launch<2, 2, 64, false, 2>(m, fn, rows, a, w, act, lk);
-    case GLU_MC0 + 1: return glu_launch<1, 1, 64, false, 2>(m, fn, rows, a, w, act, lk);
-    case GLU_MC0 + 2: return glu_launch<1, 1, 64, false, 4>(m, fn, rows, a, w, act, lk);
+    case GLU_MC0: return glu_launch<2, 2, 64, false, 2>(m, fn, rows, a, w, act, lk, mc[0]);
+    case GLU_MC0 + 1: return glu_launch<1, 1, 64, false, 2>(m, fn, rows, a, w, act, lk, mc[1]);
+    case GLU_MC0 + 2: return glu_launch<1, 1, 64, false, 4>(m, fn, rows, a, w, act, lk, mc[2]);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act, lk);
     }
 }
@@ -492,26 +490,18 @@ static int glu_mma_loads(const hrmt_model *m) {
            glu_loads<1, 1, 16, true>(per_block);
 }
 
-/* The W-multicast shapes' images load, and a cluster of each fits. */
-static int glu_mc_loads(const hrmt_model *m) {
-    size_t per_block = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    if (!glu_loads<2, 2, 64, false, 2>(per_block) || !glu_loads<1, 1, 64, false, 2>(per_block) ||
-        !glu_loads<1, 1, 64, false, 4>(per_block))
+/* How many clusters of a W-multicast shape (64-column tiles) can be
+ * resident at once: 0 when its image does not load or none fits. */
+template <int MSUB, int WGS, int CLM>
+int glu_mc_fit(size_t per_block) {
+    using C = ring_cfg_for<MSUB, WGS, 128, glu_epi<64>, CLM>;
+    if (!glu_loads<MSUB, WGS, 64, false, CLM>(per_block) ||
+        ring_prepare<MSUB, WGS, 128, glu_epi<64>, false, CLM>() != cudaSuccess) {
+        (void)cudaGetLastError();
         return 0;
-    auto fits = [](auto kern, int clm, int threads, int smem) {
-        return smem_opt_in(kern, (size_t)smem) == cudaSuccess &&
-               cluster_fits(kern, clm, threads, (size_t)smem) > 0;
-    };
-    using C0 = ring_cfg_for<2, 2, 128, glu_epi<64>, 2>;
-    using C1 = ring_cfg_for<1, 1, 128, glu_epi<64>, 2>;
-    using C2 = ring_cfg_for<1, 1, 128, glu_epi<64>, 4>;
-    const int ok =
-        fits(ring_gemm_kernel<2, 2, 128, glu_epi<64>, false, 2>, 2, C0::THREADS, C0::SMEM) &&
-        fits(ring_gemm_kernel<1, 1, 128, glu_epi<64>, false, 2>, 2, C1::THREADS, C1::SMEM) &&
-        fits(ring_gemm_kernel<1, 1, 128, glu_epi<64>, false, 4>, 4, C2::THREADS, C2::SMEM);
-    (void)cudaGetLastError();
-    return ok;
+    }
+    return cluster_fits(ring_gemm_kernel<MSUB, WGS, 128, glu_epi<64>, false, CLM>, CLM, C::THREADS,
+                        C::SMEM);
 }
 
 /* The shapes past the six ride on the W-resident one's rule (hidden <=
@@ -524,8 +514,13 @@ int cu_glu_shapes(const hrmt_model *m) {
     return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
 }
 
-int cu_glu_mc_applies(const hrmt_model *m) {
-    return glu_wres_applies(m) && glu_mma_loads(m) && glu_mc_loads(m);
+int cu_glu_mc_applies(const hrmt_model *m, int fit[3]) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    fit[0] = glu_mc_fit<2, 2, 2>(per_block);
+    fit[1] = glu_mc_fit<1, 1, 2>(per_block);
+    fit[2] = glu_mc_fit<1, 1, 4>(per_block);
+    return glu_wres_applies(m) && glu_mma_loads(m) && fit[0] > 0 && fit[1] > 0 && fit[2] > 0;
 }
 
 int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0; }

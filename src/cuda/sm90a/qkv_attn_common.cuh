@@ -29,6 +29,19 @@ struct qkv_attn_args {
     int tpf;      /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
 };
 
+/* Whether a qkv + attention form can serve model m: BF16 on compute
+ * capability 9.0, head_dim 64 with heads x 64 = hidden, hidden a multiple
+ * of 64 up to 512 (the forms the device tests cover, hidden 256 and 512;
+ * the cluster form's ring holds every k block), t_above < T <= 128, and the
+ * tensor-map encoder. */
+inline bool qkv_attn_serves(const hrmt_model *m, size_t t_above) {
+    const hrmt_cuda *cu = m->ctx->cuda;
+    const size_t T = m->T, H = m->hidden;
+    return m->dt == HRMT_BF16 && cu->prop.major == 9 && cu->prop.minor == 0 && m->head_dim == 64 &&
+           m->heads * 64 == H && H % BK == 0 && H <= 512 && T > t_above && T <= 128 &&
+           encode_fn() != nullptr;
+}
+
 inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
     const struct hrmt_model_cuda *g = cu_model(m);
     const int rope = m->cfg.pos_encodings == HRMT_POS_ROPE;

@@ -151,7 +151,7 @@ hrmt_status qc_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const struct hrmt_model_cuda *g = cu_model(m);
     /* Two k blocks a copy when asked for (HRMT_CUDA_QKV_ATTN_CTA_KB2) and k
      * holds whole pairs. */
-    const int kp = g->qa_cta_kb2 && (H / BK) % 2 == 0 ? 2 : 1;
+    const int kp = kb_per_copy(g->qa_cta_kb2 ? 2 : 1, H / BK);
     /* W's three parts one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1), with one
      * k block a stage. */
     const bool w1 = kp == 1 && g->qa_cta_w1;
@@ -179,13 +179,9 @@ hrmt_status qc_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 int cu_qkv_attn_ctas(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
-    const size_t T = m->T, H = m->hidden;
-    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
-    /* H <= 512: the forms the device tests cover (hidden 256 and 512). */
-    if (m->head_dim != QC_D || m->heads * QC_D != H || H % BK != 0 || H > 512 || T < 1 ||
-        T > QC_ROWS || !encode_fn())
-        return 0;
-    const int nkt = (int)((T + 15) / 16);
+    static_assert(QC_D == 64 && QC_ROWS == 128, "qkv_attn_serves' rule");
+    if (!qkv_attn_serves(m, 0)) return 0;
+    const int nkt = (int)((m->T + 15) / 16);
     if (nkt == 6) return qc_fits<6, true>(cu);
     return nkt < 6 ? qc_fits<6, false>(cu) : qc_fits<8, false>(cu);
 }

@@ -219,14 +219,10 @@ hrmt_status qp_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 int cu_qkv_attn_pairs(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
-    const size_t T = m->T, H = m->hidden;
-    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
-    /* Two row tiles (64 < T <= 128); H <= 512: the forms the device tests
-     * cover (hidden 256 and 512). */
-    if (m->head_dim != QP_D || m->heads * QP_D != H || H % BK != 0 || H > 512 || T <= 64 ||
-        T > QP_TPMAX || !encode_fn())
-        return 0;
-    const int nkt = (int)((T + 15) / 16);
+    /* Two row tiles: 64 < T <= 128. */
+    static_assert(QP_D == 64 && QP_TPMAX == 128, "qkv_attn_serves' rule");
+    if (!qkv_attn_serves(m, 64)) return 0;
+    const int nkt = (int)((m->T + 15) / 16);
     if (nkt == 6) return qp_fits<6, true>(cu);
     return nkt < 6 ? qp_fits<6, false>(cu) : qp_fits<8, false>(cu);
 }

@@ -268,10 +268,7 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                       const void *h, const void *w, void *att, int *done, cu_links *lk) {
     const size_t H = m->hidden, rows = n * m->T;
     const struct hrmt_model_cuda *g = cu_model(m);
-    /* k blocks a copy (HRMT_CUDA_RING_KB) with the pushes' wgmma form,
-     * where k holds whole copies. */
-    int kp = g->qa_push && !g->qa_mma ? g->ring_kb : 1;
-    while (kp > 1 && (H / BK) % (size_t)kp != 0) kp /= 2;
+    const int kp = kb_per_copy(g->qa_kb, H / BK); /* HRMT_CUDA_RING_KB */
     CUtensorMap ta, tw;
     if (!encode_kb(fn, &ta, h, rows, H, H, 64, kp) || !encode_kb(fn, &tw, w, 3 * H, H, H, QA_D, kp))
         return HRMT_OK; /* *done stays 0: the launches serve */
@@ -297,13 +294,10 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 int cu_qkv_attn_clusters(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
-    const size_t T = m->T, H = m->hidden;
-    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0) return 0;
-    /* H <= 512: every k block has its own stage (the ring never wraps: the
-     * forms the device tests cover, hidden 256 and 512). */
-    if (m->head_dim != QA_D || m->heads * QA_D != H || H % BK != 0 || H > QA_STAGES * BK || T < 1 ||
-        T > QA_TPMAX || !encode_fn())
-        return 0;
+    const size_t T = m->T;
+    /* hidden <= 512: every k block has its own stage (the ring never wraps). */
+    static_assert(QA_D == 64 && QA_STAGES * BK >= 512 && QA_TPMAX == 128, "qkv_attn_serves' rule");
+    if (!qkv_attn_serves(m, 0)) return 0;
     const int nkt = (int)((T + 15) / 16);
     if (T <= 64) return qa_fits<1, 6, false>(cu);
     if (nkt == 6) return qa_fits<2, 6, true>(cu);

@@ -345,6 +345,13 @@ int encode(PFN_cuTensorMapEncodeTiled_v12000 fn, CUtensorMap *map, const void *b
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/* k blocks a copy for a ring over kb_n k blocks: `want` (1, 2, 4), halved
+ * until the copies hold whole k extents. */
+inline int kb_per_copy(int want, size_t kb_n) {
+    while (want > 1 && kb_n % (size_t)want != 0) want /= 2;
+    return want;
+}
+
 /* The same rows x cols as a 3-D map [cols / 64][rows][64] read in boxes
  * of KP k blocks of box_rows rows (tma_load_kb): one copy lands k blocks kb
  * .. kb + KP - 1 one after the other, each as encode's box would. kp = 1:
