@@ -61,6 +61,7 @@
 #include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/pair_norm_math.cuh"
+#include "cuda/sm90a/quad_transpose.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -98,6 +99,7 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
     tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     using C = pn_cfg<NH>;
     constexpr int S = C::STAGES, H = C::H, NI = NH / 8, GH = NH / 32;
+    static_assert(NI % 4 == 0, "whole quads of 16-byte chunks");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     float *xpart = (float *)(smem + S * C::STAGE_BYTES), *xinv = xpart + PN_BM * 32;
@@ -155,14 +157,18 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
         const int row0 = t * PN_BM + lr0;
         uint16_t *hrow[2] = {p.h + (size_t)row0 * H + n0, p.h + (size_t)(row0 + 8) * H + n0};
         const bool live[2] = {row0 < p.M, row0 + 8 < p.M};
-        /* The residual's values, read while the products run; rows past M
-         * stay unread and unwritten. */
-        uint32_t res[NI][2];
+        /* The residual's values, read while the products run, 16 bytes a
+         * load: thread c of the row's quad reads chunk 4 j + c, which
+         * quad_transpose turns into its column pairs after the products
+         * (4-byte loads of the pairs filled the LSU queue: lg_throttle).
+         * Rows past M stay unread and unwritten. */
+        uint4 rq[NI / 4][2];
 #pragma unroll
-        for (int i = 0; i < NI; i++)
+        for (int j = 0; j < NI / 4; j++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++)
-                res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
+                rq[j][hf] = live[hf] ? *(const uint4 *)(hrow[hf] + 8 * (4 * j + c))
+                                     : make_uint4(0u, 0u, 0u, 0u);
         /* Zeros the compiler cannot see through (cluster_norm_wgmma.cu:
          * plain zeros let ptxas serialise the wgmma chain, C7520). */
         float acc[NH / 2];
@@ -176,12 +182,20 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
                           empty, S, kb_n, s, ph, prev, lane);
         if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
 
-            /* x = bf16(h + bf16(acc)) in place of acc. */
+            /* x = bf16(h + bf16(acc)) in place of acc, the residual's pair
+             * 8 (4 j + q) + 2 c being word q of the transposed chunks. */
 #pragma unroll
-        for (int i = 0; i < NI; i++)
+        for (int j = 0; j < NI / 4; j++)
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++)
-                residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
+            for (int hf = 0; hf < 2; hf++) {
+                uint32_t v[4] = {rq[j][hf].x, rq[j][hf].y, rq[j][hf].z, rq[j][hf].w};
+                quad_transpose(v, c);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const int i = 4 * j + q;
+                    residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], v[q]);
+                }
+            }
         /* Lane chains a[hf][k][e] for reference lane 8 k + 2 c + e over this
          * CTA's GH groups (pair_norm_math.cuh), CTA 1 going on from CTA 0's
          * values. */
@@ -221,14 +235,22 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
             }
             mbar_arrive_remote(invready_peer);
         }
+        /* out = bf16(x inv), transposed back into chunks for 16-byte
+         * stores (every lane shuffles; only live rows store). */
 #pragma unroll
-        for (int i = 0; i < NI; i++)
+        for (int j = 0; j < NI / 4; j++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                if (!live[hf]) continue;
-                *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) =
-                    rc::pack_bf16x2_arith(rc::fmul(acc[4 * i + 2 * hf], inv[hf]),
-                                          rc::fmul(acc[4 * i + 2 * hf + 1], inv[hf]));
+                uint32_t v[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const int i = 4 * j + q;
+                    v[q] = rc::pack_bf16x2_arith(rc::fmul(acc[4 * i + 2 * hf], inv[hf]),
+                                                 rc::fmul(acc[4 * i + 2 * hf + 1], inv[hf]));
+                }
+                quad_transpose(v, c);
+                if (live[hf])
+                    *(uint4 *)(hrow[hf] + 8 * (4 * j + c)) = make_uint4(v[0], v[1], v[2], v[3]);
             }
     }
 #endif
@@ -284,9 +306,9 @@ hrmt_status cu_proj_norm(const hrmt_model *m, size_t rows, const void *a, size_t
     if (rows > (size_t)INT32_MAX - PN_BM || k % BK != 0 || k > (size_t)INT32_MAX / 2)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused projection + norm: %zu x %zu", rows,
                          k);
-    if ((uintptr_t)h % 4 != 0)
+    if ((uintptr_t)h % 16 != 0) /* its rows are read and written 16 bytes at a time */
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                         "cuda fused projection + norm: h is not 4-byte aligned");
+                         "cuda fused projection + norm: h is not 16-byte aligned");
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
