@@ -40,7 +40,6 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
-#include "cuda/sm90a/quad_transpose.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
 #include "cuda/sm90a/ring_wres.cuh"
@@ -184,31 +183,11 @@ struct glu_epi {
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
                     const int row = m0 + ms * 64 + warp * 16 + lane / 4 + 8 * hf;
-                    const bool live = row < p.d.M;
-                    if constexpr (BNA % 32 == 0) {
-                        /* 16-byte stores: the quad's pairs transposed into
-                         * chunks (quad_transpose.cuh; every lane shuffles,
-                         * live rows store), full 32-byte sectors where the
-                         * pairs' 4-byte stores wrote halves. */
+                    if (row >= p.d.M) continue;
+                    uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
 #pragma unroll
-                        for (int j = 0; j < BNA / 32; j++) {
-                            uint32_t v[4];
-#pragma unroll
-                            for (int q = 0; q < 4; q++)
-                                v[q] = pair((ms * (BNA / 8) + 4 * j + q) * 2 + hf);
-                            quad_transpose(v, lane & 3);
-                            if (live)
-                                *(uint4 *)(p.act + (size_t)row * p.ldo + n0 +
-                                           8 * (4 * j + (lane & 3))) =
-                                    make_uint4(v[0], v[1], v[2], v[3]);
-                        }
-                    } else {
-                        if (!live) continue;
-                        uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
-#pragma unroll
-                        for (int i = 0; i < BNA / 8; i++)
-                            *(uint32_t *)(out + 8 * i) = pair((ms * (BNA / 8) + i) * 2 + hf);
-                    }
+                    for (int i = 0; i < BNA / 8; i++)
+                        *(uint32_t *)(out + 8 * i) = pair((ms * (BNA / 8) + i) * 2 + hf);
                 }
         };
         if (p.mul) {
@@ -563,9 +542,6 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
     if (shape < 0 || shape >= GLU_NSHAPES) /* the model's count was checked at load */
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "cuda fused gate_up: shape %d", shape);
-    if ((uintptr_t)act % 16 != 0) /* act's rows are stored 16 bytes at a time (I % 64 == 0) */
-        return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG,
-                         "cuda fused gate_up: act is not 16-byte aligned");
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: no cuTensorMapEncodeTiled");
@@ -590,7 +566,7 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
                         const void *w, void *act, int *done) {
     *done = 0;
     if (rows == 0 || rows > (size_t)INT32_MAX - 128 || m->hidden > 32 * NORM_MAXG ||
-        ((uintptr_t)x | (uintptr_t)r | (uintptr_t)h | (uintptr_t)act) % 16 != 0)
+        ((uintptr_t)x | (uintptr_t)r | (uintptr_t)h) % 16 != 0)
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
