@@ -632,10 +632,10 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
 /* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its
  * seventh, the W-resident one, and the three mma.sync ones after it at
  * hidden <= 512; with HRMT_CUDA_GLU_MC=1 three W-multicast ones after
- * those). */
+ * those, then the W-resident one with A multicast to pairs and fours). */
 #define WGEMM_SHAPES 6
 #define GLU_SHAPES 10
-#define GLU_SHAPES_MC 13
+#define GLU_SHAPES_MC 15
 #define GLU_SHAPE_WRES 6
 #define GLU_SHAPE_MMA0 7
 
@@ -671,12 +671,15 @@ Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     const int batches[] = {3};
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1, NULL);
 }
-/* The fused gate_up's W-multicast shapes (HRMT_CUDA_GLU_MC=1: clusters of
- * 2 or 4 row tiles sharing W, sm90a/ring_gemm.cuh's CLM), each forced,
- * against the launches: batches whose row tiles do not fill the last
- * cluster (82 rows: 2 tiles of 64, 1 of 128; 574: 9 and 5; 1640: 26 and
- * 13), so that CTAs of row tiles past M take part with zeros; then one
- * past the last shape is refused. */
+/* The fused gate_up's cluster shapes (HRMT_CUDA_GLU_MC=1: clusters of 2
+ * or 4 row tiles sharing W, sm90a/ring_gemm.cuh's CLM; the W-resident
+ * shape's clusters of 2 or 4 CTAs holding adjacent W slices and sharing A,
+ * sm90a/ring_wres.cuh's CLA), each forced, against the launches: batches
+ * whose row tiles do not fill the last cluster (82 rows: 2 tiles of 64, 1
+ * of 128, whose rows past M the A parts read as zeros; 574: 9 and 5; 1640:
+ * 26 and 13, more units than clusters so that runs cross W slices), so
+ * that CTAs of row tiles past M take part with zeros; then one past the
+ * last shape is refused. */
 static void glu_mc_shapes_equal_launches(int hidden, int heads, int seq_len, const int *batches,
                                          int nb) {
     setenv("HRMT_CUDA_GLU_MC", "1", 1);

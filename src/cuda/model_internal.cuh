@@ -81,7 +81,7 @@ struct hrmt_model_cuda {
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
     int glu_mc;        /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
-    int glu_mc_fit[3]; /* ... how many clusters of each can be resident (found at load) */
+    int glu_mc_fit[5]; /* ... how many clusters of each can be resident (found at load) */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -304,14 +304,15 @@ hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *
 int cu_glu_shapes(const hrmt_model *m);
 /* Whether the tuner times shape `shape` (below cu_glu_shapes): the
  * W-resident one (6) with HRMT_CUDA_GLU_WRES, the mma.sync ones (7-9) with
- * HRMT_CUDA_GLU_MMA, the W-multicast ones (10-12) with HRMT_CUDA_GLU_MC. */
+ * HRMT_CUDA_GLU_MMA, the cluster ones (10-12: W multicast; 13-14: the
+ * W-resident one with A multicast) with HRMT_CUDA_GLU_MC. */
 int cu_glu_shape_tuned(const hrmt_model *m, int shape);
 /* Whether the mma.sync shapes are among this model's. */
 int cu_glu_mma_applies(const hrmt_model *m);
-/* Whether the W-multicast shapes can serve this model (they count among
- * its shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of
- * shape 10 + i can be resident, all nonzero when they can. */
-int cu_glu_mc_applies(const hrmt_model *m, int fit[3]);
+/* Whether the cluster shapes can serve this model (they count among its
+ * shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of shape
+ * 10 + i can be resident, all nonzero when they can. */
+int cu_glu_mc_applies(const hrmt_model *m, int fit[5]);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act, cu_links *links = nullptr);
 

@@ -205,20 +205,23 @@ struct glu_epi {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W), products by mma.sync; GLU_WRES on ring_wres.cuh's
- * loop. */
+ * columns (2 BNA rows of W), products by mma.sync, clusters of clm CTAs;
+ * GLU_WRES and the last two on ring_wres.cuh's loop (the last two with A
+ * multicast to pairs and fours of CTAs holding adjacent W slices). */
 struct glu_shape {
     int msub, wgs, bna, mma, clm;
 };
 constexpr glu_shape GLU_SHAPES[] = {
     {2, 2, 64, 0, 1}, {1, 2, 64, 0, 1}, {1, 1, 64, 0, 1}, {1, 1, 32, 0, 1}, {1, 2, 32, 0, 1},
     {1, 1, 16, 0, 1}, {2, 2, 64, 0, 1}, {1, 1, 32, 1, 1}, {1, 2, 32, 1, 1}, {1, 1, 16, 1, 1},
-    {2, 2, 64, 0, 2}, {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}};
+    {2, 2, 64, 0, 2}, {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}, {2, 2, 64, 0, 2}, {2, 2, 64, 0, 4}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
-constexpr int GLU_WRES = 6; /* the W-resident shape's index */
-constexpr int GLU_MMA0 = 7; /* the first mma.sync shape's */
-constexpr int GLU_MC0 = 10; /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
-constexpr int WRES_KB = 8;  /* its k blocks at most: hidden <= 512 */
+constexpr int GLU_WRES = 6;    /* the W-resident shape's index */
+constexpr int GLU_MMA0 = 7;    /* the first mma.sync shape's */
+constexpr int GLU_MC0 = 10;    /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
+constexpr int GLU_AMC0 = 13;   /* the W-resident shape with A multicast (pairs, fours) */
+constexpr int GLU_MC_FITS = 5; /* model_internal.cuh's glu_mc_fit[5] */
+constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
  * in shared memory. */
@@ -270,9 +273,12 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
 }
 
 /* 128 x 64 tiles with each CTA's W slice resident (ring_wres.cuh): a
- * contiguous run of tiles per CTA, one CTA per SM at most. */
+ * contiguous run of tiles per CTA, one CTA per SM at most. CLA > 1: in
+ * clusters of CLA CTAs sharing each stage's A rows by multicast, at most
+ * `fit` of them (glu_mc_fit's count, found at load). */
+template <int CLA = 1>
 hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                            const void *a, const void *w, void *act) {
+                            const void *a, const void *w, void *act, int fit = 0) {
     using E = glu_epi<64>;
     using C = wres_cfg_for<2, 128, WRES_KB, E>;
     const size_t H = m->hidden, I = m->inter;
@@ -280,18 +286,30 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
                          "cuda fused gate_up: the W-resident shape takes hidden <= %d, not %zu",
                          WRES_KB * BK, H);
+    if ((I / 64) % CLA != 0) /* cu_glu_mc_applies checked it at load */
+        return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
+                         "cuda fused gate_up: %zu W slices in clusters of %d", I / 64, CLA);
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, 64))
+    if (!encode(fn, &ta, a, rows, H, H, C::BM / CLA) || !encode(fn, &tw, w, 2 * I, H, H, 64))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = wres_prepare<2, 128, WRES_KB, E>();
+    cudaError_t e = wres_prepare<2, 128, WRES_KB, E, CLA>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / 64);
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
+    /* Units of CLA tiles (one a CTA of a cluster), at most one CTA per SM. */
+    const size_t units = (rows + C::BM - 1) / C::BM * (I / 64 / CLA);
+    const size_t most = CLA > 1 ? (size_t)fit : (size_t)sms;
+    if (most == 0) /* the model's count was checked at load */
+        return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
+                         "cuda fused gate_up: no cluster of %d W-resident CTAs fits", CLA);
+    const unsigned grid = (unsigned)((units < most ? units : most) * CLA);
     const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
-    e = pdl_launch(ring_wres_kernel<2, 128, WRES_KB, E>, dim3(grid), dim3(C::THREADS), C::SMEM,
-                   cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    if constexpr (CLA > 1)
+        e = cluster_launch(ring_wres_kernel<2, 128, WRES_KB, E, CLA>, CLA, dim3(grid),
+                           dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+    else
+        e = pdl_launch(ring_wres_kernel<2, 128, WRES_KB, E>, dim3(grid), dim3(C::THREADS), C::SMEM,
+                       cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
     return cu_check(m->ctx, "cuda fused gate_up (W resident)");
 }
@@ -335,13 +353,15 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act, lk);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act, lk);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
-    case GLU_WRES: cu_link_break(lk); return glu_wres_launch(m, fn, rows, a, w, act);
+    case GLU_WRES: cu_link_break(lk); return glu_wres_launch<>(m, fn, rows, a, w, act);
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
     case GLU_MC0: return glu_launch<2, 2, 64, false, 2>(m, fn, rows, a, w, act, lk, mc[0]);
     case GLU_MC0 + 1: return glu_launch<1, 1, 64, false, 2>(m, fn, rows, a, w, act, lk, mc[1]);
     case GLU_MC0 + 2: return glu_launch<1, 1, 64, false, 4>(m, fn, rows, a, w, act, lk, mc[2]);
+    case GLU_AMC0: cu_link_break(lk); return glu_wres_launch<2>(m, fn, rows, a, w, act, mc[3]);
+    case GLU_AMC0 + 1: cu_link_break(lk); return glu_wres_launch<4>(m, fn, rows, a, w, act, mc[4]);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act, lk);
     }
 }
@@ -504,6 +524,19 @@ int glu_mc_fit(size_t per_block) {
                         C::SMEM);
 }
 
+/* The same for the W-resident shape with A multicast to clusters of CLA. */
+template <int CLA>
+int glu_amc_fit(size_t per_block) {
+    using E = glu_epi<64>;
+    using C = wres_cfg_for<2, 128, WRES_KB, E>;
+    if (!wres_loads<2, 128, WRES_KB, E, CLA>(per_block) ||
+        wres_prepare<2, 128, WRES_KB, E, CLA>() != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return cluster_fits(ring_wres_kernel<2, 128, WRES_KB, E, CLA>, CLA, C::THREADS, C::SMEM);
+}
+
 /* The shapes past the six ride on the W-resident one's rule (hidden <=
  * 512), so that every index below the count is one this model can run; the
  * W-multicast ones count only where the model asks for them
@@ -514,13 +547,19 @@ int cu_glu_shapes(const hrmt_model *m) {
     return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
 }
 
-int cu_glu_mc_applies(const hrmt_model *m, int fit[3]) {
+int cu_glu_mc_applies(const hrmt_model *m, int fit[5]) {
+    static_assert(GLU_MC_FITS == 5, "one count per cluster shape");
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     fit[0] = glu_mc_fit<2, 2, 2>(per_block);
     fit[1] = glu_mc_fit<1, 1, 2>(per_block);
     fit[2] = glu_mc_fit<1, 1, 4>(per_block);
-    return glu_wres_applies(m) && glu_mma_loads(m) && fit[0] > 0 && fit[1] > 0 && fit[2] > 0;
+    fit[3] = glu_amc_fit<2>(per_block);
+    fit[4] = glu_amc_fit<4>(per_block);
+    for (int i = 0; i < GLU_MC_FITS; i++)
+        if (fit[i] <= 0) return 0;
+    /* The A-multicast shapes' clusters take 2 and 4 adjacent W slices. */
+    return glu_wres_applies(m) && glu_mma_loads(m) && (m->inter / 64) % 4 == 0;
 }
 
 int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0; }

@@ -89,10 +89,18 @@ __device__ __forceinline__ void tile_zero(float (&acc)[MSUB][WN / 2]) {
 }
 
 /* Stage st given back by this warp (lane 0): to this CTA's producer and,
- * with CLM > 1, to the cluster's issuer of the stage's W (its mc_empty). */
-template <int CLM>
+ * with CLM > 1, to the cluster's issuer of the stage's W (its mc_empty).
+ * ALL (ring_wres.cuh's A multicast, where every CTA of the cluster fills a
+ * part of each stage): to every CTA's empty[st] instead, this one's too. */
+template <int CLM, bool ALL = false>
 __device__ __forceinline__ void stage_back(uint64_t *empty, uint64_t *mc_empty, int st, int lane) {
     if (lane != 0) return;
+    if constexpr (ALL) {
+        static_assert(CLM > 1, "a cluster to give the stage back to");
+#pragma unroll
+        for (int r = 0; r < CLM; r++) mbar_arrive_remote_cta(cl_map(&empty[st], (uint32_t)r));
+        return;
+    }
     mbar_arrive(&empty[st]);
     if constexpr (CLM > 1) mbar_arrive_remote_cta(cl_map(&mc_empty[st], (uint32_t)(st % CLM)));
 }
@@ -103,7 +111,7 @@ __device__ __forceinline__ void stage_back(uint64_t *empty, uint64_t *mc_empty, 
  * arrive per warp on empty[], and mc_empty[] with CLM > 1: stage_back)
  * once the next stage's products are issued; returns the last stage (-1:
  * none), which tile_done gives back. s and ph move on past the tile. */
-template <int MSUB, int WN, int CLM = 1, class AF, class WF>
+template <int MSUB, int WN, int CLM = 1, bool ALL = false, class AF, class WF>
 __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_t *full,
                                              uint64_t *empty, uint64_t *mc_empty, int stages,
                                              int kb_n, int &s, unsigned &ph, int lane, AF a_of,
@@ -124,7 +132,7 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
         /* The previous stage's products are done once one group is left
          * in flight: hand its buffers back to the producer. */
         wg_wait<1>();
-        if (prev >= 0) stage_back<CLM>(empty, mc_empty, prev, lane);
+        if (prev >= 0) stage_back<CLM, ALL>(empty, mc_empty, prev, lane);
         prev = s;
         ring_next(s, ph, stages);
     }
@@ -133,7 +141,7 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
 
 /* The tile's products complete: the accumulators readable (kept after the
  * wait) and the last stage given back. */
-template <int MSUB, int WN, int CLM = 1>
+template <int MSUB, int WN, int CLM = 1, bool ALL = false>
 __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *empty,
                                           uint64_t *mc_empty, int prev, int lane) {
     wg_wait<0>();
@@ -142,7 +150,7 @@ __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *
     for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
         for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
-    if (prev >= 0) stage_back<CLM>(empty, mc_empty, prev, lane);
+    if (prev >= 0) stage_back<CLM, ALL>(empty, mc_empty, prev, lane);
 }
 
 /* The consumer warpgroups' start: their registers raised (the producer's

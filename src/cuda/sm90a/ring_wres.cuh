@@ -70,8 +70,23 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
  * store, optional EPI_SMEM / epi_load). p.d.kblocks <= KBMAX (the host
  * checks). Grid: at most one CTA per tile; CTA b takes tiles
  * [b T / G, (b + 1) T / G) of the T = column tiles x row tiles, tile j
- * being row tile j % mt of column tile j / mt. */
-template <int MSUB, int WN, int KBMAX, class E>
+ * being row tile j % mt of column tile j / mt.
+ *
+ * CLA > 1 (the fused gate_up's opt-in HRMT_CUDA_GLU_MC shapes 13, 14):
+ * launched in clusters of CLA CTAs, which take the runs as one CTA takes
+ * them above, a column tile being CLA adjacent W slices, CTA r holding
+ * slice c CLA + r: so every CTA of a cluster walks the same row tiles in
+ * the same order, stage by stage, and each fills 1 / CLA of every stage's
+ * A rows (a box of BM / CLA rows, tm_a's) by TMA multicast into all of
+ * them. A is then read from L2 once per CLA slices: at batch 256 the
+ * kernel reads ~700 MB through L2 a call, most of it A once per slice (ncu,
+ * session 38, H100). Each CTA's empty[s] counts every CTA's consumer warps
+ * (stage_back's ALL), so no part of a stage is refilled before all have
+ * read it; each full[s] expects the whole stage. A cluster barrier after
+ * the barriers' init and another before exit (no CTA leaves while a peer
+ * may still write into it or arrive on its barriers). Written without a
+ * device (session 38): not yet run. */
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1>
 __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
@@ -79,6 +94,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
     using C = wres_cfg_for<MSUB, WN, KBMAX, E>;
     constexpr int S = C::STAGES, WGS = C::WGS;
+    static_assert(C::BM % (8 * CLA) == 0, "whole 8-row swizzle atoms a part");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *wres = smem, *ring = smem + C::W_RES;
@@ -86,11 +102,17 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     uint64_t *wfull = order + WGS, *wempty = wfull + 1;
     uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
     const int wg = threadIdx.x / 128, mt = (p.d.M + C::BM - 1) / C::BM;
+    /* CLA > 1: this CTA's rank, its cluster's runs of column tiles of CLA
+     * slices (p.d.nt % CLA == 0: the host checks). */
+    const int rank = CLA > 1 ? (int)cl_rank() : 0;
     int lo = 0, hi = 0;
-    wres_range((long long)mt * p.d.nt, blockIdx.x, gridDim.x, &lo, &hi);
+    wres_range((long long)mt * (p.d.nt / CLA), blockIdx.x / CLA, gridDim.x / CLA, &lo, &hi);
     const int kb_n = p.d.kblocks, col0 = lo / mt;
+    auto slice_n0 = [&](int col) { return (col * CLA + rank) * E::TILE_N; };
     if (threadIdx.x == 0) {
-        ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
+        /* One arrive per warp of the consuming warpgroup (CLA > 1: of every
+         * CTA of the cluster). */
+        ring_init(full, empty, S, 4 * CLA);
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
         mbar_init(wfull, 1);
         mbar_init(wempty, 4 * WGS);
@@ -98,15 +120,24 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    if constexpr (CLA > 1) {
+        /* Every CTA's barriers made before any multicast lands or any
+         * remote arrival comes. */
+        cl_arrive_relaxed();
+        cl_wait();
+    }
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x != 0) return;
+        if (threadIdx.x != 0) {
+            if constexpr (CLA > 1) cl_sync(); /* the exit barrier (thread 0's below) */
+            return;
+        }
         /* The first slice of W does not depend on the kernel before
          * (programmatic dependent launch): requested before waiting for it. */
         auto load_slice = [&](int col) {
             mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
             for (int kb = 0; kb < kb_n; kb++)
-                E::load_w(wres + kb * C::W_BYTES, &tm_w, wfull, kb, col * E::TILE_N, p);
+                E::load_w(wres + kb * C::W_BYTES, &tm_w, wfull, kb, slice_n0(col), p);
         };
         if (lo < hi) load_slice(col0);
         pdl_wait();
@@ -124,10 +155,15 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
             for (int kb = 0; kb < kb_n; kb++) {
                 mbar_wait(&empty[s], ph ^ 1);
                 mbar_expect_tx(&full[s], C::A_BYTES);
-                tma_load(ring + s * C::A_BYTES, &tm_a, &full[s], kb * BK, m0);
+                if constexpr (CLA == 1)
+                    tma_load(ring + s * C::A_BYTES, &tm_a, &full[s], kb * BK, m0);
+                else /* this CTA's part of the rows, into every CTA's stage s */
+                    tma_load_mc(ring + s * C::A_BYTES + rank * (C::A_BYTES / CLA), &tm_a, &full[s],
+                                kb * BK, m0 + rank * (C::BM / CLA), (uint16_t)((1u << CLA) - 1));
                 ring_next(s, ph, S);
             }
         }
+        if constexpr (CLA > 1) cl_sync();
         return;
     }
     consumers_begin<WGS, E>(epi, p);
@@ -136,7 +172,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     int have = -1; /* the W generation this warpgroup last waited for */
     for (int li = cw; lo + li < hi; li += WGS) {
         const int j = lo + li, c = j / mt, g = c - col0;
-        const int m0 = (j % mt) * C::BM, n0 = c * E::TILE_N;
+        const int m0 = (j % mt) * C::BM, n0 = slice_n0(c);
         const unsigned base = (unsigned)li * (unsigned)kb_n; /* ring uses before this tile */
         int s = (int)(base % S);
         unsigned ph = (base / S) & 1;
@@ -148,31 +184,32 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
             mbar_wait(wfull, (unsigned)g & 1);
             have = g;
         }
-        const int prev = tile_products<MSUB, WN>(
+        const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(
             acc, full, empty, nullptr, S, kb_n, s, ph, lane,
             [&](int st) { return ring + st * C::A_BYTES; },
             [&](int, int kb) { return wres + kb * C::W_BYTES; });
         /* Every ring use of this tile has been issued: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        tile_done<MSUB, WN>(acc, empty, nullptr, prev, lane);
+        tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane);
         /* This warpgroup's last tile of generation g: its products of g are
          * done. A generation of one tile arrives for the other warpgroup too. */
         if (wres_last(j, hi, mt, WGS) && lane == 0)
             mbar_arrive_n(wempty, wres_alone(j, lo, hi, mt) ? 2u : 1u);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
+    if constexpr (CLA > 1) cl_sync(); /* as the producer's */
 #endif
 }
 
 /* Host side: the image check and shared-memory opt-in. */
-template <int MSUB, int WN, int KBMAX, class E>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1>
 int wres_loads(size_t per_block) {
-    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E>, wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM,
-                       per_block);
+    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA>,
+                       wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM, per_block);
 }
-template <int MSUB, int WN, int KBMAX, class E>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1>
 cudaError_t wres_prepare() {
-    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E>,
+    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA>,
                        wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM);
 }
 
