@@ -28,7 +28,12 @@
  * HRMT_CUDA_GLU_WRES=1, tuned (on by default since session 31); three more,
  * 64 x 64 with one or two warpgroups and 64 x 32, take their products by
  * mma.sync (ring_mma.cuh, same bits: forced, or with HRMT_CUDA_GLU_MMA=1
- * tuned; opt-in, written without a GPU in session 33). The
+ * tuned; opt-in, written without a GPU in session 33); with
+ * HRMT_CUDA_GLU_MC=1 five cluster shapes join them: 10-12, clusters of 2
+ * or 4 row tiles sharing W by multicast (ring_gemm.cuh's CLM; run in
+ * session 38: same bytes, never faster), and 13-14, the W-resident one
+ * over clusters of 2 or 4 CTAs holding adjacent W slices and sharing A
+ * (ring_wres.cuh's CLA; written in session 38 without a device). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
  * and checks that each gives the first one's bytes; untuned, 128 x 64 once
  * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
