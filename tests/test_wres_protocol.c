@@ -14,9 +14,17 @@
  *  - no copy is issued into, or lands in, a buffer that a product in flight
  *    still reads;
  *  - the CTAs' runs cover every tile once, in order.
- * The GPU tests (test_cuda_model's glu_wres_* and shape tests) check the
- * bytes; this checks the protocol where a GPU is not at hand, over run and
- * ring shapes the device tests do not reach. */
+ * With CLA > 1 (the kernel's clusters sharing A, HRMT_CUDA_GLU_SHAPE 13 and
+ * 14) the model is a cluster of CLA such CTAs walking one run: each
+ * producer copies its 1 / CLA of a stage's A rows into every CTA's stage
+ * (a part may land before the receiver's own expect_tx: the signed
+ * tx-count), and each consumer warpgroup gives a stage back to every CTA's
+ * empty barrier; a product then needs all parts of its stage landed, no
+ * part may be issued into or land in a stage any CTA's product still
+ * reads, and each part must land in the fill of the stage it was issued
+ * for. The GPU tests (test_cuda_model's glu_wres_*, glu_mc_* and shape
+ * tests) check the bytes; this checks the protocol where a GPU is not at
+ * hand, over run and ring shapes the device tests do not reach. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,23 +35,25 @@
 #define WGS 2
 #define MAX_S 8
 #define MAX_KB 4
+#define MAX_CLA 4
 #define MAX_OPS 4096
-#define MAX_EVENTS 64
+#define MAX_EVENTS 256
 
-/* ---- buffers: A stages and W blocks -------------------------------------- */
+/* ---- buffers: A stages (a part per CTA of the cluster) and W blocks ------ */
 
 typedef struct {
     int tag, landed, writing; /* tag: (tile j, k block) or W generation */
 } buf;
 
-/* ---- the CTA ------------------------------------------------------------- */
+/* ---- the cluster of CTAs --------------------------------------------------- */
 
 enum { OP_WAIT, OP_ARRIVE, OP_LOAD_W, OP_LOAD_A, OP_ISSUE, OP_WAIT1, OP_WAIT0 };
 enum { B_FULL, B_EMPTY, B_ORDER, B_WFULL, B_WEMPTY };
 
 typedef struct {
     int kind, bar, idx; /* barrier kind and index */
-    int a, b, c;        /* wait: parity; arrive: count; loads / issue: operands */
+    int a, b, c;        /* wait: parity; arrive: count, c: on every CTA's barrier;
+                           loads: tag, fill; issue: operands */
 } op;
 
 typedef struct {
@@ -56,17 +66,35 @@ typedef struct { /* one product group in flight: stage s, W block kb */
 } flight;
 
 typedef struct {
-    int S, kb_n, mt, lo, hi;
     bar full[MAX_S], empty[MAX_S], order[WGS], wfull, wempty;
-    buf stage[MAX_S], w[MAX_KB];
+    buf stage[MAX_S][MAX_CLA], w[MAX_KB];
     prog p[1 + WGS]; /* producer, consumer warpgroups */
     flight fl[WGS][2];
     int nfl[WGS];
+} cta;
+
+typedef struct {
+    int S, kb_n, mt, lo, hi, cla;
+    /* probe: count protocol violations instead of failing (the tests that
+     * show the model sees an error); local: the give-back rule a cluster
+     * must not use (each CTA's consumers to its own producer only). */
+    int probe, local, violations;
+    cta c[MAX_CLA];
     struct { /* copies issued, not landed */
-        int is_w, idx, tag;
+        int dst, is_w, idx, part, tag, fill;
     } ev[MAX_EVENTS];
     int nev;
-} cta;
+} cluster;
+
+#define CHECK(k, cond, ...)                  \
+    do {                                     \
+        if (!(cond)) {                       \
+            if ((k)->probe)                  \
+                (k)->violations++;           \
+            else                             \
+                cr_assert_fail(__VA_ARGS__); \
+        }                                    \
+    } while (0)
 
 static bar *bar_of(cta *c, int kind, int idx) {
     switch (kind) {
@@ -85,90 +113,99 @@ static void emit(prog *p, op o) {
 static op o_wait(int kind, int idx, unsigned parity) {
     return (op){OP_WAIT, kind, idx, (int)parity, 0, 0};
 }
-static op o_arrive(int kind, int idx, int n) { return (op){OP_ARRIVE, kind, idx, n, 0, 0}; }
+static op o_arrive(int kind, int idx, int n, int all) {
+    return (op){OP_ARRIVE, kind, idx, n, 0, all};
+}
 
 static int a_tag(int j, int kb) { return j * MAX_KB + kb; }
 
-/* The producer thread's program, as ring_wres_kernel's warpgroup 0. */
-static void producer(cta *c) {
-    prog *p = &c->p[0];
-    const int col0 = c->lo / c->mt;
+/* CTA r's producer thread, as ring_wres_kernel's warpgroup 0 (the loads
+ * carry the fill of their buffer: the phase their barrier must be in). */
+static void producer(cluster *k, int r) {
+    prog *p = &k->c[r].p[0];
+    const int col0 = k->lo / k->mt;
     unsigned gen = 0, ph = 0;
-    int s = 0, col = col0;
-    if (c->lo < c->hi) emit(p, (op){OP_LOAD_W, 0, 0, 0, 0, 0});
-    for (int j = c->lo; j < c->hi; j++) {
-        if (j / c->mt != col) {
+    int s = 0, col = col0, fill = 0;
+    if (k->lo < k->hi) emit(p, (op){OP_LOAD_W, 0, 0, 0, 0, 0});
+    for (int j = k->lo; j < k->hi; j++) {
+        if (j / k->mt != col) {
             emit(p, o_wait(B_WEMPTY, 0, gen & 1u));
             gen++;
-            col = j / c->mt;
-            emit(p, (op){OP_LOAD_W, 0, 0, (int)gen, 0, 0});
+            col = j / k->mt;
+            emit(p, (op){OP_LOAD_W, 0, 0, (int)gen, (int)gen, 0});
         }
-        for (int kb = 0; kb < c->kb_n; kb++) {
+        for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_EMPTY, s, ph ^ 1u));
-            emit(p, (op){OP_LOAD_A, 0, s, a_tag(j, kb), 0, 0});
-            if (++s == c->S) {
+            emit(p, (op){OP_LOAD_A, 0, s, a_tag(j, kb), fill, 0});
+            if (++s == k->S) {
                 s = 0;
                 ph ^= 1u;
+                fill++;
             }
         }
     }
 }
 
-/* Consumer warpgroup cw's program, as ring_wres_kernel's consumer loop:
- * the four warps' arrivals as one of four (eight for a lone tile). */
-static void consumer(cta *c, int cw) {
-    prog *p = &c->p[1 + cw];
-    const int col0 = c->lo / c->mt;
+/* CTA r's consumer warpgroup cw, as ring_wres_kernel's consumer loop: the
+ * four warps' arrivals as one of four (eight for a lone tile); with CLA > 1
+ * each stage given back to every CTA's empty barrier (stage_back's ALL). */
+static void consumer(cluster *k, int r, int cw) {
+    prog *p = &k->c[r].p[1 + cw];
+    const int col0 = k->lo / k->mt, all = k->cla > 1 && !k->local;
     unsigned turn = 0;
     int have = -1;
-    for (int li = cw; c->lo + li < c->hi; li += WGS) {
-        const int j = c->lo + li, g = j / c->mt - col0;
-        const unsigned base = (unsigned)li * (unsigned)c->kb_n;
-        int s = (int)(base % (unsigned)c->S), prev = -1;
-        unsigned ph = (base / (unsigned)c->S) & 1u;
+    for (int li = cw; k->lo + li < k->hi; li += WGS) {
+        const int j = k->lo + li, g = j / k->mt - col0;
+        const unsigned base = (unsigned)li * (unsigned)k->kb_n;
+        int s = (int)(base % (unsigned)k->S), prev = -1;
+        unsigned ph = (base / (unsigned)k->S) & 1u;
         emit(p, o_wait(B_ORDER, cw, turn));
         turn ^= 1u;
         if (g != have) {
             emit(p, o_wait(B_WFULL, 0, (unsigned)g & 1u));
             have = g;
         }
-        for (int kb = 0; kb < c->kb_n; kb++) {
+        for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_FULL, s, ph));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
             emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
-            if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
+            if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
             prev = s;
-            if (++s == c->S) {
+            if (++s == k->S) {
                 s = 0;
                 ph ^= 1u;
             }
         }
-        emit(p, o_arrive(B_ORDER, (cw + 1) % WGS, 1));
+        emit(p, o_arrive(B_ORDER, (cw + 1) % WGS, 1, 0));
         emit(p, (op){OP_WAIT0, 0, 0, 0, 0, 0});
-        if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
-        if (wres_last(j, c->hi, c->mt, WGS))
-            emit(p, o_arrive(B_WEMPTY, 0, wres_alone(j, c->lo, c->hi, c->mt) ? 8 : 4));
+        if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
+        if (wres_last(j, k->hi, k->mt, WGS))
+            emit(p, o_arrive(B_WEMPTY, 0, wres_alone(j, k->lo, k->hi, k->mt) ? 8 : 4, 0));
     }
 }
 
-static void cta_init(cta *c, int S, int kb_n, int mt, int lo, int hi) {
-    memset(c, 0, sizeof *c);
-    c->S = S, c->kb_n = kb_n, c->mt = mt, c->lo = lo, c->hi = hi;
-    for (int s = 0; s < S; s++) {
-        bar_init(&c->full[s], 1);
-        bar_init(&c->empty[s], 4);
-        c->stage[s].tag = -1;
+static void cluster_init(cluster *k, int S, int kb_n, int mt, int lo, int hi, int cla, int local) {
+    memset(k, 0, sizeof *k);
+    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->cla = cla, k->local = local;
+    for (int r = 0; r < cla; r++) {
+        cta *c = &k->c[r];
+        for (int s = 0; s < S; s++) {
+            bar_init(&c->full[s], 1);
+            /* every CTA's consumer warps (local: its own only) */
+            bar_init(&c->empty[s], 4 * (local ? 1 : cla));
+            for (int q = 0; q < cla; q++) c->stage[s][q].tag = -1;
+        }
+        for (int w = 0; w < WGS; w++) bar_init(&c->order[w], 1);
+        bar_init(&c->wfull, 1);
+        bar_init(&c->wempty, 4 * WGS);
+        bar_arrive(&c->order[0], 1); /* tile 0's turn */
+        for (int kb = 0; kb < MAX_KB; kb++) c->w[kb].tag = -1;
+        producer(k, r);
+        for (int w = 0; w < WGS; w++) consumer(k, r, w);
     }
-    for (int w = 0; w < WGS; w++) bar_init(&c->order[w], 1);
-    bar_init(&c->wfull, 1);
-    bar_init(&c->wempty, 4 * WGS);
-    bar_arrive(&c->order[0], 1); /* tile 0's turn */
-    for (int kb = 0; kb < MAX_KB; kb++) c->w[kb].tag = -1;
-    producer(c);
-    for (int w = 0; w < WGS; w++) consumer(c, w);
 }
 
-/* Whether a product in flight reads the buffer (W block or stage idx). */
+/* Whether a product of CTA d in flight reads the buffer (W block or stage idx). */
 static int read_in_flight(const cta *c, int is_w, int idx) {
     for (int w = 0; w < WGS; w++)
         for (int i = 0; i < c->nfl[w]; i++)
@@ -176,61 +213,82 @@ static int read_in_flight(const cta *c, int is_w, int idx) {
     return 0;
 }
 
-static void issue_copy(cta *c, int is_w, int idx, int tag) {
-    buf *b = is_w ? &c->w[idx] : &c->stage[idx];
-    cr_assert(!read_in_flight(c, is_w, idx), "a copy into %s %d while a product reads it",
-              is_w ? "W block" : "stage", idx);
-    cr_assert(!b->writing, "two copies into one buffer at once");
+/* A copy into CTA d's buffer (stage idx's part `part`, or W block idx). */
+static void issue_copy(cluster *k, int d, int is_w, int idx, int part, int tag, int fill) {
+    cta *c = &k->c[d];
+    buf *b = is_w ? &c->w[idx] : &c->stage[idx][part];
+    CHECK(k, !read_in_flight(c, is_w, idx), "a copy into CTA %d's %s %d while a product reads it",
+          d, is_w ? "W block" : "stage", idx);
+    CHECK(k, !b->writing, "two copies into one buffer at once");
     b->writing = 1;
     b->landed = 0;
-    cr_assert_lt(c->nev, MAX_EVENTS);
-    c->ev[c->nev].is_w = is_w, c->ev[c->nev].idx = idx, c->ev[c->nev].tag = tag;
-    c->nev++;
+    cr_assert_lt(k->nev, MAX_EVENTS);
+    k->ev[k->nev].dst = d, k->ev[k->nev].is_w = is_w, k->ev[k->nev].idx = idx;
+    k->ev[k->nev].part = part, k->ev[k->nev].tag = tag, k->ev[k->nev].fill = fill;
+    k->nev++;
 }
 
-static void land(cta *c, int e) {
-    const int is_w = c->ev[e].is_w, idx = c->ev[e].idx;
-    buf *b = is_w ? &c->w[idx] : &c->stage[idx];
-    cr_assert(!read_in_flight(c, is_w, idx), "a copy landed in %s %d while a product reads it",
-              is_w ? "W block" : "stage", idx);
-    b->tag = c->ev[e].tag;
+static void land(cluster *k, int e) {
+    const int d = k->ev[e].dst, is_w = k->ev[e].is_w, idx = k->ev[e].idx, part = k->ev[e].part;
+    cta *c = &k->c[d];
+    buf *b = is_w ? &c->w[idx] : &c->stage[idx][part];
+    bar *fb = is_w ? &c->wfull : &c->full[idx];
+    CHECK(k, !read_in_flight(c, is_w, idx),
+          "a copy landed in CTA %d's %s %d while a product reads it", d, is_w ? "W block" : "stage",
+          idx);
+    CHECK(k, fb->phase == (unsigned)k->ev[e].fill,
+          "a copy for fill %d of CTA %d's %s %d landed in its barrier's phase %u", k->ev[e].fill, d,
+          is_w ? "W block" : "stage", idx, fb->phase);
+    b->tag = k->ev[e].tag;
     b->landed = 1;
     b->writing = 0;
-    bar_complete_tx(is_w ? &c->wfull : &c->full[idx], 1);
-    c->ev[e] = c->ev[--c->nev];
+    if (!is_w && part != d)
+        bar_complete_tx_peer(fb, 1); /* a peer's part: may precede the expect_tx */
+    else
+        bar_complete_tx(fb, 1);
+    k->ev[e] = k->ev[--k->nev];
 }
 
-/* Whether actor a's next op can run now. */
-static int runnable(cta *c, int a) {
-    const prog *p = &c->p[a];
+/* Whether actor a (of CTA d) can run its next op now. */
+static int runnable(cluster *k, int d, int a) {
+    const prog *p = &k->c[d].p[a];
     if (p->pc >= p->n) return 0;
     const op *o = &p->ops[p->pc];
-    return o->kind != OP_WAIT || bar_ready(bar_of(c, o->bar, o->idx), (unsigned)o->a);
+    return o->kind != OP_WAIT || bar_ready(bar_of(&k->c[d], o->bar, o->idx), (unsigned)o->a);
 }
 
-static void step(cta *c, int a) {
+static void step(cluster *k, int d, int a) {
+    cta *c = &k->c[d];
     prog *p = &c->p[a];
     const op *o = &p->ops[p->pc++];
     const int w = a - 1;
     switch (o->kind) {
     case OP_WAIT: break;
-    case OP_ARRIVE: bar_arrive(bar_of(c, o->bar, o->idx), o->a); break;
-    case OP_LOAD_W:
-        bar_expect_tx(&c->wfull, c->kb_n);
-        for (int kb = 0; kb < c->kb_n; kb++) issue_copy(c, 1, kb, o->a);
+    case OP_ARRIVE:
+        if (o->c)
+            for (int x = 0; x < k->cla; x++) bar_arrive(bar_of(&k->c[x], o->bar, o->idx), o->a);
+        else
+            bar_arrive(bar_of(c, o->bar, o->idx), o->a);
         break;
-    case OP_LOAD_A:
-        bar_expect_tx(&c->full[o->idx], 1);
-        issue_copy(c, 0, o->idx, o->a);
+    case OP_LOAD_W:
+        bar_expect_tx(&c->wfull, k->kb_n);
+        for (int kb = 0; kb < k->kb_n; kb++) issue_copy(k, d, 1, kb, 0, o->a, o->b);
+        break;
+    case OP_LOAD_A: /* this CTA's part of the rows, into every CTA of the cluster */
+        bar_expect_tx(&c->full[o->idx], k->cla);
+        for (int x = 0; x < k->cla; x++) issue_copy(k, x, 0, o->idx, d, o->a, o->b);
         break;
     case OP_ISSUE: {
-        const buf *st = &c->stage[o->idx], *wb = &c->w[o->b];
-        cr_assert(st->landed && !st->writing && st->tag == o->a,
-                  "stage %d read for tile %d k block %d: holds %d (landed %d)", o->idx,
-                  o->a / MAX_KB, o->a % MAX_KB, st->tag, st->landed);
-        cr_assert(wb->landed && !wb->writing && wb->tag == o->c,
-                  "W block %d read for generation %d: holds %d (landed %d)", o->b, o->c, wb->tag,
-                  wb->landed);
+        const buf *wb = &c->w[o->b];
+        for (int q = 0; q < k->cla; q++) {
+            const buf *st = &c->stage[o->idx][q];
+            CHECK(k, st->landed && !st->writing && st->tag == o->a,
+                  "CTA %d's stage %d part %d read for tile %d k block %d: holds %d (landed %d)", d,
+                  o->idx, q, o->a / MAX_KB, o->a % MAX_KB, st->tag, st->landed);
+        }
+        CHECK(k, wb->landed && !wb->writing && wb->tag == o->c,
+              "W block %d read for generation %d: holds %d (landed %d)", o->b, o->c, wb->tag,
+              wb->landed);
         cr_assert_lt(c->nfl[w], 2);
         c->fl[w][c->nfl[w]].s = o->idx, c->fl[w][c->nfl[w]].kb = o->b;
         c->nfl[w]++;
@@ -253,31 +311,33 @@ static uint64_t rng_next(uint64_t *x) {
     return *x;
 }
 
-/* One CTA's run under a random schedule; the copies land at random too. */
-static void run_cta(int S, int kb_n, int mt, int lo, int hi, uint64_t seed) {
-    static cta c;
-    cta_init(&c, S, kb_n, mt, lo, hi);
+/* One cluster's run under a random schedule, the copies landing at random
+ * too; returns 1 when every program ended, 0 on a deadlock (probe) and
+ * fails the test on one otherwise. */
+static int run_cluster(cluster *k, uint64_t seed) {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    const int actors = k->cla * (1 + WGS);
     for (long steps = 0;; steps++) {
-        int can[1 + WGS + MAX_EVENTS], n = 0;
-        for (int a = 0; a < 1 + WGS; a++)
-            if (runnable(&c, a)) can[n++] = a;
-        for (int e = 0; e < c.nev; e++) can[n++] = 1 + WGS + e;
-        const int done = c.p[0].pc == c.p[0].n && c.p[1].pc == c.p[1].n && c.p[2].pc == c.p[2].n;
+        int can[MAX_CLA * (1 + WGS) + MAX_EVENTS], n = 0;
+        for (int a = 0; a < actors; a++)
+            if (runnable(k, a / (1 + WGS), a % (1 + WGS))) can[n++] = a;
+        for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
         if (n == 0) {
-            cr_assert(done && c.nev == 0,
-                      "deadlock: S %d kb %d mt %d run [%d, %d): producer at %d/%d, consumers at "
-                      "%d/%d and %d/%d",
-                      S, kb_n, mt, lo, hi, c.p[0].pc, c.p[0].n, c.p[1].pc, c.p[1].n, c.p[2].pc,
-                      c.p[2].n);
-            return;
+            int done = k->nev == 0;
+            for (int a = 0; a < actors; a++) {
+                const prog *p = &k->c[a / (1 + WGS)].p[a % (1 + WGS)];
+                done = done && p->pc == p->n;
+            }
+            CHECK(k, done, "deadlock: CLA %d S %d kb %d mt %d run [%d, %d)", k->cla, k->S, k->kb_n,
+                  k->mt, k->lo, k->hi);
+            return done;
         }
-        cr_assert_lt(steps, 1000000);
+        cr_assert_lt(steps, 4000000);
         const int pick = can[rng_next(&x) % (uint64_t)n];
-        if (pick < 1 + WGS)
-            step(&c, pick);
+        if (pick < actors)
+            step(k, pick / (1 + WGS), pick % (1 + WGS));
         else
-            land(&c, pick - 1 - WGS);
+            land(k, pick - actors);
     }
 }
 
@@ -297,26 +357,42 @@ Test(wres_protocol, runs_cover_every_tile_once) {
         }
 }
 
-Test(wres_protocol, random_interleavings) {
+/* Clusters of cla CTAs (1: the plain kernel) over every ring and run
+ * shape in the lists: units are row tiles x column units of cla slices,
+ * each cluster's run that of wres_range over the clusters. */
+static long sweep(int cla, int seeds) {
     const int stages[] = {2, 3, 5}, kbs[] = {1, 2, 3, 4}, mts[] = {1, 2, 3, 5};
     const int nts[] = {1, 2, 3, 4}, grids[] = {1, 2, 3, 5, 7};
+    static cluster k;
     long runs = 0;
     for (int si = 0; si < 3; si++)
         for (int ki = 0; ki < 4; ki++)
             for (int mi = 0; mi < 4; mi++)
                 for (int ni = 0; ni < 4; ni++)
                     for (int gi = 0; gi < 5; gi++) {
-                        const long long tiles = (long long)mts[mi] * nts[ni];
+                        const long long units = (long long)mts[mi] * nts[ni];
                         const unsigned G = (unsigned)grids[gi];
-                        if (G > tiles) continue;
+                        if (G > units) continue;
                         for (unsigned b = 0; b < G; b++) {
                             int lo = 0, hi = 0;
-                            wres_range(tiles, b, G, &lo, &hi);
-                            for (uint64_t seed = 1; seed <= 12; seed++, runs++)
-                                run_cta(stages[si], kbs[ki], mts[mi], lo, hi,
-                                        seed + 977 * (uint64_t)runs);
+                            wres_range(units, b, G, &lo, &hi);
+                            for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++, runs++) {
+                                cluster_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, cla, 0);
+                                run_cluster(&k, seed + 977 * (uint64_t)runs);
+                            }
                         }
                     }
+    return runs;
+}
+
+Test(wres_protocol, random_interleavings) {
+    const long runs = sweep(1, 12);
+    cr_expect_gt(runs, 10000, "runs: %ld", runs);
+}
+
+/* ring_wres.cuh's clusters sharing A (CLA 2 and 4). */
+Test(wres_protocol, random_interleavings_clusters) {
+    const long runs = sweep(2, 6) + sweep(4, 3);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -327,11 +403,12 @@ Test(wres_protocol, model_catches_an_early_w_wait) {
     /* mt 1: every tile its own generation; run of 6 tiles. */
     int failures = 0;
     for (uint64_t seed = 1; seed <= 200 && !failures; seed++) {
-        static cta c;
-        cta_init(&c, 2, 1, 1, 0, 6);
+        static cluster k;
+        cluster_init(&k, 2, 1, 1, 0, 6, 1, 0);
+        k.probe = 1;
         /* Move each consumer's W wait before its order wait. */
         for (int w = 0; w < WGS; w++) {
-            prog *p = &c.p[1 + w];
+            prog *p = &k.c[0].p[1 + w];
             for (int i = 0; i + 1 < p->n; i++)
                 if (p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_ORDER &&
                     p->ops[i + 1].kind == OP_WAIT && p->ops[i + 1].bar == B_WFULL) {
@@ -340,35 +417,23 @@ Test(wres_protocol, model_catches_an_early_w_wait) {
                     p->ops[i + 1] = t;
                 }
         }
-        uint64_t x = seed;
-        for (long steps = 0; steps < 100000; steps++) {
-            int can[1 + WGS + MAX_EVENTS], n = 0;
-            for (int a = 0; a < 1 + WGS; a++)
-                if (runnable(&c, a)) can[n++] = a;
-            for (int e = 0; e < c.nev; e++) can[n++] = 1 + WGS + e;
-            if (n == 0) break;
-            const int pick = can[rng_next(&x) % (uint64_t)n];
-            if (pick < 1 + WGS) {
-                const op *o = &c.p[pick].ops[c.p[pick].pc];
-                if (o->kind == OP_ISSUE) {
-                    const buf *wb = &c.w[o->b];
-                    if (!(wb->landed && !wb->writing && wb->tag == o->c)) {
-                        failures++;
-                        break;
-                    }
-                }
-                if (o->kind == OP_LOAD_W || o->kind == OP_LOAD_A) {
-                    const int is_w = o->kind == OP_LOAD_W;
-                    if (read_in_flight(&c, is_w, is_w ? 0 : o->idx)) {
-                        failures++;
-                        break;
-                    }
-                }
-                step(&c, pick);
-            } else {
-                land(&c, pick - 1 - WGS);
-            }
-        }
+        run_cluster(&k, seed);
+        failures += k.violations > 0;
     }
     cr_expect_gt(failures, 0, "reordering the waits went unnoticed in 200 schedules");
+}
+
+/* And the hazard the clusters' give-back rule guards against: were each
+ * CTA's stages given back to its own producer only, a producer would copy
+ * its part into a peer's stage while the peer's products still read it. */
+Test(wres_protocol, model_catches_a_local_give_back) {
+    int failures = 0;
+    for (uint64_t seed = 1; seed <= 200 && !failures; seed++) {
+        static cluster k;
+        cluster_init(&k, 2, 2, 3, 0, 6, 2, 1);
+        k.probe = 1;
+        run_cluster(&k, seed);
+        failures += k.violations > 0;
+    }
+    cr_expect_gt(failures, 0, "a local give-back went unnoticed in 200 schedules");
 }
