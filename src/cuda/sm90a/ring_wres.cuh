@@ -129,7 +129,13 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x != 0) {
-            if constexpr (CLA > 1) cl_sync(); /* the exit barrier (thread 0's below) */
+            /* CLA > 1: the exit barrier, no CTA leaving while a peer may
+             * still write into it or arrive on its barriers (thread 0 comes
+             * after its loop; warp 0 meets at the __syncwarp first). */
+            if constexpr (CLA > 1) {
+                __syncwarp();
+                cl_sync();
+            }
             return;
         }
         /* The first slice of W does not depend on the kernel before
@@ -163,7 +169,10 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
                 ring_next(s, ph, S);
             }
         }
-        if constexpr (CLA > 1) cl_sync();
+        if constexpr (CLA > 1) {
+            __syncwarp();
+            cl_sync();
+        }
         return;
     }
     consumers_begin<WGS, E>(epi, p);
