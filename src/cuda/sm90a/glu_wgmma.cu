@@ -544,7 +544,7 @@ int glu_amc_fit(size_t per_block) {
 
 /* The shapes past the six ride on the W-resident one's rule (hidden <=
  * 512), so that every index below the count is one this model can run; the
- * W-multicast ones count only where the model asks for them
+ * cluster ones count only where the model asks for them
  * (HRMT_CUDA_GLU_MC: cu_glu_mc_applies at load). */
 int cu_glu_shapes(const hrmt_model *m) {
     if (!glu_wres_applies(m)) return GLU_WRES;
