@@ -65,6 +65,9 @@ typedef struct cu_exact_pick {
     signed char glu_shape;
 } cu_exact_pick;
 
+/* The fused gate_up's cluster shapes (HRMT_CUDA_GLU_MC: 10-14). */
+#define CU_GLU_MC_SHAPES 5
+
 /* Device copies of the model's tables (forward dtype; rope F32). */
 struct hrmt_model_cuda {
     void *embed_tokens, *puzzle_emb, *embed_pos, *H_init, *L_init;
@@ -78,10 +81,10 @@ struct hrmt_model_cuda {
     int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
     int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
     int glu_mul;                          /* HRMT_CUDA_GLU_MUL: SwiGLU's product by mul.bf16x2 */
-    int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
-    int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
-    int glu_mc;        /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
-    int glu_mc_fit[5]; /* ... how many clusters of each can be resident (found at load) */
+    int glu_wres; /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
+    int glu_mma;  /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
+    int glu_mc;   /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
+    int glu_mc_fit[CU_GLU_MC_SHAPES]; /* ... how many clusters of each fit (found at load) */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -312,7 +315,7 @@ int cu_glu_mma_applies(const hrmt_model *m);
 /* Whether the cluster shapes can serve this model (they count among its
  * shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of shape
  * 10 + i can be resident, all nonzero when they can. */
-int cu_glu_mc_applies(const hrmt_model *m, int fit[5]);
+int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act, cu_links *links = nullptr);
 

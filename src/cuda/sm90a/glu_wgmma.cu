@@ -221,12 +221,11 @@ constexpr glu_shape GLU_SHAPES[] = {
     {1, 1, 16, 0, 1}, {2, 2, 64, 0, 1}, {1, 1, 32, 1, 1}, {1, 2, 32, 1, 1}, {1, 1, 16, 1, 1},
     {2, 2, 64, 0, 2}, {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}, {2, 2, 64, 0, 2}, {2, 2, 64, 0, 4}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
-constexpr int GLU_WRES = 6;    /* the W-resident shape's index */
-constexpr int GLU_MMA0 = 7;    /* the first mma.sync shape's */
-constexpr int GLU_MC0 = 10;    /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
-constexpr int GLU_AMC0 = 13;   /* the W-resident shape with A multicast (pairs, fours) */
-constexpr int GLU_MC_FITS = 5; /* model_internal.cuh's glu_mc_fit[5] */
-constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
+constexpr int GLU_WRES = 6;  /* the W-resident shape's index */
+constexpr int GLU_MMA0 = 7;  /* the first mma.sync shape's */
+constexpr int GLU_MC0 = 10;  /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
+constexpr int GLU_AMC0 = 13; /* the W-resident shape with A multicast (pairs, fours) */
+constexpr int WRES_KB = 8;   /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
  * in shared memory. */
@@ -552,8 +551,8 @@ int cu_glu_shapes(const hrmt_model *m) {
     return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
 }
 
-int cu_glu_mc_applies(const hrmt_model *m, int fit[5]) {
-    static_assert(GLU_MC_FITS == 5, "one count per cluster shape");
+int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]) {
+    static_assert(GLU_NSHAPES - GLU_MC0 == CU_GLU_MC_SHAPES, "one count per cluster shape");
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     fit[0] = glu_mc_fit<2, 2, 2>(per_block);
@@ -561,7 +560,7 @@ int cu_glu_mc_applies(const hrmt_model *m, int fit[5]) {
     fit[2] = glu_mc_fit<1, 1, 4>(per_block);
     fit[3] = glu_amc_fit<2>(per_block);
     fit[4] = glu_amc_fit<4>(per_block);
-    for (int i = 0; i < GLU_MC_FITS; i++)
+    for (int i = 0; i < CU_GLU_MC_SHAPES; i++)
         if (fit[i] <= 0) return 0;
     /* The A-multicast shapes' clusters take 2 and 4 adjacent W slices. */
     return glu_wres_applies(m) && glu_mma_loads(m) && (m->inter / 64) % 4 == 0;
