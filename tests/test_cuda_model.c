@@ -779,6 +779,63 @@ Test(cuda_model, glu_wres_equals_launches_long_runs) {
     glu_forced_long_runs(GLU_SHAPE_WRES, batches, 2, "W-resident gate_up vs launches");
 }
 
+/* The W-resident shape's two forms (ring_wres.cuh's WGS): 64-row tiles
+ * over three consumer warpgroups by default (HRMT_CUDA_GLU_WRES3, which the
+ * shape tests above and glu_wres_equals_launches_long_runs run), 128-row
+ * tiles over two with the switch at 0, forced here against the launches: a
+ * ragged tile or a few a CTA (1, 7: 82 and 574 rows) and long runs across
+ * W slices (40, 100). The model must say which form it runs, or a
+ * comparison checked the other. */
+static void expect_bad_values(hrmt_context *ctx, const hrmt_model_config *cfg, const char *env,
+                              const char **bad, size_t n);
+Test(cuda_model, glu_wres_forms) {
+    need_cc90("the fused gate_up is built for", 0);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *m[2] = {NULL, NULL}, *d = NULL;
+    models_on_off(ctx, &cfg, 5, "HRMT_CUDA_GLU_WRES3", m);
+    cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_GLU_WRES3), 1, "=1 runs the three-warpgroup form");
+    cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_GLU_WRES3), 0, "=0 the two-warpgroup form");
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES3), 1, "unset: the three-warpgroup form");
+    hrmt_model_destroy(d);
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    const char *bad[] = {"2", "on"};
+    expect_bad_values(ctx, &cfg, "HRMT_CUDA_GLU_WRES3", bad, sizeof bad / sizeof bad[0]);
+    hrmt_context_destroy(ctx);
+    const int batches[] = {1, 7, 40, 100};
+    setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
+    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4,
+                         "two-warpgroup W-resident gate_up vs launches");
+    unsetenv("HRMT_CUDA_GLU_WRES3");
+}
+
+/* The three-warpgroup form leaving two product groups in flight
+ * (HRMT_CUDA_GLU_WRES_DEEP=1, ring_gemm.cuh's tile_products_deep): the
+ * model says so only with the form on; forced, against the launches. */
+Test(cuda_model, glu_wres_deep) {
+    need_cc90("the fused gate_up is built for", 0);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *m[2] = {NULL, NULL}, *d = NULL;
+    models_on_off(ctx, &cfg, 5, "HRMT_CUDA_GLU_WRES_DEEP", m);
+    cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_GLU_WRES_DEEP), 1, "=1 leaves two in flight");
+    cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_GLU_WRES_DEEP), 0, "=0 one");
+    setenv("HRMT_CUDA_GLU_WRES_DEEP", "1", 1);
+    setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES_DEEP), 0, "only the three-warpgroup form");
+    unsetenv("HRMT_CUDA_GLU_WRES3");
+    hrmt_model_destroy(d);
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    hrmt_context_destroy(ctx);
+    const int batches[] = {1, 7, 40, 100};
+    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "W-resident gate_up, two groups in flight");
+    unsetenv("HRMT_CUDA_GLU_WRES_DEEP");
+}
+
 /* The mma.sync shapes (7-9, HRMT_CUDA_GLU_MMA) over many tiles a CTA
  * (batch 100: 8200 rows, 50-100 tiles a CTA): their warps run apart, so
  * the turn barrier between tiles must count each warp (ring_gemm.cuh). */
@@ -1824,7 +1881,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
         "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",
-        "HRMT_CUDA_QKV_ATTN_CTA_W1"};
+        "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_DEEP"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

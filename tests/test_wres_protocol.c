@@ -1,12 +1,11 @@
 /* The synchronisation of the W-resident gate_up loop
  * (src/cuda/sm90a/ring_wres.cuh), checked on the host: one CTA's producer
- * and two consumer warpgroups as programs of the kernel's barrier
- * operations, run by a random scheduler over a model of mbarriers (arrival
- * counts, transaction bytes, phases, try_wait.parity's rule) and of the
- * asynchronous copies and products. The schedule's decisions (each CTA's
- * run of tiles, a warpgroup's last tile of a W generation, a generation of
- * one tile) are the kernel's own functions (sm90a/wres_plan.h). What must
- * hold under every interleaving tried:
+ * and two consumer warpgroups (three: HRMT_CUDA_GLU_WRES3's form) as
+ * programs of the kernel's barrier operations, run by a random scheduler over a model of mbarriers
+ * (arrival counts, transaction bytes, phases, try_wait.parity's rule) and of the asynchronous
+ * copies and products. The schedule's decisions (each CTA's run of tiles, a warpgroup's last tile
+ * of a W generation, the arrivals it owes the W slice's give-back) are the kernel's own functions
+ * (sm90a/wres_plan.h). What must hold under every interleaving tried:
  *  - no deadlock (some step can always run until all programs end);
  *  - a product reads a ring stage or a W block only once its copy has
  *    landed, and holding the tile's own data (row tile and k block; W
@@ -32,7 +31,8 @@
 #include "cuda/sm90a/wres_plan.h"
 #include "support/mbar_model.h"
 
-#define WGS 2
+#define MAX_WGS 3
+#define MAX_DEPTH 2
 #define MAX_S 8
 #define MAX_KB 4
 #define MAX_CLA 4
@@ -47,7 +47,7 @@ typedef struct {
 
 /* ---- the cluster of CTAs --------------------------------------------------- */
 
-enum { OP_WAIT, OP_ARRIVE, OP_LOAD_W, OP_LOAD_A, OP_ISSUE, OP_WAIT1, OP_WAIT0 };
+enum { OP_WAIT, OP_ARRIVE, OP_LOAD_W, OP_LOAD_A, OP_ISSUE, OP_WAITD, OP_WAIT0 };
 enum { B_FULL, B_EMPTY, B_ORDER, B_WFULL, B_WEMPTY };
 
 typedef struct {
@@ -66,15 +66,18 @@ typedef struct { /* one product group in flight: stage s, W block kb */
 } flight;
 
 typedef struct {
-    bar full[MAX_S], empty[MAX_S], order[WGS], wfull, wempty;
+    bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull, wempty;
     buf stage[MAX_S][MAX_CLA], w[MAX_KB];
-    prog p[1 + WGS]; /* producer, consumer warpgroups */
-    flight fl[WGS][2];
-    int nfl[WGS];
+    prog p[1 + MAX_WGS]; /* producer, consumer warpgroups */
+    flight fl[MAX_WGS][MAX_DEPTH + 1];
+    int nfl[MAX_WGS];
 } cta;
 
 typedef struct {
-    int S, kb_n, mt, lo, hi, cla;
+    int S, kb_n, mt, lo, hi, cla, wgs; /* wgs: consumer warpgroups (ring_wres.cuh's WGS) */
+    /* depth: product groups a warpgroup leaves in flight (its DEPTH); early:
+     * a broken form giving each stage back one group too soon */
+    int depth, early;
     /* probe: count protocol violations instead of failing (the tests that
      * show the model sees an error); local: the give-back rule a cluster
      * must not use (each CTA's consumers to its own producer only). */
@@ -154,10 +157,11 @@ static void consumer(cluster *k, int r, int cw) {
     const int col0 = k->lo / k->mt, all = k->cla > 1 && !k->local;
     unsigned turn = 0;
     int have = -1;
-    for (int li = cw; k->lo + li < k->hi; li += WGS) {
+    for (int li = cw; k->lo + li < k->hi; li += k->wgs) {
         const int j = k->lo + li, g = j / k->mt - col0;
         const unsigned base = (unsigned)li * (unsigned)k->kb_n;
-        int s = (int)(base % (unsigned)k->S), prev = -1;
+        int s = (int)(base % (unsigned)k->S);
+        const int gb = k->early ? k->depth - 1 : k->depth; /* stages held after the wait */
         unsigned ph = (base / (unsigned)k->S) & 1u;
         emit(p, o_wait(B_ORDER, cw, turn));
         turn ^= 1u;
@@ -168,25 +172,27 @@ static void consumer(cluster *k, int r, int cw) {
         for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_FULL, s, ph));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
-            emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
-            if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
-            prev = s;
+            emit(p, (op){OP_WAITD, 0, 0, 0, 0, 0});
+            if (kb >= gb) emit(p, o_arrive(B_EMPTY, (s + k->S - gb) % k->S, 4, all));
             if (++s == k->S) {
                 s = 0;
                 ph ^= 1u;
             }
         }
-        emit(p, o_arrive(B_ORDER, (cw + 1) % WGS, 1, 0));
+        emit(p, o_arrive(B_ORDER, (cw + 1) % k->wgs, 1, 0));
         emit(p, (op){OP_WAIT0, 0, 0, 0, 0, 0});
-        if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
-        if (wres_last(j, k->hi, k->mt, WGS))
-            emit(p, o_arrive(B_WEMPTY, 0, wres_alone(j, k->lo, k->hi, k->mt) ? 8 : 4, 0));
+        for (int i = k->kb_n < gb ? k->kb_n : gb; i >= 1; i--)
+            emit(p, o_arrive(B_EMPTY, (s + k->S - i) % k->S, 4, all));
+        const unsigned na = wres_arrivals(j, k->lo, k->hi, k->mt, k->wgs);
+        if (na > 0) emit(p, o_arrive(B_WEMPTY, 0, 4 * (int)na, 0));
     }
 }
 
-static void cluster_init(cluster *k, int S, int kb_n, int mt, int lo, int hi, int cla, int local) {
+static void cluster_init(cluster *k, int S, int kb_n, int mt, int lo, int hi, int cla, int local,
+                         int wgs, int depth, int early) {
     memset(k, 0, sizeof *k);
     k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->cla = cla, k->local = local;
+    k->wgs = wgs, k->depth = depth, k->early = early;
     for (int r = 0; r < cla; r++) {
         cta *c = &k->c[r];
         for (int s = 0; s < S; s++) {
@@ -195,19 +201,19 @@ static void cluster_init(cluster *k, int S, int kb_n, int mt, int lo, int hi, in
             bar_init(&c->empty[s], 4 * (local ? 1 : cla));
             for (int q = 0; q < cla; q++) c->stage[s][q].tag = -1;
         }
-        for (int w = 0; w < WGS; w++) bar_init(&c->order[w], 1);
+        for (int w = 0; w < wgs; w++) bar_init(&c->order[w], 1);
         bar_init(&c->wfull, 1);
-        bar_init(&c->wempty, 4 * WGS);
+        bar_init(&c->wempty, 4 * wgs);
         bar_arrive(&c->order[0], 1); /* tile 0's turn */
         for (int kb = 0; kb < MAX_KB; kb++) c->w[kb].tag = -1;
         producer(k, r);
-        for (int w = 0; w < WGS; w++) consumer(k, r, w);
+        for (int w = 0; w < wgs; w++) consumer(k, r, w);
     }
 }
 
 /* Whether a product of CTA d in flight reads the buffer (W block or stage idx). */
 static int read_in_flight(const cta *c, int is_w, int idx) {
-    for (int w = 0; w < WGS; w++)
+    for (int w = 0; w < MAX_WGS; w++)
         for (int i = 0; i < c->nfl[w]; i++)
             if (is_w ? c->fl[w][i].kb == idx : c->fl[w][i].s == idx) return 1;
     return 0;
@@ -289,15 +295,15 @@ static void step(cluster *k, int d, int a) {
         CHECK(k, wb->landed && !wb->writing && wb->tag == o->c,
               "W block %d read for generation %d: holds %d (landed %d)", o->b, o->c, wb->tag,
               wb->landed);
-        cr_assert_lt(c->nfl[w], 2);
+        cr_assert_lt(c->nfl[w], k->depth + 1);
         c->fl[w][c->nfl[w]].s = o->idx, c->fl[w][c->nfl[w]].kb = o->b;
         c->nfl[w]++;
         break;
     }
-    case OP_WAIT1: /* all but the newest group done */
-        if (c->nfl[w] == 2) {
-            c->fl[w][0] = c->fl[w][1];
-            c->nfl[w] = 1;
+    case OP_WAITD: /* all but the newest depth groups done */
+        while (c->nfl[w] > k->depth) {
+            for (int i = 0; i + 1 < c->nfl[w]; i++) c->fl[w][i] = c->fl[w][i + 1];
+            c->nfl[w]--;
         }
         break;
     case OP_WAIT0: c->nfl[w] = 0; break;
@@ -316,26 +322,26 @@ static uint64_t rng_next(uint64_t *x) {
  * fails the test on one otherwise. */
 static int run_cluster(cluster *k, uint64_t seed) {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    const int actors = k->cla * (1 + WGS);
+    const int per = 1 + k->wgs, actors = k->cla * per;
     for (long steps = 0;; steps++) {
-        int can[MAX_CLA * (1 + WGS) + MAX_EVENTS], n = 0;
+        int can[MAX_CLA * (1 + MAX_WGS) + MAX_EVENTS], n = 0;
         for (int a = 0; a < actors; a++)
-            if (runnable(k, a / (1 + WGS), a % (1 + WGS))) can[n++] = a;
+            if (runnable(k, a / per, a % per)) can[n++] = a;
         for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
         if (n == 0) {
             int done = k->nev == 0;
             for (int a = 0; a < actors; a++) {
-                const prog *p = &k->c[a / (1 + WGS)].p[a % (1 + WGS)];
+                const prog *p = &k->c[a / per].p[a % per];
                 done = done && p->pc == p->n;
             }
-            CHECK(k, done, "deadlock: CLA %d S %d kb %d mt %d run [%d, %d)", k->cla, k->S, k->kb_n,
-                  k->mt, k->lo, k->hi);
+            CHECK(k, done, "deadlock: CLA %d WGS %d S %d kb %d mt %d run [%d, %d)", k->cla, k->wgs,
+                  k->S, k->kb_n, k->mt, k->lo, k->hi);
             return done;
         }
         cr_assert_lt(steps, 4000000);
         const int pick = can[rng_next(&x) % (uint64_t)n];
         if (pick < actors)
-            step(k, pick / (1 + WGS), pick % (1 + WGS));
+            step(k, pick / per, pick % per);
         else
             land(k, pick - actors);
     }
@@ -360,7 +366,7 @@ Test(wres_protocol, runs_cover_every_tile_once) {
 /* Clusters of cla CTAs (1: the plain kernel) over every ring and run
  * shape in the lists: units are row tiles x column units of cla slices,
  * each cluster's run that of wres_range over the clusters. */
-static long sweep(int cla, int seeds) {
+static long sweep(int cla, int wgs, int depth, int seeds) {
     const int stages[] = {2, 3, 5}, kbs[] = {1, 2, 3, 4}, mts[] = {1, 2, 3, 5};
     const int nts[] = {1, 2, 3, 4}, grids[] = {1, 2, 3, 5, 7};
     static cluster k;
@@ -370,6 +376,9 @@ static long sweep(int cla, int seeds) {
             for (int mi = 0; mi < 4; mi++)
                 for (int ni = 0; ni < 4; ni++)
                     for (int gi = 0; gi < 5; gi++) {
+                        /* a warpgroup holds depth stages while it waits for the
+                         * next: the kernel asserts more stages than that */
+                        if (stages[si] <= depth) continue;
                         const long long units = (long long)mts[mi] * nts[ni];
                         const unsigned G = (unsigned)grids[gi];
                         if (G > units) continue;
@@ -377,7 +386,8 @@ static long sweep(int cla, int seeds) {
                             int lo = 0, hi = 0;
                             wres_range(units, b, G, &lo, &hi);
                             for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++, runs++) {
-                                cluster_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, cla, 0);
+                                cluster_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, cla, 0, wgs,
+                                             depth, 0);
                                 run_cluster(&k, seed + 977 * (uint64_t)runs);
                             }
                         }
@@ -386,13 +396,29 @@ static long sweep(int cla, int seeds) {
 }
 
 Test(wres_protocol, random_interleavings) {
-    const long runs = sweep(1, 12);
+    const long runs = sweep(1, 2, 1, 12);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
+}
+
+/* Its 64-row form over three consumer warpgroups (HRMT_CUDA_GLU_WRES3):
+ * runs with generations of one or two tiles, fewer than the warpgroups,
+ * whose last tile arrives on wempty for those with none (wres_arrivals). */
+Test(wres_protocol, random_interleavings_three_warpgroups) {
+    const long runs = sweep(1, 3, 1, 8);
+    cr_expect_gt(runs, 5000, "runs: %ld", runs);
+}
+
+/* ... with two product groups left in flight (HRMT_CUDA_GLU_WRES_DEEP):
+ * a stage given back two groups after its own (ring_gemm.cuh's
+ * tile_products_deep), the last two at the tile's end. */
+Test(wres_protocol, random_interleavings_two_groups_in_flight) {
+    const long runs = sweep(1, 3, 2, 8) + sweep(1, 2, 2, 4);
+    cr_expect_gt(runs, 5000, "runs: %ld", runs);
 }
 
 /* ring_wres.cuh's clusters sharing A (CLA 2 and 4). */
 Test(wres_protocol, random_interleavings_clusters) {
-    const long runs = sweep(2, 6) + sweep(4, 3);
+    const long runs = sweep(2, 2, 1, 6) + sweep(4, 2, 1, 3);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -413,8 +439,8 @@ static int caught(void (*setup)(cluster *)) {
  * the kernel avoids) read a slice that is not theirs in some interleaving
  * (mt 1: every tile its own generation; a run of 6 tiles). */
 static void early_w_wait(cluster *k) {
-    cluster_init(k, 2, 1, 1, 0, 6, 1, 0);
-    for (int w = 0; w < WGS; w++) { /* each consumer's W wait before its order wait */
+    cluster_init(k, 2, 1, 1, 0, 6, 1, 0, 2, 1, 0);
+    for (int w = 0; w < k->wgs; w++) { /* each consumer's W wait before its order wait */
         prog *p = &k->c[0].p[1 + w];
         for (int i = 0; i + 1 < p->n; i++)
             if (p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_ORDER &&
@@ -429,10 +455,34 @@ Test(wres_protocol, model_catches_an_early_w_wait) {
     cr_expect(caught(early_w_wait), "reordering the waits went unnoticed in 200 schedules");
 }
 
+/* Three warpgroups with the two-warpgroup rule's arrivals (a lone tile
+ * arriving for one more warpgroup, not for every one without a tile): a
+ * run whose generations hold two tiles leaves wempty one warpgroup short,
+ * and the producer never loads the next slice. */
+static void short_wempty(cluster *k) {
+    cluster_init(k, 2, 1, 2, 0, 6, 1, 0, 3, 1, 0);
+    for (int w = 0; w < k->wgs; w++) {
+        prog *p = &k->c[0].p[1 + w];
+        for (int i = 0; i < p->n; i++)
+            if (p->ops[i].kind == OP_ARRIVE && p->ops[i].bar == B_WEMPTY && p->ops[i].a > 4)
+                p->ops[i].a -= 4;
+    }
+}
+Test(wres_protocol, model_catches_short_wempty_arrivals) {
+    cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 200 schedules");
+}
+
 /* The hazard the clusters' give-back rule guards against: were each CTA's
  * stages given back to its own producer only, a producer would copy its
  * part into a peer's stage while the peer's products still read it. */
-static void local_give_back(cluster *k) { cluster_init(k, 2, 2, 3, 0, 6, 2, 1); }
+static void local_give_back(cluster *k) { cluster_init(k, 2, 2, 3, 0, 6, 2, 1, 2, 1, 0); }
 Test(wres_protocol, model_catches_a_local_give_back) {
     cr_expect(caught(local_give_back), "a local give-back went unnoticed in 200 schedules");
+}
+
+/* Two groups in flight but each stage given back after one: a copy lands
+ * in a stage the group still in flight reads. */
+static void early_give_back(cluster *k) { cluster_init(k, 3, 4, 2, 0, 6, 1, 0, 3, 2, 1); }
+Test(wres_protocol, model_catches_an_early_give_back) {
+    cr_expect(caught(early_give_back), "an early give-back went unnoticed in 200 schedules");
 }

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0;
+        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, deep = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -59,7 +59,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 0, &qpair)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_KB2", 0, &ctakb2)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_DEEP", 0, &deep)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -134,6 +136,18 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * bytes and is faster, as every shape. On by default since session 31
      * (H200: 0.980 of the step at batch 256, level at 16 / 64). */
     g->glu_wres = g->glu && wres;
+    /* That shape as 64-row tiles over three consumer warpgroups instead of
+     * 128-row tiles over two, same bits (session 39, on by default;
+     * ring_wres.cuh): the step 0.962 / 0.959 / 0.994 of the two's time at
+     * batch 8 / 64 / 256 (H200), 0.991 / 0.904 / 0.976 / 1.007 at 1 / 8 /
+     * 64 / 256 (H100), the tuner picking the shape at more row buckets.
+     * HRMT_CUDA_GLU_WRES_DEEP (opt-in, written after the session's last
+     * device call, not yet run): that form leaving two product groups in
+     * flight instead of one (ring_gemm.cuh's tile_products_deep), same
+     * bits. ncu (H100, batch 256) put 28% of its warps' samples at the turn
+     * wait and 2% at a stage's arrival with the tensor pipe 59% busy: the
+     * gap may lie between one group's end and the next one's issue. */
+    g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres3_applies(m) ? 1 + deep : 0;
     /* Opt-in, written without a device (session 33): the tuner also times
      * three gate_up shapes whose products are by mma.sync (sm90a/ring_mma.cuh,
      * same bits, hidden <= 512), kept where faster as every shape. */
@@ -281,6 +295,8 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_MC: return g->glu_mc != 0;
+    case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;
+    case HRMT_PATH_GLU_WRES_DEEP: return g->glu_wres3 == 2;
     }
     return 0;
 }

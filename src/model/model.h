@@ -132,8 +132,11 @@ typedef enum hrmt_model_path {
     HRMT_PATH_QKV_ATTN_CTA_KB2,  /* qkv + attention's CTA form's ring copying two k blocks
                                     at a time */
     HRMT_PATH_QKV_ATTN_CTA_W1,   /* ... and copying W's q, k and v rows of a stage at once */
-    HRMT_PATH_GLU_MC             /* the fused gate_up's W-multicast (cluster) shapes among
+    HRMT_PATH_GLU_MC,            /* the fused gate_up's W-multicast (cluster) shapes among
                                     the tuner's */
+    HRMT_PATH_GLU_WRES3,         /* the W-resident gate_up as 64-row tiles over three
+                                    consumer warpgroups (sm90a/ring_wres.cuh) */
+    HRMT_PATH_GLU_WRES_DEEP      /* ... leaving two product groups in flight, not one */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -280,11 +280,11 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
  * contiguous run of tiles per CTA, one CTA per SM at most. CLA > 1: in
  * clusters of CLA CTAs sharing each stage's A rows by multicast, at most
  * `fit` of them (glu_mc_fit's count, found at load). */
-template <int CLA = 1>
+template <int CLA = 1, int MSUB = 2, int WGS = 2, int DEPTH = 1>
 hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                             const void *a, const void *w, void *act, int fit = 0) {
     using E = glu_epi<64>;
-    using C = wres_cfg_for<2, 128, WRES_KB, E>;
+    using C = wres_cfg_for<MSUB, 128, WRES_KB, E, WGS>;
     const size_t H = m->hidden, I = m->inter;
     if (H / BK > (size_t)WRES_KB)
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
@@ -296,7 +296,7 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM / CLA) || !encode(fn, &tw, w, 2 * I, H, H, 64))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = wres_prepare<2, 128, WRES_KB, E, CLA>();
+    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, CLA, WGS, DEPTH>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -309,11 +309,11 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
     const unsigned grid = (unsigned)((units < most ? units : most) * CLA);
     const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
     if constexpr (CLA > 1)
-        e = cluster_launch(ring_wres_kernel<2, 128, WRES_KB, E, CLA>, CLA, dim3(grid),
+        e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS>, CLA, dim3(grid),
                            dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     else
-        e = pdl_launch(ring_wres_kernel<2, 128, WRES_KB, E>, dim3(grid), dim3(C::THREADS), C::SMEM,
-                       cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+        e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, 1, WGS, DEPTH>, dim3(grid),
+                       dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
     return cu_check(m->ctx, "cuda fused gate_up (W resident)");
 }
@@ -357,7 +357,11 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act, lk);
     case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act, lk);
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
-    case GLU_WRES: cu_link_break(lk); return glu_wres_launch<>(m, fn, rows, a, w, act);
+    case GLU_WRES:
+        cu_link_break(lk);
+        if (cu_model(m)->glu_wres3 == 2) return glu_wres_launch<1, 1, 3, 2>(m, fn, rows, a, w, act);
+        if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
+        return glu_wres_launch<>(m, fn, rows, a, w, act);
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
@@ -503,6 +507,14 @@ static int glu_wres_applies(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     return m->hidden / BK <= (size_t)WRES_KB && wres_loads<2, 128, WRES_KB, glu_epi<64>>(per_block);
+}
+
+/* The W-resident shape's 64-row form over three consumer warpgroups
+ * (HRMT_CUDA_GLU_WRES3) loads with its shared memory. */
+int cu_glu_wres3_applies(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return glu_wres_applies(m) && wres_loads<1, 128, WRES_KB, glu_epi<64>, 1, 3>(per_block);
 }
 
 /* The mma.sync shapes' images load (same shared memory as their wgmma

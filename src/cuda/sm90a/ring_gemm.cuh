@@ -142,6 +142,49 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
     return prev;
 }
 
+/* tile_products with DEPTH product groups left in flight instead of one:
+ * stage kb is given back once group kb + DEPTH is issued, so that the
+ * tensor pipe has DEPTH stages queued while the warpgroup waits, gives
+ * back and issues (ring_wres.cuh's three-warpgroup form, whose 8 KB stages
+ * are 256 tensor cycles each). A stage's index is the ring's position
+ * DEPTH uses back (no array: one held in registers). tile_done_deep gives
+ * back the last min(kb_n, DEPTH). Same products, same order. */
+template <int MSUB, int WN, int DEPTH, class AF, class WF>
+__device__ __forceinline__ void tile_products_deep(float (&acc)[MSUB][WN / 2], uint64_t *full,
+                                                   uint64_t *empty, int stages, int kb_n, int &s,
+                                                   unsigned &ph, int lane, AF a_of, WF w_of) {
+    for (int kb = 0; kb < kb_n; kb++) {
+        mbar_wait(&full[s], ph);
+        if (kb == 0) LT_PHASE(1);
+        const uint8_t *st = a_of(s);
+        const uint64_t dw = desc_k128(w_of(s, kb));
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+            for (int ms = 0; ms < MSUB; ms++)
+                wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
+        wg_commit();
+        wg_wait<DEPTH>();
+        if (kb >= DEPTH) /* group kb - DEPTH is done: its stage back */
+            stage_back<1>(empty, nullptr, (s + stages - DEPTH) % stages, lane);
+        ring_next(s, ph, stages);
+    }
+}
+template <int MSUB, int WN, int DEPTH>
+__device__ __forceinline__ void tile_done_deep(float (&acc)[MSUB][WN / 2], uint64_t *empty, int s,
+                                               int kb_n, int stages, int lane) {
+    wg_wait<0>();
+    LT_PHASE(2);
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+    /* s is past the tile: its last stages are s - 1, s - 2, ... (oldest last) */
+    for (int i = (kb_n < DEPTH ? kb_n : DEPTH); i >= 1; i--)
+        stage_back<1>(empty, nullptr, (s + stages - i) % stages, lane);
+}
+
 /* The tile's products complete: the accumulators readable (kept after the
  * wait) and the last stage given back. */
 template <int MSUB, int WN, int CLM = 1, bool ALL = false>
@@ -162,7 +205,13 @@ __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *
  * (programmatic dependent launch) ahead of the epilogue's stores. */
 template <int WGS, class E>
 __device__ __forceinline__ void consumers_begin(uint8_t *epi, const typename E::args &p) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    /* Three consumer warpgroups (ring_wres.cuh's 64-row form) share 64K
+     * registers with the producer's 40 a thread: 152 each. */
+    static_assert(WGS >= 1 && WGS <= 3, "one to three consumer warpgroups");
+    if constexpr (WGS <= 2)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 152;");
     if constexpr (epi_smem<E>::value > 0) {
         E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p);
         asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");

@@ -25,9 +25,19 @@
  * warpgroup's) has issued all its products, so that wfull is never two
  * generations behind the wait. wempty completes phase g when every product
  * reading generation g is done: each warpgroup's four warps arrive after
- * their last tile of g (count 2 when g has one tile, for the warpgroup that
- * has none), eight arrivals; the producer waits for it before it loads
- * generation g + 1 over it. WGS is 2. */
+ * their last tile of g, and g's last tile in the run also for each
+ * warpgroup that has none of g (wres_plan.h's wres_arrivals), 4 WGS
+ * arrivals; the producer waits for it before it loads generation g + 1
+ * over it.
+ *
+ * WGS (session 39): 2 (MSUB 2: 128-row tiles) or 3 (MSUB 1: 64-row tiles,
+ * 8 KB stages, a ring of ten; HRMT_CUDA_GLU_WRES3, on by default). ncu
+ * (H100, batch 256) saw the tensor pipe 59% busy in both, 128.4 / 125.7 us
+ * a call, its warps mostly waiting for their turn, 2% of samples for a
+ * stage to land: the third warpgroup pays at batches 8 / 64 (the step
+ * 0.90-0.96 / 0.96-0.98 of the two's), by the tuner picking the shape at
+ * more buckets, not by a faster tile. DEPTH (HRMT_CUDA_GLU_WRES_DEEP, opt-in,
+ * not yet run): product groups left in flight, 1 or 2 (tile_products_deep). */
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
 #define HRMT_CUDA_SM90A_RING_WRES_CUH
 
@@ -40,9 +50,9 @@ namespace {
 
 constexpr int WRES_SMEM_MAX = 227 * 1024; /* opt-in shared memory per block on sm_90 */
 
-template <int MSUB, int WN, int KBMAX, int EPI = 0>
+template <int MSUB, int WN, int KBMAX, int EPI = 0, int WGS_ = 2>
 struct wres_cfg {
-    static constexpr int WGS = 2;
+    static constexpr int WGS = WGS_;
     static constexpr int BM = 64 * MSUB;
     static constexpr int THREADS = 128 * (WGS + 1);
     static constexpr int A_BYTES = BM * ROW_BYTES;
@@ -56,8 +66,8 @@ struct wres_cfg {
     static_assert(BAR_BYTES <= BAR_SLACK, "barriers within their slack");
     static_assert(SMEM <= WRES_SMEM_MAX, "within the opt-in limit");
 };
-template <int MSUB, int WN, int KBMAX, class E>
-using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value>;
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
+using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value, WGS>;
 
 __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
 #ifdef HRMT_SM90A
@@ -84,16 +94,19 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
  * (stage_back's ALL), so no part of a stage is refilled before all have
  * read it; each full[s] expects the whole stage. A cluster barrier after
  * the barriers' init and another before exit (no CTA leaves while a peer
- * may still write into it or arrive on its barriers). Written without a
- * device (session 38): not yet run. */
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1>
-__global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
+ * may still write into it or arrive on its barriers). Session 39 (H100):
+ * its tests pass (memcheck clean) and it reads 497 / 328 MB through L2 a
+ * call at batch 256 against 714 for CLA = 1, in the same 130.7 us (CLA 2)
+ * or longer (140.7, CLA 4: 120 CTAs); the step 0.990 / 1.008 of the
+ * forced plain shape's at 256. The L2's bytes do not bound this kernel. */
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
+__global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
     tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
-    using C = wres_cfg_for<MSUB, WN, KBMAX, E>;
-    constexpr int S = C::STAGES, WGS = C::WGS;
+    using C = wres_cfg_for<MSUB, WN, KBMAX, E, WGS>;
+    constexpr int S = C::STAGES;
     static_assert(C::BM % (8 * CLA) == 0, "whole 8-row swizzle atoms a part");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -193,17 +206,27 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
             mbar_wait(wfull, (unsigned)g & 1);
             have = g;
         }
-        const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(
-            acc, full, empty, nullptr, S, kb_n, s, ph, lane,
-            [&](int st) { return ring + st * C::A_BYTES; },
-            [&](int, int kb) { return wres + kb * C::W_BYTES; });
-        /* Every ring use of this tile has been issued: the next tile's turn. */
-        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane);
+        auto a_of = [&](int st) { return ring + st * C::A_BYTES; };
+        auto w_of = [&](int, int kb) { return wres + kb * C::W_BYTES; };
+        if constexpr (DEPTH > 1) {
+            static_assert(CLA == 1, "deep product queues on one CTA's ring");
+            /* A warpgroup holds DEPTH stages while it waits for the next
+             * (tests/test_wres_protocol.c deadlocks with no more). */
+            static_assert(S > DEPTH, "a stage beyond those held");
+            tile_products_deep<MSUB, WN, DEPTH>(acc, full, empty, S, kb_n, s, ph, lane, a_of, w_of);
+            if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+            tile_done_deep<MSUB, WN, DEPTH>(acc, empty, s, kb_n, S, lane);
+        } else {
+            const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(acc, full, empty, nullptr, S,
+                                                                     kb_n, s, ph, lane, a_of, w_of);
+            /* Every ring use of this tile has been issued: the next tile's turn. */
+            if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+            tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane);
+        }
         /* This warpgroup's last tile of generation g: its products of g are
          * done. A generation of one tile arrives for the other warpgroup too. */
-        if (wres_last(j, hi, mt, WGS) && lane == 0)
-            mbar_arrive_n(wempty, wres_alone(j, lo, hi, mt) ? 2u : 1u);
+        const unsigned na = wres_arrivals(j, lo, hi, mt, WGS);
+        if (na > 0 && lane == 0) mbar_arrive_n(wempty, na);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
     if constexpr (CLA > 1) cl_sync(); /* as the producer's */
@@ -211,15 +234,15 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E>::THREADS, 1)
 }
 
 /* Host side: the image check and shared-memory opt-in. */
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
 int wres_loads(size_t per_block) {
-    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA>,
-                       wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM, per_block);
+    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS, DEPTH>,
+                       wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM, per_block);
 }
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
 cudaError_t wres_prepare() {
-    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA>,
-                       wres_cfg_for<MSUB, WN, KBMAX, E>::SMEM);
+    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS, DEPTH>,
+                       wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM);
 }
 
 } // namespace

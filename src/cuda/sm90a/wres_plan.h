@@ -24,10 +24,17 @@ WRES_HD int wres_last(int j, int hi, int mt, int wgs) {
     return j + wgs >= hi || (j + wgs) / mt != j / mt;
 }
 
-/* Tile j is its generation's only tile in the run [lo, hi) (then the other
- * warpgroup has none of it and j's warpgroup arrives for both). */
-WRES_HD int wres_alone(int j, int lo, int hi, int mt) {
-    return (j == lo || (j - 1) / mt != j / mt) && (j + 1 >= hi || (j + 1) / mt != j / mt);
+/* What tile j's warps each add to wempty once its products are done: 1
+ * when j is its warpgroup's last tile of its generation, 0 when not; the
+ * generation's last tile in the run adds one more for each of the wgs
+ * warpgroups that have no tile of it there (a generation of n < wgs tiles
+ * in the run: wgs - n of them), so that wempty's 4 wgs arrivals always
+ * come. */
+WRES_HD unsigned wres_arrivals(int j, int lo, int hi, int mt, int wgs) {
+    if (!wres_last(j, hi, mt, wgs)) return 0;
+    const int g0 = j / mt * mt, start = lo > g0 ? lo : g0, end = hi < g0 + mt ? hi : g0 + mt;
+    const int n = end - start;
+    return j + 1 == end && n < wgs ? 1u + (unsigned)(wgs - n) : 1u;
 }
 
 #undef WRES_HD
