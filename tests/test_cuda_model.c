@@ -811,28 +811,29 @@ Test(cuda_model, glu_wres_forms) {
     unsetenv("HRMT_CUDA_GLU_WRES3");
 }
 
-/* The three-warpgroup form leaving two product groups in flight
+/* Either W-resident form leaving two product groups in flight
  * (HRMT_CUDA_GLU_WRES_DEEP=1, ring_gemm.cuh's tile_products_deep): the
- * model says so only with the form on; forced, against the launches. */
+ * model says so only with the switch on; each form forced, against the
+ * launches. */
 Test(cuda_model, glu_wres_deep) {
     need_cc90("the fused gate_up is built for", 0);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *m[2] = {NULL, NULL}, *d = NULL;
+    hrmt_model *m[2] = {NULL, NULL};
     models_on_off(ctx, &cfg, 5, "HRMT_CUDA_GLU_WRES_DEEP", m);
     cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_GLU_WRES_DEEP), 1, "=1 leaves two in flight");
     cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_GLU_WRES_DEEP), 0, "=0 one");
-    setenv("HRMT_CUDA_GLU_WRES_DEEP", "1", 1);
-    setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES_DEEP), 0, "only the three-warpgroup form");
-    unsetenv("HRMT_CUDA_GLU_WRES3");
-    hrmt_model_destroy(d);
     hrmt_model_destroy(m[0]);
     hrmt_model_destroy(m[1]);
+    const char *bad[] = {"2", "on"};
+    expect_bad_values(ctx, &cfg, "HRMT_CUDA_GLU_WRES_DEEP", bad, sizeof bad / sizeof bad[0]);
     hrmt_context_destroy(ctx);
     const int batches[] = {1, 7, 40, 100};
-    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "W-resident gate_up, two groups in flight");
+    setenv("HRMT_CUDA_GLU_WRES_DEEP", "1", 1);
+    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "three warpgroups, two groups in flight");
+    setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
+    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "two warpgroups, two groups in flight");
+    unsetenv("HRMT_CUDA_GLU_WRES3");
     unsetenv("HRMT_CUDA_GLU_WRES_DEEP");
 }
 

@@ -142,12 +142,13 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * batch 8 / 64 / 256 (H200), 0.991 / 0.904 / 0.976 / 1.007 at 1 / 8 /
      * 64 / 256 (H100), the tuner picking the shape at more row buckets.
      * HRMT_CUDA_GLU_WRES_DEEP (opt-in, written after the session's last
-     * device call, not yet run): that form leaving two product groups in
+     * device call, not yet run): either form leaving two product groups in
      * flight instead of one (ring_gemm.cuh's tile_products_deep), same
      * bits. ncu (H100, batch 256) put 28% of its warps' samples at the turn
      * wait and 2% at a stage's arrival with the tensor pipe 59% busy: the
      * gap may lie between one group's end and the next one's issue. */
-    g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres3_applies(m) ? 1 + deep : 0;
+    g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres_form_applies(m, 1, 0);
+    g->glu_wres_deep = g->glu_wres && deep && cu_glu_wres_form_applies(m, g->glu_wres3, 1);
     /* Opt-in, written without a device (session 33): the tuner also times
      * three gate_up shapes whose products are by mma.sync (sm90a/ring_mma.cuh,
      * same bits, hidden <= 512), kept where faster as every shape. */
@@ -296,7 +297,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_MC: return g->glu_mc != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;
-    case HRMT_PATH_GLU_WRES_DEEP: return g->glu_wres3 == 2;
+    case HRMT_PATH_GLU_WRES_DEEP: return g->glu_wres_deep != 0;
     }
     return 0;
 }

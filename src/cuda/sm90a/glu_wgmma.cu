@@ -359,9 +359,11 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
     case GLU_WRES:
         cu_link_break(lk);
-        if (cu_model(m)->glu_wres3 == 2) return glu_wres_launch<1, 1, 3, 2>(m, fn, rows, a, w, act);
-        if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
-        return glu_wres_launch<>(m, fn, rows, a, w, act);
+        if (cu_model(m)->glu_wres3)
+            return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 1, 3, 2>(m, fn, rows, a, w, act)
+                                              : glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
+        return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 2, 2, 2>(m, fn, rows, a, w, act)
+                                          : glu_wres_launch<>(m, fn, rows, a, w, act);
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
@@ -509,12 +511,19 @@ static int glu_wres_applies(const hrmt_model *m) {
     return m->hidden / BK <= (size_t)WRES_KB && wres_loads<2, 128, WRES_KB, glu_epi<64>>(per_block);
 }
 
-/* The W-resident shape's 64-row form over three consumer warpgroups
- * (HRMT_CUDA_GLU_WRES3) loads with its shared memory. */
-int cu_glu_wres3_applies(const hrmt_model *m) {
+/* The W-resident shape's forms load with their shared memory: 64-row
+ * tiles over three consumer warpgroups (HRMT_CUDA_GLU_WRES3) or 128-row
+ * over two, each with one or two product groups in flight
+ * (HRMT_CUDA_GLU_WRES_DEEP). */
+int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep) {
+    using E = glu_epi<64>;
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return glu_wres_applies(m) && wres_loads<1, 128, WRES_KB, glu_epi<64>, 1, 3>(per_block);
+    if (!glu_wres_applies(m)) return 0;
+    if (three)
+        return deep ? wres_loads<1, 128, WRES_KB, E, 1, 3, 2>(per_block)
+                    : wres_loads<1, 128, WRES_KB, E, 1, 3>(per_block);
+    return deep ? wres_loads<2, 128, WRES_KB, E, 1, 2, 2>(per_block) : 1;
 }
 
 /* The mma.sync shapes' images load (same shared memory as their wgmma

@@ -145,8 +145,8 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
 /* tile_products with DEPTH product groups left in flight instead of one:
  * stage kb is given back once group kb + DEPTH is issued, so that the
  * tensor pipe has DEPTH stages queued while the warpgroup waits, gives
- * back and issues (ring_wres.cuh's three-warpgroup form, whose 8 KB stages
- * are 256 tensor cycles each). A stage's index is the ring's position
+ * back and issues (ring_wres.cuh's HRMT_CUDA_GLU_WRES_DEEP: its 8 KB stages
+ * at 64 rows are 256 tensor cycles each). A stage's index is the ring's position
  * DEPTH uses back (no array: one held in registers). tile_done_deep gives
  * back the last min(kb_n, DEPTH). Same products, same order. */
 template <int MSUB, int WN, int DEPTH, class AF, class WF>

@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         auto a_of = [&](int st) { return ring + st * C::A_BYTES; };
         auto w_of = [&](int, int kb) { return wres + kb * C::W_BYTES; };
         if constexpr (DEPTH > 1) {
-            static_assert(CLA == 1, "deep product queues on one CTA's ring");
+            static_assert(CLA == 1, "deep product groups on one CTA's ring");
             /* A warpgroup holds DEPTH stages while it waits for the next
              * (tests/test_wres_protocol.c deadlocks with no more). */
             static_assert(S > DEPTH, "a stage beyond those held");
