@@ -309,8 +309,9 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
     const unsigned grid = (unsigned)((units < most ? units : most) * CLA);
     const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
     if constexpr (CLA > 1)
-        e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS>, CLA, dim3(grid),
-                           dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+        e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS, DEPTH>, CLA,
+                           dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl,
+                           ta, tw, p);
     else
         e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, 1, WGS, DEPTH>, dim3(grid),
                        dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);

@@ -180,7 +180,8 @@ __device__ __forceinline__ void tile_done_deep(float (&acc)[MSUB][WN / 2], uint6
     for (int ms = 0; ms < MSUB; ms++)
 #pragma unroll
         for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
-    /* s is past the tile: its last stages are s - 1, s - 2, ... (oldest last) */
+    /* s is past the tile: its last stages are s - 1, s - 2, ...; given back
+     * oldest first, as the loop gives them */
     for (int i = (kb_n < DEPTH ? kb_n : DEPTH); i >= 1; i--)
         stage_back<1>(empty, nullptr, (s + stages - i) % stages, lane);
 }

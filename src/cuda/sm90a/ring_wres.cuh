@@ -224,7 +224,8 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane);
         }
         /* This warpgroup's last tile of generation g: its products of g are
-         * done. A generation of one tile arrives for the other warpgroup too. */
+         * done. g's last tile in the run also arrives for each warpgroup
+         * with no tile of g (wres_arrivals). */
         const unsigned na = wres_arrivals(j, lo, hi, mt, WGS);
         if (na > 0 && lane == 0) mbar_arrive_n(wempty, na);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
