@@ -1,10 +1,13 @@
 /* The synchronisation of the W-resident gate_up loop
  * (src/cuda/sm90a/ring_wres.cuh), checked on the host: one CTA's producer
- * and two consumer warpgroups (three: HRMT_CUDA_GLU_WRES3's form) as
- * programs of the kernel's barrier operations, run by a random scheduler over a model of mbarriers
- * (arrival counts, transaction bytes, phases, try_wait.parity's rule) and of the asynchronous
- * copies and products. The schedule's decisions (each CTA's run of tiles, a warpgroup's last tile
- * of a W generation, the arrivals it owes the W slice's give-back) are the kernel's own functions
+ * and two or three consumer warpgroups (WGS; three: HRMT_CUDA_GLU_WRES3),
+ * each leaving one or two product groups in flight (DEPTH:
+ * HRMT_CUDA_GLU_WRES_DEEP), as programs of the kernel's barrier
+ * operations, run by a random scheduler over a model of mbarriers (arrival
+ * counts, transaction bytes, phases, try_wait.parity's rule) and of the
+ * asynchronous copies and products. The schedule's decisions (each CTA's
+ * run of tiles, a warpgroup's last tile of a W generation, the arrivals it
+ * owes the W slice's give-back) are the kernel's own functions
  * (sm90a/wres_plan.h). What must hold under every interleaving tried:
  *  - no deadlock (some step can always run until all programs end);
  *  - a product reads a ring stage or a W block only once its copy has
