@@ -779,6 +779,25 @@ Test(cuda_model, glu_wres_equals_launches_long_runs) {
     glu_forced_long_runs(GLU_SHAPE_WRES, batches, 2, "W-resident gate_up vs launches");
 }
 
+static void expect_bad_values(hrmt_context *ctx, const hrmt_model_config *cfg, const char *env,
+                              const char **bad, size_t n);
+
+/* A 0 / 1 switch `env` of the path p at HRM's width: the model says it
+ * runs p with =1 and not with =0, and other values are refused. */
+static void expect_switch_path(const char *env, hrmt_model_path p) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *m[2] = {NULL, NULL};
+    models_on_off(ctx, &cfg, 5, env, m);
+    cr_expect_eq(hrmt_model_uses(m[0], p), 1, "%s=1: the model runs its path", env);
+    cr_expect_eq(hrmt_model_uses(m[1], p), 0, "%s=0: it does not", env);
+    hrmt_model_destroy(m[0]);
+    hrmt_model_destroy(m[1]);
+    const char *bad[] = {"2", "on"};
+    expect_bad_values(ctx, &cfg, env, bad, sizeof bad / sizeof bad[0]);
+    hrmt_context_destroy(ctx);
+}
+
 /* The W-resident shape's two forms (ring_wres.cuh's WGS): 64-row tiles
  * over three consumer warpgroups by default (HRMT_CUDA_GLU_WRES3, which the
  * shape tests above and glu_wres_equals_launches_long_runs run), 128-row
@@ -786,23 +805,15 @@ Test(cuda_model, glu_wres_equals_launches_long_runs) {
  * ragged tile or a few a CTA (1, 7: 82 and 574 rows) and long runs across
  * W slices (40, 100). The model must say which form it runs, or a
  * comparison checked the other. */
-static void expect_bad_values(hrmt_context *ctx, const hrmt_model_config *cfg, const char *env,
-                              const char **bad, size_t n);
 Test(cuda_model, glu_wres_forms) {
     need_cc90("the fused gate_up is built for", 0);
+    expect_switch_path("HRMT_CUDA_GLU_WRES3", HRMT_PATH_GLU_WRES3);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *m[2] = {NULL, NULL}, *d = NULL;
-    models_on_off(ctx, &cfg, 5, "HRMT_CUDA_GLU_WRES3", m);
-    cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_GLU_WRES3), 1, "=1 runs the three-warpgroup form");
-    cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_GLU_WRES3), 0, "=0 the two-warpgroup form");
+    hrmt_model *d = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
     cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES3), 1, "unset: the three-warpgroup form");
     hrmt_model_destroy(d);
-    hrmt_model_destroy(m[0]);
-    hrmt_model_destroy(m[1]);
-    const char *bad[] = {"2", "on"};
-    expect_bad_values(ctx, &cfg, "HRMT_CUDA_GLU_WRES3", bad, sizeof bad / sizeof bad[0]);
     hrmt_context_destroy(ctx);
     const int batches[] = {1, 7, 40, 100};
     setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
@@ -817,17 +828,7 @@ Test(cuda_model, glu_wres_forms) {
  * launches. */
 Test(cuda_model, glu_wres_deep) {
     need_cc90("the fused gate_up is built for", 0);
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 5, "HRMT_CUDA_GLU_WRES_DEEP", m);
-    cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_GLU_WRES_DEEP), 1, "=1 leaves two in flight");
-    cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_GLU_WRES_DEEP), 0, "=0 one");
-    hrmt_model_destroy(m[0]);
-    hrmt_model_destroy(m[1]);
-    const char *bad[] = {"2", "on"};
-    expect_bad_values(ctx, &cfg, "HRMT_CUDA_GLU_WRES_DEEP", bad, sizeof bad / sizeof bad[0]);
-    hrmt_context_destroy(ctx);
+    expect_switch_path("HRMT_CUDA_GLU_WRES_DEEP", HRMT_PATH_GLU_WRES_DEEP);
     const int batches[] = {1, 7, 40, 100};
     setenv("HRMT_CUDA_GLU_WRES_DEEP", "1", 1);
     glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "three warpgroups, two groups in flight");
@@ -1591,17 +1592,7 @@ Test(cuda_model, ring_kb_rules) {
  * them); unset, they are not this model's shapes. */
 Test(cuda_model, glu_mc_rules) {
     need_cc90("the fused gate_up's W-multicast shapes are built for", 0);
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 5, "HRMT_CUDA_GLU_MC", m);
-    cr_expect_eq(hrmt_model_uses(m[0], HRMT_PATH_GLU_MC), 1, "=1 times them");
-    cr_expect_eq(hrmt_model_uses(m[1], HRMT_PATH_GLU_MC), 0, "=0 does not");
-    hrmt_model_destroy(m[0]);
-    hrmt_model_destroy(m[1]);
-    const char *bad[] = {"2", "on"};
-    expect_bad_values(ctx, &cfg, "HRMT_CUDA_GLU_MC", bad, sizeof bad / sizeof bad[0]);
-    hrmt_context_destroy(ctx);
+    expect_switch_path("HRMT_CUDA_GLU_MC", HRMT_PATH_GLU_MC);
 }
 
 /* The small batches' block kernels handing over by counters
