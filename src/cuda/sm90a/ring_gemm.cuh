@@ -108,6 +108,33 @@ __device__ __forceinline__ void stage_back(uint64_t *empty, uint64_t *mc_empty, 
     if constexpr (CLM > 1) mbar_arrive_remote_cta(cl_map(&mc_empty[st], (uint32_t)(st % CLM)));
 }
 
+/* One stage's products, committed as one group: the stage's MSUB 64-row
+ * blocks of A at st against its WN rows of W at w, in k16 steps. */
+template <int MSUB, int WN>
+__device__ __forceinline__ void stage_products(float (&acc)[MSUB][WN / 2], const uint8_t *st,
+                                               const uint8_t *w) {
+    const uint64_t dw = desc_k128(w);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; kk++)
+#pragma unroll
+        for (int ms = 0; ms < MSUB; ms++)
+            wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
+    wg_commit();
+}
+
+/* Every product group of this warpgroup complete, the accumulators
+ * readable (the empty asm keeps the caller's reads after the wait). */
+template <int MSUB, int WN>
+__device__ __forceinline__ void products_done(float (&acc)[MSUB][WN / 2]) {
+    wg_wait<0>();
+    LT_PHASE(2);
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ms++)
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+}
+
 /* A consumer warpgroup's products of a tile over kb_n stages of the ring
  * from stage s (parity ph): the stage's MSUB 64-row blocks of A at
  * a_of(s), its WN rows of W at w_of(s, kb). Each stage is given back (one
@@ -123,15 +150,7 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
         if (kb == 0) LT_PHASE(1);
-        const uint8_t *st = a_of(s);
-        const uint64_t dw = desc_k128(w_of(s, kb));
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-            for (int ms = 0; ms < MSUB; ms++)
-                wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
-        wg_commit();
+        stage_products<MSUB, WN>(acc, a_of(s), w_of(s, kb));
         /* The previous stage's products are done once one group is left
          * in flight: hand its buffers back to the producer. */
         wg_wait<1>();
@@ -156,15 +175,7 @@ __device__ __forceinline__ void tile_products_deep(float (&acc)[MSUB][WN / 2], u
     for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
         if (kb == 0) LT_PHASE(1);
-        const uint8_t *st = a_of(s);
-        const uint64_t dw = desc_k128(w_of(s, kb));
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++)
-#pragma unroll
-            for (int ms = 0; ms < MSUB; ms++)
-                wgmma_n<WN>(acc[ms], desc_k128(st + ms * 64 * ROW_BYTES) + 2 * kk, dw + 2 * kk);
-        wg_commit();
+        stage_products<MSUB, WN>(acc, a_of(s), w_of(s, kb));
         wg_wait<DEPTH>();
         if (kb >= DEPTH) /* group kb - DEPTH is done: its stage back */
             stage_back<1>(empty, nullptr, (s + stages - DEPTH) % stages, lane);
@@ -174,12 +185,7 @@ __device__ __forceinline__ void tile_products_deep(float (&acc)[MSUB][WN / 2], u
 template <int MSUB, int WN, int DEPTH>
 __device__ __forceinline__ void tile_done_deep(float (&acc)[MSUB][WN / 2], uint64_t *empty, int s,
                                                int kb_n, int stages, int lane) {
-    wg_wait<0>();
-    LT_PHASE(2);
-#pragma unroll
-    for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+    products_done<MSUB, WN>(acc);
     /* s is past the tile: its last stages are s - 1, s - 2, ...; given back
      * oldest first, as the loop gives them */
     for (int i = (kb_n < DEPTH ? kb_n : DEPTH); i >= 1; i--)
@@ -191,12 +197,7 @@ __device__ __forceinline__ void tile_done_deep(float (&acc)[MSUB][WN / 2], uint6
 template <int MSUB, int WN, int CLM = 1, bool ALL = false>
 __device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *empty,
                                           uint64_t *mc_empty, int prev, int lane) {
-    wg_wait<0>();
-    LT_PHASE(2);
-#pragma unroll
-    for (int ms = 0; ms < MSUB; ms++)
-#pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[ms][i])::"memory");
+    products_done<MSUB, WN>(acc);
     if (prev >= 0) stage_back<CLM, ALL>(empty, mc_empty, prev, lane);
 }
 
