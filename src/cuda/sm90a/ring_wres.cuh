@@ -33,8 +33,8 @@
  * WGS (session 39): 2 (MSUB 2: 128-row tiles) or 3 (MSUB 1: 64-row tiles,
  * 8 KB stages, a ring of ten; HRMT_CUDA_GLU_WRES3, on by default). ncu
  * (H200, batch 256) saw the tensor pipe 59% busy in both, 128.4 / 125.7 us
- * a call, its warps mostly waiting for their turn, 2% of samples for a
- * stage to land: the third warpgroup pays at batches 8 / 64 (the step
+ * a call; on an H100 the three's warps waited ~30% of samples for their
+ * turn, 2% for a stage to land: the third warpgroup pays at batches 8 / 64 (the step
  * 0.90-0.96 / 0.96-0.98 of the two's), by the tuner picking the shape at
  * more buckets, not by a faster tile. DEPTH (HRMT_CUDA_GLU_WRES_DEEP, opt-in,
  * not yet run): product groups left in flight, 1 or 2 (tile_products_deep). */
