@@ -140,7 +140,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * 128-row tiles over two, same bits (session 39, on by default;
      * ring_wres.cuh): the step 0.962 / 0.959 / 0.994 of the two's time at
      * batch 8 / 64 / 256 (H200), 0.991 / 0.904 / 0.976 / 1.007 at 1 / 8 /
-     * 64 / 256 (H100), the tuner picking the shape at more row buckets.
+     * 64 / 256 (H100): where rows are few, 64-row tiles give the SMs more
+     * tiles (the tuner's picks were not logged; at 256 the tile is no faster).
      * HRMT_CUDA_GLU_WRES_DEEP (opt-in, written after the session's last
      * device call, not yet run): either form leaving two product groups in
      * flight instead of one (ring_gemm.cuh's tile_products_deep), same

@@ -35,9 +35,9 @@
  * (H200, batch 256) saw the tensor pipe 59% busy in both, 128.4 / 125.7 us
  * a call; on an H100 the three's warps waited ~30% of samples for their
  * turn, 2% for a stage to land: the third warpgroup pays at batches 8 / 64 (the step
- * 0.90-0.96 / 0.96-0.98 of the two's), by the tuner picking the shape at
- * more buckets, not by a faster tile. DEPTH (HRMT_CUDA_GLU_WRES_DEEP, opt-in,
- * not yet run): product groups left in flight, 1 or 2 (tile_products_deep). */
+ * 0.90-0.96 / 0.96-0.98 of the two's), where 64-row tiles give the SMs
+ * more tiles (the tuner's picks not logged), not by a faster tile. DEPTH (HRMT_CUDA_GLU_WRES_DEEP,
+ * opt-in, not yet run): product groups left in flight, 1 or 2 (tile_products_deep). */
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
 #define HRMT_CUDA_SM90A_RING_WRES_CUH
 
