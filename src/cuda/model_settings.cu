@@ -141,13 +141,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * ring_wres.cuh): the step 0.962 / 0.959 / 0.994 of the two's time at
      * batch 8 / 64 / 256 (H200), 0.991 / 0.904 / 0.976 / 1.007 at 1 / 8 /
      * 64 / 256 (H100): where rows are few, 64-row tiles give the SMs more
-     * tiles (the tuner's picks were not logged; at 256 the tile is no faster).
-     * HRMT_CUDA_GLU_WRES_DEEP (opt-in, written after the session's last
-     * device call, not yet run): either form leaving two product groups in
-     * flight instead of one (ring_gemm.cuh's tile_products_deep), same
-     * bits. ncu (H100, batch 256) put 28% of its warps' samples at the turn
-     * wait and 2% at a stage's arrival with the tensor pipe 59% busy: the
-     * gap may lie between one group's end and the next one's issue. */
+     * tiles (the tuner's pick at batch 8's rows, session 40; at 256 the
+     * tile is no faster). HRMT_CUDA_GLU_WRES_DEEP (opt-in because slower:
+     * session 40, H100, the step 1.031 / 1.010 / 1.031 of the default's at
+     * batch 8 / 64 / 256): either form leaving two product groups in flight
+     * instead of one (ring_gemm.cuh's tile_products_deep), same bits. */
     g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres_form_applies(m, 1, 0);
     g->glu_wres_deep = g->glu_wres && deep && cu_glu_wres_form_applies(m, g->glu_wres3, 1);
     /* Opt-in, written without a device (session 33): the tuner also times

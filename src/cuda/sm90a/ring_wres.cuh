@@ -36,8 +36,12 @@
  * a call; on an H100 the three's warps waited ~30% of samples for their
  * turn, 2% for a stage to land: the third warpgroup pays at batches 8 / 64 (the step
  * 0.90-0.96 / 0.96-0.98 of the two's), where 64-row tiles give the SMs
- * more tiles (the tuner's picks not logged), not by a faster tile. DEPTH (HRMT_CUDA_GLU_WRES_DEEP,
- * opt-in, not yet run): product groups left in flight, 1 or 2 (tile_products_deep). */
+ * more tiles, not by a faster tile (session 40, H100: at batch 8's 656 rows
+ * the tuner took this shape at 9.57 us where the two's lost, 11.10, to
+ * shape 1's 10.96). DEPTH (HRMT_CUDA_GLU_WRES_DEEP, opt-in): product groups
+ * left in flight, 1 or 2 (tile_products_deep); 2 is slower (session 40,
+ * H100, batch 256: 135.6 against 127.2 us, the tensor pipe 55.0 against
+ * 59.5% busy), so the pipe's idle third is not the gap between groups. */
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
 #define HRMT_CUDA_SM90A_RING_WRES_CUH
 
