@@ -145,10 +145,17 @@ template <int MSUB, int WN, int CLM = 1, bool ALL = false, class AF, class WF>
 __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_t *full,
                                              uint64_t *empty, uint64_t *mc_empty, int stages,
                                              int kb_n, int &s, unsigned &ph, int lane, AF a_of,
-                                             WF w_of) {
+                                             WF w_of, long long *full_cy = nullptr) {
     int prev = -1;
     for (int kb = 0; kb < kb_n; kb++) {
+#ifdef HRMT_WRES_PHASES /* ring_wres.cuh's phase count: cycles waiting for stages */
+        const long long w0 = clock64();
         mbar_wait(&full[s], ph);
+        if (full_cy) *full_cy += clock64() - w0;
+#else
+        (void)full_cy;
+        mbar_wait(&full[s], ph);
+#endif
         if (kb == 0) LT_PHASE(1);
         stage_products<MSUB, WN>(acc, a_of(s), w_of(s, kb));
         /* The previous stage's products are done once one group is left

@@ -42,6 +42,12 @@
  * left in flight, 1 or 2 (tile_products_deep); 2 is slower (session 40,
  * H100, batch 256: 135.6 against 127.2 us, the tensor pipe 55.0 against
  * 59.5% busy), so the pipe's idle third is not the gap between groups. */
+/* HRMT_WRES_PHASES (a development aid, a build of its own:
+ * -DCMAKE_CUDA_FLAGS=-DHRMT_WRES_PHASES): each consumer warpgroup counts
+ * the cycles (clock64) it spends waiting for its turn, for W, for stages,
+ * issuing its products, waiting for them and in its epilogue, and the
+ * producer those it waits for free stages; CTAs 0, 33, 66 and 99 print
+ * their counts by printf at the end (lines "wres_phases ..."). */
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
 #define HRMT_CUDA_SM90A_RING_WRES_CUH
 
@@ -167,16 +173,22 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         pdl_trigger();
         int s = 0, col = col0;
         unsigned ph = 0, gen = 0;
+#ifdef HRMT_WRES_PHASES
+        long long p_t0 = clock64(), p_wempty = 0, p_empty = 0, p_w;
+#define WRES_PT(acc, stmt) (p_w = clock64(), stmt, acc += clock64() - p_w)
+#else
+#define WRES_PT(acc, stmt) stmt
+#endif
         for (int j = lo; j < hi; j++) {
             const int c = j / mt, m0 = (j % mt) * C::BM;
             if (c != col) { /* a new slice over the old one once its products are done */
-                mbar_wait(wempty, gen & 1);
+                WRES_PT(p_wempty, mbar_wait(wempty, gen & 1));
                 gen++;
                 col = c;
                 load_slice(col);
             }
             for (int kb = 0; kb < kb_n; kb++) {
-                mbar_wait(&empty[s], ph ^ 1);
+                WRES_PT(p_empty, mbar_wait(&empty[s], ph ^ 1));
                 mbar_expect_tx(&full[s], C::A_BYTES);
                 if constexpr (CLA == 1)
                     tma_load(ring + s * C::A_BYTES, &tm_a, &full[s], kb * BK, m0);
@@ -186,6 +198,12 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
                 ring_next(s, ph, S);
             }
         }
+#undef WRES_PT
+#ifdef HRMT_WRES_PHASES
+        if (blockIdx.x % 33 == 0)
+            printf("wres_phases cta %d producer tiles %d total %lld empty %lld wempty %lld\n",
+                   (int)blockIdx.x, hi - lo, clock64() - p_t0, p_empty, p_wempty);
+#endif
         if constexpr (CLA > 1) {
             __syncwarp();
             cl_sync();
@@ -196,6 +214,14 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
     unsigned turn = 0;
     int have = -1; /* the W generation this warpgroup last waited for */
+#ifdef HRMT_WRES_PHASES
+    long long c_t0 = clock64(), c_turn = 0, c_wfull = 0, c_issue = 0, c_full = 0, c_done = 0,
+              c_store = 0, c_w;
+    int c_tiles = 0;
+#define WRES_CT(acc, stmt) (c_w = clock64(), stmt, acc += clock64() - c_w)
+#else
+#define WRES_CT(acc, stmt) stmt
+#endif
     for (int li = cw; lo + li < hi; li += WGS) {
         const int j = lo + li, c = j / mt, g = c - col0;
         const int m0 = (j % mt) * C::BM, n0 = slice_n0(c);
@@ -204,10 +230,10 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         unsigned ph = (base / S) & 1;
         float acc[MSUB][WN / 2];
         tile_zero<MSUB, WN>(acc);
-        mbar_wait(&order[cw], turn);
+        WRES_CT(c_turn, mbar_wait(&order[cw], turn));
         turn ^= 1;
         if (g != have) { /* after the turn: wfull is at most one generation behind */
-            mbar_wait(wfull, (unsigned)g & 1);
+            WRES_CT(c_wfull, mbar_wait(wfull, (unsigned)g & 1));
             have = g;
         }
         auto a_of = [&](int st) { return ring + st * C::A_BYTES; };
@@ -221,19 +247,38 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
             tile_done_deep<MSUB, WN, DEPTH>(acc, empty, s, kb_n, S, lane);
         } else {
-            const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(acc, full, empty, nullptr, S,
-                                                                     kb_n, s, ph, lane, a_of, w_of);
+            long long *full_cy = nullptr;
+#ifdef HRMT_WRES_PHASES
+            full_cy = &c_full;
+            c_w = clock64();
+#endif
+            const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(
+                acc, full, empty, nullptr, S, kb_n, s, ph, lane, a_of, w_of, full_cy);
+#ifdef HRMT_WRES_PHASES
+            c_issue += clock64() - c_w;
+#endif
             /* Every ring use of this tile has been issued: the next tile's turn. */
             if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-            tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane);
+            WRES_CT(c_done, (tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane)));
         }
         /* This warpgroup's last tile of generation g: its products of g are
          * done. g's last tile in the run also arrives for each warpgroup
          * with no tile of g (wres_arrivals). */
         const unsigned na = wres_arrivals(j, lo, hi, mt, WGS);
         if (na > 0 && lane == 0) mbar_arrive_n(wempty, na);
-        tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
+        WRES_CT(c_store, (tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi)));
+#ifdef HRMT_WRES_PHASES
+        c_tiles++;
+#endif
     }
+#undef WRES_CT
+#ifdef HRMT_WRES_PHASES
+    if (blockIdx.x % 33 == 0 && threadIdx.x % 128 == 0)
+        printf("wres_phases cta %d wg %d tiles %d total %lld turn %lld wfull %lld issue %lld "
+               "full %lld done %lld store %lld\n",
+               (int)blockIdx.x, cw, c_tiles, clock64() - c_t0, c_turn, c_wfull, c_issue, c_full,
+               c_done, c_store);
+#endif
     if constexpr (CLA > 1) cl_sync(); /* as the producer's */
 #endif
 }
