@@ -132,10 +132,11 @@ int run(int sms, long long *cy, int tiles, int epi) {
         if (best < 0 || worst < best) best = worst;
     }
     const double tensor = (double)WGS * tiles * KB * (BK / 16) * (N / 2.0);
-    printf("%-5s N %3d  WGS %d  wait_group %d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles a "
-           "tile per SM)\n",
-           TURNS ? "turns" : "free", N, WGS, WAIT, epi, 100.0 * tensor / (double)best,
-           (double)best / ((double)WGS * tiles));
+    printf(
+        "%-5s N %3d  WGS %d  wait_group %d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles a "
+        "tile per SM)\n",
+        TURNS ? "turns" : "free", N, WGS, WAIT, epi, 100.0 * tensor / (double)best,
+        (double)best / ((double)WGS * tiles));
     return 0;
 }
 

@@ -274,10 +274,11 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
 #undef WRES_CT
 #ifdef HRMT_WRES_PHASES
     if (blockIdx.x % 33 == 0 && threadIdx.x % 128 == 0)
-        printf("wres_phases cta %d wg %d tiles %d total %lld turn %lld wfull %lld issue %lld "
-               "full %lld done %lld store %lld\n",
-               (int)blockIdx.x, cw, c_tiles, clock64() - c_t0, c_turn, c_wfull, c_issue, c_full,
-               c_done, c_store);
+        printf(
+            "wres_phases cta %d wg %d tiles %d total %lld turn %lld wfull %lld issue %lld "
+            "full %lld done %lld store %lld\n",
+            (int)blockIdx.x, cw, c_tiles, clock64() - c_t0, c_turn, c_wfull, c_issue, c_full,
+            c_done, c_store);
 #endif
     if constexpr (CLA > 1) cl_sync(); /* as the producer's */
 #endif
