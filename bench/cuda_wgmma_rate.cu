@@ -110,6 +110,129 @@ __global__ void __launch_bounds__(128 * WGS, 1) rate(const rate_args a) {
 #endif
 }
 
+/* Mode "ring": ring_wres.cuh's whole protocol with its products and its
+ * turns, the epilogue still a spin: W (128 rows x KB k blocks) resident,
+ * A streamed through an S-stage ring of 8 KB stages (64 rows x 64 k) by one
+ * producer thread, each consumer warpgroup's tile KB stages, a stage given
+ * back once the next group is issued. TMA: the producer fills each stage
+ * from a rows x 512 BF16 matrix by a tensor-map copy (tile j's rows j % mt,
+ * as the kernel walks them); otherwise it only arrives on full (no bytes
+ * move: the barriers' cost alone). */
+struct ring_args {
+    int tiles; /* per warpgroup */
+    int epi;
+    int mt; /* 64-row tiles of A */
+    long long *cy;
+};
+
+template <int WGS, int S, bool TMA>
+__global__ void __launch_bounds__(128 * (WGS + 1), 1)
+    ring_rate(const __grid_constant__ CUtensorMap tm_a, const ring_args a) {
+#ifdef HRMT_SM90A
+    constexpr int WN = 128, W_BYTES = WN * ROW_BYTES;
+    extern __shared__ uint8_t raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *wres = smem, *ring = smem + KB * W_BYTES;
+    uint64_t *full = (uint64_t *)(ring + S * A_BYTES), *empty = full + S, *order = empty + S;
+    for (int i = threadIdx.x; i < (KB * W_BYTES + S * A_BYTES) / 16; i += blockDim.x)
+        ((uint4 *)smem)[i] = make_uint4(0, 0, 0, 0);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < S; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], 4);
+        }
+        for (int i = 0; i < WGS; i++) mbar_init(&order[i], 1);
+        mbar_arrive(&order[0]);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    const int wg = threadIdx.x / 128;
+    const long long t0 = clock64();
+    if (wg == 0) {
+        if (threadIdx.x == 0) {
+            int s = 0;
+            unsigned ph = 0;
+            for (int j = blockIdx.x * WGS * a.tiles, n = 0; n < WGS * a.tiles; j++, n++)
+                for (int kb = 0; kb < KB; kb++) {
+                    mbar_wait(&empty[s], ph ^ 1);
+                    if constexpr (TMA) {
+                        mbar_expect_tx(&full[s], A_BYTES);
+                        tma_load(ring + s * A_BYTES, &tm_a, &full[s], kb * BK, (j % a.mt) * 64);
+                    } else {
+                        mbar_arrive(&full[s]);
+                    }
+                    ring_next(s, ph, S);
+                }
+        }
+        return;
+    }
+    const int cw = wg - 1, lane = threadIdx.x & 31;
+    unsigned turn = 0;
+    float acc[WN / 2];
+    for (int li = cw; li < WGS * a.tiles; li += WGS) {
+        const unsigned base = (unsigned)li * KB;
+        int s = (int)(base % S), prev = -1;
+        unsigned ph = (base / S) & 1;
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) acc[i] = 0.f;
+        mbar_wait(&order[cw], turn);
+        turn ^= 1;
+        for (int kb = 0; kb < KB; kb++) {
+            mbar_wait(&full[s], ph);
+            group<WN>(acc, ring + s * A_BYTES, wres + kb * W_BYTES);
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+            prev = s;
+            ring_next(s, ph, S);
+        }
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        wg_wait<0>();
+        if (lane == 0) mbar_arrive(&empty[prev]);
+#pragma unroll
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        if (a.epi > 0) {
+            const long long e0 = clock64();
+            while (clock64() - e0 < a.epi) {
+            }
+        }
+        if (acc[0] != 0.f || acc[WN / 2 - 1] != 0.f) a.cy[gridDim.x] = 1;
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
+    if (threadIdx.x == 128) a.cy[blockIdx.x] = clock64() - t0;
+#endif
+}
+
+template <int WGS, int S, bool TMA>
+int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, int mt, int tiles,
+             int epi) {
+    const int smem = 1024 + KB * 128 * ROW_BYTES + S * A_BYTES + (2 * S + WGS) * 8;
+    auto k = ring_rate<WGS, S, TMA>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    ring_args a{tiles, epi, mt, cy};
+    long long best = -1;
+    for (int rep = 0; rep < 3; rep++) {
+        k<<<sms, 128 * (WGS + 1), smem>>>(tm, a);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        long long h[1024];
+        CK(cudaMemcpy(h, cy, sizeof(long long) * (size_t)(sms + 1), cudaMemcpyDeviceToHost));
+        if (h[sms] != 0) {
+            fprintf(stderr, "nonzero product from zero operands\n");
+            return 1;
+        }
+        long long worst = 0;
+        for (int i = 0; i < sms; i++) worst = h[i] > worst ? h[i] : worst;
+        if (best < 0 || worst < best) best = worst;
+    }
+    const double tensor = (double)WGS * tiles * KB * (BK / 16) * 64.0;
+    printf(
+        "ring  %-34s WGS %d  stages %2d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles "
+        "a tile per SM)\n",
+        what, WGS, S, epi, 100.0 * tensor / (double)best, (double)best / ((double)WGS * tiles));
+    return 0;
+}
+
 template <int N, int WGS, int WAIT, bool TURNS>
 int run(int sms, long long *cy, int tiles, int epi) {
     const int smem = 1024 + WGS * A_BYTES + N * ROW_BYTES + 64;
@@ -168,6 +291,33 @@ int main() {
     bad |= run<128, 3, 0, true>(sms, cy, T, 2000);
     bad |= run<256, 2, 1, true>(sms, cy, T, 2000);
     bad |= run<256, 2, 1, true>(sms, cy, T, 4000);
+    /* The ring: A as batch 256's gate_up input (20992 x 512, 21 MB: L2
+     * and HBM) and as one 64-row tile (always in L2). */
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) {
+        fprintf(stderr, "no cuTensorMapEncodeTiled\n");
+        return 2;
+    }
+    const size_t rows = 20992, K = (size_t)KB * BK;
+    void *A;
+    CK(cudaMalloc(&A, rows * K * 2));
+    CK(cudaMemset(A, 0, rows * K * 2));
+    CUtensorMap tm_big, tm_one;
+    if (!encode(fn, &tm_big, A, rows, K, K, 64) || !encode(fn, &tm_one, A, 64, K, K, 64)) {
+        fprintf(stderr, "tensor map encoding failed\n");
+        return 2;
+    }
+    const int RT = 20, mt = (int)(rows / 64);
+    bad |= run_ring<3, 10, false>("barriers only", sms, cy, tm_one, 1, RT, 0);
+    bad |= run_ring<3, 10, false>("barriers only", sms, cy, tm_one, 1, RT, 2500);
+    bad |= run_ring<3, 10, true>("TMA, one 64-row tile (L2)", sms, cy, tm_one, 1, RT, 0);
+    bad |= run_ring<3, 10, true>("TMA, one 64-row tile (L2)", sms, cy, tm_one, 1, RT, 2500);
+    bad |= run_ring<3, 10, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0);
+    bad |= run_ring<3, 10, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
+    bad |= run_ring<3, 4, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
+    bad |= run_ring<3, 6, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
+    bad |= run_ring<2, 10, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
+    CK(cudaFree(A));
     CK(cudaFree(cy));
     return bad;
 }
