@@ -123,9 +123,55 @@ struct ring_args {
     int epi;
     int mt; /* 64-row tiles of A */
     long long *cy;
+    uint16_t *act; /* EK 1, 3: the epilogue's stores, rows x 1536 */
 };
 
-template <int WGS, int S, bool TMA>
+#ifdef HRMT_SM90A
+/* EK 1-3: the fused gate_up's epilogue as glu_epi::store does it with the
+ * fast SiLU (src/cuda/sm90a/glu_wgmma.cu, silu_fast.cuh), without its
+ * table fallback: per column pair, the gate and up pairs packed to BF16,
+ * two ex2 and two rcp, the products, and a 4-byte store at the act
+ * layout (EK 1); its arithmetic alone (2: folded into one value kept
+ * live) or its stores alone (3: the accumulators packed and stored). */
+template <int EK>
+__device__ __forceinline__ void glu_like_epilogue(const float (&acc)[64], const ring_args &a,
+                                                  int m0, int n0, int warp, int lane) {
+    uint32_t fold = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int q = 4 * i + 2 * hf;
+            uint32_t g2, u2, o;
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(g2) : "f"(acc[q + 1]), "f"(acc[q]));
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
+                : "=r"(u2)
+                : "f"(acc[32 + q + 1]), "f"(acc[32 + q]));
+            if constexpr (EK == 3) {
+                o = g2 ^ u2;
+            } else {
+                const float g0 = __uint_as_float(g2 << 16), g1 = __uint_as_float(g2 & 0xffff0000u);
+                float e0, e1, r0, r1;
+                asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e0) : "f"(g0 * -1.4426950f));
+                asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e1) : "f"(g1 * -1.4426950f));
+                asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(1.f + e0));
+                asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r1) : "f"(1.f + e1));
+                const float o0 = g0 * r0 * __uint_as_float(u2 << 16);
+                const float o1 = g1 * r1 * __uint_as_float(u2 & 0xffff0000u);
+                asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(o1), "f"(o0));
+            }
+            if constexpr (EK == 2) {
+                fold ^= o;
+            } else {
+                const int row = m0 + warp * 16 + lane / 4 + 8 * hf;
+                *(uint32_t *)(a.act + (size_t)row * 1536 + n0 + 8 * i + 2 * (lane & 3)) = o;
+            }
+        }
+    if (EK == 2 && fold == 0x12345678u) a.cy[gridDim.x] = 2;
+}
+#endif
+
+template <int WGS, int S, bool TMA, int EK = 0>
 __global__ void __launch_bounds__(128 * (WGS + 1), 1)
     ring_rate(const __grid_constant__ CUtensorMap tm_a, const ring_args a) {
 #ifdef HRMT_SM90A
@@ -191,6 +237,10 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
         if (lane == 0) mbar_arrive(&empty[prev]);
 #pragma unroll
         for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        const int j = blockIdx.x * WGS * a.tiles + li;
+        if constexpr (EK > 0)
+            glu_like_epilogue<EK>(acc, a, (j % a.mt) * 64, (j / a.mt % 24) * 64,
+                                  (threadIdx.x / 32) & 3, lane);
         if (a.epi > 0) {
             const long long e0 = clock64();
             while (clock64() - e0 < a.epi) {
@@ -203,13 +253,13 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
 #endif
 }
 
-template <int WGS, int S, bool TMA>
+template <int WGS, int S, bool TMA, int EK = 0>
 int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, int mt, int tiles,
-             int epi) {
+             int epi, uint16_t *act = nullptr) {
     const int smem = 1024 + KB * 128 * ROW_BYTES + S * A_BYTES + (2 * S + WGS) * 8;
-    auto k = ring_rate<WGS, S, TMA>;
+    auto k = ring_rate<WGS, S, TMA, EK>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    ring_args a{tiles, epi, mt, cy};
+    ring_args a{tiles, epi, mt, cy, act};
     long long best = -1;
     for (int rep = 0; rep < 3; rep++) {
         k<<<sms, 128 * (WGS + 1), smem>>>(tm, a);
@@ -225,9 +275,13 @@ int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, in
         for (int i = 0; i < sms; i++) worst = h[i] > worst ? h[i] : worst;
         if (best < 0 || worst < best) best = worst;
     }
+    static const char *ek_name[] = {"", " + epilogue", " + epilogue maths", " + epilogue stores"};
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", what, ek_name[EK]);
+    what = name;
     const double tensor = (double)WGS * tiles * KB * (BK / 16) * 64.0;
     printf(
-        "ring  %-34s WGS %d  stages %2d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles "
+        "ring  %-52s WGS %d  stages %2d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles "
         "a tile per SM)\n",
         what, WGS, S, epi, 100.0 * tensor / (double)best, (double)best / ((double)WGS * tiles));
     return 0;
@@ -317,6 +371,14 @@ int main() {
     bad |= run_ring<3, 4, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
     bad |= run_ring<3, 6, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
     bad |= run_ring<2, 10, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 2500);
+    uint16_t *act;
+    CK(cudaMalloc(&act, rows * 1536 * 2));
+    bad |= run_ring<3, 10, true, 1>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 10, true, 2>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 10, true, 3>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 10, false, 1>("barriers only", sms, cy, tm_one, 1, RT, 0, act);
+    bad |= run_ring<2, 10, true, 1>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    CK(cudaFree(act));
     CK(cudaFree(A));
     CK(cudaFree(cy));
     return bad;
