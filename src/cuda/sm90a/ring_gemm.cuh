@@ -140,7 +140,9 @@ __device__ __forceinline__ void products_done(float (&acc)[MSUB][WN / 2]) {
  * a_of(s), its WN rows of W at w_of(s, kb). Each stage is given back (one
  * arrive per warp on empty[], and mc_empty[] with CLM > 1: stage_back)
  * once the next stage's products are issued; returns the last stage (-1:
- * none), which tile_done gives back. s and ph move on past the tile. */
+ * none), which tile_done gives back. s and ph move on past the tile.
+ * full_cy: where ring_wres.cuh's HRMT_WRES_PHASES build adds the cycles
+ * spent waiting for stages (unused in other builds). */
 template <int MSUB, int WN, int CLM = 1, bool ALL = false, class AF, class WF>
 __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_t *full,
                                              uint64_t *empty, uint64_t *mc_empty, int stages,

@@ -46,8 +46,10 @@
  * -DCMAKE_CUDA_FLAGS=-DHRMT_WRES_PHASES): each consumer warpgroup counts
  * the cycles (clock64) it spends waiting for its turn, for W, for stages,
  * issuing its products, waiting for them and in its epilogue, and the
- * producer those it waits for free stages; CTAs 0, 33, 66 and 99 print
- * their counts by printf at the end (lines "wres_phases ..."). */
+ * producer those it waits for free stages (the one-group form; the deep
+ * form counts turns, W and the epilogue only); CTAs 0, 33, 66 and 99 print
+ * their counts by printf at the end (lines "wres_phases ...").
+ * docs/CUDA-KERNELS.md (session 40) has what it found. */
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
 #define HRMT_CUDA_SM90A_RING_WRES_CUH
 
