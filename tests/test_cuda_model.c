@@ -838,6 +838,22 @@ Test(cuda_model, glu_wres_deep) {
     unsetenv("HRMT_CUDA_GLU_WRES_DEEP");
 }
 
+/* The three-warpgroup W-resident form writing each act tile by one TMA
+ * store from a swizzled shared-memory tile (HRMT_CUDA_GLU_WRES_TSTORE=1,
+ * glu_wgmma.cu's glu_epi_ts): the model says so only with the switch on;
+ * forced against the launches at a ragged tile (batch 1: 82 rows, the TMA
+ * store clipping the tile's last 46), a few tiles a CTA (7) and long runs
+ * across W slices (40, 100), where each warpgroup's buffer is refilled
+ * only after the copy engine has read it. */
+Test(cuda_model, glu_wres_tstore) {
+    need_cc90("the fused gate_up is built for", 0);
+    expect_switch_path("HRMT_CUDA_GLU_WRES_TSTORE", HRMT_PATH_GLU_WRES_TSTORE);
+    const int batches[] = {1, 7, 40, 100};
+    setenv("HRMT_CUDA_GLU_WRES_TSTORE", "1", 1);
+    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "W-resident gate_up, TMA stores");
+    unsetenv("HRMT_CUDA_GLU_WRES_TSTORE");
+}
+
 /* The mma.sync shapes (7-9, HRMT_CUDA_GLU_MMA) over many tiles a CTA
  * (batch 100: 8200 rows, 50-100 tiles a CTA): their warps run apart, so
  * the turn barrier between tiles must count each warp (ring_gemm.cuh). */
@@ -1873,7 +1889,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
         "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",
-        "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_DEEP"};
+        "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_DEEP",
+        "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);
