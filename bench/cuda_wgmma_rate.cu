@@ -24,6 +24,15 @@
  * tensor cycles (64 N 16 x 2 flops at 4096 flops a cycle per SM, H100 / H200
  * dense BF16) over the SM's elapsed cycles (clock64, the slowest CTA), so
  * the figure does not depend on the clock. One CTA per SM, operands zero.
+ * Mode "ring" (below) adds ring_wres.cuh's whole protocol, a TMA feed and
+ * the fused gate_up's epilogue. The answers (session 40, H100): m64n128k16
+ * over two or three warpgroups keeps the pipe 100% busy and the turns hide
+ * epilogues up to ~3000 cycles; with the ring and its TMA feed 92-95%; with
+ * the epilogue's arithmetic 87%, with its 4-byte global stores alone 63%,
+ * with both 65% (the kernel: 59.5%). The last pair of configurations, the
+ * epilogue with its tile staged in shared memory and written by one TMA
+ * store (glu_epi_ts, HRMT_CUDA_GLU_WRES_TSTORE) against the plain epilogue
+ * at the same 7 stages, was written after the session's last device call.
  * Not part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
  *        bench/cuda_wgmma_rate.cu -o /tmp/wgmma_rate && /tmp/wgmma_rate
@@ -135,7 +144,8 @@ struct ring_args {
  * live) or its stores alone (3: the accumulators packed and stored). */
 template <int EK>
 __device__ __forceinline__ void glu_like_epilogue(const float (&acc)[64], const ring_args &a,
-                                                  int m0, int n0, int warp, int lane) {
+                                                  int m0, int n0, int warp, int lane,
+                                                  uint8_t *buf) {
     uint32_t fold = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++)
@@ -162,6 +172,9 @@ __device__ __forceinline__ void glu_like_epilogue(const float (&acc)[64], const 
             }
             if constexpr (EK == 2) {
                 fold ^= o;
+            } else if constexpr (EK == 4) { /* the tile in the 128-byte swizzle */
+                const int r = warp * 16 + lane / 4 + 8 * hf;
+                *(uint32_t *)(buf + r * 128 + ((i ^ (r & 7)) << 4) + 4 * (lane & 3)) = o;
             } else {
                 const int row = m0 + warp * 16 + lane / 4 + 8 * hf;
                 *(uint32_t *)(a.act + (size_t)row * 1536 + n0 + 8 * i + 2 * (lane & 3)) = o;
@@ -173,7 +186,8 @@ __device__ __forceinline__ void glu_like_epilogue(const float (&acc)[64], const 
 
 template <int WGS, int S, bool TMA, int EK = 0>
 __global__ void __launch_bounds__(128 * (WGS + 1), 1)
-    ring_rate(const __grid_constant__ CUtensorMap tm_a, const ring_args a) {
+    ring_rate(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_o,
+              const ring_args a) {
 #ifdef HRMT_SM90A
     constexpr int WN = 128, W_BYTES = WN * ROW_BYTES;
     extern __shared__ uint8_t raw[];
@@ -237,10 +251,26 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
         if (lane == 0) mbar_arrive(&empty[prev]);
 #pragma unroll
         for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
-        const int j = blockIdx.x * WGS * a.tiles + li;
+        const int j = blockIdx.x * WGS * a.tiles + li, m0 = (j % a.mt) * 64,
+                  n0 = (j / a.mt % 24) * 64;
+        /* EK 4: this warpgroup's 8 KB tile after the barriers, 1024-aligned;
+         * refilled once the copy engine has read the last one out. */
+        uint8_t *buf =
+            (uint8_t *)(((uintptr_t)(order + WGS) + 1023) & ~(uintptr_t)1023) + cw * A_BYTES;
+        if constexpr (EK == 4) {
+            if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
+            asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
+        }
         if constexpr (EK > 0)
-            glu_like_epilogue<EK>(acc, a, (j % a.mt) * 64, (j / a.mt % 24) * 64,
-                                  (threadIdx.x / 32) & 3, lane);
+            glu_like_epilogue<EK>(acc, a, m0, n0, (threadIdx.x / 32) & 3, lane, buf);
+        if constexpr (EK == 4) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
+            if (threadIdx.x % 128 == 0) {
+                tma_store(&tm_o, buf, n0, m0);
+                bulk_commit();
+            }
+        }
         if (a.epi > 0) {
             const long long e0 = clock64();
             while (clock64() - e0 < a.epi) {
@@ -248,6 +278,7 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
         }
         if (acc[0] != 0.f || acc[WN / 2 - 1] != 0.f) a.cy[gridDim.x] = 1;
     }
+    if (EK == 4 && threadIdx.x % 128 == 0) bulk_wait<0>();
     asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
     if (threadIdx.x == 128) a.cy[blockIdx.x] = clock64() - t0;
 #endif
@@ -255,14 +286,15 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
 
 template <int WGS, int S, bool TMA, int EK = 0>
 int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, int mt, int tiles,
-             int epi, uint16_t *act = nullptr) {
-    const int smem = 1024 + KB * 128 * ROW_BYTES + S * A_BYTES + (2 * S + WGS) * 8;
+             int epi, uint16_t *act = nullptr, const CUtensorMap *tm_o = nullptr) {
+    const int smem = 1024 + KB * 128 * ROW_BYTES + S * A_BYTES + (2 * S + WGS) * 8 +
+                     (EK == 4 ? 1024 + WGS * A_BYTES : 0);
     auto k = ring_rate<WGS, S, TMA, EK>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     ring_args a{tiles, epi, mt, cy, act};
     long long best = -1;
     for (int rep = 0; rep < 3; rep++) {
-        k<<<sms, 128 * (WGS + 1), smem>>>(tm, a);
+        k<<<sms, 128 * (WGS + 1), smem>>>(tm, tm_o ? *tm_o : tm, a);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         long long h[1024];
@@ -275,13 +307,14 @@ int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, in
         for (int i = 0; i < sms; i++) worst = h[i] > worst ? h[i] : worst;
         if (best < 0 || worst < best) best = worst;
     }
-    static const char *ek_name[] = {"", " + epilogue", " + epilogue maths", " + epilogue stores"};
+    static const char *ek_name[] = {"", " + epilogue", " + epilogue maths", " + epilogue stores",
+                                    " + epilogue, TMA store"};
     char name[96];
     snprintf(name, sizeof name, "%s%s", what, ek_name[EK]);
     what = name;
     const double tensor = (double)WGS * tiles * KB * (BK / 16) * 64.0;
     printf(
-        "ring  %-52s WGS %d  stages %2d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles "
+        "ring  %-56s WGS %d  stages %2d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles "
         "a tile per SM)\n",
         what, WGS, S, epi, 100.0 * tensor / (double)best, (double)best / ((double)WGS * tiles));
     return 0;
@@ -378,6 +411,15 @@ int main() {
     bad |= run_ring<3, 10, true, 3>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
     bad |= run_ring<3, 10, false, 1>("barriers only", sms, cy, tm_one, 1, RT, 0, act);
     bad |= run_ring<2, 10, true, 1>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    /* The epilogue's tile staged in shared memory and written by one TMA
+     * store (glu_wgmma.cu's glu_epi_ts): 24 KB of tiles leave 7 stages. */
+    CUtensorMap tm_act;
+    if (!encode(fn, &tm_act, act, rows, 1536, 1536, 64)) {
+        fprintf(stderr, "tensor map encoding failed\n");
+        return 2;
+    }
+    bad |= run_ring<3, 7, true, 1>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 7, true, 4>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act, &tm_act);
     CK(cudaFree(act));
     CK(cudaFree(A));
     CK(cudaFree(cy));
