@@ -47,6 +47,7 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/act_tile_swizzle.h"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
 #include "cuda/sm90a/ring_wres.cuh"
@@ -220,16 +221,15 @@ struct glu_epi {
         });
     }
     /* The same into a 64 x 64 tile of shared memory at buf in the 128-byte
-     * swizzle (row r's 16-byte chunk i at chunk i ^ (r % 8): a warp's 32
-     * stores hit 32 banks), for one TMA store of the tile (glu_epi_ts). */
+     * swizzle (act_tile_swizzle.h: a warp's 32 stores hit 32 banks), for
+     * one TMA store of the tile (glu_epi_ts). */
     template <int MSUB>
     static __device__ __forceinline__ void stage(float (&acc)[MSUB][BNA], int m0, int warp,
                                                  int lane, const args &p, const uint8_t *part,
                                                  uint8_t *buf) {
         static_assert(MSUB == 1 && BNA == 64, "a 64 x 64 act tile: 128-byte rows");
         emit<MSUB>(acc, m0, warp, lane, p, part, [&](int row, int i, uint32_t v) {
-            const int r = row - m0;
-            *(uint32_t *)(buf + r * 128 + ((i ^ (r & 7)) << 4) + 4 * (lane & 3)) = v;
+            *(uint32_t *)(buf + act_tile_offset(row - m0, i, lane & 3)) = v;
         });
     }
 };
