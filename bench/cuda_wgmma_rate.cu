@@ -49,6 +49,7 @@ namespace {
 
 constexpr int A_BYTES = 64 * ROW_BYTES; /* 64 rows x 64 k: one stage of A */
 constexpr int KB = 8;                   /* groups a tile: hidden 512 / 64 */
+constexpr int MAX_SMS = 1024;           /* cy's slots */
 
 struct rate_args {
     int tiles;     /* per warpgroup */
@@ -284,6 +285,29 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
 #endif
 }
 
+/* The slowest CTA's cycles (cy[0 .. sms - 1]) in the best of three runs of
+ * launch(); -1 when a kernel flagged cy[sms] (a nonzero product from zero
+ * operands: the measurement is void). */
+template <class L>
+long long best_cycles(L launch, int sms, long long *cy) {
+    long long best = -1;
+    for (int rep = 0; rep < 3; rep++) {
+        launch();
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        long long h[MAX_SMS + 1];
+        CK(cudaMemcpy(h, cy, sizeof(long long) * (size_t)(sms + 1), cudaMemcpyDeviceToHost));
+        if (h[sms] != 0) {
+            fprintf(stderr, "nonzero product from zero operands\n");
+            return -1;
+        }
+        long long worst = 0;
+        for (int i = 0; i < sms; i++) worst = h[i] > worst ? h[i] : worst;
+        if (best < 0 || worst < best) best = worst;
+    }
+    return best;
+}
+
 template <int WGS, int S, bool TMA, int EK = 0>
 int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, int mt, int tiles,
              int epi, uint16_t *act = nullptr, const CUtensorMap *tm_o = nullptr) {
@@ -292,21 +316,9 @@ int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, in
     auto k = ring_rate<WGS, S, TMA, EK>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     ring_args a{tiles, epi, mt, cy, act};
-    long long best = -1;
-    for (int rep = 0; rep < 3; rep++) {
-        k<<<sms, 128 * (WGS + 1), smem>>>(tm, tm_o ? *tm_o : tm, a);
-        CK(cudaGetLastError());
-        CK(cudaDeviceSynchronize());
-        long long h[1024];
-        CK(cudaMemcpy(h, cy, sizeof(long long) * (size_t)(sms + 1), cudaMemcpyDeviceToHost));
-        if (h[sms] != 0) {
-            fprintf(stderr, "nonzero product from zero operands\n");
-            return 1;
-        }
-        long long worst = 0;
-        for (int i = 0; i < sms; i++) worst = h[i] > worst ? h[i] : worst;
-        if (best < 0 || worst < best) best = worst;
-    }
+    const long long best =
+        best_cycles([&] { k<<<sms, 128 * (WGS + 1), smem>>>(tm, tm_o ? *tm_o : tm, a); }, sms, cy);
+    if (best < 0) return 1;
     static const char *ek_name[] = {"", " + epilogue", " + epilogue maths", " + epilogue stores",
                                     " + epilogue, TMA store"};
     char name[96];
@@ -326,21 +338,8 @@ int run(int sms, long long *cy, int tiles, int epi) {
     auto k = rate<N, WGS, WAIT, TURNS>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     rate_args a{tiles, epi, cy};
-    long long best = -1;
-    for (int rep = 0; rep < 3; rep++) {
-        k<<<sms, 128 * WGS, smem>>>(a);
-        CK(cudaGetLastError());
-        CK(cudaDeviceSynchronize());
-        long long h[1024];
-        CK(cudaMemcpy(h, cy, sizeof(long long) * (size_t)(sms + 1), cudaMemcpyDeviceToHost));
-        if (h[sms] != 0) {
-            fprintf(stderr, "nonzero product from zero operands\n");
-            return 1;
-        }
-        long long worst = 0;
-        for (int i = 0; i < sms; i++) worst = h[i] > worst ? h[i] : worst;
-        if (best < 0 || worst < best) best = worst;
-    }
+    const long long best = best_cycles([&] { k<<<sms, 128 * WGS, smem>>>(a); }, sms, cy);
+    if (best < 0) return 1;
     const double tensor = (double)WGS * tiles * KB * (BK / 16) * (N / 2.0);
     printf(
         "%-5s N %3d  WGS %d  wait_group %d  epilogue %5d cy | tensor busy %5.1f%%  (%.0f cycles a "
@@ -356,9 +355,13 @@ int main() {
     cudaDeviceProp prop;
     if (!sm90_device(&prop)) return 2;
     const int sms = prop.multiProcessorCount;
+    if (sms > MAX_SMS) {
+        fprintf(stderr, "%d SMs: this program counts at most %d\n", sms, MAX_SMS);
+        return 2;
+    }
     long long *cy;
-    CK(cudaMalloc(&cy, sizeof(long long) * 1025));
-    CK(cudaMemset(cy, 0, sizeof(long long) * 1025));
+    CK(cudaMalloc(&cy, sizeof(long long) * (MAX_SMS + 1)));
+    CK(cudaMemset(cy, 0, sizeof(long long) * (MAX_SMS + 1)));
     printf("%s, %d SMs\n", prop.name, sms);
     int bad = 0;
     const int T = 400;
