@@ -41,7 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda/sm90a/wgmma_common.cuh"
+#include "cuda/sm90a/act_tile_swizzle.h"
+#include "cuda/sm90a/ring_gemm.cuh"
 
 #include "cuda_check.cuh"
 
@@ -56,17 +57,6 @@ struct rate_args {
     int epi;       /* turns: the epilogue's cycles */
     long long *cy; /* per CTA: elapsed cycles */
 };
-
-#ifdef HRMT_SM90A
-template <int N>
-__device__ __forceinline__ void group(float (&acc)[N / 2], const uint8_t *a, const uint8_t *b) {
-    const uint64_t da = desc_k128(a), db = desc_k128(b);
-    wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) wgmma_n<N>(acc, da + 2 * kk, db + 2 * kk);
-    wg_commit();
-}
-#endif
 
 /* smem: WGS A stages (one per warpgroup), then W's N rows x 64 k, then the
  * turn barriers. */
@@ -84,36 +74,36 @@ __global__ void __launch_bounds__(128 * WGS, 1) rate(const rate_args a) {
         mbar_arrive(&order[0]);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* zeros seen by wgmma */
+    fence_async_smem(); /* zeros seen by wgmma */
     __syncthreads();
     const int wg = threadIdx.x / 128;
     const uint8_t *ast = smem + wg * A_BYTES;
     const long long t0 = clock64();
     unsigned turn = 0;
-    float acc[N / 2];
+    float acc[1][N / 2];
     for (int t = 0; t < a.tiles; t++) {
 #pragma unroll
-        for (int i = 0; i < N / 2; i++) acc[i] = 0.f;
+        for (int i = 0; i < N / 2; i++) acc[0][i] = 0.f;
         if constexpr (TURNS) {
             mbar_wait(&order[wg], turn);
             turn ^= 1;
         }
         for (int kb = 0; kb < KB; kb++) {
-            group<N>(acc, ast, w);
+            stage_products<1, N>(acc, ast, w);
             wg_wait<WAIT>();
         }
         if constexpr (TURNS)
             if (threadIdx.x % 128 == 0) mbar_arrive(&order[(wg + 1) % WGS]);
         wg_wait<0>();
 #pragma unroll
-        for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        for (int i = 0; i < N / 2; i++) asm volatile("" : "+f"(acc[0][i])::"memory");
         if (a.epi > 0) {
             const long long e0 = clock64();
             while (clock64() - e0 < a.epi) {
             }
         }
         /* Keep the products live (the operands are zero: never true). */
-        if (acc[0] != 0.f || acc[N / 2 - 1] != 0.f) a.cy[gridDim.x] = 1;
+        if (acc[0][0] != 0.f || acc[0][N / 2 - 1] != 0.f) a.cy[gridDim.x] = 1;
     }
     __syncthreads();
     if (threadIdx.x == 0) a.cy[blockIdx.x] = clock64() - t0;
@@ -175,7 +165,7 @@ __device__ __forceinline__ void glu_like_epilogue(const float (&acc)[64], const 
                 fold ^= o;
             } else if constexpr (EK == 4) { /* the tile in the 128-byte swizzle */
                 const int r = warp * 16 + lane / 4 + 8 * hf;
-                *(uint32_t *)(buf + r * 128 + ((i ^ (r & 7)) << 4) + 4 * (lane & 3)) = o;
+                *(uint32_t *)(buf + act_tile_offset(r, i, lane & 3)) = o;
             } else {
                 const int row = m0 + warp * 16 + lane / 4 + 8 * hf;
                 *(uint32_t *)(a.act + (size_t)row * 1536 + n0 + 8 * i + 2 * (lane & 3)) = o;
@@ -198,15 +188,12 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
     for (int i = threadIdx.x; i < (KB * W_BYTES + S * A_BYTES) / 16; i += blockDim.x)
         ((uint4 *)smem)[i] = make_uint4(0, 0, 0, 0);
     if (threadIdx.x == 0) {
-        for (int i = 0; i < S; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 4);
-        }
+        ring_init(full, empty, S, 4);
         for (int i = 0; i < WGS; i++) mbar_init(&order[i], 1);
         mbar_arrive(&order[0]);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    fence_async_smem();
     __syncthreads();
     const int wg = threadIdx.x / 128;
     const long long t0 = clock64();
@@ -230,18 +217,18 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
     }
     const int cw = wg - 1, lane = threadIdx.x & 31;
     unsigned turn = 0;
-    float acc[WN / 2];
+    float acc[1][WN / 2];
     for (int li = cw; li < WGS * a.tiles; li += WGS) {
         const unsigned base = (unsigned)li * KB;
         int s = (int)(base % S), prev = -1;
         unsigned ph = (base / S) & 1;
 #pragma unroll
-        for (int i = 0; i < WN / 2; i++) acc[i] = 0.f;
+        for (int i = 0; i < WN / 2; i++) acc[0][i] = 0.f;
         mbar_wait(&order[cw], turn);
         turn ^= 1;
         for (int kb = 0; kb < KB; kb++) {
             mbar_wait(&full[s], ph);
-            group<WN>(acc, ring + s * A_BYTES, wres + kb * W_BYTES);
+            stage_products<1, WN>(acc, ring + s * A_BYTES, wres + kb * W_BYTES);
             wg_wait<1>();
             if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
             prev = s;
@@ -251,7 +238,7 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
         wg_wait<0>();
         if (lane == 0) mbar_arrive(&empty[prev]);
 #pragma unroll
-        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+        for (int i = 0; i < WN / 2; i++) asm volatile("" : "+f"(acc[0][i])::"memory");
         const int j = blockIdx.x * WGS * a.tiles + li, m0 = (j % a.mt) * 64,
                   n0 = (j / a.mt % 24) * 64;
         /* EK 4: this warpgroup's 8 KB tile after the barriers, 1024-aligned;
@@ -263,9 +250,9 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
             asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
         }
         if constexpr (EK > 0)
-            glu_like_epilogue<EK>(acc, a, m0, n0, (threadIdx.x / 32) & 3, lane, buf);
+            glu_like_epilogue<EK>(acc[0], a, m0, n0, (threadIdx.x / 32) & 3, lane, buf);
         if constexpr (EK == 4) {
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            fence_async_smem();
             asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
             if (threadIdx.x % 128 == 0) {
                 tma_store(&tm_o, buf, n0, m0);
@@ -277,7 +264,7 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
             while (clock64() - e0 < a.epi) {
             }
         }
-        if (acc[0] != 0.f || acc[WN / 2 - 1] != 0.f) a.cy[gridDim.x] = 1;
+        if (acc[0][0] != 0.f || acc[0][WN / 2 - 1] != 0.f) a.cy[gridDim.x] = 1;
     }
     if (EK == 4 && threadIdx.x % 128 == 0) bulk_wait<0>();
     asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");

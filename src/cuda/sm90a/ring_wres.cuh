@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
             asm volatile("bar.sync %0, 128;" ::"r"(4 + cw) : "memory");
             WRES_CT(c_store, (E::template stage<MSUB>(acc, m0, warp, lane, p, epi, buf)));
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            fence_async_smem();
             asm volatile("bar.sync %0, 128;" ::"r"(4 + cw) : "memory");
             if (threadIdx.x % 128 == 0) {
                 tma_store(&tm_o, buf, n0, m0);
