@@ -31,8 +31,12 @@
  * the epilogue's arithmetic 87%, with its 4-byte global stores alone 63%,
  * with both 65% (the kernel: 59.5%). The last pair of configurations, the
  * epilogue with its tile staged in shared memory and written by one TMA
- * store (glu_epi_ts, HRMT_CUDA_GLU_WRES_TSTORE) against the plain epilogue
- * at the same 7 stages, was written after the session's last device call.
+ * store against the plain epilogue at the same 7 stages (session 42,
+ * H100): 68.4% against 62.6%. In the kernel itself the same staging
+ * (HRMT_CUDA_GLU_WRES_TSTORE, session 40) was no faster (ncu at batch 256:
+ * 126.9 against 127.2 us, the tensor pipe 58.4 against 59.1%; the step
+ * 1.003-1.007x), so it was removed: the stores are not what holds the
+ * kernel at 59%.
  * Not part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
  *        bench/cuda_wgmma_rate.cu -o /tmp/wgmma_rate && /tmp/wgmma_rate
@@ -402,7 +406,7 @@ int main() {
     bad |= run_ring<3, 10, false, 1>("barriers only", sms, cy, tm_one, 1, RT, 0, act);
     bad |= run_ring<2, 10, true, 1>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
     /* The epilogue's tile staged in shared memory and written by one TMA
-     * store (glu_wgmma.cu's glu_epi_ts): 24 KB of tiles leave 7 stages. */
+     * store (act_tile_swizzle.h's layout): 24 KB of tiles leave 7 stages. */
     CUtensorMap tm_act;
     if (!encode(fn, &tm_act, act, rows, 1536, 1536, 64)) {
         fprintf(stderr, "tensor map encoding failed\n");
