@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(256, 1)
     uint64_t *xbar = empty + S, *ibar = xbar + 1;
     uint16_t *xr = (uint16_t *)(ibar + 1); /* [CL][RP][WN] */
     const uint32_t rank = cl_rank();
-    const int wg = threadIdx.x / 128, kb_n = p.kblocks;
+    const int wg = warpgroup_idx(), kb_n = p.kblocks;
     const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
     /* Live rows of the tile, and of CTA k's RP rows (PUSH). */
     const int tile_live = p.M - m0 < CN_BM ? p.M - m0 : CN_BM;

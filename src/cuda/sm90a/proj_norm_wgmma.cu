@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
     uint64_t *full = (uint64_t *)(xinv + PN_BM), *empty = full + S;
     uint64_t *xready = empty + S, *invready = xready + 1;
     const uint32_t rank = cl_rank();
-    const int wg = threadIdx.x / 128, n0 = (int)rank * NH, kb_n = p.kblocks;
+    const int wg = warpgroup_idx(), n0 = (int)rank * NH, kb_n = p.kblocks;
     const int tiles = (p.M + PN_BM - 1) / PN_BM, cluster = (int)(blockIdx.x / 2),
               clusters = (int)(gridDim.x / 2);
     if (threadIdx.x == 0) {

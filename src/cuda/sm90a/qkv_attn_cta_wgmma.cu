@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     uint64_t *full = (uint64_t *)((uint8_t *)Vs + QC_QKV), *empty = full + S;
     const int smp = (int)blockIdx.x / p.heads, head = (int)blockIdx.x % p.heads;
     const int T = p.T, H = p.H, kb_n = p.kblocks, nkt = (T + 15) / 16;
-    const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    const int wg = warpgroup_idx(), warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     ring_setup(full, empty, S, 8); /* one arrive per consumer warp */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(256, 1)
     const int cid = (int)(blockIdx.x / CL), smp = cid / p.heads, head = cid % p.heads;
     const int T = p.T, H = p.H, kb_n = p.kblocks, tp = (T + 15) / 16 * 16, nkt = tp / 16;
     const int m0 = smp * T + r * 64, n0 = part * H + head * QA_D;
-    const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    const int wg = warpgroup_idx(), warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     if (PUSH && threadIdx.x == 0) mbar_init(pbar, 1);
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (PUSH && threadIdx.x == 128) {

@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, CLM>::THREADS, 
     uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
     uint64_t *mc_empty = order + WGS; /* CLM > 1 only (C::BAR_BYTES) */
     uint8_t *epi = smem + S * C::STAGE_BYTES + C::BAR_BYTES;
-    const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
+    const int wg = warpgroup_idx(), nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
     /* Steps u = cl, cl + ncl, ...: the cluster's CTA r takes row tile
      * (u / nt) CLM + r (past mt: zeros, not stored) of W tile u % nt. */
     const int units = (mt + CLM - 1) / CLM * nt, kb_n = p.d.kblocks;

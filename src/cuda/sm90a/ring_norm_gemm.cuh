@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *a = smem, *ring = smem + NORM_A_BYTES;
     uint64_t *full = (uint64_t *)(ring + S * C::W_BYTES), *empty = full + S;
-    const int wg = threadIdx.x / 128, nt = p.d.nt, mt = (p.d.M + 63) / 64;
+    const int wg = warpgroup_idx(), nt = p.d.nt, mt = (p.d.M + 63) / 64;
     const int tiles = mt * nt, kb_n = p.d.kblocks;
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (wg == 0) {

@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
     uint64_t *full = (uint64_t *)(ring + S * C::A_BYTES), *empty = full + S, *order = empty + S;
     uint64_t *wfull = order + WGS, *wempty = wfull + 1;
     uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
-    const int wg = threadIdx.x / 128, mt = (p.d.M + C::BM - 1) / C::BM;
+    const int wg = warpgroup_idx(), mt = (p.d.M + C::BM - 1) / C::BM;
     /* CLA > 1: this CTA's rank, its cluster's runs of column tiles of CLA
      * slices (p.d.nt % CLA == 0: the host checks). */
     const int rank = CLA > 1 ? (int)cl_rank() : 0;

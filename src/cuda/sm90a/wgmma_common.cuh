@@ -173,6 +173,20 @@ __device__ __forceinline__ void cl_sync() {
     asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
+/* This thread's warpgroup as a warp-uniform value (lane 0's, by shuffle;
+ * every lane of the warp must be active). nvcc cannot tell that
+ * threadIdx.x / 128 is the same across a warp, so what derives from it (a
+ * consumer's ring position, its stages' addresses, the wgmma descriptors)
+ * stayed in per-thread registers and each HGMMA waited for its descriptors'
+ * moves to uniform registers: ring_wres's issue loop ran ~18 instructions
+ * an HGMMA, 4 of them R2UR (cuobjdump, session 42; ncu: the products' issue
+ * phases were the kernel's critical path). From this value the descriptors
+ * are built in uniform registers. CUTLASS's canonical_warp_group_idx does
+ * the same. */
+__device__ __forceinline__ int warpgroup_idx() {
+    return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
+}
+
 /* Shared-memory matrix descriptor of a K-major operand in the 128-byte
  * swizzle: 8-row groups 1024 bytes apart; a k16 step moves the start 32 bytes
  * along the (swizzled) row. */
