@@ -36,7 +36,12 @@
  * (HRMT_CUDA_GLU_WRES_TSTORE, session 40) was no faster (ncu at batch 256:
  * 126.9 against 127.2 us, the tensor pipe 58.4 against 59.1%; the step
  * 1.003-1.007x), so it was removed: the stores are not what holds the
- * kernel at 59%.
+ * kernel at 59%. The last three configurations (session 42, not yet run)
+ * repeat the ring with its TMA feed, alone, with the epilogue and with its
+ * arithmetic, with the warpgroup index warp-uniform (warpgroup_idx, as the
+ * kernels now take it): every configuration above compiles its issue loop
+ * with ~4 R2UR a wgmma (cuobjdump), these with none, so they say what the
+ * kernels' change buys where an epilogue competes with the issuing warp.
  * Not part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
  *        bench/cuda_wgmma_rate.cu -o /tmp/wgmma_rate && /tmp/wgmma_rate
@@ -179,7 +184,7 @@ __device__ __forceinline__ void glu_like_epilogue(const float (&acc)[64], const 
 }
 #endif
 
-template <int WGS, int S, bool TMA, int EK = 0>
+template <int WGS, int S, bool TMA, int EK = 0, bool UNI = false>
 __global__ void __launch_bounds__(128 * (WGS + 1), 1)
     ring_rate(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_o,
               const ring_args a) {
@@ -199,7 +204,7 @@ __global__ void __launch_bounds__(128 * (WGS + 1), 1)
     }
     fence_async_smem();
     __syncthreads();
-    const int wg = threadIdx.x / 128;
+    const int wg = UNI ? warpgroup_idx() : (int)threadIdx.x / 128;
     const long long t0 = clock64();
     if (wg == 0) {
         if (threadIdx.x == 0) {
@@ -299,12 +304,12 @@ long long best_cycles(L launch, int sms, long long *cy) {
     return best;
 }
 
-template <int WGS, int S, bool TMA, int EK = 0>
+template <int WGS, int S, bool TMA, int EK = 0, bool UNI = false>
 int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, int mt, int tiles,
              int epi, uint16_t *act = nullptr, const CUtensorMap *tm_o = nullptr) {
     const int smem = 1024 + KB * 128 * ROW_BYTES + S * A_BYTES + (2 * S + WGS) * 8 +
                      (EK == 4 ? 1024 + WGS * A_BYTES : 0);
-    auto k = ring_rate<WGS, S, TMA, EK>;
+    auto k = ring_rate<WGS, S, TMA, EK, UNI>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     ring_args a{tiles, epi, mt, cy, act};
     const long long best =
@@ -313,7 +318,7 @@ int run_ring(const char *what, int sms, long long *cy, const CUtensorMap &tm, in
     static const char *ek_name[] = {"", " + epilogue", " + epilogue maths", " + epilogue stores",
                                     " + epilogue, TMA store"};
     char name[96];
-    snprintf(name, sizeof name, "%s%s", what, ek_name[EK]);
+    snprintf(name, sizeof name, "%s%s%s", what, ek_name[EK], UNI ? ", uniform wg" : "");
     what = name;
     const double tensor = (double)WGS * tiles * KB * (BK / 16) * 64.0;
     printf(
@@ -414,6 +419,12 @@ int main() {
     }
     bad |= run_ring<3, 7, true, 1>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
     bad |= run_ring<3, 7, true, 4>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act, &tm_act);
+    /* The warpgroup index warp-uniform (warpgroup_idx: the kernels' form
+     * since session 42), its descriptors then in uniform registers: the
+     * same configurations without and with the epilogue. */
+    bad |= run_ring<3, 10, true, 0, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 10, true, 1, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 10, true, 2, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
     CK(cudaFree(act));
     CK(cudaFree(A));
     CK(cudaFree(cy));
