@@ -136,9 +136,8 @@ struct ring_args {
 };
 
 #ifdef HRMT_SM90A
-/* The TMA store of the EK 4 epilogue (the model's form of it was removed
- * in session 42, so these live here). */
-/* A box of shared memory written to a 2-D tensor map's box at (c0, c1) by
+/* The EK 4 epilogue's TMA store (here since the model's form of it was
+ * removed in session 42). A box of shared memory written to a 2-D tensor map's box at (c0, c1) by
  * the copy engine (rows past the map's end are not written), in this
  * thread's bulk group; bulk_commit closes the group, bulk_wait_read<N>
  * waits until at most N groups still read shared memory, bulk_wait<N>

@@ -3,9 +3,10 @@
  * against the copy engine's 128-byte swizzle written independently, as an
  * operation on the linear address (bits 4-6 of a byte offset XORed with
  * bits 7-9, the pattern of CU_TENSOR_MAP_SWIZZLE_128B over a 1024-byte
- * aligned box with 128-byte rows): every pair of the 64 x 64 BF16 tile lands where the TMA
- * store reads that pair's columns, the tile's 8 KB are covered once, and a
- * warp's store of one (n8 group, half) lands on 32 distinct banks. */
+ * aligned box with 128-byte rows): every pair of the 64 x 64 BF16 tile
+ * lands where the TMA store reads that pair's columns, the tile's 8 KB are
+ * covered once, and a warp's store of one (n8 group, half) lands on 32
+ * distinct banks. */
 #include <criterion/criterion.h>
 #include <string.h>
 
