@@ -35,13 +35,16 @@
  * H100): 68.4% against 62.6%. In the kernel itself the same staging
  * (HRMT_CUDA_GLU_WRES_TSTORE, session 40) was no faster (ncu at batch 256:
  * 126.9 against 127.2 us, the tensor pipe 58.4 against 59.1%; the step
- * 1.003-1.007x), so it was removed: the stores are not what holds the
- * kernel at 59%. The last three configurations (session 42, not yet run)
- * repeat the ring with its TMA feed, alone, with the epilogue and with its
- * arithmetic, with the warpgroup index warp-uniform (warpgroup_idx, as the
- * kernels now take it): every configuration above compiles its issue loop
- * with ~4 R2UR a wgmma (cuobjdump), these with none, so they say what the
- * kernels' change buys where an epilogue competes with the issuing warp.
+ * 1.003-1.007x), so it was removed then. The next three configurations
+ * (session 42) repeat the ring with its TMA feed, alone, with the
+ * epilogue and with its arithmetic, with the warpgroup index warp-uniform
+ * (warpgroup_idx, as the kernels now take it): every configuration above
+ * compiles its issue loop with ~4 R2UR a wgmma (cuobjdump), these with
+ * none. Session 43 (H100): 91.7%, 62.7% and 88.4%, the kernel itself
+ * 59.6 -> 67.3% with the change, so with the loop short the stores are
+ * what the epilogue costs; the last pair (session 43, not yet run) repeats
+ * the plain and TMA-stored epilogues at 7 stages with the uniform index,
+ * beside HRMT_CUDA_GLU_WRES_TSTORE, restored in the kernel.
  * Not part of CMake. On the GPU machine, from the repository root:
  *   nvcc -std=c++17 -O3 -arch=sm_90a -I include -I src \
  *        bench/cuda_wgmma_rate.cu -o /tmp/wgmma_rate && /tmp/wgmma_rate
@@ -136,31 +139,6 @@ struct ring_args {
 };
 
 #ifdef HRMT_SM90A
-/* The EK 4 epilogue's TMA store (here since the model's form of it was
- * removed in session 42). A box of shared memory written to a 2-D tensor map's box at (c0, c1) by
- * the copy engine (rows past the map's end are not written), in this
- * thread's bulk group; bulk_commit closes the group, bulk_wait_read<N>
- * waits until at most N groups still read shared memory, bulk_wait<N>
- * until at most N are incomplete. The writes to src must be made visible
- * to the copy engine first (fence.proxy.async.shared::cta). */
-__device__ __forceinline__ void tma_store(const CUtensorMap *map, const void *src, int c0, int c1) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
-        "r"(smem_u32(src)), "r"(c0), "r"(c1)
-        : "memory");
-}
-__device__ __forceinline__ void bulk_commit() {
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-
 /* EK 1-3: the fused gate_up's epilogue as glu_epi::store does it with the
  * fast SiLU (src/cuda/sm90a/glu_wgmma.cu, silu_fast.cuh), without its
  * table fallback: per column pair, the gate and up pairs packed to BF16,
@@ -450,6 +428,9 @@ int main() {
     bad |= run_ring<3, 10, true, 0, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
     bad |= run_ring<3, 10, true, 1, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
     bad |= run_ring<3, 10, true, 2, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |= run_ring<3, 7, true, 1, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act);
+    bad |=
+        run_ring<3, 7, true, 4, true>("TMA, 20992 rows", sms, cy, tm_big, mt, RT, 0, act, &tm_act);
     CK(cudaFree(act));
     CK(cudaFree(A));
     CK(cudaFree(cy));

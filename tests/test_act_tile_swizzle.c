@@ -1,5 +1,6 @@
-/* The fused gate_up's staged act tile (src/cuda/sm90a/act_tile_swizzle.h,
- * bench/cuda_wgmma_rate.cu's TMA-store epilogue), checked on the host
+/* The fused gate_up's staged act tile (src/cuda/sm90a/act_tile_swizzle.h:
+ * glu_wgmma.cu's glu_epi_ts, bench/cuda_wgmma_rate.cu's TMA-store
+ * epilogue), checked on the host
  * against the copy engine's 128-byte swizzle written independently, as an
  * operation on the linear address (bits 4-6 of a byte offset XORed with
  * bits 7-9, the pattern of CU_TENSOR_MAP_SWIZZLE_128B over a 1024-byte

@@ -84,6 +84,7 @@ struct hrmt_model_cuda {
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
     int glu_wres_deep; /* HRMT_CUDA_GLU_WRES_DEEP: ... two product groups in flight */
+    int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: ... three warpgroups, tiles by TMA store */
     int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
     int glu_mc;        /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
     int glu_mc_fit[CU_GLU_MC_SHAPES]; /* ... how many clusters of each fit (found at load) */
@@ -319,6 +320,7 @@ int cu_glu_mma_applies(const hrmt_model *m);
  * 10 + i can be resident, all nonzero when they can. */
 int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]);
 int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep);
+int cu_glu_wres_ts_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act, cu_links *links = nullptr);
 

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, deep = 0;
+        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, deep = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -61,7 +61,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_DEEP", 0, &deep)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_DEEP", 0, &deep)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 0, &tstore)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -148,6 +149,14 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * instead of one (ring_gemm.cuh's tile_products_deep), same bits. */
     g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres_form_applies(m, 1, 0);
     g->glu_wres_deep = g->glu_wres && deep && cu_glu_wres_form_applies(m, g->glu_wres3, 1);
+    /* HRMT_CUDA_GLU_WRES_TSTORE (opt-in): the three-warpgroup form (one
+     * group in flight) staging each act tile in shared memory for one TMA
+     * store, same bits (glu_wgmma.cu's glu_epi_ts). No faster in session
+     * 42 while the products' issue loop held the kernel back; back in
+     * session 43, after the warp-uniform index shortened that loop, for
+     * the next device call (bench/cuda_wgmma_rate.cu: the 4-byte global
+     * stores are what the epilogue costs the tensor pipe). */
+    g->glu_wres_ts = g->glu_wres3 && !g->glu_wres_deep && tstore && cu_glu_wres_ts_applies(m);
     /* Opt-in, written without a device (session 33): the tuner also times
      * three gate_up shapes whose products are by mma.sync (sm90a/ring_mma.cuh,
      * same bits, hidden <= 512), kept where faster as every shape. */
@@ -297,6 +306,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_GLU_MC: return g->glu_mc != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;
     case HRMT_PATH_GLU_WRES_DEEP: return g->glu_wres_deep != 0;
+    case HRMT_PATH_GLU_WRES_TSTORE: return g->glu_wres_ts != 0;
     }
     return 0;
 }

@@ -1,7 +1,7 @@
 /* Where the fused gate_up's epilogue puts an act pair in a 64 x 64 BF16
- * tile staged for a TMA store (bench/cuda_wgmma_rate.cu's TMA-store
- * epilogue; the model's form of it, HRMT_CUDA_GLU_WRES_TSTORE, was no
- * faster and was removed in session 42), as plain C so that
+ * tile staged for a TMA store (glu_wgmma.cu's glu_epi_ts,
+ * HRMT_CUDA_GLU_WRES_TSTORE; bench/cuda_wgmma_rate.cu's TMA-store
+ * epilogue), as plain C so that
  * tests/test_act_tile_swizzle.c checks the layout on the host. The
  * tile's tensor map uses the 128-byte swizzle: row r (128 bytes) keeps its
  * eight 16-byte chunks, chunk i at position i ^ (r % 8), and the buffer is

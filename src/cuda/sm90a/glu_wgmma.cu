@@ -42,9 +42,12 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <type_traits>
+
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/act_tile_swizzle.h"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
 #include "cuda/sm90a/ring_wres.cuh"
@@ -157,10 +160,11 @@ struct glu_epi {
      * (the compiler cannot tell act from the table) would make each load
      * wait for the one before. (ncu: the epilogue, ~60 instructions an
      * output in its first form, outlasted the other warpgroup's products.) */
-    template <int MSUB>
+    template <int MSUB, bool STAGE = false>
     static __device__ __forceinline__ void store(float (&acc)[MSUB][BNA], int m0, int n0, int warp,
                                                  int lane, const args &p,
-                                                 const uint8_t *part = nullptr) {
+                                                 const uint8_t *part = nullptr,
+                                                 uint8_t *buf = nullptr) {
         constexpr int NP = MSUB * (BNA / 8) * 2; /* column pairs per thread */
         const uint16_t *slut = p.slut ? (const uint16_t *)part : nullptr;
         uint32_t g2[NP], u2[NP];
@@ -181,7 +185,9 @@ struct glu_epi {
         } else {
             silu_lookup_pairs(p.lut, slut, g2, sg);
         }
-        /* The act pair of column pair q, computed as it is stored. */
+        /* The act pair of column pair q, computed as it is stored (STAGE:
+         * into buf's tile, glu_epi_ts; the two forms are spelt apart so
+         * that the plain one compiles as it did before the staged one). */
         auto put = [&](auto pair) {
 #pragma unroll
             for (int ms = 0; ms < MSUB; ms++)
@@ -189,10 +195,17 @@ struct glu_epi {
                 for (int hf = 0; hf < 2; hf++) {
                     const int row = m0 + ms * 64 + warp * 16 + lane / 4 + 8 * hf;
                     if (row >= p.d.M) continue;
-                    uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
+                    if constexpr (STAGE) {
 #pragma unroll
-                    for (int i = 0; i < BNA / 8; i++)
-                        *(uint32_t *)(out + 8 * i) = pair((ms * (BNA / 8) + i) * 2 + hf);
+                        for (int i = 0; i < BNA / 8; i++)
+                            *(uint32_t *)(buf + act_tile_offset(row - m0, i, lane & 3)) =
+                                pair((ms * (BNA / 8) + i) * 2 + hf);
+                    } else {
+                        uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
+#pragma unroll
+                        for (int i = 0; i < BNA / 8; i++)
+                            *(uint32_t *)(out + 8 * i) = pair((ms * (BNA / 8) + i) * 2 + hf);
+                    }
                 }
         };
         if (p.mul) {
@@ -206,6 +219,41 @@ struct glu_epi {
                 return rc::pack_bf16x2_arith(o0, o1);
             });
         }
+    }
+    /* The same into a 64 x 64 tile of shared memory at buf in the 128-byte
+     * swizzle (act_tile_swizzle.h: a warp's 32 stores hit 32 banks), for
+     * one TMA store of the tile (glu_epi_ts). */
+    template <int MSUB>
+    static __device__ __forceinline__ void stage(float (&acc)[MSUB][BNA], int m0, int warp,
+                                                 int lane, const args &p, const uint8_t *part,
+                                                 uint8_t *buf) {
+        static_assert(MSUB == 1 && BNA == 64, "a 64 x 64 act tile: 128-byte rows");
+        store<MSUB, true>(acc, m0, 0, warp, lane, p, part, buf);
+    }
+};
+
+/* glu_epi<64> for the W-resident kernel's three-warpgroup form with each
+ * tile's act staged in shared memory and written by one TMA store
+ * (HRMT_CUDA_GLU_WRES_TSTORE; ring_wres.cuh's TMA_STORE path): the same
+ * bytes. Why: bench/cuda_wgmma_rate.cu (session 40, H100) kept the tensor
+ * pipe 92% busy beside ring_wres's ring and TMA feed with a spun epilogue,
+ * 87% with the epilogue's arithmetic, and 63% with its 4-byte global
+ * stores alone (65% with both; the kernel itself: 59.5%): the stores' many
+ * L1 wavefronts hold up the products' shared-memory reads. Session 42
+ * (H100): no faster in the kernel (126.9 against 127.2 us at batch 256)
+ * while each wgmma waited for its descriptors' R2UR moves; restored in
+ * session 43 once the warp-uniform index removed them (the probe, uniform:
+ * 62.7% busy with the epilogue, 88.4% with its arithmetic alone). Shared
+ * memory: the table window, then (1024-aligned: the swizzle) a tile per
+ * consumer warpgroup. The act map is ring_wres_kernel's last parameter
+ * (wres_out). */
+struct glu_epi_ts : glu_epi<64> {
+    static constexpr int TILE_BYTES = 64 * 64 * 2;
+    static constexpr int EPI_SMEM = SLUT_BYTES + 1024 + 3 * TILE_BYTES;
+    static constexpr bool TMA_STORE = true;
+    static __device__ __forceinline__ uint8_t *tile_buf(uint8_t *part, int cw) {
+        return (uint8_t *)(((uintptr_t)part + SLUT_BYTES + 1023) & ~(uintptr_t)1023) +
+               cw * TILE_BYTES;
     }
 };
 
@@ -280,10 +328,10 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
  * contiguous run of tiles per CTA, one CTA per SM at most. CLA > 1: in
  * clusters of CLA CTAs sharing each stage's A rows by multicast, at most
  * `fit` of them (glu_mc_fit's count, found at load). */
-template <int CLA = 1, int MSUB = 2, int WGS = 2, int DEPTH = 1>
+template <int CLA = 1, int MSUB = 2, int WGS = 2, int DEPTH = 1, bool TS = false>
 hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                             const void *a, const void *w, void *act, int fit = 0) {
-    using E = glu_epi<64>;
+    using E = std::conditional_t<TS, glu_epi_ts, glu_epi<64>>;
     using C = wres_cfg_for<MSUB, 128, WRES_KB, E, WGS>;
     const size_t H = m->hidden, I = m->inter;
     if (H / BK > (size_t)WRES_KB)
@@ -294,8 +342,11 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
                          "cuda fused gate_up: %zu W slices in clusters of %d", I / 64, CLA);
     CUtensorMap ta, tw;
-    if (!encode(fn, &ta, a, rows, H, H, C::BM / CLA) || !encode(fn, &tw, w, 2 * I, H, H, 64))
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
+    typename wres_out<E>::map to{}; /* TS: act's map; else an empty, unread struct */
+    bool mapped =
+        encode(fn, &ta, a, rows, H, H, C::BM / CLA) && encode(fn, &tw, w, 2 * I, H, H, 64);
+    if constexpr (TS) mapped = mapped && encode(fn, &to, act, rows, I, I, 64);
+    if (!mapped) return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
     cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, CLA, WGS, DEPTH>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
@@ -311,10 +362,10 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
     if constexpr (CLA > 1)
         e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS, DEPTH>, CLA,
                            dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl,
-                           ta, tw, p);
+                           ta, tw, p, to);
     else
         e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, 1, WGS, DEPTH>, dim3(grid),
-                       dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
+                       dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
     return cu_check(m->ctx, "cuda fused gate_up (W resident)");
 }
@@ -360,6 +411,8 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
     case GLU_WRES:
         cu_link_break(lk);
+        if (cu_model(m)->glu_wres_ts)
+            return glu_wres_launch<1, 1, 3, 1, true>(m, fn, rows, a, w, act);
         if (cu_model(m)->glu_wres3)
             return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 1, 3, 2>(m, fn, rows, a, w, act)
                                               : glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
@@ -525,6 +578,14 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep) {
         return deep ? wres_loads<1, 128, WRES_KB, E, 1, 3, 2>(per_block)
                     : wres_loads<1, 128, WRES_KB, E, 1, 3>(per_block);
     return deep ? wres_loads<2, 128, WRES_KB, E, 1, 2, 2>(per_block) : 1;
+}
+
+/* The three-warpgroup form with TMA stores (HRMT_CUDA_GLU_WRES_TSTORE,
+ * glu_epi_ts) loads with its shared memory. */
+int cu_glu_wres_ts_applies(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return glu_wres_applies(m) && wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
 }
 
 /* The mma.sync shapes' images load (same shared memory as their wgmma

@@ -53,6 +53,8 @@
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
 #define HRMT_CUDA_SM90A_RING_WRES_CUH
 
+#include <type_traits>
+
 #include "cuda/pdl.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
@@ -80,6 +82,27 @@ struct wres_cfg {
 };
 template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value, WGS>;
+
+/* Whether policy E stages its tiles for a TMA store (E::TMA_STORE,
+ * E::tile_buf, E::stage, the map in its args: glu_wgmma.cu's glu_epi_ts)
+ * instead of storing them itself. */
+template <class E, class = void>
+struct tma_store_of {
+    static constexpr bool value = false;
+};
+template <class E>
+struct tma_store_of<E, decltype((void)E::TMA_STORE)> {
+    static constexpr bool value = E::TMA_STORE;
+};
+
+/* The type of ring_wres_kernel's last parameter: the output's tensor map
+ * for a TMA-storing policy, an empty struct for the others (last and
+ * unread, so that their kernels' code stays as it was without it). */
+struct no_map {};
+template <class E>
+struct wres_out {
+    using map = std::conditional_t<tma_store_of<E>::value, CUtensorMap, no_map>;
+};
 
 __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
 #ifdef HRMT_SM90A
@@ -114,7 +137,8 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
 template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
 __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
-                     const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
+                     const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
+                     const __grid_constant__ typename wres_out<E>::map tm_o) {
 #ifdef HRMT_SM90A
     tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
     using C = wres_cfg_for<MSUB, WN, KBMAX, E, WGS>;
@@ -268,12 +292,34 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
          * with no tile of g (wres_arrivals). */
         const unsigned na = wres_arrivals(j, lo, hi, mt, WGS);
         if (na > 0 && lane == 0) mbar_arrive_n(wempty, na);
-        WRES_CT(c_store, (tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi)));
+        if constexpr (tma_store_of<E>::value) {
+            /* The tile staged in this warpgroup's buffer (once the copy
+             * engine has read the last one out), then one TMA store of it
+             * at (n0, m0) by the warpgroup's first thread (tm_o: act).
+             * Named barrier 4 + cw: consumers_begin takes 1 and 3. */
+            static_assert(MSUB == 1 && CLA == 1, "a 64-row tile a warpgroup, one CTA's");
+            uint8_t *buf = E::tile_buf(epi, cw);
+            if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
+            asm volatile("bar.sync %0, 128;" ::"r"(4 + cw) : "memory");
+            WRES_CT(c_store, (E::template stage<MSUB>(acc, m0, warp, lane, p, epi, buf)));
+            fence_async_smem();
+            asm volatile("bar.sync %0, 128;" ::"r"(4 + cw) : "memory");
+            if (threadIdx.x % 128 == 0) {
+                tma_store(&tm_o, buf, n0, m0);
+                bulk_commit();
+            }
+        } else {
+            WRES_CT(c_store, (tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi)));
+        }
 #ifdef HRMT_WRES_PHASES
         c_tiles++;
 #endif
     }
 #undef WRES_CT
+    /* Every TMA store complete before the CTA leaves (its shared memory
+     * read, its writes in global memory for the kernel after). */
+    if constexpr (tma_store_of<E>::value)
+        if (threadIdx.x % 128 == 0) bulk_wait<0>();
 #ifdef HRMT_WRES_PHASES
     if (blockIdx.x % 33 == 0 && threadIdx.x % 128 == 0)
         printf(

@@ -97,6 +97,29 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
         : "memory");
 }
 
+/* A box of shared memory written to a 2-D tensor map's box at (c0, c1) by
+ * the copy engine (rows past the map's end are not written), in this
+ * thread's bulk group; bulk_commit closes the group, bulk_wait_read<N>
+ * waits until at most N groups still read shared memory, bulk_wait<N>
+ * until at most N are incomplete. The writes to src must be made visible
+ * to the copy engine first (fence.proxy.async.shared::cta). */
+__device__ __forceinline__ void tma_store(const CUtensorMap *map, const void *src, int c0, int c1) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
+        "r"(smem_u32(src)), "r"(c0), "r"(c1)
+        : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
 /* A box of a 3-D tensor map (encode_kb: KP k blocks of a row tile in one
  * copy). */
 __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, uint64_t *bar,
