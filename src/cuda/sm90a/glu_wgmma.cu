@@ -198,8 +198,8 @@ struct glu_epi {
                     if constexpr (STAGE) {
 #pragma unroll
                         for (int i = 0; i < BNA / 8; i++)
-                            *(uint32_t *)(buf + act_tile_offset(row - m0, i, lane & 3)) =
-                                pair((ms * (BNA / 8) + i) * 2 + hf);
+                            sts_u32(buf + act_tile_offset(row - m0, i, lane & 3),
+                                    pair((ms * (BNA / 8) + i) * 2 + hf));
                     } else {
                         uint16_t *out = p.act + (size_t)row * p.ldo + n0 + 2 * (lane & 3);
 #pragma unroll

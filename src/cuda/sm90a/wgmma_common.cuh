@@ -109,6 +109,12 @@ __device__ __forceinline__ void tma_store(const CUtensorMap *map, const void *sr
         "r"(smem_u32(src)), "r"(c0), "r"(c1)
         : "memory");
 }
+/* A 4-byte store to shared memory as such (STS): through a generic
+ * pointer nvcc cannot place (an aligned offset of the dynamic buffer) it
+ * emits a generic ST, which resolves the address space at run time. */
+__device__ __forceinline__ void sts_u32(void *p, uint32_t v) {
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(smem_u32(p)), "r"(v) : "memory");
+}
 __device__ __forceinline__ void bulk_commit() {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
