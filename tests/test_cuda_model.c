@@ -1470,50 +1470,6 @@ Test(cuda_model, tmap_prefetch_equals_plain_hrm_width) {
                                  "tensor maps prefetched vs not", 512, 8, 81, batches, 5);
 }
 
-/* qkv + attention over two CTAs per (sample, head) (HRMT_CUDA_QKV_ATTN_PAIR,
- * opt-in) against without it (the CTA form there, which
- * qkv_attn_equals_launches_* holds to the launches): the same bytes, both
- * schedules, halting samples, at batches past the six-CTA clusters' wave
- * that one wave of pairs holds (hidden 512, 8 heads: 3 and 8; hidden 256,
- * 4 heads: 6 and 16), with the pushes counted on barriers (the default)
- * and with the cluster barrier, for each instance: T = 82 (six query
- * tiles, three a CTA), 70 (five: three and two) and 99 (seven: four and
- * three). */
-static void qkv_attn_pair_equals_cta(int hidden, int heads, int seq_len, const int *batches,
-                                     int nb) {
-    need_cc90("the qkv + attention pair kernel is built for", 0);
-    for (int push = 1; push >= 0; push--)
-        switch_keeps_bits_with(push ? NULL : "HRMT_CUDA_QKV_ATTN_PUSH", "0",
-                               "HRMT_CUDA_QKV_ATTN_PAIR", HRMT_PATH_QKV_ATTN_PAIR,
-                               "qkv + attention pairs vs without", hidden, heads, seq_len, batches,
-                               nb);
-}
-Test(cuda_model, qkv_attn_pair_equals_cta_hrm_width) {
-    const int batches[] = {3, 8};
-    qkv_attn_pair_equals_cta(512, 8, 81, batches, 2);
-}
-Test(cuda_model, qkv_attn_pair_equals_cta_short_seq) {
-    const int batches[] = {6, 16};
-    qkv_attn_pair_equals_cta(256, 4, 69, batches, 2);
-    qkv_attn_pair_equals_cta(256, 4, 98, batches, 2);
-}
-/* The same with learned positions (no RoPE in the epilogue). */
-Test(cuda_model, qkv_attn_pair_equals_cta_learned) {
-    need_cc90("the qkv + attention pair kernel is built for", 0);
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(256, 4, 69);
-    cfg.pos_encodings = HRMT_POS_LEARNED;
-    hrmt_model *m[2] = {NULL, NULL};
-    models_on_off(ctx, &cfg, 37, "HRMT_CUDA_QKV_ATTN_PAIR", m);
-    cr_assert_eq(hrmt_model_uses(m[0], HRMT_PATH_QKV_ATTN_PAIR), 1, "=1 runs it");
-    cr_assert_eq(hrmt_model_uses(m[1], HRMT_PATH_QKV_ATTN_PAIR), 0, "=0 turns it off");
-    const int batches[] = {6, 16};
-    expect_same_steps(m[0], m[1], batches, 2, "hidden 256 T 70 learned, pairs vs without");
-    hrmt_model_destroy(m[0]);
-    hrmt_model_destroy(m[1]);
-    hrmt_context_destroy(ctx);
-}
-
 /* The cluster projection + norm's ring with two or four (the default) k
  * blocks a TMA copy (HRMT_CUDA_RING_KB, wgmma_common.cuh's encode_kb)
  * against one, which cluster_norm_equals_launches_* held to the launches
@@ -1893,9 +1849,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_PAIR",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",
-        "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_DEEP",
-        "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",  "HRMT_CUDA_QKV_ATTN_CTA_W1",
+        "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_DEEP",     "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

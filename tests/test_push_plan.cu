@@ -1,5 +1,5 @@
 /* The push forms of the cluster kernels (HRMT_CUDA_CLUSTER_NORM_PUSH,
- * HRMT_CUDA_QKV_ATTN_PUSH, and HRMT_CUDA_QKV_ATTN_PAIR's; sm90a/cluster_async.cuh)
+ * and HRMT_CUDA_QKV_ATTN_PUSH; sm90a/cluster_async.cuh)
  * wait on barriers that
  * count bytes: a CTA that expects more than it is sent waits for ever, one
  * that expects less may read rows still in flight. This replays, on the
@@ -156,63 +156,6 @@ Test(push_plan, qkv_attn_every_sequence_length) {
                 for (int i = 0; i < 16; i++)
                     cr_assert_eq(qrows[d][slot][i], 1, "T %d: CTA %d tile %d row %d sent %d times",
                                  T, d, j, i, qrows[d][slot][i]);
-            }
-        }
-    }
-}
-
-/* qkv + attention over a pair of CTAs (64 < T <= 128): step 2 of
- * qkv_attn_pair_kernel (each CTA's q, k and v rows of its 64-row tile),
- * then the query tiles step 3 reads: warp w on tile rank + 2 w, from Q slot
- * w; every query tile read by exactly one warp of four. */
-Test(push_plan, qkv_attn_pair_every_sequence_length) {
-    constexpr int D = 64, SLOTS = 4;
-    for (int T = 65; T <= 128; T++) {
-        const int nkt = (T + 15) / 16;
-        long got[2] = {0};
-        int krows[2][128], vrows[2][128], qrows[2][SLOTS][16], readers[8] = {0};
-        memset(krows, 0, sizeof krows);
-        memset(vrows, 0, sizeof vrows);
-        memset(qrows, 0, sizeof qrows);
-        for (int r = 0; r < 2; r++) {
-            for (int e = 0; e < 3 * 64 * (D / 8); e++) {
-                const int part = e / (64 * (D / 8)), pe = e % (64 * (D / 8));
-                const int row = pe / (D / 8), c = (pe % (D / 8)) * 8, t = r * 64 + row;
-                if (part == 0) {
-                    const int j = t / 16;
-                    if (j >= nkt) continue;
-                    cr_assert(j / 2 < SLOTS, "T %d: q tile %d past the Q slots", T, j);
-                    got[j % 2] += 16;
-                    if (c == 0) qrows[j % 2][j / 2][t % 16]++;
-                } else if (t < nkt * 16) {
-                    for (int d = 0; d < 2; d++) {
-                        got[d] += 16;
-                        if (c == 0) (part == 1 ? krows : vrows)[d][t]++;
-                    }
-                }
-            }
-            for (int w = 0; w < 4; w++)
-                if (r + 2 * w < nkt) readers[r + 2 * w]++;
-        }
-        for (int j = 0; j < nkt; j++)
-            cr_assert_eq(readers[j], 1, "T %d: query tile %d read by %d warps", T, j, readers[j]);
-        for (int d = 0; d < 2; d++) {
-            const unsigned want = qp_push_owed(nkt, d, D);
-            cr_assert(want < (unsigned)TX_MAX);
-            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
-                         got[d], want);
-            for (int t = 0; t < 128; t++) {
-                cr_assert_eq(krows[d][t], t < nkt * 16, "T %d: CTA %d got key row %d %d times", T,
-                             d, t, krows[d][t]);
-                cr_assert_eq(vrows[d][t], t < nkt * 16, "T %d: CTA %d got value row %d %d times", T,
-                             d, t, vrows[d][t]);
-            }
-            for (int w = 0; w < SLOTS; w++) {
-                const int j = d + 2 * w;
-                if (j >= nkt) break;
-                for (int i = 0; i < 16; i++)
-                    cr_assert_eq(qrows[d][w][i], 1, "T %d: CTA %d tile %d row %d sent %d times", T,
-                                 d, j, i, qrows[d][w][i]);
             }
         }
     }

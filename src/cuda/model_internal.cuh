@@ -115,14 +115,12 @@ struct hrmt_model_cuda {
     int cnorm8_max;     /* ... then of 8 CTAs up to this many */
     int attn_teams;     /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int attn_rope_once; /* HRMT_CUDA_ATTN_ROPE_ONCE: K and Q rotated from one factor load */
-    int heads;        /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
-    int qa;           /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (a form below) */
-    int qa_clusters;  /* ... a cluster per (sample, head) while the pairs fit this many */
-    int qa_pairs;     /* ... then (HRMT_CUDA_QKV_ATTN_PAIR) two CTAs a pair while this many fit */
-    int qa_pair_push; /* ... its pushes by st.async (HRMT_CUDA_QKV_ATTN_PUSH) */
-    int qa_ctas;      /* ... then one CTA per pair while they fit this many CTAs (0: off) */
-    int grid;         /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
-    int grid_tile;    /* its GEMM unit: 0 by M, 1 small, 2 large */
+    int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
+    int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (a form below) */
+    int qa_clusters; /* ... a cluster per (sample, head) while the pairs fit this many */
+    int qa_ctas;     /* ... then one CTA per pair while they fit this many CTAs (0: off) */
+    int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
+    int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
     int branches;    /* HRMT_CUDA_BRANCHES: parallel graph branches asked for (model_branch.cu) */
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
@@ -405,15 +403,6 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
 int cu_qkv_attn_clusters(const hrmt_model *m);
 hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                         int *done, cu_links *links);
-/* sm90a/qkv_attn_pair_wgmma.cu: the same over a cluster of two CTAs per
- * (sample, head), a 64-row tile each (64 < T <= 128), for batches past the
- * six-CTA clusters' wave: cu_qkv_attn_pairs says how many such pairs run at
- * once (0: it does not serve this model); the block uses it, when asked
- * for (HRMT_CUDA_QKV_ATTN_PAIR), while n heads fit that one wave. *done 0:
- * not its case. */
-int cu_qkv_attn_pairs(const hrmt_model *m);
-hrmt_status cu_qkv_attn_pair(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
-                             int *done);
 /* sm90a/qkv_attn_cta_wgmma.cu: the same with one CTA per (sample, head)
  * (T <= 128), for batches past the clusters' wave: cu_qkv_attn_ctas says how
  * many such CTAs run at once (0: it does not serve this model); the block

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, qpair = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, deep = 0, tstore = 0;
+        tpf = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, deep = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -56,7 +56,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 0, &qpair)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_KB2", 0, &ctakb2)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
@@ -86,14 +85,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* ... and past that wave, one CTA per (sample, head) while those fit
      * one wave (sm90a/qkv_attn_cta_wgmma.cu), same bits. */
     g->qa_ctas = qa && qa_cta ? cu_qkv_attn_ctas(m) : 0;
-    /* ... and between the two, when asked for, a cluster of two CTAs per
-     * (sample, head) while those fit one wave (sm90a/qkv_attn_pair_wgmma.cu),
-     * same bits: opt-in (session 36, H100: 11.7 against 12.6 us a call at
-     * batch 8 under ncu, no step gain beyond the noise), for batch
-     * 8's CTA form, which leaves half the SMs idle. */
-    g->qa_pairs = qa && qpair ? cu_qkv_attn_pairs(m) : 0;
-    g->qa_pair_push = g->qa_pairs > 0 && qpush;
-    g->qa = g->qa_clusters > 0 || g->qa_ctas > 0 || g->qa_pairs > 0;
+    g->qa = g->qa_clusters > 0 || g->qa_ctas > 0;
     /* The cluster form's pushes of K, V and Q counted in bytes on each
      * receiver's barrier instead of a cluster barrier after them
      * (sm90a/cluster_async.cuh), same bits: on by default since session 34
@@ -299,7 +291,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_TMAP_PREFETCH: return g->tmap_prefetch != 0;
-    case HRMT_PATH_QKV_ATTN_PAIR: return g->qa_pairs != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;

@@ -155,8 +155,7 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * them, when asked for (HRMT_CUDA_FUSED_NORM), over clusters of two CTAs,
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
  * kernel over a cluster per (sample, head) while those fit one wave, then
- * (HRMT_CUDA_QKV_ATTN_PAIR, opt-in) over two CTAs per pair, then one CTA
- * per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
+ * one CTA per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
  * way. With HRMT_CUDA_FLAG_LINKS (ws->links) the cluster kernels and the
  * fused gate_up hand over to each other by counters (pdl.cuh's cu_link):
  * every other launch breaks the chain (cu_link_break), so that the kernel
@@ -182,10 +181,6 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     int attended = 0; /* att made by the qkv + attention kernel */
     if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended, lk));
-    if (!done && !attended && g->qa_pairs) {
-        cu_link_break(lk);
-        TRY(cu_qkv_attn_pair(m, n, h, b->qkv.dev, ws->att, &attended));
-    }
     if (!done && !attended && g->qa_ctas) {
         cu_link_break(lk);
         TRY(cu_qkv_attn_cta(m, n, h, b->qkv.dev, ws->att, &attended));

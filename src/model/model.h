@@ -124,8 +124,6 @@ typedef enum hrmt_model_path {
                                     (pdl.cuh's cu_link) */
     HRMT_PATH_TMAP_PREFETCH,     /* the TMA kernels' tensor maps prefetched at their start
                                     (sm90a/wgmma_common.cuh) */
-    HRMT_PATH_QKV_ATTN_PAIR,     /* qkv + attention over two CTAs a (sample, head)
-                                    (sm90a/qkv_attn_pair_wgmma.cu) */
     HRMT_PATH_RING_KB,           /* the cluster projection + norm's ring (or the cluster
                                     qkv + attention's) copying two or four k blocks at a
                                     time (HRMT_CUDA_RING_KB) */

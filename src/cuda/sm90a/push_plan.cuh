@@ -1,6 +1,5 @@
 /* Who pushes how many bytes to whom in the cluster kernels' push forms
- * (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH, and the pair form
- * HRMT_CUDA_QKV_ATTN_PAIR), as __host__
+ * (HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH), as __host__
  * __device__ functions: the kernels send and expect by them, and
  * tests/test_push_plan.cu replays the kernels' send loops on the host
  * against them. A receiver that expects more than it is sent waits for
@@ -51,10 +50,6 @@ HRMT_HD unsigned qkv_push_owed(int cl, int rows, int nkt, int rank, int d) {
 /* The cluster form: 3 rt CTAs, rt row tiles (qkv_attn_wgmma.cu). */
 HRMT_HD unsigned qa_push_owed(int rt, int nkt, int rank, int d) {
     return qkv_push_owed(3 * rt, 64 * rt, nkt, rank, d);
-}
-/* The pair form: two CTAs, a row tile each (qkv_attn_pair_wgmma.cu). */
-HRMT_HD unsigned qp_push_owed(int nkt, int rank, int d) {
-    return qkv_push_owed(2, 128, nkt, rank, d);
 }
 
 } // namespace

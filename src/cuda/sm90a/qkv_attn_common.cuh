@@ -1,7 +1,7 @@
 /* What the qkv + attention kernels share (sm90a/qkv_attn_wgmma.cu, a
- * cluster of six per (sample, head); sm90a/qkv_attn_pair_wgmma.cu, two;
- * sm90a/qkv_attn_cta_wgmma.cu, one CTA): their arguments, the pair and CTA
- * forms' ring (producer and products), and the epilogue that makes a
+ * cluster of six per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA;
+ * session 36's two-CTA form, removed in session 43, took them too): their
+ * arguments, the CTA form's ring (producer and products), and the epilogue that makes a
  * warpgroup's 64 x D block of the head's q, k or v as attention reads it -
  * one function each, so that the forms give the same bits by construction. */
 #ifndef HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
@@ -82,7 +82,7 @@ __device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const 
     }
 }
 
-/* The one-thread producer of the pair and CTA forms' TMA ring of S stages
+/* The one-thread producer of the CTA form's TMA ring of S stages
  * of KP k blocks (HRMT_CUDA_RING_KB; KP > 1: the maps are encode_kb's):
  * per stage, A's KP boxes of rows at m0 (a_bytes each) and after them the
  * head's 64 q, then 64 k, then 64 v rows of W, KP blocks each, one copy
