@@ -84,8 +84,8 @@ template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value, WGS>;
 
 /* Whether policy E stages its tiles for a TMA store (E::TMA_STORE,
- * E::tile_buf, E::stage, the map in its args: glu_wgmma.cu's glu_epi_ts)
- * instead of storing them itself. */
+ * E::tile_buf, E::stage: glu_wgmma.cu's glu_epi_ts) instead of storing
+ * them itself; the store's map is then the kernel's last parameter. */
 template <class E, class = void>
 struct tma_store_of {
     static constexpr bool value = false;
