@@ -1,13 +1,12 @@
-/* The fused gate_up's staged act tile (src/cuda/sm90a/act_tile_swizzle.h:
- * glu_wgmma.cu's glu_epi_ts, bench/cuda_wgmma_rate.cu's TMA-store
- * epilogue), checked on the host
- * against the copy engine's 128-byte swizzle written independently, as an
- * operation on the linear address (bits 4-6 of a byte offset XORed with
- * bits 7-9, the pattern of CU_TENSOR_MAP_SWIZZLE_128B over a 1024-byte
- * aligned box with 128-byte rows): every pair of the 64 x 64 BF16 tile
- * lands where the TMA store reads that pair's columns, the tile's 8 KB are
- * covered once, and a warp's store of one (n8 group, half) lands on 32
- * distinct banks. */
+/* The fused gate_up's staged act tile (src/cuda/sm90a/act_tile_swizzle.h,
+ * HRMT_CUDA_GLU_WRES_TSTORE), checked on the host against the copy
+ * engine's 128-byte swizzle written independently, as an operation on the
+ * linear address (bits 4-6 of a byte offset XORed with bits 7-9, the
+ * pattern of CU_TENSOR_MAP_SWIZZLE_128B over a 1024-byte aligned box with
+ * 128-byte rows): every pair of the 64 x 64 BF16 tile lands where the TMA
+ * store reads that pair's columns, the tile's 8 KB are covered once, and a
+ * warp's store of one (n8 group, half) lands on 32 distinct banks. The GPU
+ * test cuda_model/glu_wres_tstore checks the bytes end to end. */
 #include <criterion/criterion.h>
 #include <string.h>
 

@@ -1,8 +1,6 @@
-/* Where the fused gate_up's epilogue puts an act pair in a 64 x 64 BF16
- * tile staged for a TMA store (glu_wgmma.cu's glu_epi_ts,
- * HRMT_CUDA_GLU_WRES_TSTORE; bench/cuda_wgmma_rate.cu's TMA-store
- * epilogue), as plain C so that
- * tests/test_act_tile_swizzle.c checks the layout on the host. The
+/* Where the fused gate_up's epilogue puts an act pair in the 64 x 64 BF16
+ * tile it stages for a TMA store (glu_wgmma.cu's glu_epi_ts), as plain C so
+ * that tests/test_act_tile_swizzle.c checks the layout on the host. The
  * tile's tensor map uses the 128-byte swizzle: row r (128 bytes) keeps its
  * eight 16-byte chunks, chunk i at position i ^ (r % 8), and the buffer is
  * 1024-byte aligned (the pattern repeats every 8 rows). A thread writes the

@@ -581,11 +581,13 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep) {
 }
 
 /* The three-warpgroup form with TMA stores (HRMT_CUDA_GLU_WRES_TSTORE,
- * glu_epi_ts) loads with its shared memory. */
+ * glu_epi_ts) loads with its shared memory; asked only where the plain
+ * three-warpgroup form applies (cu_glu_wres_form_applies: the hidden size
+ * checked there). */
 int cu_glu_wres_ts_applies(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return glu_wres_applies(m) && wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
+    return wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
 }
 
 /* The mma.sync shapes' images load (same shared memory as their wgmma

@@ -1,9 +1,9 @@
 /* What the qkv + attention kernels share (sm90a/qkv_attn_wgmma.cu, a
- * cluster of six per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA;
- * session 36's two-CTA form, removed in session 43, took them too): their
- * arguments, the CTA form's ring (producer and products), and the epilogue that makes a
- * warpgroup's 64 x D block of the head's q, k or v as attention reads it -
- * one function each, so that the forms give the same bits by construction. */
+ * cluster of six per (sample, head); sm90a/qkv_attn_cta_wgmma.cu, one CTA):
+ * their arguments, the CTA form's ring (producer and products), and the
+ * epilogue that makes a warpgroup's 64 x D block of the head's q, k or v as
+ * attention reads it - one function each, so that the forms give the same
+ * bits by construction. */
 #ifndef HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
 #define HRMT_CUDA_SM90A_QKV_ATTN_COMMON_CUH
 
