@@ -84,7 +84,7 @@ for s in "${switches[@]}"; do
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   fi
   if want tune && [ "$var" = HRMT_CUDA_GLU_MMA ]; then
-    stamp "$var=1: the tuner's gate_up times per shape (7-9 by mma.sync), batches 1 and 8"
+    stamp "$var=1: the tuner's gate_up times per shape (8-10 by mma.sync), batches 1 and 8"
     HRMT_CUDA_GLU_MMA=1 HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda \
       --mode baseline --batch-sizes 1,8 --warmup 1 --iterations 3 2>&1 | grep -E 'gate_up|ms'
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1

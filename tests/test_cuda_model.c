@@ -630,14 +630,16 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
 }
 
 /* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its
- * seventh, the W-resident one, and the three mma.sync ones after it at
- * hidden <= 512; with HRMT_CUDA_GLU_MC=1 three W-multicast ones after
- * those, then the W-resident one with A multicast to pairs and fours). */
+ * seventh, the W-resident one, its TMA-storing form, and the three mma.sync
+ * ones after them at hidden <= 512; with HRMT_CUDA_GLU_MC=1 three
+ * W-multicast ones after those, then the W-resident one with A multicast
+ * to pairs and fours). */
 #define WGEMM_SHAPES 6
-#define GLU_SHAPES 10
-#define GLU_SHAPES_MC 15
+#define GLU_SHAPES 11
+#define GLU_SHAPES_MC 16
 #define GLU_SHAPE_WRES 6
-#define GLU_SHAPE_MMA0 7
+#define GLU_SHAPE_WRES_TS 7
+#define GLU_SHAPE_MMA0 8
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
@@ -848,18 +850,28 @@ Test(cuda_model, glu_wres_deep) {
     unsetenv("HRMT_CUDA_GLU_WRES_DEEP");
 }
 
-/* The three-warpgroup W-resident form writing each act tile by one TMA
- * store from a swizzled shared-memory tile (HRMT_CUDA_GLU_WRES_TSTORE=1,
- * glu_wgmma.cu's glu_epi_ts): at batch 1 the store clips the 64-row tile's
- * last 46 rows; over long runs each warpgroup's buffer is refilled only
- * after the copy engine has read it. */
+/* The W-resident shape's three-warpgroup form writing each act tile by one
+ * TMA store from a swizzled shared-memory tile (GLU_SHAPE_WRES_TS,
+ * glu_wgmma.cu's glu_epi_ts), forced against the launches: at batch 1 the
+ * store clips the 64-row tile's last 46 rows; over long runs each
+ * warpgroup's buffer is refilled only after the copy engine has read it.
+ * The tuner times it unless HRMT_CUDA_GLU_WRES_TSTORE=0, and the model
+ * must say so. */
 Test(cuda_model, glu_wres_tstore) {
-    wres_switch_forced("HRMT_CUDA_GLU_WRES_TSTORE", HRMT_PATH_GLU_WRES_TSTORE,
-                       "W-resident gate_up, TMA stores");
-    unsetenv("HRMT_CUDA_GLU_WRES_TSTORE");
+    need_cc90("the fused gate_up is built for", 0);
+    expect_switch_path("HRMT_CUDA_GLU_WRES_TSTORE", HRMT_PATH_GLU_WRES_TSTORE);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *d = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES_TSTORE), 1, "unset: the tuner times it");
+    hrmt_model_destroy(d);
+    hrmt_context_destroy(ctx);
+    const int batches[] = {1, 7, 40, 100};
+    glu_forced_long_runs(GLU_SHAPE_WRES_TS, batches, 4, "W-resident gate_up, TMA stores");
 }
 
-/* The mma.sync shapes (7-9, HRMT_CUDA_GLU_MMA) over many tiles a CTA
+/* The mma.sync shapes (8-10, HRMT_CUDA_GLU_MMA) over many tiles a CTA
  * (batch 100: 8200 rows, 50-100 tiles a CTA): their warps run apart, so
  * the turn barrier between tiles must count each warp (ring_gemm.cuh). */
 Test(cuda_model, glu_mma_equals_launches_long_runs) {

@@ -16,8 +16,8 @@
  *  - no copy is issued into, or lands in, a buffer that a product in flight
  *    still reads;
  *  - the CTAs' runs cover every tile once, in order.
- * With CLA > 1 (the kernel's clusters sharing A, HRMT_CUDA_GLU_SHAPE 13 and
- * 14) the model is a cluster of CLA such CTAs walking one run: each
+ * With CLA > 1 (the kernel's clusters sharing A, HRMT_CUDA_GLU_SHAPE 14 and
+ * 15) the model is a cluster of CLA such CTAs walking one run: each
  * producer copies its 1 / CLA of a stage's A rows into every CTA's stage
  * (a part may land before the receiver's own expect_tx: the signed
  * tx-count), and each consumer warpgroup gives a stage back to every CTA's

@@ -84,7 +84,7 @@ struct hrmt_model_cuda {
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
     int glu_wres_deep; /* HRMT_CUDA_GLU_WRES_DEEP: ... two product groups in flight */
-    int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: ... three warpgroups, tiles by TMA store */
+    int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
     int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
     int glu_mc;        /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
     int glu_mc_fit[CU_GLU_MC_SHAPES]; /* ... how many clusters of each fit (found at load) */

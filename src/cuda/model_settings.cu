@@ -61,7 +61,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_DEEP", 0, &deep)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 0, &tstore)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -141,14 +141,15 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * instead of one (ring_gemm.cuh's tile_products_deep), same bits. */
     g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres_form_applies(m, 1, 0);
     g->glu_wres_deep = g->glu_wres && deep && cu_glu_wres_form_applies(m, g->glu_wres3, 1);
-    /* HRMT_CUDA_GLU_WRES_TSTORE (opt-in): the three-warpgroup form (one
-     * group in flight) staging each act tile in shared memory for one TMA
-     * store, same bits (glu_wgmma.cu's glu_epi_ts). No faster in session
-     * 42 while the products' issue loop held the kernel back; back in
-     * session 43, after the warp-uniform index shortened that loop, for
-     * the next device call (bench/cuda_wgmma_rate.cu: the 4-byte global
-     * stores are what the epilogue costs the tensor pipe). */
-    g->glu_wres_ts = g->glu_wres3 && !g->glu_wres_deep && tstore && cu_glu_wres_ts_applies(m);
+    /* HRMT_CUDA_GLU_WRES_TSTORE (session 44, on by default): the tuner
+     * also times the W-resident shape's three-warpgroup form staging each
+     * act tile in shared memory for one TMA store (glu_wgmma.cu's shape
+     * GLU_WRES_TS, glu_epi_ts), same bits. H100, session 44: 114.7 -> 107.3
+     * us a call at batch 256 (ncu), the step 0.994 at 64 and 256, but
+     * 1.006-1.009 at 8 where each CTA takes two tiles, so a shape the
+     * tuner weighs per row count rather than a form that replaces the
+     * plain one. */
+    g->glu_wres_ts = g->glu_wres && tstore && cu_glu_wres_ts_applies(m);
     /* Opt-in, written without a device (session 33): the tuner also times
      * three gate_up shapes whose products are by mma.sync (sm90a/ring_mma.cuh,
      * same bits, hidden <= 512), kept where faster as every shape. */

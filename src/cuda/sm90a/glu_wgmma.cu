@@ -25,13 +25,15 @@
  * 64 x 64 and 64 x 32 with two or one, 64 x 16 (one sample's rows over
  * more SMs); a seventh, 128 x 64 again on ring_wres.cuh's loop (each CTA's
  * W slice resident, A alone streamed; hidden <= 512), is forced or, with
- * HRMT_CUDA_GLU_WRES=1, tuned (on by default since session 31); three more,
- * 64 x 64 with one or two warpgroups and 64 x 32, take their products by
- * mma.sync (ring_mma.cuh, same bits: forced, or with HRMT_CUDA_GLU_MMA=1
- * tuned; opt-in, written without a GPU in session 33); with
- * HRMT_CUDA_GLU_MC=1 five cluster shapes join them: 10-12, clusters of 2
- * or 4 row tiles sharing W by multicast (ring_gemm.cuh's CLM; run in
- * session 38: same bytes, never faster), and 13-14, the W-resident one
+ * HRMT_CUDA_GLU_WRES=1, tuned (on by default since session 31); the eighth,
+ * its 64-row form over three warpgroups writing each act tile by one TMA
+ * store (glu_epi_ts), tuned with HRMT_CUDA_GLU_WRES_TSTORE=1 (on by default
+ * since session 44); three more, 64 x 64 with one or two warpgroups and
+ * 64 x 32, take their products by mma.sync (ring_mma.cuh, same bits:
+ * forced, or with HRMT_CUDA_GLU_MMA=1 tuned; opt-in, written without a GPU
+ * in session 33); with HRMT_CUDA_GLU_MC=1 five cluster shapes join them:
+ * 11-13, clusters of 2 or 4 row tiles sharing W by multicast (ring_gemm.cuh's
+ * CLM; run in session 38: same bytes, never faster), and 14-15, the W-resident one
  * over clusters of 2 or 4 CTAs holding adjacent W slices and sharing A
  * (ring_wres.cuh's CLA; written in session 38 without a device). The
  * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
@@ -233,9 +235,9 @@ struct glu_epi {
 };
 
 /* glu_epi<64> for the W-resident kernel's three-warpgroup form with each
- * tile's act staged in shared memory and written by one TMA store
- * (HRMT_CUDA_GLU_WRES_TSTORE; ring_wres.cuh's TMA_STORE path): the same
- * bytes. Why: bench/cuda_wgmma_rate.cu (session 40, H100) kept the tensor
+ * tile's act staged in shared memory and written by one TMA store (shape
+ * GLU_WRES_TS, tuned with HRMT_CUDA_GLU_WRES_TSTORE; ring_wres.cuh's
+ * TMA_STORE path): the same bytes. Why: bench/cuda_wgmma_rate.cu (session 40, H100) kept the tensor
  * pipe 92% busy beside ring_wres's ring and TMA feed with a spun epilogue,
  * 87% with the epilogue's arithmetic, and 63% with its 4-byte global
  * stores alone (65% with both; the kernel itself: 59.5%): the stores' many
@@ -243,7 +245,9 @@ struct glu_epi {
  * (H100): no faster in the kernel (126.9 against 127.2 us at batch 256)
  * while each wgmma waited for its descriptors' R2UR moves; restored in
  * session 43 once the warp-uniform index removed them (the probe, uniform:
- * 62.7% busy with the epilogue, 88.4% with its arithmetic alone). Shared
+ * 62.7% busy with the epilogue, 88.4% with its arithmetic alone); session 44
+ * (H100): 114.7 -> 107.3 us a call at batch 256, the tensor pipe 67.3 ->
+ * 70.1% (the probe at 7 stages: 64.0% plain, 81.4% TMA-stored). Shared
  * memory: the table window, then (1024-aligned: the swizzle) a tile per
  * consumer warpgroup. The act map is ring_wres_kernel's last parameter
  * (wres_out). */
@@ -259,21 +263,24 @@ struct glu_epi_ts : glu_epi<64> {
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
  * columns (2 BNA rows of W), products by mma.sync, clusters of clm CTAs;
- * GLU_WRES and the last two on ring_wres.cuh's loop (the last two with A
- * multicast to pairs and fours of CTAs holding adjacent W slices). */
+ * GLU_WRES, GLU_WRES_TS and the last two on ring_wres.cuh's loop (the last
+ * two with A multicast to pairs and fours of CTAs holding adjacent W
+ * slices). */
 struct glu_shape {
     int msub, wgs, bna, mma, clm;
 };
 constexpr glu_shape GLU_SHAPES[] = {
-    {2, 2, 64, 0, 1}, {1, 2, 64, 0, 1}, {1, 1, 64, 0, 1}, {1, 1, 32, 0, 1}, {1, 2, 32, 0, 1},
-    {1, 1, 16, 0, 1}, {2, 2, 64, 0, 1}, {1, 1, 32, 1, 1}, {1, 2, 32, 1, 1}, {1, 1, 16, 1, 1},
-    {2, 2, 64, 0, 2}, {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}, {2, 2, 64, 0, 2}, {2, 2, 64, 0, 4}};
+    {2, 2, 64, 0, 1}, {1, 2, 64, 0, 1}, {1, 1, 64, 0, 1}, {1, 1, 32, 0, 1},
+    {1, 2, 32, 0, 1}, {1, 1, 16, 0, 1}, {2, 2, 64, 0, 1}, {1, 3, 64, 0, 1},
+    {1, 1, 32, 1, 1}, {1, 2, 32, 1, 1}, {1, 1, 16, 1, 1}, {2, 2, 64, 0, 2},
+    {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}, {2, 2, 64, 0, 2}, {2, 2, 64, 0, 4}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
-constexpr int GLU_WRES = 6;  /* the W-resident shape's index */
-constexpr int GLU_MMA0 = 7;  /* the first mma.sync shape's */
-constexpr int GLU_MC0 = 10;  /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
-constexpr int GLU_AMC0 = 13; /* the W-resident shape with A multicast (pairs, fours) */
-constexpr int WRES_KB = 8;   /* its k blocks at most: hidden <= 512 */
+constexpr int GLU_WRES = 6;    /* the W-resident shape's index */
+constexpr int GLU_WRES_TS = 7; /* its three-warpgroup form with TMA stores (glu_epi_ts) */
+constexpr int GLU_MMA0 = 8;    /* the first mma.sync shape's */
+constexpr int GLU_MC0 = 11;    /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
+constexpr int GLU_AMC0 = 14;   /* the W-resident shape with A multicast (pairs, fours) */
+constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
  * in shared memory. */
@@ -411,13 +418,14 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
     case GLU_WRES:
         cu_link_break(lk);
-        if (cu_model(m)->glu_wres_ts)
-            return glu_wres_launch<1, 1, 3, 1, true>(m, fn, rows, a, w, act);
         if (cu_model(m)->glu_wres3)
             return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 1, 3, 2>(m, fn, rows, a, w, act)
                                               : glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
         return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 2, 2, 2>(m, fn, rows, a, w, act)
                                           : glu_wres_launch<>(m, fn, rows, a, w, act);
+    case GLU_WRES_TS:
+        cu_link_break(lk);
+        return glu_wres_launch<1, 1, 3, 1, true>(m, fn, rows, a, w, act);
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
@@ -580,14 +588,13 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep) {
     return deep ? wres_loads<2, 128, WRES_KB, E, 1, 2, 2>(per_block) : 1;
 }
 
-/* The three-warpgroup form with TMA stores (HRMT_CUDA_GLU_WRES_TSTORE,
- * glu_epi_ts) loads with its shared memory; asked only where the plain
- * three-warpgroup form applies (cu_glu_wres_form_applies: the hidden size
- * checked there). */
+/* The W-resident shape's three-warpgroup form with TMA stores (GLU_WRES_TS,
+ * glu_epi_ts) serves this model: as the shape, and its image loads with its
+ * shared memory. */
 int cu_glu_wres_ts_applies(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
+    return glu_wres_applies(m) && wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
 }
 
 /* The mma.sync shapes' images load (same shared memory as their wgmma
@@ -632,7 +639,8 @@ int glu_amc_fit(size_t per_block) {
  * (HRMT_CUDA_GLU_MC: cu_glu_mc_applies at load). */
 int cu_glu_shapes(const hrmt_model *m) {
     if (!glu_wres_applies(m)) return GLU_WRES;
-    if (!glu_mma_loads(m)) return GLU_WRES + 1;
+    if (!cu_glu_wres_ts_applies(m)) return GLU_WRES_TS;
+    if (!glu_mma_loads(m)) return GLU_MMA0;
     return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
 }
 
@@ -657,7 +665,8 @@ int cu_glu_shape_tuned(const hrmt_model *m, int shape) {
     const struct hrmt_model_cuda *g = cu_model(m);
     if (shape < GLU_WRES) return 1;
     if (shape >= GLU_MC0) return g->glu_mc;
-    return shape == GLU_WRES ? g->glu_wres : g->glu_mma;
+    if (shape == GLU_WRES) return g->glu_wres;
+    return shape == GLU_WRES_TS ? g->glu_wres_ts : g->glu_mma;
 }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

@@ -117,7 +117,7 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
  * [b T / G, (b + 1) T / G) of the T = column tiles x row tiles, tile j
  * being row tile j % mt of column tile j / mt.
  *
- * CLA > 1 (the fused gate_up's opt-in HRMT_CUDA_GLU_MC shapes 13, 14):
+ * CLA > 1 (the fused gate_up's opt-in HRMT_CUDA_GLU_MC shapes 14, 15):
  * launched in clusters of CLA CTAs, which take the runs as one CTA takes
  * them above, a column tile being CLA adjacent W slices, CTA r holding
  * slice c CLA + r: so every CTA of a cluster walks the same row tiles in
