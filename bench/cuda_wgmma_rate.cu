@@ -4,9 +4,9 @@
  *
  * Why: the W-resident gate_up keeps the tensor pipe 59% busy at batch 256
  * (ncu, session 40, H100) where cuBLASLt's 128 x 160 kernel reaches 88%, and
- * two product groups in flight (HRMT_CUDA_GLU_WRES_DEEP) made it slower, so
- * the gap between groups is not the cause. Two candidates remain, which this
- * program tells apart:
+ * two product groups in flight (HRMT_CUDA_GLU_WRES_DEEP, removed in session
+ * 44) made it slower, so the gap between groups is not the cause. Two
+ * candidates remain, which this program tells apart:
  *   - the instruction's own rate: m64n128k16 from shared memory (6 KB of
  *     operands per 64 tensor cycles) may not reach the pipe's peak where
  *     m64n256k16 does (10 KB per 128);

@@ -824,32 +824,6 @@ Test(cuda_model, glu_wres_forms) {
     unsetenv("HRMT_CUDA_GLU_WRES3");
 }
 
-/* The W-resident shape forced with switch env at 1 against the launches:
- * a ragged tile (batch 1: 82 rows), a few tiles a CTA (7) and long runs
- * across W slices (40, 100); the model must say it runs path p (or the
- * comparison checked another form). The switch stays set for the caller. */
-static void wres_switch_forced(const char *env, hrmt_model_path p, const char *what) {
-    need_cc90("the fused gate_up is built for", 0);
-    expect_switch_path(env, p);
-    const int batches[] = {1, 7, 40, 100};
-    setenv(env, "1", 1);
-    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, what);
-}
-
-/* Either W-resident form leaving two product groups in flight
- * (HRMT_CUDA_GLU_WRES_DEEP=1, ring_gemm.cuh's tile_products_deep): the
- * model says so only with the switch on; each form forced, against the
- * launches. */
-Test(cuda_model, glu_wres_deep) {
-    wres_switch_forced("HRMT_CUDA_GLU_WRES_DEEP", HRMT_PATH_GLU_WRES_DEEP,
-                       "three warpgroups, two groups in flight");
-    const int batches[] = {1, 7, 40, 100};
-    setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
-    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "two warpgroups, two groups in flight");
-    unsetenv("HRMT_CUDA_GLU_WRES3");
-    unsetenv("HRMT_CUDA_GLU_WRES_DEEP");
-}
-
 /* The W-resident shape's three-warpgroup form writing each act tile by one
  * TMA store from a swizzled shared-memory tile (GLU_SHAPE_WRES_TS,
  * glu_wgmma.cu's glu_epi_ts), forced against the launches: at batch 1 the
@@ -1862,7 +1836,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
         "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",  "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_DEEP",     "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -1,11 +1,10 @@
 /* The synchronisation of the W-resident gate_up loop
  * (src/cuda/sm90a/ring_wres.cuh), checked on the host: one CTA's producer
  * and two or three consumer warpgroups (WGS; three: HRMT_CUDA_GLU_WRES3),
- * each leaving one or two product groups in flight (DEPTH:
- * HRMT_CUDA_GLU_WRES_DEEP), as programs of the kernel's barrier
- * operations, run by a random scheduler over a model of mbarriers (arrival
- * counts, transaction bytes, phases, try_wait.parity's rule) and of the
- * asynchronous copies and products. The schedule's decisions (each CTA's
+ * each leaving one product group in flight, as programs of the kernel's
+ * barrier operations, run by a random scheduler over a model of mbarriers
+ * (arrival counts, transaction bytes, phases, try_wait.parity's rule) and
+ * of the asynchronous copies and products. The schedule's decisions (each CTA's
  * run of tiles, a warpgroup's last tile of a W generation, the arrivals it
  * owes the W slice's give-back) are the kernel's own functions
  * (sm90a/wres_plan.h). What must hold under every interleaving tried:
@@ -35,7 +34,6 @@
 #include "support/mbar_model.h"
 
 #define MAX_WGS 3
-#define MAX_DEPTH 2
 #define MAX_S 8
 #define MAX_KB 4
 #define MAX_CLA 4
@@ -50,7 +48,7 @@ typedef struct {
 
 /* ---- the cluster of CTAs --------------------------------------------------- */
 
-enum { OP_WAIT, OP_ARRIVE, OP_LOAD_W, OP_LOAD_A, OP_ISSUE, OP_WAITD, OP_WAIT0 };
+enum { OP_WAIT, OP_ARRIVE, OP_LOAD_W, OP_LOAD_A, OP_ISSUE, OP_WAIT1, OP_WAIT0 };
 enum { B_FULL, B_EMPTY, B_ORDER, B_WFULL, B_WEMPTY };
 
 typedef struct {
@@ -72,15 +70,12 @@ typedef struct {
     bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull, wempty;
     buf stage[MAX_S][MAX_CLA], w[MAX_KB];
     prog p[1 + MAX_WGS]; /* producer, consumer warpgroups */
-    flight fl[MAX_WGS][MAX_DEPTH + 1];
+    flight fl[MAX_WGS][2];
     int nfl[MAX_WGS];
 } cta;
 
 typedef struct {
     int S, kb_n, mt, lo, hi, cla, wgs; /* wgs: consumer warpgroups (ring_wres.cuh's WGS) */
-    /* depth: product groups a warpgroup leaves in flight (its DEPTH); early:
-     * a broken form giving each stage back one group too soon */
-    int depth, early;
     /* probe: count protocol violations instead of failing (the tests that
      * show the model sees an error); local: the give-back rule a cluster
      * must not use (each CTA's consumers to its own producer only). */
@@ -163,8 +158,7 @@ static void consumer(cluster *k, int r, int cw) {
     for (int li = cw; k->lo + li < k->hi; li += k->wgs) {
         const int j = k->lo + li, g = j / k->mt - col0;
         const unsigned base = (unsigned)li * (unsigned)k->kb_n;
-        int s = (int)(base % (unsigned)k->S);
-        const int gb = k->early ? k->depth - 1 : k->depth; /* stages held after the wait */
+        int s = (int)(base % (unsigned)k->S), prev = -1;
         unsigned ph = (base / (unsigned)k->S) & 1u;
         emit(p, o_wait(B_ORDER, cw, turn));
         turn ^= 1u;
@@ -175,8 +169,9 @@ static void consumer(cluster *k, int r, int cw) {
         for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_FULL, s, ph));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
-            emit(p, (op){OP_WAITD, 0, 0, 0, 0, 0});
-            if (kb >= gb) emit(p, o_arrive(B_EMPTY, (s + k->S - gb) % k->S, 4, all));
+            emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
+            if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
+            prev = s;
             if (++s == k->S) {
                 s = 0;
                 ph ^= 1u;
@@ -184,18 +179,17 @@ static void consumer(cluster *k, int r, int cw) {
         }
         emit(p, o_arrive(B_ORDER, (cw + 1) % k->wgs, 1, 0));
         emit(p, (op){OP_WAIT0, 0, 0, 0, 0, 0});
-        for (int i = k->kb_n < gb ? k->kb_n : gb; i >= 1; i--)
-            emit(p, o_arrive(B_EMPTY, (s + k->S - i) % k->S, 4, all));
+        if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
         const unsigned na = wres_arrivals(j, k->lo, k->hi, k->mt, k->wgs);
         if (na > 0) emit(p, o_arrive(B_WEMPTY, 0, 4 * (int)na, 0));
     }
 }
 
 static void cluster_init(cluster *k, int S, int kb_n, int mt, int lo, int hi, int cla, int local,
-                         int wgs, int depth, int early) {
+                         int wgs) {
     memset(k, 0, sizeof *k);
     k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->cla = cla, k->local = local;
-    k->wgs = wgs, k->depth = depth, k->early = early;
+    k->wgs = wgs;
     for (int r = 0; r < cla; r++) {
         cta *c = &k->c[r];
         for (int s = 0; s < S; s++) {
@@ -298,15 +292,15 @@ static void step(cluster *k, int d, int a) {
         CHECK(k, wb->landed && !wb->writing && wb->tag == o->c,
               "W block %d read for generation %d: holds %d (landed %d)", o->b, o->c, wb->tag,
               wb->landed);
-        cr_assert_lt(c->nfl[w], k->depth + 1);
+        cr_assert_lt(c->nfl[w], 2);
         c->fl[w][c->nfl[w]].s = o->idx, c->fl[w][c->nfl[w]].kb = o->b;
         c->nfl[w]++;
         break;
     }
-    case OP_WAITD: /* all but the newest depth groups done */
-        while (c->nfl[w] > k->depth) {
-            for (int i = 0; i + 1 < c->nfl[w]; i++) c->fl[w][i] = c->fl[w][i + 1];
-            c->nfl[w]--;
+    case OP_WAIT1: /* all but the newest group done */
+        if (c->nfl[w] == 2) {
+            c->fl[w][0] = c->fl[w][1];
+            c->nfl[w] = 1;
         }
         break;
     case OP_WAIT0: c->nfl[w] = 0; break;
@@ -369,7 +363,7 @@ Test(wres_protocol, runs_cover_every_tile_once) {
 /* Clusters of cla CTAs (1: the plain kernel) over every ring and run
  * shape in the lists: units are row tiles x column units of cla slices,
  * each cluster's run that of wres_range over the clusters. */
-static long sweep(int cla, int wgs, int depth, int seeds) {
+static long sweep(int cla, int wgs, int seeds) {
     const int stages[] = {2, 3, 5}, kbs[] = {1, 2, 3, 4}, mts[] = {1, 2, 3, 5};
     const int nts[] = {1, 2, 3, 4}, grids[] = {1, 2, 3, 5, 7};
     static cluster k;
@@ -379,9 +373,6 @@ static long sweep(int cla, int wgs, int depth, int seeds) {
             for (int mi = 0; mi < 4; mi++)
                 for (int ni = 0; ni < 4; ni++)
                     for (int gi = 0; gi < 5; gi++) {
-                        /* a warpgroup holds depth stages while it waits for the
-                         * next: the kernel asserts more stages than that */
-                        if (stages[si] <= depth) continue;
                         const long long units = (long long)mts[mi] * nts[ni];
                         const unsigned G = (unsigned)grids[gi];
                         if (G > units) continue;
@@ -389,8 +380,7 @@ static long sweep(int cla, int wgs, int depth, int seeds) {
                             int lo = 0, hi = 0;
                             wres_range(units, b, G, &lo, &hi);
                             for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++, runs++) {
-                                cluster_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, cla, 0, wgs,
-                                             depth, 0);
+                                cluster_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, cla, 0, wgs);
                                 run_cluster(&k, seed + 977 * (uint64_t)runs);
                             }
                         }
@@ -399,7 +389,7 @@ static long sweep(int cla, int wgs, int depth, int seeds) {
 }
 
 Test(wres_protocol, random_interleavings) {
-    const long runs = sweep(1, 2, 1, 12);
+    const long runs = sweep(1, 2, 12);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -407,21 +397,13 @@ Test(wres_protocol, random_interleavings) {
  * runs with generations of one or two tiles, fewer than the warpgroups,
  * whose last tile arrives on wempty for those with none (wres_arrivals). */
 Test(wres_protocol, random_interleavings_three_warpgroups) {
-    const long runs = sweep(1, 3, 1, 8);
-    cr_expect_gt(runs, 5000, "runs: %ld", runs);
-}
-
-/* ... with two product groups left in flight (HRMT_CUDA_GLU_WRES_DEEP):
- * a stage given back two groups after its own (ring_gemm.cuh's
- * tile_products_deep), the last two at the tile's end. */
-Test(wres_protocol, random_interleavings_two_groups_in_flight) {
-    const long runs = sweep(1, 3, 2, 8) + sweep(1, 2, 2, 4);
+    const long runs = sweep(1, 3, 8);
     cr_expect_gt(runs, 5000, "runs: %ld", runs);
 }
 
 /* ring_wres.cuh's clusters sharing A (CLA 2 and 4). */
 Test(wres_protocol, random_interleavings_clusters) {
-    const long runs = sweep(2, 2, 1, 6) + sweep(4, 2, 1, 3);
+    const long runs = sweep(2, 2, 6) + sweep(4, 2, 3);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -442,7 +424,7 @@ static int caught(void (*setup)(cluster *)) {
  * the kernel avoids) read a slice that is not theirs in some interleaving
  * (mt 1: every tile its own generation; a run of 6 tiles). */
 static void early_w_wait(cluster *k) {
-    cluster_init(k, 2, 1, 1, 0, 6, 1, 0, 2, 1, 0);
+    cluster_init(k, 2, 1, 1, 0, 6, 1, 0, 2);
     for (int w = 0; w < k->wgs; w++) { /* each consumer's W wait before its order wait */
         prog *p = &k->c[0].p[1 + w];
         for (int i = 0; i + 1 < p->n; i++)
@@ -463,7 +445,7 @@ Test(wres_protocol, model_catches_an_early_w_wait) {
  * run whose generations hold two tiles leaves wempty one warpgroup short,
  * and the producer never loads the next slice. */
 static void short_wempty(cluster *k) {
-    cluster_init(k, 2, 1, 2, 0, 6, 1, 0, 3, 1, 0);
+    cluster_init(k, 2, 1, 2, 0, 6, 1, 0, 3);
     for (int w = 0; w < k->wgs; w++) {
         prog *p = &k->c[0].p[1 + w];
         for (int i = 0; i < p->n; i++)
@@ -478,14 +460,7 @@ Test(wres_protocol, model_catches_short_wempty_arrivals) {
 /* The hazard the clusters' give-back rule guards against: were each CTA's
  * stages given back to its own producer only, a producer would copy its
  * part into a peer's stage while the peer's products still read it. */
-static void local_give_back(cluster *k) { cluster_init(k, 2, 2, 3, 0, 6, 2, 1, 2, 1, 0); }
+static void local_give_back(cluster *k) { cluster_init(k, 2, 2, 3, 0, 6, 2, 1, 2); }
 Test(wres_protocol, model_catches_a_local_give_back) {
     cr_expect(caught(local_give_back), "a local give-back went unnoticed in 200 schedules");
-}
-
-/* Two groups in flight but each stage given back after one: a copy lands
- * in a stage the group still in flight reads. */
-static void early_give_back(cluster *k) { cluster_init(k, 3, 4, 2, 0, 6, 1, 0, 3, 2, 1); }
-Test(wres_protocol, model_catches_an_early_give_back) {
-    cr_expect(caught(early_give_back), "an early give-back went unnoticed in 200 schedules");
 }

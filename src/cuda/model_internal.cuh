@@ -81,12 +81,11 @@ struct hrmt_model_cuda {
     int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
     int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
     int glu_mul;                          /* HRMT_CUDA_GLU_MUL: SwiGLU's product by mul.bf16x2 */
-    int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
-    int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
-    int glu_wres_deep; /* HRMT_CUDA_GLU_WRES_DEEP: ... two product groups in flight */
-    int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
-    int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
-    int glu_mc;        /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
+    int glu_wres;    /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
+    int glu_wres3;   /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
+    int glu_wres_ts; /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
+    int glu_mma;     /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
+    int glu_mc;      /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
     int glu_mc_fit[CU_GLU_MC_SHAPES]; /* ... how many clusters of each fit (found at load) */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
@@ -317,7 +316,7 @@ int cu_glu_mma_applies(const hrmt_model *m);
  * shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of shape
  * 10 + i can be resident, all nonzero when they can. */
 int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]);
-int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep);
+int cu_glu_wres_form_applies(const hrmt_model *m, int three);
 int cu_glu_wres_ts_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
                          void *act, cu_links *links = nullptr);

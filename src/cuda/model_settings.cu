@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, deep = 0, tstore = 0;
+        tpf = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -60,7 +60,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_DEEP", 0, &deep)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
@@ -135,12 +134,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * batch 8 / 64 / 256 (H200), 0.991 / 0.904 / 0.976 / 1.007 at 1 / 8 /
      * 64 / 256 (H100): where rows are few, 64-row tiles give the SMs more
      * tiles (the tuner's pick at batch 8's rows, session 40; at 256 the
-     * tile is no faster). HRMT_CUDA_GLU_WRES_DEEP (opt-in because slower:
-     * session 40, H100, the step 1.031 / 1.010 / 1.031 of the default's at
-     * batch 8 / 64 / 256): either form leaving two product groups in flight
-     * instead of one (ring_gemm.cuh's tile_products_deep), same bits. */
-    g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres_form_applies(m, 1, 0);
-    g->glu_wres_deep = g->glu_wres && deep && cu_glu_wres_form_applies(m, g->glu_wres3, 1);
+     * tile is no faster). */
+    g->glu_wres3 = g->glu_wres && wres3 && cu_glu_wres_form_applies(m, 1);
     /* HRMT_CUDA_GLU_WRES_TSTORE (session 44, on by default): the tuner
      * also times the W-resident shape's three-warpgroup form staging each
      * act tile in shared memory for one TMA store (glu_wgmma.cu's shape
@@ -297,7 +292,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_MC: return g->glu_mc != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;
-    case HRMT_PATH_GLU_WRES_DEEP: return g->glu_wres_deep != 0;
     case HRMT_PATH_GLU_WRES_TSTORE: return g->glu_wres_ts != 0;
     }
     return 0;

@@ -134,7 +134,6 @@ typedef enum hrmt_model_path {
                                     the tuner's */
     HRMT_PATH_GLU_WRES3,         /* the W-resident gate_up as 64-row tiles over three
                                     consumer warpgroups (sm90a/ring_wres.cuh) */
-    HRMT_PATH_GLU_WRES_DEEP,     /* ... leaving two product groups in flight, not one */
     HRMT_PATH_GLU_WRES_TSTORE    /* the W-resident gate_up's three-warpgroup form with
                                     TMA-stored act tiles among the tuner's shapes */
 } hrmt_model_path;

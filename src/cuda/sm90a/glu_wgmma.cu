@@ -335,7 +335,7 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
  * contiguous run of tiles per CTA, one CTA per SM at most. CLA > 1: in
  * clusters of CLA CTAs sharing each stage's A rows by multicast, at most
  * `fit` of them (glu_mc_fit's count, found at load). */
-template <int CLA = 1, int MSUB = 2, int WGS = 2, int DEPTH = 1, bool TS = false>
+template <int CLA = 1, int MSUB = 2, int WGS = 2, bool TS = false>
 hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                             const void *a, const void *w, void *act, int fit = 0) {
     using E = std::conditional_t<TS, glu_epi_ts, glu_epi<64>>;
@@ -354,7 +354,7 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
         encode(fn, &ta, a, rows, H, H, C::BM / CLA) && encode(fn, &tw, w, 2 * I, H, H, 64);
     if constexpr (TS) mapped = mapped && encode(fn, &to, act, rows, I, I, 64);
     if (!mapped) return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, CLA, WGS, DEPTH>();
+    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, CLA, WGS>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -367,11 +367,11 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
     const unsigned grid = (unsigned)((units < most ? units : most) * CLA);
     const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
     if constexpr (CLA > 1)
-        e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS, DEPTH>, CLA,
-                           dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl,
-                           ta, tw, p, to);
+        e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS>, CLA, dim3(grid),
+                           dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p,
+                           to);
     else
-        e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, 1, WGS, DEPTH>, dim3(grid),
+        e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, 1, WGS>, dim3(grid),
                        dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
     return cu_check(m->ctx, "cuda fused gate_up (W resident)");
@@ -418,14 +418,11 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
     case GLU_WRES:
         cu_link_break(lk);
-        if (cu_model(m)->glu_wres3)
-            return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 1, 3, 2>(m, fn, rows, a, w, act)
-                                              : glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
-        return cu_model(m)->glu_wres_deep ? glu_wres_launch<1, 2, 2, 2>(m, fn, rows, a, w, act)
-                                          : glu_wres_launch<>(m, fn, rows, a, w, act);
+        if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
+        return glu_wres_launch<>(m, fn, rows, a, w, act);
     case GLU_WRES_TS:
         cu_link_break(lk);
-        return glu_wres_launch<1, 1, 3, 1, true>(m, fn, rows, a, w, act);
+        return glu_wres_launch<1, 1, 3, true>(m, fn, rows, a, w, act);
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
@@ -575,17 +572,13 @@ static int glu_wres_applies(const hrmt_model *m) {
 
 /* The W-resident shape's forms load with their shared memory: 64-row
  * tiles over three consumer warpgroups (HRMT_CUDA_GLU_WRES3) or 128-row
- * over two, each with one or two product groups in flight
- * (HRMT_CUDA_GLU_WRES_DEEP). */
-int cu_glu_wres_form_applies(const hrmt_model *m, int three, int deep) {
+ * over two. */
+int cu_glu_wres_form_applies(const hrmt_model *m, int three) {
     using E = glu_epi<64>;
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     if (!glu_wres_applies(m)) return 0;
-    if (three)
-        return deep ? wres_loads<1, 128, WRES_KB, E, 1, 3, 2>(per_block)
-                    : wres_loads<1, 128, WRES_KB, E, 1, 3>(per_block);
-    return deep ? wres_loads<2, 128, WRES_KB, E, 1, 2, 2>(per_block) : 1;
+    return three ? wres_loads<1, 128, WRES_KB, E, 1, 3>(per_block) : 1;
 }
 
 /* The W-resident shape's three-warpgroup form with TMA stores (GLU_WRES_TS,

@@ -170,37 +170,6 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
     return prev;
 }
 
-/* tile_products with DEPTH product groups left in flight instead of one:
- * stage kb is given back once group kb + DEPTH is issued, so that the
- * tensor pipe has DEPTH stages queued while the warpgroup waits, gives
- * back and issues (ring_wres.cuh's HRMT_CUDA_GLU_WRES_DEEP: its 8 KB stages
- * at 64 rows are 256 tensor cycles each). A stage's index is the ring's position
- * DEPTH uses back (no array: one held in registers). tile_done_deep gives
- * back the last min(kb_n, DEPTH). Same products, same order. */
-template <int MSUB, int WN, int DEPTH, class AF, class WF>
-__device__ __forceinline__ void tile_products_deep(float (&acc)[MSUB][WN / 2], uint64_t *full,
-                                                   uint64_t *empty, int stages, int kb_n, int &s,
-                                                   unsigned &ph, int lane, AF a_of, WF w_of) {
-    for (int kb = 0; kb < kb_n; kb++) {
-        mbar_wait(&full[s], ph);
-        if (kb == 0) LT_PHASE(1);
-        stage_products<MSUB, WN>(acc, a_of(s), w_of(s, kb));
-        wg_wait<DEPTH>();
-        if (kb >= DEPTH) /* group kb - DEPTH is done: its stage back */
-            stage_back<1>(empty, nullptr, (s + stages - DEPTH) % stages, lane);
-        ring_next(s, ph, stages);
-    }
-}
-template <int MSUB, int WN, int DEPTH>
-__device__ __forceinline__ void tile_done_deep(float (&acc)[MSUB][WN / 2], uint64_t *empty, int s,
-                                               int kb_n, int stages, int lane) {
-    products_done<MSUB, WN>(acc);
-    /* s is past the tile: its last stages are s - 1, s - 2, ...; given back
-     * oldest first, as the loop gives them */
-    for (int i = (kb_n < DEPTH ? kb_n : DEPTH); i >= 1; i--)
-        stage_back<1>(empty, nullptr, (s + stages - i) % stages, lane);
-}
-
 /* The tile's products complete: the accumulators readable (kept after the
  * wait) and the last stage given back. */
 template <int MSUB, int WN, int CLM = 1, bool ALL = false>

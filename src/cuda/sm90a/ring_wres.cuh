@@ -38,16 +38,13 @@
  * 0.90-0.96 / 0.96-0.98 of the two's), where 64-row tiles give the SMs
  * more tiles, not by a faster tile (session 40, H100: at batch 8's 656 rows
  * the tuner took this shape at 9.57 us where the two's lost, 11.10, to
- * shape 1's 10.96). DEPTH (HRMT_CUDA_GLU_WRES_DEEP, opt-in): product groups
- * left in flight, 1 or 2 (tile_products_deep); 2 is slower (session 40,
- * H100, batch 256: 135.6 against 127.2 us, the tensor pipe 55.0 against
- * 59.5% busy), so the pipe's idle third is not the gap between groups. */
+ * shape 1's 10.96). Two product groups in flight (HRMT_CUDA_GLU_WRES_DEEP,
+ * sessions 40-44) were slower on an H100 and were removed in session 44. */
 /* HRMT_WRES_PHASES (a development aid, a build of its own:
  * -DCMAKE_CUDA_FLAGS=-DHRMT_WRES_PHASES): each consumer warpgroup counts
  * the cycles (clock64) it spends waiting for its turn, for W, for stages,
  * issuing its products, waiting for them and in its epilogue, and the
- * producer those it waits for free stages (the one-group form; the deep
- * form counts turns, W and the epilogue only); CTAs 0, 33, 66 and 99 print
+ * producer those it waits for free stages; CTAs 0, 33, 66 and 99 print
  * their counts by printf at the end (lines "wres_phases ...").
  * docs/CUDA-KERNELS.md (session 40) has what it found. */
 #ifndef HRMT_CUDA_SM90A_RING_WRES_CUH
@@ -134,7 +131,7 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
  * call at batch 256 against 714 for CLA = 1, in the same 130.7 us (CLA 2)
  * or longer (140.7, CLA 4: 120 CTAs); the step 0.990 / 1.008 of the
  * forced plain shape's at 256. The L2's bytes do not bound this kernel. */
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2>
 __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
@@ -264,29 +261,19 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         }
         auto a_of = [&](int st) { return ring + st * C::A_BYTES; };
         auto w_of = [&](int, int kb) { return wres + kb * C::W_BYTES; };
-        if constexpr (DEPTH > 1) {
-            static_assert(CLA == 1, "deep product groups on one CTA's ring");
-            /* A warpgroup holds DEPTH stages while it waits for the next
-             * (tests/test_wres_protocol.c deadlocks with no more). */
-            static_assert(S > DEPTH, "a stage beyond those held");
-            tile_products_deep<MSUB, WN, DEPTH>(acc, full, empty, S, kb_n, s, ph, lane, a_of, w_of);
-            if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-            tile_done_deep<MSUB, WN, DEPTH>(acc, empty, s, kb_n, S, lane);
-        } else {
-            long long *full_cy = nullptr;
+        long long *full_cy = nullptr;
 #ifdef HRMT_WRES_PHASES
-            full_cy = &c_full;
-            c_w = clock64();
+        full_cy = &c_full;
+        c_w = clock64();
 #endif
-            const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(
-                acc, full, empty, nullptr, S, kb_n, s, ph, lane, a_of, w_of, full_cy);
+        const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(acc, full, empty, nullptr, S, kb_n,
+                                                                 s, ph, lane, a_of, w_of, full_cy);
 #ifdef HRMT_WRES_PHASES
-            c_issue += clock64() - c_w;
+        c_issue += clock64() - c_w;
 #endif
-            /* Every ring use of this tile has been issued: the next tile's turn. */
-            if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-            WRES_CT(c_done, (tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane)));
-        }
+        /* Every ring use of this tile has been issued: the next tile's turn. */
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        WRES_CT(c_done, (tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane)));
         /* This warpgroup's last tile of generation g: its products of g are
          * done. g's last tile in the run also arrives for each warpgroup
          * with no tile of g (wres_arrivals). */
@@ -333,14 +320,14 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
 }
 
 /* Host side: the image check and shared-memory opt-in. */
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2>
 int wres_loads(size_t per_block) {
-    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS, DEPTH>,
+    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS>,
                        wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM, per_block);
 }
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2, int DEPTH = 1>
+template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2>
 cudaError_t wres_prepare() {
-    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS, DEPTH>,
+    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS>,
                        wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM);
 }
 
