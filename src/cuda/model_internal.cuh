@@ -411,7 +411,7 @@ hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const 
                             int *done);
 
 /* rowops_norm.cu: the BF16 residual + RMSNorm row op (out = rmsnorm(x + r),
- * no weight; the SRAM form when sram is set, else the DRAM form) of rows
+ * no weight; at these widths the SRAM and DRAM forms are one kernel) of rows
  * whose width is a multiple of 32 up to 512, launched on `st` by
  * programmatic dependent launch when pdl is set (src/cuda/pdl.cuh): the row
  * op's bits. vec: rows of 256 or 512 columns, 16-byte aligned, by the
@@ -419,7 +419,7 @@ hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const 
  * caller's check); 0: other rows or dtypes, nothing launched (use the row-op table). */
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int sram, int pdl, int vec, cudaStream_t st);
+                                   size_t ldo, int pdl, int vec, cudaStream_t st);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

@@ -8,11 +8,21 @@
  * inv = 1 / sqrt(sum / cols + eps) and out = (h * inv) [* w], each op rounded
  * once. The scale pass is element-wise, so any thread may do any element.
  *
- * Forms: the SRAM form (and rmsnorm) stages the row's h in shared memory in
- * the storage dtype (exact, as the reference parks h in `out`): one global
+ * Forms: rows of up to 512 columns (all of HRM's) live in a warp's
+ * registers, one global read of x (and r) in either form; the DRAM form
+ * differs only by its non-temporal stores where asked. Longer rows: the
+ * SRAM form (and rmsnorm) stages the row's h in shared memory in the
+ * storage dtype (exact, as the reference parks h in `out`): one global
  * read of x (and r) with 16-byte loads where aligned. Rows longer than
- * HRMT_ROW_SMEM_MAX bytes (48 KiB: 12288 F32, 24576 BF16), and the DRAM form, read x and r twice
- * from global memory instead (reduction pass, then scale pass); same bits. */
+ * HRMT_ROW_SMEM_MAX bytes (48 KiB: 12288 F32, 24576 BF16), and the DRAM
+ * form, read x and r twice from global memory instead (reduction pass,
+ * then scale pass); same bits. Until session 44 the register kernels'
+ * DRAM form also read x and r again for the scale pass, though h was
+ * already in registers (the seed's DRAM kernel is the SRAM one's code,
+ * differing by its calling context): the baseline schedule's norm
+ * between blocks took 21.7 -> 19.4 us a call at batch 256 without the
+ * second read, the step 0.979 / 0.989 / 0.996x at batch 16 / 64 / 256
+ * (H100, ncu and bench/ab.sh). */
 #include "cuda/cuda_backend.h"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"
@@ -116,12 +126,12 @@ __global__ void norm_kernel(size_t rows, size_t cols, const void *x, size_t ldx,
  * (sumsq_order.h: levels of 2^4 groups) never mixes anything but +0 into the
  * chain, so its sum is the plain sequential sum over g, then the same finish
  * as sumsq_warp (quarters, lanes 0..7 folded from 0; every lane folds the
- * broadcast partials itself, same bits). The SRAM form keeps h in registers
- * across the reduction and the scale (on-chip, like the staging buffer);
- * the DRAM form reads x and r again from global memory for the scale pass. */
+ * broadcast partials itself, same bits). h stays in registers across the
+ * reduction and the scale (on-chip, like the staging buffer), in either
+ * form. */
 #define HRMT_NORM_REG_G 16 /* groups of 32 a lane keeps in registers at most */
 
-template <int BF, bool RES, bool DRAM>
+template <int BF, bool RES>
 __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     norm_reg_kernel(size_t rows, unsigned G, const void *x, size_t ldx, const void *r, size_t ldr,
                     const float *w, float eps, void *out, size_t ldo, int nt) {
@@ -169,7 +179,6 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             a = fadd(a, fmul(h[g], h[g]));
         }
         const float inv = rmsnorm_reg_inv(a, cols_f, eps);
-        if (DRAM) load_h(); /* the scale pass reads its inputs again */
         char *o = (char *)out + (row * ldo + lane) * es;
         HRMT_UNROLL
         for (int g = 0; g < GM; g++) {
@@ -203,8 +212,8 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
  * reference lane l's chain in g order, as norm_reg_kernel does; the finish
  * is the same rmsnorm_reg_inv and each output bf16(h inv) is rounded by
  * the same conversion. Same bits, every operation the same, in a
- * different lane. The DRAM form reads x and r again for the scale pass. */
-template <int C, bool DRAM>
+ * different lane. */
+template <int C>
 __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     norm_vec_kernel(size_t rows, const void *x, size_t ldx, const void *r, size_t ldr, float eps,
                     void *out, size_t ldo) {
@@ -243,7 +252,6 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             a = fadd(a, fmul(v, v));
         }
         const float inv = rmsnorm_reg_inv(a, (float)(256 * C), eps);
-        if (DRAM) load_h(); /* the scale pass reads its inputs again */
         uint4 *o = (uint4 *)((uint16_t *)out + row * ldo);
         auto scale = [&](uint32_t p) {
             return pack_bf16x2_arith(fmul(bf16_to_f((uint16_t)p), inv),
@@ -277,14 +285,8 @@ static void norm_launch(size_t rows, size_t cols, const void *x, size_t ldx, con
     if (rows == 0 || cols == 0) return;
     if (cols % 32 == 0 && cols <= 32 * HRMT_NORM_REG_G) {
         const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
-#define HRMT_NORM_REG_GO(DRAM)                                                                \
-    norm_reg_kernel<BF, RES, DRAM><<<blocks, HRMT_NORM_WARPS * 32, 0, cudaStreamPerThread>>>( \
-        rows, G, x, ldx, r, ldr, w, eps, out, ldo, nt)
-        if (want_smem)
-            HRMT_NORM_REG_GO(false);
-        else
-            HRMT_NORM_REG_GO(true);
-#undef HRMT_NORM_REG_GO
+        norm_reg_kernel<BF, RES><<<blocks, HRMT_NORM_WARPS * 32, 0, cudaStreamPerThread>>>(
+            rows, G, x, ldx, r, ldr, w, eps, out, ldo, nt);
         return;
     }
     const size_t es = BF ? 2 : 4;
@@ -328,18 +330,17 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int sram, int pdl, int vec, cudaStream_t st) {
+                                   size_t ldo, int pdl, int vec, cudaStream_t st) {
     if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
     const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
     const int vcols = vec ? norm_vec_cols(cols, x, ldx, r, ldr, out, ldo) : 0;
     if (vcols) {
-        auto kv = vcols == 512 ? (sram ? norm_vec_kernel<2, false> : norm_vec_kernel<2, true>)
-                               : (sram ? norm_vec_kernel<1, false> : norm_vec_kernel<1, true>);
+        auto kv = vcols == 512 ? norm_vec_kernel<2> : norm_vec_kernel<1>;
         (void)pdl_launch(kv, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, x, ldx, r,
                          ldr, eps, out, ldo);
         return 1;
     }
-    auto kern = sram ? norm_reg_kernel<1, true, false> : norm_reg_kernel<1, true, true>;
+    auto kern = norm_reg_kernel<1, true>;
     const float *w = nullptr;
     const int nt = 0;
     (void)pdl_launch(kern, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, G, x, ldx, r,
