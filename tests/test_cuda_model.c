@@ -1443,19 +1443,6 @@ Test(cuda_model, rope_early_equals_late_push) {
     rope_early_equals_late(512, 8, 81, batches, 1, 1);
 }
 
-/* Every TMA kernel's tensor maps prefetched at its start
- * (HRMT_CUDA_TMAP_PREFETCH, opt-in) against not: a hint to the copy engine,
- * so the same bytes, both schedules, halting samples, at batches that run
- * each kernel family: the cluster kernels (1, 2), qkv + attention's CTA
- * form and the clusters of 8 (7), the gate_up's ring or W-resident shapes
- * and the own GEMMs (20, 40). */
-Test(cuda_model, tmap_prefetch_equals_plain_hrm_width) {
-    need_cc90("the TMA kernels are built for", 0);
-    const int batches[] = {1, 2, 7, 20, 40};
-    early_halt_switch_keeps_bits("HRMT_CUDA_TMAP_PREFETCH", HRMT_PATH_TMAP_PREFETCH,
-                                 "tensor maps prefetched vs not", 512, 8, 81, batches, 5);
-}
-
 /* The cluster projection + norm's ring with two or four (the default) k
  * blocks a TMA copy (HRMT_CUDA_RING_KB, wgmma_common.cuh's encode_kb)
  * against one, which cluster_norm_equals_launches_* held to the launches
@@ -1835,8 +1822,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_TMAP_PREFETCH",     "HRMT_CUDA_QKV_ATTN_CTA_KB2",  "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_QKV_ATTN_CTA_KB2",  "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",
+        "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -109,7 +109,6 @@ struct hrmt_model_cuda {
     int qa_mma;     /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */
     int rope_early; /* HRMT_CUDA_ROPE_EARLY: both qkv + attention kernels load RoPE factors early */
     int flag_links; /* HRMT_CUDA_FLAG_LINKS: the block's cluster kernels hand over by counters */
-    int tmap_prefetch;  /* HRMT_CUDA_TMAP_PREFETCH: the TMA kernels prefetch their tensor maps */
     int cnorm16_max;    /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
     int cnorm8_max;     /* ... then of 8 CTAs up to this many */
     int attn_teams;     /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        tpf = 0, ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
+        ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -55,7 +55,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_TMAP_PREFETCH", 0, &tpf)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_KB2", 0, &ctakb2)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
@@ -175,12 +174,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * dependent launch only (which makes the next kernel's CTAs resident
      * early: without it nothing would wait on a counter). */
     g->flag_links = flags && g->pdl;
-    /* Each TMA kernel's tensor maps fetched into the copy engine's
-     * descriptor cache at its start, off the first copy's path after the
-     * wait for the kernel before (sm90a/wgmma_common.cuh), no change to any
-     * value: opt-in (H100, session 36: 0.996 / 0.999 of the step at batch
-     * 1 / 8, no gain). */
-    g->tmap_prefetch = tpf;
     /* The norm between projections with 16-byte accesses (rowops_norm.cu),
      * same bits: on by default since session 31 (H200: 0.965 / 0.958 /
      * 0.980 of the step at batch 16 / 64 / 256; the 2-byte form issues ~630
@@ -286,7 +279,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
-    case HRMT_PATH_TMAP_PREFETCH: return g->tmap_prefetch != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;

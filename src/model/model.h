@@ -122,8 +122,6 @@ typedef enum hrmt_model_path {
     HRMT_PATH_ROPE_EARLY,        /* qkv + attention's RoPE factors loaded before the products */
     HRMT_PATH_FLAG_LINKS,        /* the small batches' block kernels handing over by counters
                                     (pdl.cuh's cu_link) */
-    HRMT_PATH_TMAP_PREFETCH,     /* the TMA kernels' tensor maps prefetched at their start
-                                    (sm90a/wgmma_common.cuh) */
     HRMT_PATH_RING_KB,           /* the cluster projection + norm's ring (or the cluster
                                     qkv + attention's) copying two or four k blocks at a
                                     time (HRMT_CUDA_RING_KB) */

@@ -103,7 +103,6 @@ struct cn_args {
     uint16_t *fo;
     int fhz, fstore;
     cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
-    int tpf;      /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
 };
 
 /* The fold on one pair: bf16(z + bf16(a (+ b))) with h in z's or a's place. */
@@ -130,7 +129,6 @@ __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
-    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     static_assert(KP == 1 || !MMA, "the mma.sync products read one k block a stage");
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
@@ -395,8 +393,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
                     f ? f->store : 0,
-                    cu_link_take(lk),
-                    cu_model(m)->tmap_prefetch};
+                    cu_link_take(lk)};
     auto kern = g->cnorm_mma     ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
                                                   : cluster_norm_kernel<WN, CL, true, false>)
                 : !g->cnorm_push ? cluster_norm_kernel<WN, CL, false, false>

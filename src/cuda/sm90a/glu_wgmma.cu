@@ -287,8 +287,7 @@ constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
 template <int BNA>
 typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act, int slut) {
     const size_t H = m->hidden, I = m->inter;
-    return {{(int)rows, (int)(I / BNA), (int)(H / BK), cu_link{nullptr, 0u, nullptr},
-             cu_model(m)->tmap_prefetch},
+    return {{(int)rows, (int)(I / BNA), (int)(H / BK), cu_link{nullptr, 0u, nullptr}},
             (int)I,
             m->ctx->cuda->silu_bf16,
             (uint16_t *)act,

@@ -96,7 +96,6 @@ struct pn_args {
     int M, kblocks;
     uint16_t *h;
     float eps;
-    int tpf; /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
 };
 
 template <int NH>
@@ -104,7 +103,6 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
     proj_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const pn_args p) {
 #ifdef HRMT_SM90A
-    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     using C = pn_cfg<NH>;
     constexpr int S = C::STAGES, H = C::H, NI = NH / 8, GH = NH / 32;
     static_assert(NI % 4 == 0, "whole quads of 16-byte chunks");
@@ -289,8 +287,7 @@ hrmt_status pn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     /* The shared-memory opt-in was made at model load (pn_fits). */
     const size_t tiles = (rows + PN_BM - 1) / PN_BM, fit = (size_t)cu_model(m)->pnorm;
     const unsigned grid = 2u * (unsigned)(tiles < fit ? tiles : fit);
-    const pn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps,
-                    cu_model(m)->tmap_prefetch};
+    const pn_args p{(int)rows, (int)(k / BK), (uint16_t *)h, (float)m->cfg.rms_norm_eps};
     const cudaError_t e = cluster_launch(proj_norm_kernel<NH>, 2, dim3(grid), dim3(PN_THREADS),
                                          C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused projection + norm");

@@ -26,7 +26,6 @@ struct qkv_attn_args {
     const float *cs, *sn;
     float scale;
     cu_link link; /* the cluster form's HRMT_CUDA_FLAG_LINKS hand-over (pdl.cuh); zero: pdl_wait */
-    int tpf;      /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
 };
 
 /* Whether a qkv + attention form can serve model m: BF16 on compute
@@ -53,8 +52,7 @@ inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
                          rope ? g->rope_cos : nullptr,
                          rope ? g->rope_sin : nullptr,
                          (float)(1.0 / sqrt((double)m->head_dim)),
-                         cu_link{nullptr, 0u, nullptr},
-                         g->tmap_prefetch};
+                         cu_link{nullptr, 0u, nullptr}};
 }
 
 #ifdef HRMT_SM90A

@@ -63,7 +63,6 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_attn_cta_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     constexpr int S = QC_STAGES / KP;
     static_assert(S * KP == QC_STAGES, "whole stages");
     extern __shared__ uint8_t smem_raw[];

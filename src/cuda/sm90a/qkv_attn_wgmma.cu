@@ -83,7 +83,6 @@ __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    tma_prefetch_maps(p.tpf, &tm_a, &tm_w);
     constexpr bool PUSH = FORM & QA_PUSH, MMA = FORM & QA_MMA, EARLY = FORM & QA_EARLY;
     constexpr int KP = FORM & QA_KB4 ? 4 : FORM & QA_KB2 ? 2 : 1;
     static_assert(!(MMA && EARLY), "the early RoPE factors are the wgmma form's");

@@ -78,7 +78,10 @@ using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value, CLM>;
 struct ring_dims {
     int M, nt, kblocks;
     cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
-    int tpf;      /* HRMT_CUDA_TMAP_PREFETCH: the tensor maps prefetched at the start */
+    /* Unread: HRMT_CUDA_TMAP_PREFETCH's flag (session 36: no gain) until it
+     * was removed in session 44, kept so that the policies' arguments after
+     * it, and so the kernels' code, stay as they were. */
+    int spare = 0;
 };
 
 #ifdef HRMT_SM90A
@@ -227,7 +230,6 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, CLM>::THREADS, 
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
     static_assert(CLM == 1 || !MMA, "W multicast with the wgmma products");
-    tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
     using C = ring_cfg_for<MSUB, WGS, WN, E, CLM>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];

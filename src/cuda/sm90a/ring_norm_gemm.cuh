@@ -130,7 +130,6 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
     ring_norm_gemm_kernel(const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
                           const norm_src ns) {
 #ifdef HRMT_SM90A
-    tma_prefetch_maps(p.d.tpf, nullptr, &tm_w);
     using C = ring_norm_cfg<WN>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];

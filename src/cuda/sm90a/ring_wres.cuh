@@ -137,7 +137,6 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
                      const __grid_constant__ typename wres_out<E>::map tm_o) {
 #ifdef HRMT_SM90A
-    tma_prefetch_maps(p.d.tpf, &tm_a, &tm_w);
     using C = wres_cfg_for<MSUB, WN, KBMAX, E, WGS>;
     constexpr int S = C::STAGES;
     static_assert(C::BM % (8 * CLA) == 0, "whole 8-row swizzle atoms a part");

@@ -46,23 +46,6 @@ __device__ __forceinline__ void ring_setup(uint64_t *full, uint64_t *empty, int 
     }
     __syncthreads();
 }
-/* A kernel's tensor maps (its __grid_constant__ parameters) fetched into
- * the copy engine's descriptor cache at its start, by one thread: each
- * launch's maps are its own parameter bytes, so a map's first copy may
- * otherwise wait for that fetch, and A's first copy comes after the wait
- * for the kernel before, on the step's critical path
- * (HRMT_CUDA_TMAP_PREFETCH, opt-in: not yet timed). */
-__device__ __forceinline__ void tma_prefetch(const CUtensorMap *map) {
-    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
-}
-/* A kernel's start: its maps (w alone: a NULL a) prefetched by thread 0
- * when the model asks for it (`on`: the arguments' tpf). */
-__device__ __forceinline__ void tma_prefetch_maps(int on, const CUtensorMap *a,
-                                                  const CUtensorMap *w) {
-    if (!on || threadIdx.x != 0) return;
-    if (a) tma_prefetch(a);
-    tma_prefetch(w);
-}
 /* The ring's next stage; the parity to wait for flips at each wrap. */
 __device__ __forceinline__ void ring_next(int &s, unsigned &ph, int stages) {
     if (++s == stages) {
