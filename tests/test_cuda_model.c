@@ -1479,9 +1479,8 @@ Test(cuda_model, ring_kb_equals_one_short_seq) {
     ring_kb_equals_one("2", 256, 4, 63, batches, 3);
     ring_kb_equals_one("4", 256, 4, 63, batches, 3);
 }
-/* qkv + attention's CTA form with two k blocks a copy
- * (HRMT_CUDA_QKV_ATTN_CTA_KB2), or with W's q, k and v rows one copy a stage
- * (HRMT_CUDA_QKV_ATTN_CTA_W1, encode_parts' 4-D map), against neither: the
+/* qkv + attention's CTA form with W's q, k and v rows one copy a stage
+ * (HRMT_CUDA_QKV_ATTN_CTA_W1, encode_parts' 4-D map) against three copies: the
  * same bytes, both schedules, halting samples, at batches the CTA form
  * serves (hidden 512: 3, 8; hidden 256, T = 70: 6, 16). */
 static void qkv_attn_cta_ring_keeps_bits(const char *env, hrmt_model_path path, const char *label,
@@ -1492,14 +1491,6 @@ static void qkv_attn_cta_ring_keeps_bits(const char *env, hrmt_model_path path, 
         early_halt_switch_keeps_bits(env, path, label, 512, 8, 81, wide, 2);
     else
         early_halt_switch_keeps_bits(env, path, label, 256, 4, 69, narrow, 2);
-}
-Test(cuda_model, qkv_attn_cta_kb2_equals_one_hrm_width) {
-    qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
-                                 "CTA form, two k blocks a copy", 1);
-}
-Test(cuda_model, qkv_attn_cta_kb2_equals_one_short_seq) {
-    qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_KB2", HRMT_PATH_QKV_ATTN_CTA_KB2,
-                                 "CTA form, two k blocks a copy", 0);
 }
 Test(cuda_model, qkv_attn_cta_w1_equals_three_hrm_width) {
     qkv_attn_cta_ring_keeps_bits("HRMT_CUDA_QKV_ATTN_CTA_W1", HRMT_PATH_QKV_ATTN_CTA_W1,
@@ -1822,8 +1813,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
         "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
         "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_QKV_ATTN_CTA_KB2",  "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",
-        "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -102,8 +102,7 @@ struct hrmt_model_cuda {
     int cnorm_mma;  /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
     int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
     int cnorm_kb;   /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring (1, 2, 4) */
-    int qa_cta_kb2; /* HRMT_CUDA_QKV_ATTN_CTA_KB2: two k blocks a copy in the CTA form's ring */
-    int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: its W's q, k and v rows one copy a stage */
+    int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: the CTA form's W q, k, v rows one copy a stage */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
     int qa_kb;      /* HRMT_CUDA_RING_KB: k blocks a TMA copy in the cluster form's ring */
     int qa_mma;     /* HRMT_CUDA_QKV_ATTN_MMA: its products by mma.sync (ring_mma.cuh) */

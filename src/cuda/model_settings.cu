@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
         mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        ctakb2 = 0, ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
+        ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -55,7 +55,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_KB2", 0, &ctakb2)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MC", 0, &gmc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
@@ -235,13 +234,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     const int ring_kb = env ? atoi(env) : 4;
     g->cnorm_kb = g->cnorm_push && !g->cnorm_mma ? ring_kb : 1;
     g->qa_kb = g->qa_push && !g->qa_mma ? ring_kb : 1;
-    /* The CTA form's ring with two k blocks a copy (two stages of 80 KB
-     * instead of four of 40), same bits: opt-in (session 37, H100: 1.074 /
-     * 1.074 / 1.048x the step's time at batches 4 / 8 / 16). */
-    g->qa_cta_kb2 = g->qa_ctas > 0 && ctakb2;
-    /* ... and its W's three parts (the head's q, k and v rows) as one copy
-     * of a 4-D map instead of three (wgmma_common.cuh's encode_parts), same
-     * bits: opt-in, to be timed (the ring-feed bench's lesson: fewer,
+    /* The CTA form's W's three parts (the head's q, k and v rows) as one
+     * copy of a 4-D map instead of three (wgmma_common.cuh's encode_parts),
+     * same bits: opt-in, to be timed (the ring-feed bench's lesson: fewer,
      * larger copies feed faster). */
     g->qa_cta_w1 = g->qa_ctas > 0 && ctaw1;
     return HRMT_OK;
@@ -280,7 +275,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
-    case HRMT_PATH_QKV_ATTN_CTA_KB2: return g->qa_cta_kb2 != 0;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_MC: return g->glu_mc != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;

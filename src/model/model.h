@@ -125,9 +125,8 @@ typedef enum hrmt_model_path {
     HRMT_PATH_RING_KB,           /* the cluster projection + norm's ring (or the cluster
                                     qkv + attention's) copying two or four k blocks at a
                                     time (HRMT_CUDA_RING_KB) */
-    HRMT_PATH_QKV_ATTN_CTA_KB2,  /* qkv + attention's CTA form's ring copying two k blocks
-                                    at a time */
-    HRMT_PATH_QKV_ATTN_CTA_W1,   /* ... and copying W's q, k and v rows of a stage at once */
+    HRMT_PATH_QKV_ATTN_CTA_W1,   /* qkv + attention's CTA form's ring copying W's q, k and
+                                    v rows of a stage at once */
     HRMT_PATH_GLU_MC,            /* the fused gate_up's W-multicast (cluster) shapes among
                                     the tuner's */
     HRMT_PATH_GLU_WRES3,         /* the W-resident gate_up as 64-row tiles over three

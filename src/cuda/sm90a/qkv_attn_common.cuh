@@ -80,48 +80,45 @@ __device__ __forceinline__ void rope_load(rope_regs<D> &r, int t0, int T, const 
     }
 }
 
-/* The one-thread producer of the CTA form's TMA ring of S stages
- * of KP k blocks (HRMT_CUDA_RING_KB; KP > 1: the maps are encode_kb's):
- * per stage, A's KP boxes of rows at m0 (a_bytes each) and after them the
- * head's 64 q, then 64 k, then 64 v rows of W, KP blocks each, one copy
- * per part. W is never written, so its first stages go out before the wait
- * for the kernel before (programmatic dependent launch), A's rows after it.
- * kb_n % KP == 0. W1 (KP = 1; HRMT_CUDA_QKV_ATTN_CTA_W1): W's three parts
- * as one copy of encode_parts' map, the same bytes in the same places. */
-template <int S, int KP = 1, bool W1 = false>
+/* The one-thread producer of the CTA form's TMA ring of S stages of one k
+ * block: per stage, A's box of rows at m0 (a_bytes) and after it the head's
+ * 64 q, then 64 k, then 64 v rows of W, one copy per part. W is never
+ * written, so its first stages go out before the wait for the kernel
+ * before (programmatic dependent launch), A's rows after it. W1
+ * (HRMT_CUDA_QKV_ATTN_CTA_W1): W's three parts as one copy of
+ * encode_parts' map, the same bytes in the same places. */
+template <int S, bool W1 = false>
 __device__ __forceinline__ void qkv_feed(uint8_t *smem, int a_bytes, const CUtensorMap *tm_a,
                                          const CUtensorMap *tm_w, uint64_t *full, uint64_t *empty,
                                          int kb_n, int m0, int H, int head) {
-    constexpr int D = 64, W_PART = KP * D * ROW_BYTES;
-    const int copies = kb_n / KP, stage_bytes = KP * a_bytes + 3 * W_PART;
-    const int pre = copies < S ? copies : S;
-    static_assert(!W1 || KP == 1, "the parts' map reads one k block a copy");
+    constexpr int D = 64, W_PART = D * ROW_BYTES;
+    const int stage_bytes = a_bytes + 3 * W_PART;
+    const int pre = kb_n < S ? kb_n : S;
     auto load_w = [&](uint8_t *st, uint64_t *bar, int kb) {
         if constexpr (W1) {
             tma_load_4d(st + a_bytes, tm_w, bar, 0, head * D, 0, kb);
         } else {
 #pragma unroll
             for (int part = 0; part < 3; part++)
-                tma_load_kb<KP>(st + KP * a_bytes + part * W_PART, tm_w, bar, kb,
-                                part * H + head * D);
+                tma_load(st + a_bytes + part * W_PART, tm_w, bar, kb * BK, part * H + head * D);
         }
     };
     for (int c = 0; c < pre; c++) {
         mbar_expect_tx(&full[c], stage_bytes);
-        load_w(smem + c * stage_bytes, &full[c], c * KP);
+        load_w(smem + c * stage_bytes, &full[c], c);
     }
     pdl_wait();
     pdl_trigger();
     int s = 0;
     unsigned ph = 0;
-    for (int c = 0; c < copies; c++) {
+    for (int c = 0; c < kb_n; c++) {
         uint8_t *st = smem + s * stage_bytes;
         if (c >= pre) {
             mbar_wait(&empty[s], ph ^ 1);
             mbar_expect_tx(&full[s], stage_bytes);
-            load_w(st, &full[s], c * KP);
+            load_w(st, &full[s], c);
         }
-        tma_load_kb<KP>(st, tm_a, &full[s], c * KP, m0);
+        tma_load(st, tm_a, &full[s], c * BK, m0);
         ring_next(s, ph, S);
     }
 }
@@ -129,14 +126,14 @@ __device__ __forceinline__ void qkv_feed(uint8_t *smem, int a_bytes, const CUten
 /* A consumer warpgroup's q, k and v products over qkv_feed's ring: the 64
  * rows of A a_off bytes into each k block's box against the head's three W
  * blocks, one F32 chain each of k16 steps in ascending k from +0 (the pinned
- * GEMM's arithmetic), whatever KP. Each stage is given back (one arrive per
- * warp) once the next stage's products are issued. */
-template <int S, int KP = 1>
+ * GEMM's arithmetic). Each stage is given back (one arrive per warp) once
+ * the next stage's products are issued. */
+template <int S>
 __device__ __forceinline__ void qkv_products(float (&aq)[32], float (&ak)[32], float (&av)[32],
                                              const uint8_t *smem, int a_bytes, int a_off,
                                              uint64_t *full, uint64_t *empty, int kb_n, int lane) {
-    constexpr int W_BLK = 64 * ROW_BYTES, W_PART = KP * W_BLK;
-    const int stage_bytes = KP * a_bytes + 3 * W_PART;
+    constexpr int W_PART = 64 * ROW_BYTES;
+    const int stage_bytes = a_bytes + 3 * W_PART;
     /* +0 by an opaque move (qkv_attn_wgmma.cu: with a plain 0.0f ptxas
      * serialises the wgmma steps). */
 #pragma unroll
@@ -147,22 +144,19 @@ __device__ __forceinline__ void qkv_products(float (&aq)[32], float (&ak)[32], f
     }
     int s = 0, prev = -1;
     unsigned ph = 0;
-    for (int kb = 0; kb < kb_n; kb += KP) {
+    for (int kb = 0; kb < kb_n; kb++) {
         mbar_wait(&full[s], ph);
         if (kb == 0) LT_PHASE(1);
-        const uint8_t *st = smem + s * stage_bytes, *w = st + KP * a_bytes;
+        const uint8_t *st = smem + s * stage_bytes, *w = st + a_bytes;
         wg_fence();
+        const uint64_t da = desc_k128(st + a_off);
+        const uint64_t dq = desc_k128(w), dk = desc_k128(w + W_PART),
+                       dv = desc_k128(w + 2 * W_PART);
 #pragma unroll
-        for (int j = 0; j < KP; j++) {
-            const uint64_t da = desc_k128(st + j * a_bytes + a_off);
-            const uint64_t dq = desc_k128(w + j * W_BLK), dk = desc_k128(w + W_PART + j * W_BLK),
-                           dv = desc_k128(w + 2 * W_PART + j * W_BLK);
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) {
-                wgmma_n64(aq, da + 2 * kk, dq + 2 * kk);
-                wgmma_n64(ak, da + 2 * kk, dk + 2 * kk);
-                wgmma_n64(av, da + 2 * kk, dv + 2 * kk);
-            }
+        for (int kk = 0; kk < BK / 16; kk++) {
+            wgmma_n64(aq, da + 2 * kk, dq + 2 * kk);
+            wgmma_n64(ak, da + 2 * kk, dk + 2 * kk);
+            wgmma_n64(av, da + 2 * kk, dv + 2 * kk);
         }
         wg_commit();
         wg_wait<1>(); /* the previous stage is read: give it back */

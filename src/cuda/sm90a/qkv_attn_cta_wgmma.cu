@@ -54,20 +54,18 @@ constexpr int QC_SMEM = QC_STAGES * QC_STAGE_BYTES + 3 * QC_QKV + 1024 + 2 * QC_
 constexpr int QC_THREADS = 384;
 
 /* EARLY: q's and k's RoPE factors loaded before the wait for the kernel
- * before (HRMT_CUDA_ROPE_EARLY; qkv_attn_common.cuh's rope_load). KP: k
- * blocks a stage (HRMT_CUDA_QKV_ATTN_CTA_KB2: 2; the ring's QC_STAGES / KP
- * stages take the same shared memory). W1: the head's q, k and v rows of W
- * one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1; encode_parts' map). */
-template <int KT, bool FULL, bool EARLY, int KP = 1, bool W1 = false>
+ * before (HRMT_CUDA_ROPE_EARLY; qkv_attn_common.cuh's rope_load). W1: the
+ * head's q, k and v rows of W one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1;
+ * encode_parts' map). */
+template <int KT, bool FULL, bool EARLY, bool W1 = false>
 __global__ void __launch_bounds__(QC_THREADS, 1)
     qkv_attn_cta_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    constexpr int S = QC_STAGES / KP;
-    static_assert(S * KP == QC_STAGES, "whole stages");
+    constexpr int S = QC_STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint16_t *Qs = (uint16_t *)(smem + S * KP * QC_STAGE_BYTES);
+    uint16_t *Qs = (uint16_t *)(smem + S * QC_STAGE_BYTES);
     uint16_t *Ks = (uint16_t *)((uint8_t *)Qs + QC_QKV), *Vs = (uint16_t *)((uint8_t *)Ks + QC_QKV);
     uint64_t *full = (uint64_t *)((uint8_t *)Vs + QC_QKV), *empty = full + S;
     const int smp = (int)blockIdx.x / p.heads, head = (int)blockIdx.x % p.heads;
@@ -77,8 +75,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
-            qkv_feed<S, KP, W1>(smem, QC_A_BYTES, &tm_a, &tm_w, full, empty, kb_n, smp * T, H,
-                                head);
+            qkv_feed<S, W1>(smem, QC_A_BYTES, &tm_a, &tm_w, full, empty, kb_n, smp * T, H, head);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -89,8 +86,7 @@ __global__ void __launch_bounds__(QC_THREADS, 1)
     pdl_wait(); /* before att's stores */
     pdl_trigger();
     float aq[QC_D / 2], ak[QC_D / 2], av[QC_D / 2];
-    qkv_products<S, KP>(aq, ak, av, smem, QC_A_BYTES, half * 64 * ROW_BYTES, full, empty, kb_n,
-                        lane);
+    qkv_products<S>(aq, ak, av, smem, QC_A_BYTES, half * 64 * ROW_BYTES, full, empty, kb_n, lane);
     /* BF16, RoPE on q and k, zero past T (qkv_attn_common.cuh). */
     const int t0 = half * 64;
     qkv_emit<QC_D, QC_LD, EARLY>(aq, t0, p.T, p.cs, p.sn, w4, lane, Qs + t0 * QC_LD, rr);
@@ -123,12 +119,9 @@ int qc_fits(const hrmt_cuda *cu) {
     int sms = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, &sms, NULL);
     auto kern = qkv_attn_cta_kernel<KT, FULL, false>;
-    decltype(kern) all[6] = {kern,
-                             qkv_attn_cta_kernel<KT, FULL, true>,
-                             qkv_attn_cta_kernel<KT, FULL, false, 2>,
-                             qkv_attn_cta_kernel<KT, FULL, true, 2>,
-                             qkv_attn_cta_kernel<KT, FULL, false, 1, true>,
-                             qkv_attn_cta_kernel<KT, FULL, true, 1, true>};
+    decltype(kern) all[4] = {kern, qkv_attn_cta_kernel<KT, FULL, true>,
+                             qkv_attn_cta_kernel<KT, FULL, false, true>,
+                             qkv_attn_cta_kernel<KT, FULL, true, true>};
     for (auto k : all)
         if (!image_loads(k, QC_SMEM, per_block) || smem_opt_in(k, QC_SMEM) != cudaSuccess) {
             (void)cudaGetLastError();
@@ -148,24 +141,18 @@ hrmt_status qc_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                       const void *h, const void *w, void *att, int *done) {
     const size_t H = m->hidden, rows = n * m->T;
     const struct hrmt_model_cuda *g = cu_model(m);
-    /* Two k blocks a copy when asked for (HRMT_CUDA_QKV_ATTN_CTA_KB2) and k
-     * holds whole pairs. */
-    const int kp = kb_per_copy(g->qa_cta_kb2 ? 2 : 1, H / BK);
-    /* W's three parts one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1), with one
-     * k block a stage. */
-    const bool w1 = kp == 1 && g->qa_cta_w1;
+    /* W's three parts one copy a stage (HRMT_CUDA_QKV_ATTN_CTA_W1). */
+    const bool w1 = g->qa_cta_w1;
     CUtensorMap ta, tw;
-    if (!encode_kb(fn, &ta, h, rows, H, H, QC_ROWS, kp) ||
-        !(w1 ? encode_parts(fn, &tw, w, H, 3, H, H, QC_D)
-             : encode_kb(fn, &tw, w, 3 * H, H, H, QC_D, kp)))
+    if (!encode(fn, &ta, h, rows, H, H, QC_ROWS) ||
+        !(w1 ? encode_parts(fn, &tw, w, H, 3, H, H, QC_D) : encode(fn, &tw, w, 3 * H, H, H, QC_D)))
         return HRMT_OK; /* *done stays 0: the launches serve */
     const qkv_attn_args p = qkv_attn_args_for(m, att);
-    auto kern = g->rope_early ? (kp == 2 ? qkv_attn_cta_kernel<KT, FULL, true, 2>
-                                 : w1    ? qkv_attn_cta_kernel<KT, FULL, true, 1, true>
-                                         : qkv_attn_cta_kernel<KT, FULL, true>)
-                              : (kp == 2 ? qkv_attn_cta_kernel<KT, FULL, false, 2>
-                                 : w1    ? qkv_attn_cta_kernel<KT, FULL, false, 1, true>
-                                         : qkv_attn_cta_kernel<KT, FULL, false>);
+    auto kern =
+        g->rope_early
+            ? (w1 ? qkv_attn_cta_kernel<KT, FULL, true, true> : qkv_attn_cta_kernel<KT, FULL, true>)
+            : (w1 ? qkv_attn_cta_kernel<KT, FULL, false, true>
+                  : qkv_attn_cta_kernel<KT, FULL, false>);
     /* The shared-memory opt-in was made at model load (qc_fits). */
     const cudaError_t e = pdl_launch(kern, dim3((unsigned)(n * m->heads)), dim3(QC_THREADS),
                                      QC_SMEM, cu_stream(m), g->pdl, ta, tw, p);
