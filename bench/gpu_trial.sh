@@ -3,11 +3,9 @@
 # (sessions 30-32): HRMT_CUDA_FUSED_NORM (its two-CTA kernel of session 31),
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
-# session 32's HRMT_CUDA_CLUSTER_NORM_MMA, session 33's
-# HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH, HRMT_CUDA_QKV_ATTN_MMA,
-# HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA, session 34's
-# HRMT_CUDA_FLAG_LINKS (the seven not yet run: e.g.
-# TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_MMA HRMT_CUDA_CLUSTER_NORM_PUSH
+# session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH,
+# HRMT_CUDA_QKV_ATTN_MMA, HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA, session
+# 34's HRMT_CUDA_FLAG_LINKS (e.g. TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_PUSH
 # HRMT_CUDA_QKV_ATTN_PUSH HRMT_CUDA_QKV_ATTN_MMA HRMT_CUDA_ROPE_EARLY
 # HRMT_CUDA_GLU_MMA HRMT_CUDA_FLAG_LINKS" TRIAL_STEPS="tests memcheck tune ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
@@ -47,7 +45,6 @@ switches=(
   "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
   "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
   "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|glu_shapes_equal_launches_short_seq|16,64,256|ring_(gemm|wres)_kernel"
-  "HRMT_CUDA_CLUSTER_NORM_MMA|cluster_norm_mma_equals_wgmma_*|cluster_norm_mma_equals_wgmma_short_seq|1,2,4,8|cluster_norm"
   "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|cluster_norm_push_equals_barriers_short_seq|1,2,4,8|cluster_norm"
   "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|qkv_attn_push_equals_barrier_hrm_width|1,2|qkv_attn_kernel"
   "HRMT_CUDA_QKV_ATTN_MMA|qkv_attn_mma_equals_wgmma_*|qkv_attn_mma_equals_wgmma_hrm_width|1,2|qkv_attn_kernel"

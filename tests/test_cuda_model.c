@@ -1123,51 +1123,27 @@ Test(cuda_model, glu_mma_tuned_equals_default) {
                                  512, 8, 81, batches, 3);
 }
 
-/* The cluster projection + norm's products by mma.sync
- * (HRMT_CUDA_CLUSTER_NORM_MMA, opt-in; sm90a/ring_mma.cuh) against wgmma:
- * the same bytes, both schedules, halting samples. Up to 6 row tiles run
- * clusters of 16 (32 columns a CTA at hidden 512, 16 at 256: batches 1 and 2
- * at T = 82, 1 and 3 at T = 64), up to 15 clusters of 8 (64 / 32 columns:
- * batch 7, batch 8), with the next level's injection folded into the last. */
-static void cluster_norm_mma_equals_wgmma(int hidden, int heads, int seq_len, const int *batches,
-                                          int nb) {
-    need_cc90("the cluster projection + norm is built for", 0);
-    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_MMA", HRMT_PATH_CLUSTER_NORM_MMA,
-                                 "mma.sync vs wgmma", hidden, heads, seq_len, batches, nb);
-}
-Test(cuda_model, cluster_norm_mma_equals_wgmma_hrm_width) {
-    const int batches[] = {1, 2, 7};
-    cluster_norm_mma_equals_wgmma(512, 8, 81, batches, 3);
-}
-Test(cuda_model, cluster_norm_mma_equals_wgmma_short_seq) {
-    const int batches[] = {1, 3, 8};
-    cluster_norm_mma_equals_wgmma(256, 4, 63, batches, 3);
-}
-
 /* The cluster projection + norm's exchanges pushed into byte-counted
- * barriers (HRMT_CUDA_CLUSTER_NORM_PUSH, opt-in; sm90a/cluster_async.cuh)
- * against the two cluster barriers: the same bytes, both schedules, halting
- * samples; the batches of the MMA test above (clusters of 16 and of 8, the
- * second tile's rows ending inside a CTA's rows and before some CTAs' rows
- * begin, the fold), and with the products by mma.sync too. */
+ * barriers (HRMT_CUDA_CLUSTER_NORM_PUSH, on by default;
+ * sm90a/cluster_async.cuh) against the two cluster barriers: the same bytes,
+ * both schedules, halting samples. Up to 6 row tiles run clusters of 16 (32
+ * columns a CTA at hidden 512, 16 at 256: batches 1 and 2 at T = 82, 1 and 3
+ * at T = 64), up to 15 clusters of 8 (64 / 32 columns: batch 7, batch 8),
+ * the second tile's rows ending inside a CTA's rows and before some CTAs'
+ * rows begin, with the next level's injection folded into the last. */
 static void cluster_norm_push_equals_barriers(int hidden, int heads, int seq_len,
-                                              const int *batches, int nb, int mma) {
+                                              const int *batches, int nb) {
     need_cc90("the cluster projection + norm is built for", 0);
-    switch_keeps_bits_with(mma ? "HRMT_CUDA_CLUSTER_NORM_MMA" : NULL, "1",
-                           "HRMT_CUDA_CLUSTER_NORM_PUSH", HRMT_PATH_CLUSTER_NORM_PUSH,
-                           "pushes vs barriers", hidden, heads, seq_len, batches, nb);
+    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_PUSH", HRMT_PATH_CLUSTER_NORM_PUSH,
+                                 "pushes vs barriers", hidden, heads, seq_len, batches, nb);
 }
 Test(cuda_model, cluster_norm_push_equals_barriers_hrm_width) {
     const int batches[] = {1, 2, 7};
-    cluster_norm_push_equals_barriers(512, 8, 81, batches, 3, 0);
+    cluster_norm_push_equals_barriers(512, 8, 81, batches, 3);
 }
 Test(cuda_model, cluster_norm_push_equals_barriers_short_seq) {
     const int batches[] = {1, 3, 8};
-    cluster_norm_push_equals_barriers(256, 4, 63, batches, 3, 0);
-}
-Test(cuda_model, cluster_norm_push_equals_barriers_mma) {
-    const int batches[] = {1, 7};
-    cluster_norm_push_equals_barriers(512, 8, 81, batches, 2, 1);
+    cluster_norm_push_equals_barriers(256, 4, 63, batches, 3);
 }
 
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
@@ -1501,28 +1477,23 @@ Test(cuda_model, qkv_attn_cta_w1_equals_three_short_seq) {
                                  "CTA form, W one copy", 0);
 }
 
-/* Where it does not serve: the mma.sync products and the barrier forms
- * keep one k block a copy (the cluster qkv + attention's barrier form in
- * both cases: the other ring it serves). */
+/* Where it does not serve: the barrier form keeps one k block a copy (the
+ * cluster qkv + attention's barrier form too: the other ring it serves). */
 Test(cuda_model, ring_kb_rules) {
     need_cc90("the cluster projection + norm is built for", 0);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    const char *off[2] = {"HRMT_CUDA_CLUSTER_NORM_MMA", "HRMT_CUDA_CLUSTER_NORM_PUSH"};
-    const char *val[2] = {"1", "0"};
-    for (int i = 0; i < 2; i++) {
-        hrmt_model *m = NULL;
-        setenv("HRMT_CUDA_RING_KB", "2", 1);
-        setenv("HRMT_CUDA_QKV_ATTN_PUSH", "0", 1);
-        setenv(off[i], val[i], 1);
-        cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s",
-                     hrmt_last_error(ctx));
-        cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_RING_KB), 0, "%s=%s keeps one", off[i], val[i]);
-        unsetenv(off[i]);
-        unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
-        unsetenv("HRMT_CUDA_RING_KB");
-        hrmt_model_destroy(m);
-    }
+    hrmt_model *m = NULL;
+    setenv("HRMT_CUDA_RING_KB", "2", 1);
+    setenv("HRMT_CUDA_QKV_ATTN_PUSH", "0", 1);
+    setenv("HRMT_CUDA_CLUSTER_NORM_PUSH", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_RING_KB), 0,
+                 "HRMT_CUDA_CLUSTER_NORM_PUSH=0 keeps one");
+    unsetenv("HRMT_CUDA_CLUSTER_NORM_PUSH");
+    unsetenv("HRMT_CUDA_QKV_ATTN_PUSH");
+    unsetenv("HRMT_CUDA_RING_KB");
+    hrmt_model_destroy(m);
     const char *bad[] = {"0", "3", "8", "two", ""};
     expect_bad_values(ctx, &cfg, "HRMT_CUDA_RING_KB", bad, sizeof bad / sizeof bad[0]);
     hrmt_context_destroy(ctx);
@@ -1804,16 +1775,16 @@ Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     const char *names[] = {
-        "HRMT_CUDA_FUSED_GLU",         "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
-        "HRMT_CUDA_CLUSTER_NORM",      "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-        "HRMT_CUDA_FUSED_HEADS",       "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
-        "HRMT_CUDA_GEMM_TUNE_EXACT",   "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
-        "HRMT_CUDA_FOLD_INJECT",       "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
-        "HRMT_CUDA_GLU_FAST_SILU",     "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
-        "HRMT_CUDA_GLU_MUL",           "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_MMA",
-        "HRMT_CUDA_CLUSTER_NORM_PUSH", "HRMT_CUDA_QKV_ATTN_PUSH",     "HRMT_CUDA_QKV_ATTN_MMA",
-        "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_FLAG_LINKS",
-        "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_FUSED_GLU",       "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
+        "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+        "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
+        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
+        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
+        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
+        "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
+        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_QKV_ATTN_MMA",      "HRMT_CUDA_GLU_MMA",
+        "HRMT_CUDA_ROPE_EARLY",      "HRMT_CUDA_FLAG_LINKS",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

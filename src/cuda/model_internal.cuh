@@ -99,7 +99,6 @@ struct hrmt_model_cuda {
     int npro;       /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
     int inject;     /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
     int cnorm;      /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
-    int cnorm_mma;  /* HRMT_CUDA_CLUSTER_NORM_MMA: its products by mma.sync (ring_mma.cuh) */
     int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
     int cnorm_kb;   /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring (1, 2, 4) */
     int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: the CTA form's W q, k, v rows one copy a stage */

@@ -25,7 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cmma = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
+        mul = 0, wres = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
         ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
@@ -48,7 +48,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 1, &once)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MUL", 0, &mul)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_MMA", 0, &cmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 1, &cpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 1, &qpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_MMA", 0, &qmma)) != HRMT_OK ||
@@ -89,8 +88,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * (H100, with the two below: 0.916 / 0.914 of the step at batch 1 / 8). */
     g->qa_push = g->qa_clusters > 0 && qpush;
     /* ... and its products by mma.sync (sm90a/ring_mma.cuh), same bits:
-     * opt-in, written without a device (session 33), to be timed beside
-     * HRMT_CUDA_CLUSTER_NORM_MMA. */
+     * opt-in, written without a device (session 33). */
     g->qa_mma = g->qa_clusters > 0 && qmma;
     /* In both qkv + attention kernels the RoPE factors are loaded into
      * registers before the wait for the kernel before instead of after the
@@ -211,14 +209,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         g->cnorm8_max = force ? fit8 : (fit8 < CN8_TILES ? fit8 : CN8_TILES);
         g->cnorm = g->cnorm16_max > 0 || g->cnorm8_max > 0;
     }
-    /* Opt-in, written without a device (session 32): the cluster
-     * projection + norm's products by mma.sync instead of wgmma, same bits
-     * (sm90a/ring_mma.cuh), for the batch-1 chain's step time. */
-    g->cnorm_mma = g->cnorm && cmma;
     /* Its norm's row exchange and invs pushed (bulk copies, st.async) into
      * barriers that count bytes, one split cluster barrier at the start
      * instead of two after the products (sm90a/cluster_async.cuh), same
-     * bits: on by default since session 34 (with the two above). */
+     * bits: on by default since session 34 (with the cluster qkv +
+     * attention's pushes and HRMT_CUDA_ROPE_EARLY). */
     g->cnorm_push = g->cnorm && cpush;
     /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
      * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
@@ -232,7 +227,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         return hrmt_fail(m->ctx, HRMT_ERR_INVALID_ARG, "HRMT_CUDA_RING_KB='%s' is not 1, 2 or 4",
                          env);
     const int ring_kb = env ? atoi(env) : 4;
-    g->cnorm_kb = g->cnorm_push && !g->cnorm_mma ? ring_kb : 1;
+    g->cnorm_kb = g->cnorm_push ? ring_kb : 1;
     g->qa_kb = g->qa_push && !g->qa_mma ? ring_kb : 1;
     /* The CTA form's W's three parts (the head's q, k and v rows) as one
      * copy of a 4-D map instead of three (wgmma_common.cuh's encode_parts),
@@ -269,7 +264,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_GLU_MMA: return g->glu_mma != 0;
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
-    case HRMT_PATH_CLUSTER_NORM_MMA: return g->cnorm_mma != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;

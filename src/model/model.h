@@ -112,10 +112,8 @@ typedef enum hrmt_model_path {
     HRMT_PATH_NORM_VEC,      /* residual + RMSNorm with 16-byte accesses (rowops_norm.cu) */
     HRMT_PATH_ATTN_ROPE_ONCE, /* attention's K and Q rotated from one factor load (attn_rope.cuh) */
     HRMT_PATH_GLU_MUL,        /* the fused gate_up's s(g) u by mul.rn.bf16x2 (silu_fast.cuh) */
-    HRMT_PATH_CLUSTER_NORM_MMA,  /* the cluster projection + norm's products by mma.sync
-                                    (ring_mma.cuh) */
-    HRMT_PATH_CLUSTER_NORM_PUSH, /* its norm's exchanges pushed into byte-counted barriers
-                                    (cluster_async.cuh) */
+    HRMT_PATH_CLUSTER_NORM_PUSH, /* the cluster projection + norm's exchanges pushed into
+                                    byte-counted barriers (cluster_async.cuh) */
     HRMT_PATH_QKV_ATTN_PUSH,     /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
     HRMT_PATH_QKV_ATTN_MMA,      /* its products by mma.sync (ring_mma.cuh) */
     HRMT_PATH_GLU_MMA,           /* the fused gate_up's mma.sync shapes among the tuned */

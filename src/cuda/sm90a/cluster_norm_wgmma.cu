@@ -65,7 +65,6 @@
 #include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/push_plan.cuh"
-#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -120,16 +119,14 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 }
 #endif
 
-/* MMA: the products by mma.sync (ring_mma.cuh, HRMT_CUDA_CLUSTER_NORM_MMA),
- * the same bits; else wgmma. PUSH: the norm's exchanges pushed to where
- * they are read and waited for by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH,
- * below), the same bits; else pulled between two cluster barriers. */
-template <int WN, int CL, bool MMA, bool PUSH, int KP = 1>
+/* PUSH: the norm's exchanges pushed to where they are read and waited for
+ * by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH, below), the same bits; else
+ * pulled between two cluster barriers. */
+template <int WN, int CL, bool PUSH, int KP = 1>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
-    static_assert(KP == 1 || !MMA, "the mma.sync products read one k block a stage");
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
@@ -230,13 +227,8 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
     int s = 0, prev = -1;
     unsigned ph = 0;
-    if constexpr (MMA) {
-        ring_products_mma<WN>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
-                              lane, warp);
-    } else {
-        ring_products<WN, KP>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph,
-                              prev, lane, CN_BM * ROW_BYTES, WN * ROW_BYTES);
-    }
+    ring_products<WN, KP>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
+                          lane, CN_BM * ROW_BYTES, WN * ROW_BYTES);
 
     /* 1. x = bf16(h + bf16(acc)) in place of acc and into xs. */
 #pragma unroll
@@ -347,9 +339,9 @@ int cn_opt_in(K *kern, size_t smem, size_t per_block, int cl) {
 }
 
 /* How many clusters of CL such CTAs can run at once (0: none); every
- * instance (wgmma, mma.sync; barriers, push) opted in, the push form's
- * larger shared memory counted (the cluster count is that of the larger,
- * which the settings then use for both: one CTA per SM either way). */
+ * instance (barriers, push) opted in, the push form's larger shared memory
+ * counted (the cluster count is that of the larger, which the settings then
+ * use for both: one CTA per SM either way). */
 template <int WN, int CL>
 int cn_fits(const hrmt_cuda *cu) {
     using C = cn_cfg<WN, CL>;
@@ -359,17 +351,15 @@ int cn_fits(const hrmt_cuda *cu) {
     static_assert(cn_cfg<WN, CL, 2>::SMEM_PUSH <= C::SMEM_PUSH &&
                       cn_cfg<WN, CL, 4>::SMEM_PUSH <= C::SMEM_PUSH,
                   "one cluster count for every KP");
-    if (!cn_opt_in(cluster_norm_kernel<WN, CL, false, false>, C::SMEM, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, false>, C::SMEM, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, false, true>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, true>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, false, true, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH,
-                   per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, false, true, 4>, cn_cfg<WN, CL, 4>::SMEM_PUSH,
-                   per_block, CL))
+    if (!cn_opt_in(cluster_norm_kernel<WN, CL, false>, C::SMEM, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
+                   CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
+                   CL))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
-    return cluster_fits(cluster_norm_kernel<WN, CL, false, true>, CL, 256, C::SMEM_PUSH);
+    return cluster_fits(cluster_norm_kernel<WN, CL, true>, CL, 256, C::SMEM_PUSH);
 }
 
 template <int WN, int CL>
@@ -394,12 +384,10 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? f->hz : 0,
                     f ? f->store : 0,
                     cu_link_take(lk)};
-    auto kern = g->cnorm_mma     ? (g->cnorm_push ? cluster_norm_kernel<WN, CL, true, true>
-                                                  : cluster_norm_kernel<WN, CL, true, false>)
-                : !g->cnorm_push ? cluster_norm_kernel<WN, CL, false, false>
-                : kp == 4        ? cluster_norm_kernel<WN, CL, false, true, 4>
-                : kp == 2        ? cluster_norm_kernel<WN, CL, false, true, 2>
-                                 : cluster_norm_kernel<WN, CL, false, true>;
+    auto kern = !g->cnorm_push ? cluster_norm_kernel<WN, CL, false>
+                : kp == 4      ? cluster_norm_kernel<WN, CL, true, 4>
+                : kp == 2      ? cluster_norm_kernel<WN, CL, true, 2>
+                               : cluster_norm_kernel<WN, CL, true>;
     const size_t smem = !g->cnorm_push ? cn_cfg<WN, CL>::SMEM
                         : kp == 4      ? cn_cfg<WN, CL, 4>::SMEM_PUSH
                         : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH

@@ -23,8 +23,8 @@
  * bytes on the receiver's barrier, which waits for the bytes it is owed
  * instead of the cluster barrier (sm90a/cluster_async.cuh); the same bytes.
  * Opt-in (HRMT_CUDA_QKV_ATTN_MMA, MMA): the products by mma.sync from the
- * same stages (ring_mma.cuh, as the cluster projection + norm's
- * HRMT_CUDA_CLUSTER_NORM_MMA); the same bytes.
+ * same stages (ring_mma.cuh, as the fused gate_up's HRMT_CUDA_GLU_MMA
+ * shapes); the same bytes.
  *
  * Bits: the projection is ring_gemm.cuh's F32 chain of k16 steps in
  * ascending k from +0 rounded to BF16 (the pinned cuBLASLt algorithms'
