@@ -1369,31 +1369,6 @@ Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
     qkv_attn_push_equals_barrier(256, 4, 99, batches, 1);
 }
 
-/* The cluster form's products by mma.sync (HRMT_CUDA_QKV_ATTN_MMA, opt-in;
- * sm90a/ring_mma.cuh) against wgmma: the same bytes, both schedules,
- * halting samples, the four instances as above; and with the pushes. */
-static void qkv_attn_mma_equals_wgmma(int hidden, int heads, int seq_len, const int *batches,
-                                      int nb, int push) {
-    need_cc90("the qkv + attention cluster kernel is built for", 0);
-    switch_keeps_bits_with(push ? "HRMT_CUDA_QKV_ATTN_PUSH" : NULL, "1", "HRMT_CUDA_QKV_ATTN_MMA",
-                           HRMT_PATH_QKV_ATTN_MMA, "qkv + attention mma.sync vs wgmma", hidden,
-                           heads, seq_len, batches, nb);
-}
-Test(cuda_model, qkv_attn_mma_equals_wgmma_hrm_width) {
-    const int batches[] = {1, 2};
-    qkv_attn_mma_equals_wgmma(512, 8, 81, batches, 2, 0);
-}
-Test(cuda_model, qkv_attn_mma_equals_wgmma_short_seq) {
-    const int batches[] = {1, 3};
-    qkv_attn_mma_equals_wgmma(256, 4, 60, batches, 2, 0);
-    qkv_attn_mma_equals_wgmma(256, 4, 69, batches, 1, 0);
-    qkv_attn_mma_equals_wgmma(256, 4, 99, batches, 1, 0);
-}
-Test(cuda_model, qkv_attn_mma_equals_wgmma_push) {
-    const int batches[] = {1, 2};
-    qkv_attn_mma_equals_wgmma(512, 8, 81, batches, 2, 1);
-}
-
 /* Both qkv + attention kernels' RoPE factors loaded before the products
  * (HRMT_CUDA_ROPE_EARLY, opt-in) against after them: the same bytes, both
  * schedules, halting samples, at batches of the cluster form (1, 2) and of
@@ -1782,9 +1757,9 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
-        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_QKV_ATTN_MMA",      "HRMT_CUDA_GLU_MMA",
-        "HRMT_CUDA_ROPE_EARLY",      "HRMT_CUDA_FLAG_LINKS",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",
+        "HRMT_CUDA_FLAG_LINKS",      "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",
+        "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

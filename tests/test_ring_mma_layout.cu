@@ -1,9 +1,8 @@
 /* The mma.sync form of a ring's products (sm90a/ring_mma.cuh: the fused
- * gate_up's HRMT_CUDA_GLU_MMA shapes, the cluster qkv + attention's
- * HRMT_CUDA_QKV_ATTN_MMA) reads its operands at addresses and leaves its
- * results in places that sm90a/mma_lanes.cuh computes; this runs those
- * functions on the host, over an emulated TMA stage, against what the
- * hardware is specified to do: the copy engine's
+ * gate_up's HRMT_CUDA_GLU_MMA shapes) reads its operands at addresses and
+ * leaves its results in places that sm90a/mma_lanes.cuh computes; this
+ * runs those functions on the host, over an emulated TMA stage, against
+ * what the hardware is specified to do: the copy engine's
  * 128-byte swizzle (16-byte chunk bits 4-6 of the address XORed with bits
  * 7-9), ldmatrix.x4 (matrix j's rows addressed by lanes 8 j .. 8 j + 7;
  * lane t receives row t / 4, elements 2 (t % 4) and + 1 of each matrix),

@@ -25,8 +25,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cpush = 0, qpush = 0, qmma = 0, gmma = 0, early = 0, flags = 0,
-        ctaw1 = 0, gmc = 0, wres3 = 0, tstore = 0;
+        mul = 0, wres = 0, cpush = 0, qpush = 0, gmma = 0, early = 0, flags = 0, ctaw1 = 0, gmc = 0,
+        wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -50,7 +50,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 1, &cpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 1, &qpush)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_MMA", 0, &qmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
@@ -85,11 +84,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* The cluster form's pushes of K, V and Q counted in bytes on each
      * receiver's barrier instead of a cluster barrier after them
      * (sm90a/cluster_async.cuh), same bits: on by default since session 34
-     * (H100, with the two below: 0.916 / 0.914 of the step at batch 1 / 8). */
+     * (H100, with HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_CLUSTER_NORM_PUSH:
+     * 0.916 / 0.914 of the step at batch 1 / 8). */
     g->qa_push = g->qa_clusters > 0 && qpush;
-    /* ... and its products by mma.sync (sm90a/ring_mma.cuh), same bits:
-     * opt-in, written without a device (session 33). */
-    g->qa_mma = g->qa_clusters > 0 && qmma;
     /* In both qkv + attention kernels the RoPE factors are loaded into
      * registers before the wait for the kernel before instead of after the
      * products (an L2 round trip off the epilogue), same values, same bits:
@@ -217,8 +214,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     g->cnorm_push = g->cnorm && cpush;
     /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
      * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
-     * encode_kb), same bits: their push forms' wgmma products only. Four
-     * by default since session 37 (H100): the batch-1 down_proj ring's
+     * encode_kb), same bits: their push forms only. Four by default since
+     * session 37 (H100): the batch-1 down_proj ring's
      * products at 143 / 109 / 72 ns a 64-k stage with 1 / 2 / 4 k blocks a
      * copy (bench/cuda_ring_feed.cu), the step 0.969 / 0.966 / 0.975 /
      * 0.968 of one's time at batches 1 / 2 / 4 / 8 (2: 0.98-1.02). */
@@ -228,7 +225,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
                          env);
     const int ring_kb = env ? atoi(env) : 4;
     g->cnorm_kb = g->cnorm_push ? ring_kb : 1;
-    g->qa_kb = g->qa_push && !g->qa_mma ? ring_kb : 1;
+    g->qa_kb = g->qa_push ? ring_kb : 1;
     /* The CTA form's W's three parts (the head's q, k and v rows) as one
      * copy of a 4-D map instead of three (wgmma_common.cuh's encode_parts),
      * same bits: opt-in, to be timed (the ring-feed bench's lesson: fewer,
@@ -266,7 +263,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
-    case HRMT_PATH_QKV_ATTN_MMA: return g->qa_mma != 0;
     case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;

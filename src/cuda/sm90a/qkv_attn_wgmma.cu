@@ -22,9 +22,6 @@
  * (HRMT_CUDA_QKV_ATTN_PUSH, PUSH): the pushes by st.async, each counted in
  * bytes on the receiver's barrier, which waits for the bytes it is owed
  * instead of the cluster barrier (sm90a/cluster_async.cuh); the same bytes.
- * Opt-in (HRMT_CUDA_QKV_ATTN_MMA, MMA): the products by mma.sync from the
- * same stages (ring_mma.cuh, as the fused gate_up's HRMT_CUDA_GLU_MMA
- * shapes); the same bytes.
  *
  * Bits: the projection is ring_gemm.cuh's F32 chain of k16 steps in
  * ascending k from +0 rounded to BF16 (the pinned cuBLASLt algorithms'
@@ -50,7 +47,6 @@
 #include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/push_plan.cuh"
 #include "cuda/sm90a/qkv_attn_common.cuh"
-#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 namespace rc = hrmt_rowops_cuda;
@@ -71,22 +67,21 @@ constexpr int QA_SMEM =
 constexpr int QA_SMEM_PUSH = QA_SMEM + 8; /* + the pushes' barrier */
 
 /* The opt-in forms, bits of the kernel's FORM: pushes counted on barriers
- * (HRMT_CUDA_QKV_ATTN_PUSH), products by mma.sync (HRMT_CUDA_QKV_ATTN_MMA),
- * RoPE factors loaded early (HRMT_CUDA_ROPE_EARLY; the wgmma form only:
- * beside mma.sync's operand registers they spill). */
+ * (HRMT_CUDA_QKV_ATTN_PUSH), RoPE factors loaded early
+ * (HRMT_CUDA_ROPE_EARLY). Bit 2 was the removed mma.sync products' (the
+ * other forms keep their values, and so their kernels' names). */
 /* QA_KB2 / QA_KB4: two / four k blocks a stage, A's and W's each one TMA
- * copy (HRMT_CUDA_RING_KB; encode_kb's maps), with the pushes and wgmma. */
-enum { QA_PUSH = 1, QA_MMA = 2, QA_EARLY = 4, QA_FORMS = 6, QA_KB2 = 8, QA_KB4 = 16 };
+ * copy (HRMT_CUDA_RING_KB; encode_kb's maps), with the pushes. */
+enum { QA_PUSH = 1, QA_EARLY = 4, QA_KB2 = 8, QA_KB4 = 16 };
 
 template <int RT, int KT, bool FULL, int FORM>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    constexpr bool PUSH = FORM & QA_PUSH, MMA = FORM & QA_MMA, EARLY = FORM & QA_EARLY;
+    constexpr bool PUSH = FORM & QA_PUSH, EARLY = FORM & QA_EARLY;
     constexpr int KP = FORM & QA_KB4 ? 4 : FORM & QA_KB2 ? 2 : 1;
-    static_assert(!(MMA && EARLY), "the early RoPE factors are the wgmma form's");
-    static_assert(KP == 1 || (PUSH && !MMA), "wider stages with the pushes' wgmma form");
+    static_assert(KP == 1 || PUSH, "wider stages with the pushes");
     /* S stages of KP k blocks: [KP][64][64] of A, then [KP][64][64] of W. */
     constexpr int CL = 3 * RT, S = QA_STAGES / KP, SB = KP * QA_STAGE_BYTES;
     extern __shared__ uint8_t smem_raw[];
@@ -150,13 +145,8 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < QA_D / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
     int s = 0, prev = -1;
     unsigned ph = 0;
-    if constexpr (MMA) {
-        ring_products_mma<QA_D>(acc, smem, QA_STAGE_BYTES, QA_A_BYTES, full, empty, S, kb_n, s, ph,
-                                lane, warp & 3);
-    } else {
-        ring_products<QA_D, KP>(acc, smem, SB, KP * QA_A_BYTES, full, empty, S, kb_n, s, ph, prev,
-                                lane, QA_A_BYTES, QA_D * ROW_BYTES);
-    }
+    ring_products<QA_D, KP>(acc, smem, SB, KP * QA_A_BYTES, full, empty, S, kb_n, s, ph, prev, lane,
+                            QA_A_BYTES, QA_D * ROW_BYTES);
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
     qkv_emit<QA_D, QA_LD, EARLY>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs, rr);
@@ -211,12 +201,10 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-/* The instance of a form (QA_* bits; with mma.sync, no early factors; the
- * wider stages with the pushes' wgmma form only). */
+/* The instance of a form (QA_* bits; the wider stages with the pushes only). */
 template <int RT, int KT, bool FULL>
 auto qa_kernel(int form) {
-    if (form & QA_MMA) form &= ~QA_EARLY;
-    if ((form & (QA_MMA | QA_PUSH)) != QA_PUSH) form &= ~(QA_KB2 | QA_KB4);
+    if (!(form & QA_PUSH)) form &= ~(QA_KB2 | QA_KB4);
     if (form & QA_KB4) form &= ~QA_KB2;
     switch (form) {
     case QA_PUSH | QA_KB2: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_KB2>;
@@ -226,8 +214,6 @@ auto qa_kernel(int form) {
     case QA_PUSH | QA_EARLY | QA_KB4:
         return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY | QA_KB4>;
     case QA_PUSH: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH>;
-    case QA_MMA: return qkv_attn_kernel<RT, KT, FULL, QA_MMA>;
-    case QA_PUSH | QA_MMA: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_MMA>;
     case QA_EARLY: return qkv_attn_kernel<RT, KT, FULL, QA_EARLY>;
     case QA_PUSH | QA_EARLY: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY>;
     default: return qkv_attn_kernel<RT, KT, FULL, 0>;
@@ -241,16 +227,13 @@ int qa_fits(const hrmt_cuda *cu) {
     /* Every form opted in; the cluster count of the larger (one CTA per
      * SM either way). */
     const int forms[] = {0,
-                         1,
-                         2,
-                         3,
-                         4,
-                         5,
+                         QA_PUSH,
+                         QA_EARLY,
+                         QA_PUSH | QA_EARLY,
                          QA_PUSH | QA_KB2,
                          QA_PUSH | QA_EARLY | QA_KB2,
                          QA_PUSH | QA_KB4,
                          QA_PUSH | QA_EARLY | QA_KB4};
-    static_assert(QA_FORMS == 6, "the six forms without wider stages, then those with them");
     for (int f : forms) {
         const size_t smem = f & QA_PUSH ? QA_SMEM_PUSH : QA_SMEM;
         auto kern = qa_kernel<RT, KT, FULL>(f);
@@ -276,8 +259,7 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const unsigned grid = (unsigned)(n * m->heads * 3 * RT);
     /* The shared-memory opt-in was made at model load (qa_fits). */
     const cudaError_t e = cluster_launch(
-        qa_kernel<RT, KT, FULL>((g->qa_push ? QA_PUSH : 0) | (g->qa_mma ? QA_MMA : 0) |
-                                (g->rope_early ? QA_EARLY : 0) |
+        qa_kernel<RT, KT, FULL>((g->qa_push ? QA_PUSH : 0) | (g->rope_early ? QA_EARLY : 0) |
                                 (kp == 4   ? QA_KB4
                                  : kp == 2 ? QA_KB2
                                            : 0)),

@@ -1,18 +1,18 @@
 /* A warpgroup's products of one tile from a TMA ring by mma.sync instead of
  * wgmma (opt-in: the fused gate_up's mma.sync shapes, HRMT_CUDA_GLU_MMA,
- * ring_gemm.cuh's MMA; the cluster qkv + attention's HRMT_CUDA_QKV_ATTN_MMA,
- * qkv_attn_wgmma.cu): the same stages (A's 64 rows and W's N rows over 64 k
- * in the copy engine's 128-byte swizzle), the same accumulators in the same
- * places, the same bits.
+ * ring_gemm.cuh's MMA): the same stages (A's 64 rows and W's N rows over 64
+ * k in the copy engine's 128-byte swizzle), the same accumulators in the
+ * same places, the same bits.
  *
  * Why: at batch 1 every output is one F32 chain of k16 steps (96 at
  * down_proj), and the link trace put a dependent wgmma step at ~40-47 ns
  * (docs/CUDA-KERNELS.md, session 32); an mma.sync m16n8k16 chain may be
  * shorter per step, and a warp's N / 8 tiles are independent chains that
  * overlap. bench/cuda_chain_latency.cu measures both. (The cluster
- * projection + norm's form, HRMT_CUDA_CLUSTER_NORM_MMA, was removed in
- * session 44: with the qkv + attention's, the step 1.22 / 1.09x slower at
- * batch 1 / 8 on an H100.)
+ * projection + norm's and the cluster qkv + attention's forms,
+ * HRMT_CUDA_CLUSTER_NORM_MMA and HRMT_CUDA_QKV_ATTN_MMA, were removed in
+ * session 44: the two together made the step 1.22 / 1.09x slower at batch
+ * 1 / 8 on an H100.)
  *
  * Bits: each C element gets one m16n8k16 product per k16 step, in ascending
  * k from +0: the F32 chain of the wgmma form (and of the pinned cuBLASLt
