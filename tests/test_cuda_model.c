@@ -800,6 +800,19 @@ static void expect_switch_path(const char *env, hrmt_model_path p) {
     hrmt_context_destroy(ctx);
 }
 
+/* expect_switch_path, and with env unset the model at HRM's width runs p
+ * (`what` names the default in the message). */
+static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
+    expect_switch_path(env, p);
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = sized_cfg(512, 8, 81);
+    hrmt_model *d = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_expect_eq(hrmt_model_uses(d, p), 1, "%s unset: %s", env, what);
+    hrmt_model_destroy(d);
+    hrmt_context_destroy(ctx);
+}
+
 /* The W-resident shape's two forms (ring_wres.cuh's WGS): 64-row tiles
  * over three consumer warpgroups by default (HRMT_CUDA_GLU_WRES3, which the
  * shape tests above and glu_wres_equals_launches_long_runs run), 128-row
@@ -809,14 +822,8 @@ static void expect_switch_path(const char *env, hrmt_model_path p) {
  * comparison checked the other. */
 Test(cuda_model, glu_wres_forms) {
     need_cc90("the fused gate_up is built for", 0);
-    expect_switch_path("HRMT_CUDA_GLU_WRES3", HRMT_PATH_GLU_WRES3);
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *d = NULL;
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES3), 1, "unset: the three-warpgroup form");
-    hrmt_model_destroy(d);
-    hrmt_context_destroy(ctx);
+    expect_switch_default_on("HRMT_CUDA_GLU_WRES3", HRMT_PATH_GLU_WRES3,
+                             "the three-warpgroup form");
     const int batches[] = {1, 7, 40, 100};
     setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
     glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4,
@@ -833,14 +840,8 @@ Test(cuda_model, glu_wres_forms) {
  * must say so. */
 Test(cuda_model, glu_wres_tstore) {
     need_cc90("the fused gate_up is built for", 0);
-    expect_switch_path("HRMT_CUDA_GLU_WRES_TSTORE", HRMT_PATH_GLU_WRES_TSTORE);
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *d = NULL;
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES_TSTORE), 1, "unset: the tuner times it");
-    hrmt_model_destroy(d);
-    hrmt_context_destroy(ctx);
+    expect_switch_default_on("HRMT_CUDA_GLU_WRES_TSTORE", HRMT_PATH_GLU_WRES_TSTORE,
+                             "the tuner times it");
     const int batches[] = {1, 7, 40, 100};
     glu_forced_long_runs(GLU_SHAPE_WRES_TS, batches, 4, "W-resident gate_up, TMA stores");
 }
