@@ -65,7 +65,7 @@ typedef struct cu_exact_pick {
     signed char glu_shape;
 } cu_exact_pick;
 
-/* The fused gate_up's cluster shapes (HRMT_CUDA_GLU_MC: 10-14). */
+/* The fused gate_up's cluster shapes (HRMT_CUDA_GLU_MC: 11-15). */
 #define CU_GLU_MC_SHAPES 5
 
 /* Device copies of the model's tables (forward dtype; rope F32). */
@@ -302,15 +302,16 @@ hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
 int cu_glu_shapes(const hrmt_model *m);
 /* Whether the tuner times shape `shape` (below cu_glu_shapes): the
- * W-resident one (6) with HRMT_CUDA_GLU_WRES, the mma.sync ones (7-9) with
- * HRMT_CUDA_GLU_MMA, the cluster ones (10-12: W multicast; 13-14: the
+ * W-resident one (6) with HRMT_CUDA_GLU_WRES, its TMA-storing form (7) with
+ * HRMT_CUDA_GLU_WRES_TSTORE, the mma.sync ones (8-10) with
+ * HRMT_CUDA_GLU_MMA, the cluster ones (11-13: W multicast; 14-15: the
  * W-resident one with A multicast) with HRMT_CUDA_GLU_MC. */
 int cu_glu_shape_tuned(const hrmt_model *m, int shape);
 /* Whether the mma.sync shapes are among this model's. */
 int cu_glu_mma_applies(const hrmt_model *m);
 /* Whether the cluster shapes can serve this model (they count among its
  * shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of shape
- * 10 + i can be resident, all nonzero when they can. */
+ * 11 + i can be resident, all nonzero when they can. */
 int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]);
 int cu_glu_wres_form_applies(const hrmt_model *m, int three);
 int cu_glu_wres_ts_applies(const hrmt_model *m);
