@@ -255,7 +255,8 @@ hrmt_status tune_glu_m(tune_ctx *t, cu_lt_slot *gu, uint64_t M, const char *le,
     };
     float best = INFINITY;
     *shape = 0;
-    for (int i = 0; i < cu_glu_shapes(m); i++) {
+    const int shapes = cu_glu_shapes(m); /* image checks: once, not per shape */
+    for (int i = 0; i < shapes; i++) {
         if (!cu_glu_shape_tuned(m, i)) continue;
         auto cand = [&](uint64_t rows, void *c) {
             return own_ran(t, cu_glu_shape(m, i, rows, t->a, t->w, c));

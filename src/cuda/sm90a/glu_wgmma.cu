@@ -234,26 +234,19 @@ struct glu_epi {
     }
 };
 
-/* glu_epi<64> for the W-resident kernel's three-warpgroup form with each
- * tile's act staged in shared memory and written by one TMA store (shape
+/* glu_epi<64> for the W-resident kernel's three-warpgroup form (shape
  * GLU_WRES_TS, tuned with HRMT_CUDA_GLU_WRES_TSTORE; ring_wres.cuh's
- * TMA_STORE path): the same bytes. Why: bench/cuda_wgmma_rate.cu (session 40, H100) kept the tensor
- * pipe 92% busy beside ring_wres's ring and TMA feed with a spun epilogue,
- * 87% with the epilogue's arithmetic, and 63% with its 4-byte global
- * stores alone (65% with both; the kernel itself: 59.5%): the stores' many
- * L1 wavefronts hold up the products' shared-memory reads. Session 42
- * (H100): no faster in the kernel (126.9 against 127.2 us at batch 256)
- * while each wgmma waited for its descriptors' R2UR moves; restored in
- * session 43 once the warp-uniform index removed them (the probe, uniform:
- * 62.7% busy with the epilogue, 88.4% with its arithmetic alone); session 44
- * (H100): 114.7 -> 107.3 us a call at batch 256, the tensor pipe 67.3 ->
- * 70.1% (the probe at 7 stages: 64.0% plain, 81.4% TMA-stored). Shared
- * memory: the table window, then (1024-aligned: the swizzle) a tile per
- * consumer warpgroup. The act map is ring_wres_kernel's last parameter
- * (wres_out). */
+ * TMA_STORE path): each tile's act staged in shared memory and written by
+ * one TMA store, the same bytes. Why: every thread's 4-byte global stores
+ * take L1 wavefronts that hold up the products' shared-memory reads
+ * (bench/cuda_wgmma_rate.cu: the tensor pipe 64% busy with them, 81% with
+ * the staged tile; the kernel 114.7 -> 107.3 us at batch 256 on an H100,
+ * docs/CUDA-KERNELS.md). Shared memory: the table window, then
+ * (1024-aligned: the swizzle) a tile per consumer warpgroup, TILE_BUFS at
+ * most. The act map is ring_wres_kernel's last parameter (wres_out). */
 struct glu_epi_ts : glu_epi<64> {
-    static constexpr int TILE_BYTES = 64 * 64 * 2;
-    static constexpr int EPI_SMEM = SLUT_BYTES + 1024 + 3 * TILE_BYTES;
+    static constexpr int TILE_BYTES = 64 * 64 * 2, TILE_BUFS = 3;
+    static constexpr int EPI_SMEM = SLUT_BYTES + 1024 + TILE_BUFS * TILE_BYTES;
     static constexpr bool TMA_STORE = true;
     static __device__ __forceinline__ uint8_t *tile_buf(uint8_t *part, int cw) {
         return (uint8_t *)(((uintptr_t)part + SLUT_BYTES + 1023) & ~(uintptr_t)1023) +
@@ -581,12 +574,15 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three) {
 }
 
 /* The W-resident shape's three-warpgroup form with TMA stores (GLU_WRES_TS,
- * glu_epi_ts) serves this model: as the shape, and its image loads with its
- * shared memory. */
-int cu_glu_wres_ts_applies(const hrmt_model *m) {
+ * glu_epi_ts): its image loads with its shared memory; it serves this model
+ * where that and the shape's rule (glu_wres_applies) hold. */
+static int glu_wres_ts_loads(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return glu_wres_applies(m) && wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
+    return wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
+}
+int cu_glu_wres_ts_applies(const hrmt_model *m) {
+    return glu_wres_applies(m) && glu_wres_ts_loads(m);
 }
 
 /* The mma.sync shapes' images load (same shared memory as their wgmma
@@ -631,7 +627,7 @@ int glu_amc_fit(size_t per_block) {
  * (HRMT_CUDA_GLU_MC: cu_glu_mc_applies at load). */
 int cu_glu_shapes(const hrmt_model *m) {
     if (!glu_wres_applies(m)) return GLU_WRES;
-    if (!cu_glu_wres_ts_applies(m)) return GLU_WRES_TS;
+    if (!glu_wres_ts_loads(m)) return GLU_WRES_TS;
     if (!glu_mma_loads(m)) return GLU_MMA0;
     return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
 }

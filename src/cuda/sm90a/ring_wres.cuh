@@ -284,6 +284,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
              * at (n0, m0) by the warpgroup's first thread (tm_o: act).
              * Named barrier 4 + cw: consumers_begin takes 1 and 3. */
             static_assert(MSUB == 1 && CLA == 1, "a 64-row tile a warpgroup, one CTA's");
+            static_assert(WGS <= E::TILE_BUFS, "a staging buffer per consumer warpgroup");
             uint8_t *buf = E::tile_buf(epi, cw);
             if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
             asm volatile("bar.sync %0, 128;" ::"r"(4 + cw) : "memory");
