@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include <type_traits>
+
 #include <cuda_bf16.h>
 
 #include "cuda/rowops_common.cuh"
@@ -28,6 +30,14 @@ __device__ __forceinline__ void mma_bf16(float d[4], const uint32_t a[4], uint32
         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]),
           "f"(c[2]), "f"(c[3]));
+}
+
+/* Four 8x8 BF16 matrices (not transposed) from shared memory. */
+__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
 }
 
 /* Four 8x8 bf16 matrices, transposed: lane l addresses row (l & 15) of a
@@ -79,8 +89,11 @@ __device__ __forceinline__ float quad_sum(float v) {
 }
 
 /* Key tiles KT bound the registers; FULL: T fills all KT tiles, so that the
- * loop bounds are constants. nkt_real: key tiles of 16 covering T. */
-template <int D, int KT, bool FULL>
+ * loop bounds are constants. nkt_real: key tiles of 16 covering T. LDSM: S's
+ * operand fragments by ldmatrix (the same values; measured at head_dim 64
+ * and T <= 96, where it spills no more than the 32-bit loads; the
+ * persistent and grid-wide level kernels keep the loads). */
+template <int D, int KT, bool FULL, bool LDSM = (D == 64 && KT <= 6)>
 __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t *Ks,
                                             const uint16_t *Vs, int ldk, uint16_t *Qs, int ldq,
                                             int qrows, float scale, int mate = 0, int team = 1,
@@ -108,27 +121,68 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
      * straddles T (both warp-uniform). */
     const float scale2 = scale * 1.4426950408889634f;
     float sc[2 * KT][4];
+    if constexpr (LDSM) {
+        /* The fragments by ldmatrix.x4: Q's m16k16 A fragment (lane l gives
+         * row l % 16, clamped as r_lo / r_hi are, at column block l / 16)
+         * and the B fragments of key tiles 2 p and 2 p + 1 (lane l gives key
+         * row 16 p + 8 (l / 16) + l % 8 at column block (l / 8) % 2): the
+         * values of the 32-bit loads below, seven loads a 16-key pair
+         * instead of twenty-eight. The k steps past the first stay a rolled
+         * loop: unrolled, ptxas hoisted their loads and spilled ~680 bytes
+         * under the 80-register cap. */
+        const int ql = (lane & 15) < qrows ? (lane & 15) : qrows - 1;
+        const uint16_t *qrow = Qs + ql * ldq + (lane >> 4) * 8;
+        const uint16_t *krow = Ks + ((lane >> 4) * 8 + (lane & 7)) * ldk + ((lane >> 3) & 1) * 8;
+        auto kstep = [&](int kk, auto first) {
+            uint32_t qa[4];
+            ldsm_x4(qrow + kk * 16, qa);
 #pragma unroll
-    for (int kk = 0; kk < KD; kk++) {
-        const uint16_t *q = Qs + r_lo * ldq + kk * 16 + 2 * tg;
-        const uint16_t *q8 = Qs + r_hi * ldq + kk * 16 + 2 * tg;
-        uint32_t qa[4];
-        qa[0] = *(const uint32_t *)q;
-        qa[1] = *(const uint32_t *)q8;
-        qa[2] = *(const uint32_t *)(q + 8);
-        qa[3] = *(const uint32_t *)(q8 + 8);
+            for (int p = 0; p < KT; p++) {
+                if (p >= nkt) break;
+                if (dead(2 * p)) continue; /* and 2 p + 1 */
+                uint32_t kb[4];
+                ldsm_x4(krow + p * 16 * ldk + kk * 16, kb);
 #pragma unroll
-        for (int nt = 0; nt < 2 * KT; nt++) {
-            if (nt >= 2 * nkt) break;
-            if (dead(nt)) continue;
-            const uint16_t *kr = Ks + (nt * 8 + g) * ldk + kk * 16 + 2 * tg;
-            if (kk == 0) {
-                mma_bf16(sc[nt], qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
-            } else {
-                float part[4];
-                mma_bf16(part, qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
+                for (int u = 0; u < 2; u++) {
+                    const int nt = 2 * p + u;
+                    if (dead(nt)) continue;
+                    if (decltype(first)::value) {
+                        mma_bf16(sc[nt], qa, kb[2 * u], kb[2 * u + 1], zero);
+                    } else {
+                        float part[4];
+                        mma_bf16(part, qa, kb[2 * u], kb[2 * u + 1], zero);
 #pragma unroll
-                for (int x = 0; x < 4; x++) sc[nt][x] = __fadd_rn(sc[nt][x], part[x]);
+                        for (int x = 0; x < 4; x++) sc[nt][x] = __fadd_rn(sc[nt][x], part[x]);
+                    }
+                }
+            }
+        };
+        kstep(0, std::true_type{});
+#pragma unroll 1
+        for (int kk = 1; kk < KD; kk++) kstep(kk, std::false_type{});
+    } else {
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            const uint16_t *q = Qs + r_lo * ldq + kk * 16 + 2 * tg;
+            const uint16_t *q8 = Qs + r_hi * ldq + kk * 16 + 2 * tg;
+            uint32_t qa[4];
+            qa[0] = *(const uint32_t *)q;
+            qa[1] = *(const uint32_t *)q8;
+            qa[2] = *(const uint32_t *)(q + 8);
+            qa[3] = *(const uint32_t *)(q8 + 8);
+#pragma unroll
+            for (int nt = 0; nt < 2 * KT; nt++) {
+                if (nt >= 2 * nkt) break;
+                if (dead(nt)) continue;
+                const uint16_t *kr = Ks + (nt * 8 + g) * ldk + kk * 16 + 2 * tg;
+                if (kk == 0) {
+                    mma_bf16(sc[nt], qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
+                } else {
+                    float part[4];
+                    mma_bf16(part, qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8), zero);
+#pragma unroll
+                    for (int x = 0; x < 4; x++) sc[nt][x] = __fadd_rn(sc[nt][x], part[x]);
+                }
             }
         }
     }

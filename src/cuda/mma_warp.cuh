@@ -14,14 +14,6 @@
 
 namespace {
 
-/* Four 8x8 BF16 matrices (not transposed) from shared memory. */
-__device__ __forceinline__ void ldsm_x4(const void *p, uint32_t r[4]) {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
 /* acc += A[rows, k0:k0+16] W[w0 + (0 .. 8 NI), k0:k0+16]^T: A's row r of
  * m16 tile mi at a_row(mi * 16 + r) (a pointer at column k0), W's rows from
  * w (column k0) at stride ldw. */

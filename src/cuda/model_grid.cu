@@ -292,9 +292,11 @@ __device__ void attention_stage(const gs_params &p, uint16_t *smem) {
             uint16_t *q = Qs + warp * 16 * GS_LDK;
             const int qrows = min(16, T - t0 - 16 * warp);
             if (T > 16 * (GS_KT - 1))
-                attend_tile<GS_D, GS_KT, true>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows, p.scale);
+                attend_tile<GS_D, GS_KT, true, false>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows,
+                                                      p.scale);
             else
-                attend_tile<GS_D, GS_KT, false>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows, p.scale);
+                attend_tile<GS_D, GS_KT, false, false>(T, nkt, Ks, Vs, GS_LDK, q, GS_LDK, qrows,
+                                                       p.scale);
         }
         __syncthreads();
         for (int e = threadIdx.x; e < (t1 - t0) * (GS_D / 8); e += GS_THREADS) {

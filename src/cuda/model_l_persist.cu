@@ -274,9 +274,11 @@ __device__ void layer(const lp_params &p, int li, uint16_t *zs, uint16_t *ab, ui
             uint16_t *q = ab + warp * 16 * ldz + h * LP_D;
             const int qrows = min(16, T - 16 * warp);
             if (T > 16 * (LP_KT - 1))
-                attend_tile<LP_D, LP_KT, true>(T, nkt, Ks, Vs, LP_LDK, q, ldz, qrows, p.scale);
+                attend_tile<LP_D, LP_KT, true, false>(T, nkt, Ks, Vs, LP_LDK, q, ldz, qrows,
+                                                      p.scale);
             else
-                attend_tile<LP_D, LP_KT, false>(T, nkt, Ks, Vs, LP_LDK, q, ldz, qrows, p.scale);
+                attend_tile<LP_D, LP_KT, false, false>(T, nkt, Ks, Vs, LP_LDK, q, ldz, qrows,
+                                                       p.scale);
         }
         __syncthreads();
     }
