@@ -126,10 +126,11 @@ __device__ __forceinline__ void attend_tile(int T, int nkt_real, const uint16_t 
          * row l % 16, clamped as r_lo / r_hi are, at column block l / 16)
          * and the B fragments of key tiles 2 p and 2 p + 1 (lane l gives key
          * row 16 p + 8 (l / 16) + l % 8 at column block (l / 8) % 2): the
-         * values of the 32-bit loads below, seven loads a 16-key pair
-         * instead of twenty-eight. The k steps past the first stay a rolled
-         * loop: unrolled, ptxas hoisted their loads and spilled ~680 bytes
-         * under the 80-register cap. */
+         * values of the 32-bit loads below, one load where those take four
+         * (at T = 82, 7 a k step instead of 28). The k steps past the first
+         * stay a rolled loop: unrolled, ptxas hoisted their loads and spilled
+         * ~680 bytes under the 80-register cap. Rows are 16-byte aligned
+         * (ldk, ldq multiples of 8). */
         const int ql = (lane & 15) < qrows ? (lane & 15) : qrows - 1;
         const uint16_t *qrow = Qs + ql * ldq + (lane >> 4) * 8;
         const uint16_t *krow = Ks + ((lane >> 4) * 8 + (lane & 7)) * ldk + ((lane >> 3) & 1) * 8;
