@@ -559,8 +559,8 @@ static hrmt_model *launches_model(hrmt_context *ctx, const hrmt_model_config *cf
  * the same bytes at HRM's width (82 rows: one sample, two 64-row tiles, the
  * second ragged; 574; 1640) and at hidden 256 with T = 61. The tuner picks
  * among these shapes by speed, so each must be right on its own. */
-static void shapes_equal_launches_from(const char *env, int first, int count, int hidden, int heads,
-                                       int seq_len, const int *batches, int nb, const char *off) {
+static void shapes_equal_launches(const char *env, int count, int hidden, int heads, int seq_len,
+                                  const int *batches, int nb, const char *off) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_cuda_info ci;
     memset(&ci, 0, sizeof ci);
@@ -587,7 +587,7 @@ static void shapes_equal_launches_from(const char *env, int first, int count, in
         cr_skip_test("the wgmma kernels are built for compute capability 9.0; this is %d.%d",
                      ci.cc_major, ci.cc_minor);
     }
-    for (int shape = first; shape <= count; shape++) {
+    for (int shape = 0; shape <= count; shape++) {
         char v[16];
         snprintf(v, sizeof v, "%d", shape);
         setenv(env, v, 1);
@@ -624,19 +624,11 @@ static void shapes_equal_launches_from(const char *env, int first, int count, in
     hrmt_context_destroy(ctx);
 }
 
-static void shapes_equal_launches(const char *env, int count, int hidden, int heads, int seq_len,
-                                  const int *batches, int nb, const char *off) {
-    shapes_equal_launches_from(env, 0, count, hidden, heads, seq_len, batches, nb, off);
-}
-
 /* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its
  * seventh, the W-resident one, its TMA-storing form, and the three mma.sync
- * ones after them at hidden <= 512; with HRMT_CUDA_GLU_MC=1 three
- * W-multicast ones after those, then the W-resident one with A multicast
- * to pairs and fours). */
+ * ones after them at hidden <= 512). */
 #define WGEMM_SHAPES 6
 #define GLU_SHAPES 11
-#define GLU_SHAPES_MC 16
 #define GLU_SHAPE_WRES 6
 #define GLU_SHAPE_WRES_TS 7
 #define GLU_SHAPE_MMA0 8
@@ -673,31 +665,6 @@ Test(cuda_model, glu_shapes_equal_launches_short_seq) {
     const int batches[] = {3};
     shapes_equal_launches("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, 256, 4, 60, batches, 1, NULL);
 }
-/* The fused gate_up's cluster shapes (HRMT_CUDA_GLU_MC=1: clusters of 2
- * or 4 row tiles sharing W, sm90a/ring_gemm.cuh's CLM; the W-resident
- * shape's clusters of 2 or 4 CTAs holding adjacent W slices and sharing A,
- * sm90a/ring_wres.cuh's CLA), each forced, against the launches: batches
- * whose row tiles do not fill the last cluster (82 rows: 2 tiles of 64, 1
- * of 128, whose rows past M the A parts read as zeros; 574: 9 and 5; 1640:
- * 26 and 13, more units than clusters so that runs cross W slices), so
- * that CTAs of row tiles past M take part with zeros; then one past the
- * last shape is refused. */
-static void glu_mc_shapes_equal_launches(int hidden, int heads, int seq_len, const int *batches,
-                                         int nb) {
-    setenv("HRMT_CUDA_GLU_MC", "1", 1);
-    shapes_equal_launches_from("HRMT_CUDA_GLU_SHAPE", GLU_SHAPES, GLU_SHAPES_MC, hidden, heads,
-                               seq_len, batches, nb, NULL);
-    unsetenv("HRMT_CUDA_GLU_MC");
-}
-Test(cuda_model, glu_mc_shapes_equal_launches_hrm_width) {
-    const int batches[] = {1, 7, 20};
-    glu_mc_shapes_equal_launches(512, 8, 81, batches, 3);
-}
-Test(cuda_model, glu_mc_shapes_equal_launches_short_seq) {
-    const int batches[] = {3};
-    glu_mc_shapes_equal_launches(256, 4, 60, batches, 1);
-}
-
 /* Two steps of a and of b at each batch, both schedules: the same bytes
  * expected; `what` names the comparison in the messages. */
 static void expect_same_steps(hrmt_model *a, hrmt_model *b, const int *batches, int nb,
@@ -1473,14 +1440,6 @@ Test(cuda_model, ring_kb_rules) {
     const char *bad[] = {"0", "3", "8", "two", ""};
     expect_bad_values(ctx, &cfg, "HRMT_CUDA_RING_KB", bad, sizeof bad / sizeof bad[0]);
     hrmt_context_destroy(ctx);
-}
-
-/* The fused gate_up's W-multicast shapes (glu_mc_shapes_equal_launches_*):
- * HRMT_CUDA_GLU_MC=1 puts them among the tuner's (the model says it uses
- * them); unset, they are not this model's shapes. */
-Test(cuda_model, glu_mc_rules) {
-    need_cc90("the fused gate_up's W-multicast shapes are built for", 0);
-    expect_switch_path("HRMT_CUDA_GLU_MC", HRMT_PATH_GLU_MC);
 }
 
 /* The small batches' block kernels handing over by counters

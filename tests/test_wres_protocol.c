@@ -14,18 +14,12 @@
  *    generation);
  *  - no copy is issued into, or lands in, a buffer that a product in flight
  *    still reads;
+ *  - a copy lands in the fill of the buffer it was issued for;
  *  - the CTAs' runs cover every tile once, in order.
- * With CLA > 1 (the kernel's clusters sharing A, HRMT_CUDA_GLU_SHAPE 14 and
- * 15) the model is a cluster of CLA such CTAs walking one run: each
- * producer copies its 1 / CLA of a stage's A rows into every CTA's stage
- * (a part may land before the receiver's own expect_tx: the signed
- * tx-count), and each consumer warpgroup gives a stage back to every CTA's
- * empty barrier; a product then needs all parts of its stage landed, no
- * part may be issued into or land in a stage any CTA's product still
- * reads, and each part must land in the fill of the stage it was issued
- * for. The GPU tests (test_cuda_model's glu_wres_*, glu_mc_* and shape
- * tests) check the bytes; this checks the protocol where a GPU is not at
- * hand, over run and ring shapes the device tests do not reach. */
+ * The GPU tests (test_cuda_model's glu_wres_* and shape tests) check the
+ * bytes; this checks the protocol where a GPU is not at hand, over run and
+ * ring shapes the device tests do not reach. (Until session 45 it also
+ * modelled the kernel's clusters sharing A by multicast, removed then.) */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
@@ -36,25 +30,24 @@
 #define MAX_WGS 3
 #define MAX_S 8
 #define MAX_KB 4
-#define MAX_CLA 4
 #define MAX_OPS 4096
 #define MAX_EVENTS 256
 
-/* ---- buffers: A stages (a part per CTA of the cluster) and W blocks ------ */
+/* ---- buffers: A stages and W blocks ------------------------------------- */
 
 typedef struct {
     int tag, landed, writing; /* tag: (tile j, k block) or W generation */
 } buf;
 
-/* ---- the cluster of CTAs --------------------------------------------------- */
+/* ---- the CTA -------------------------------------------------------------- */
 
 enum { OP_WAIT, OP_ARRIVE, OP_LOAD_W, OP_LOAD_A, OP_ISSUE, OP_WAIT1, OP_WAIT0 };
 enum { B_FULL, B_EMPTY, B_ORDER, B_WFULL, B_WEMPTY };
 
 typedef struct {
     int kind, bar, idx; /* barrier kind and index */
-    int a, b, c;        /* wait: parity; arrive: count, c: on every CTA's barrier;
-                           loads: tag, fill; issue: operands */
+    int a, b, c;        /* wait: parity; arrive: count; loads: tag, fill; issue:
+                           operands */
 } op;
 
 typedef struct {
@@ -67,25 +60,20 @@ typedef struct { /* one product group in flight: stage s, W block kb */
 } flight;
 
 typedef struct {
+    int S, kb_n, mt, lo, hi, wgs; /* wgs: consumer warpgroups (ring_wres.cuh's WGS) */
+    /* probe: count protocol violations instead of failing (the tests that
+     * show the model sees an error). */
+    int probe, violations;
     bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull, wempty;
-    buf stage[MAX_S][MAX_CLA], w[MAX_KB];
+    buf stage[MAX_S], w[MAX_KB];
     prog p[1 + MAX_WGS]; /* producer, consumer warpgroups */
     flight fl[MAX_WGS][2];
     int nfl[MAX_WGS];
-} cta;
-
-typedef struct {
-    int S, kb_n, mt, lo, hi, cla, wgs; /* wgs: consumer warpgroups (ring_wres.cuh's WGS) */
-    /* probe: count protocol violations instead of failing (the tests that
-     * show the model sees an error); local: the give-back rule a cluster
-     * must not use (each CTA's consumers to its own producer only). */
-    int probe, local, violations;
-    cta c[MAX_CLA];
     struct { /* copies issued, not landed */
-        int dst, is_w, idx, part, tag, fill;
+        int is_w, idx, tag, fill;
     } ev[MAX_EVENTS];
     int nev;
-} cluster;
+} cta;
 
 #define CHECK(k, cond, ...)                  \
     do {                                     \
@@ -114,16 +102,14 @@ static void emit(prog *p, op o) {
 static op o_wait(int kind, int idx, unsigned parity) {
     return (op){OP_WAIT, kind, idx, (int)parity, 0, 0};
 }
-static op o_arrive(int kind, int idx, int n, int all) {
-    return (op){OP_ARRIVE, kind, idx, n, 0, all};
-}
+static op o_arrive(int kind, int idx, int n) { return (op){OP_ARRIVE, kind, idx, n, 0, 0}; }
 
 static int a_tag(int j, int kb) { return j * MAX_KB + kb; }
 
-/* CTA r's producer thread, as ring_wres_kernel's warpgroup 0 (the loads
- * carry the fill of their buffer: the phase their barrier must be in). */
-static void producer(cluster *k, int r) {
-    prog *p = &k->c[r].p[0];
+/* The producer thread, as ring_wres_kernel's warpgroup 0 (the loads carry
+ * the fill of their buffer: the phase their barrier must be in). */
+static void producer(cta *k) {
+    prog *p = &k->p[0];
     const int col0 = k->lo / k->mt;
     unsigned gen = 0, ph = 0;
     int s = 0, col = col0, fill = 0;
@@ -147,12 +133,11 @@ static void producer(cluster *k, int r) {
     }
 }
 
-/* CTA r's consumer warpgroup cw, as ring_wres_kernel's consumer loop: the
- * four warps' arrivals as one of four (eight for a lone tile); with CLA > 1
- * each stage given back to every CTA's empty barrier (stage_back's ALL). */
-static void consumer(cluster *k, int r, int cw) {
-    prog *p = &k->c[r].p[1 + cw];
-    const int col0 = k->lo / k->mt, all = k->cla > 1 && !k->local;
+/* Consumer warpgroup cw, as ring_wres_kernel's consumer loop: the four
+ * warps' arrivals as one of four (eight for a lone tile). */
+static void consumer(cta *k, int cw) {
+    prog *p = &k->p[1 + cw];
+    const int col0 = k->lo / k->mt;
     unsigned turn = 0;
     int have = -1;
     for (int li = cw; k->lo + li < k->hi; li += k->wgs) {
@@ -170,45 +155,39 @@ static void consumer(cluster *k, int r, int cw) {
             emit(p, o_wait(B_FULL, s, ph));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
             emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
-            if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
+            if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
             prev = s;
             if (++s == k->S) {
                 s = 0;
                 ph ^= 1u;
             }
         }
-        emit(p, o_arrive(B_ORDER, (cw + 1) % k->wgs, 1, 0));
+        emit(p, o_arrive(B_ORDER, (cw + 1) % k->wgs, 1));
         emit(p, (op){OP_WAIT0, 0, 0, 0, 0, 0});
-        if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4, all));
+        if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
         const unsigned na = wres_arrivals(j, k->lo, k->hi, k->mt, k->wgs);
-        if (na > 0) emit(p, o_arrive(B_WEMPTY, 0, 4 * (int)na, 0));
+        if (na > 0) emit(p, o_arrive(B_WEMPTY, 0, 4 * (int)na));
     }
 }
 
-static void cluster_init(cluster *k, int S, int kb_n, int mt, int lo, int hi, int cla, int local,
-                         int wgs) {
+static void cta_init(cta *k, int S, int kb_n, int mt, int lo, int hi, int wgs) {
     memset(k, 0, sizeof *k);
-    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->cla = cla, k->local = local;
-    k->wgs = wgs;
-    for (int r = 0; r < cla; r++) {
-        cta *c = &k->c[r];
-        for (int s = 0; s < S; s++) {
-            bar_init(&c->full[s], 1);
-            /* every CTA's consumer warps (local: its own only) */
-            bar_init(&c->empty[s], 4 * (local ? 1 : cla));
-            for (int q = 0; q < cla; q++) c->stage[s][q].tag = -1;
-        }
-        for (int w = 0; w < wgs; w++) bar_init(&c->order[w], 1);
-        bar_init(&c->wfull, 1);
-        bar_init(&c->wempty, 4 * wgs);
-        bar_arrive(&c->order[0], 1); /* tile 0's turn */
-        for (int kb = 0; kb < MAX_KB; kb++) c->w[kb].tag = -1;
-        producer(k, r);
-        for (int w = 0; w < wgs; w++) consumer(k, r, w);
+    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->wgs = wgs;
+    for (int s = 0; s < S; s++) {
+        bar_init(&k->full[s], 1);
+        bar_init(&k->empty[s], 4); /* the consuming warpgroup's warps */
+        k->stage[s].tag = -1;
     }
+    for (int w = 0; w < wgs; w++) bar_init(&k->order[w], 1);
+    bar_init(&k->wfull, 1);
+    bar_init(&k->wempty, 4 * wgs);
+    bar_arrive(&k->order[0], 1); /* tile 0's turn */
+    for (int kb = 0; kb < MAX_KB; kb++) k->w[kb].tag = -1;
+    producer(k);
+    for (int w = 0; w < wgs; w++) consumer(k, w);
 }
 
-/* Whether a product of CTA d in flight reads the buffer (W block or stage idx). */
+/* Whether a product in flight reads the buffer (W block or stage idx). */
 static int read_in_flight(const cta *c, int is_w, int idx) {
     for (int w = 0; w < MAX_WGS; w++)
         for (int i = 0; i < c->nfl[w]; i++)
@@ -216,94 +195,79 @@ static int read_in_flight(const cta *c, int is_w, int idx) {
     return 0;
 }
 
-/* A copy into CTA d's buffer (stage idx's part `part`, or W block idx). */
-static void issue_copy(cluster *k, int d, int is_w, int idx, int part, int tag, int fill) {
-    cta *c = &k->c[d];
-    buf *b = is_w ? &c->w[idx] : &c->stage[idx][part];
-    CHECK(k, !read_in_flight(c, is_w, idx), "a copy into CTA %d's %s %d while a product reads it",
-          d, is_w ? "W block" : "stage", idx);
+/* A copy into a buffer (stage or W block idx). */
+static void issue_copy(cta *k, int is_w, int idx, int tag, int fill) {
+    buf *b = is_w ? &k->w[idx] : &k->stage[idx];
+    CHECK(k, !read_in_flight(k, is_w, idx), "a copy into %s %d while a product reads it",
+          is_w ? "W block" : "stage", idx);
     CHECK(k, !b->writing, "two copies into one buffer at once");
     b->writing = 1;
     b->landed = 0;
     cr_assert_lt(k->nev, MAX_EVENTS);
-    k->ev[k->nev].dst = d, k->ev[k->nev].is_w = is_w, k->ev[k->nev].idx = idx;
-    k->ev[k->nev].part = part, k->ev[k->nev].tag = tag, k->ev[k->nev].fill = fill;
+    k->ev[k->nev].is_w = is_w, k->ev[k->nev].idx = idx;
+    k->ev[k->nev].tag = tag, k->ev[k->nev].fill = fill;
     k->nev++;
 }
 
-static void land(cluster *k, int e) {
-    const int d = k->ev[e].dst, is_w = k->ev[e].is_w, idx = k->ev[e].idx, part = k->ev[e].part;
-    cta *c = &k->c[d];
-    buf *b = is_w ? &c->w[idx] : &c->stage[idx][part];
-    bar *fb = is_w ? &c->wfull : &c->full[idx];
-    CHECK(k, !read_in_flight(c, is_w, idx),
-          "a copy landed in CTA %d's %s %d while a product reads it", d, is_w ? "W block" : "stage",
-          idx);
+static void land(cta *k, int e) {
+    const int is_w = k->ev[e].is_w, idx = k->ev[e].idx;
+    buf *b = is_w ? &k->w[idx] : &k->stage[idx];
+    bar *fb = is_w ? &k->wfull : &k->full[idx];
+    CHECK(k, !read_in_flight(k, is_w, idx), "a copy landed in %s %d while a product reads it",
+          is_w ? "W block" : "stage", idx);
     CHECK(k, fb->phase == (unsigned)k->ev[e].fill,
-          "a copy for fill %d of CTA %d's %s %d landed in its barrier's phase %u", k->ev[e].fill, d,
+          "a copy for fill %d of %s %d landed in its barrier's phase %u", k->ev[e].fill,
           is_w ? "W block" : "stage", idx, fb->phase);
     b->tag = k->ev[e].tag;
     b->landed = 1;
     b->writing = 0;
-    if (!is_w && part != d)
-        bar_complete_tx_peer(fb, 1); /* a peer's part: may precede the expect_tx */
-    else
-        bar_complete_tx(fb, 1);
+    bar_complete_tx(fb, 1);
     k->ev[e] = k->ev[--k->nev];
 }
 
-/* Whether actor a (of CTA d) can run its next op now. */
-static int runnable(cluster *k, int d, int a) {
-    const prog *p = &k->c[d].p[a];
+/* Whether actor a can run its next op now. */
+static int runnable(cta *k, int a) {
+    const prog *p = &k->p[a];
     if (p->pc >= p->n) return 0;
     const op *o = &p->ops[p->pc];
-    return o->kind != OP_WAIT || bar_ready(bar_of(&k->c[d], o->bar, o->idx), (unsigned)o->a);
+    return o->kind != OP_WAIT || bar_ready(bar_of(k, o->bar, o->idx), (unsigned)o->a);
 }
 
-static void step(cluster *k, int d, int a) {
-    cta *c = &k->c[d];
-    prog *p = &c->p[a];
+static void step(cta *k, int a) {
+    prog *p = &k->p[a];
     const op *o = &p->ops[p->pc++];
     const int w = a - 1;
     switch (o->kind) {
     case OP_WAIT: break;
-    case OP_ARRIVE:
-        if (o->c)
-            for (int x = 0; x < k->cla; x++) bar_arrive(bar_of(&k->c[x], o->bar, o->idx), o->a);
-        else
-            bar_arrive(bar_of(c, o->bar, o->idx), o->a);
-        break;
+    case OP_ARRIVE: bar_arrive(bar_of(k, o->bar, o->idx), o->a); break;
     case OP_LOAD_W:
-        bar_expect_tx(&c->wfull, k->kb_n);
-        for (int kb = 0; kb < k->kb_n; kb++) issue_copy(k, d, 1, kb, 0, o->a, o->b);
+        bar_expect_tx(&k->wfull, k->kb_n);
+        for (int kb = 0; kb < k->kb_n; kb++) issue_copy(k, 1, kb, o->a, o->b);
         break;
-    case OP_LOAD_A: /* this CTA's part of the rows, into every CTA of the cluster */
-        bar_expect_tx(&c->full[o->idx], k->cla);
-        for (int x = 0; x < k->cla; x++) issue_copy(k, x, 0, o->idx, d, o->a, o->b);
+    case OP_LOAD_A:
+        bar_expect_tx(&k->full[o->idx], 1);
+        issue_copy(k, 0, o->idx, o->a, o->b);
         break;
     case OP_ISSUE: {
-        const buf *wb = &c->w[o->b];
-        for (int q = 0; q < k->cla; q++) {
-            const buf *st = &c->stage[o->idx][q];
-            CHECK(k, st->landed && !st->writing && st->tag == o->a,
-                  "CTA %d's stage %d part %d read for tile %d k block %d: holds %d (landed %d)", d,
-                  o->idx, q, o->a / MAX_KB, o->a % MAX_KB, st->tag, st->landed);
-        }
+        const buf *wb = &k->w[o->b], *st = &k->stage[o->idx];
+        CHECK(k, st->landed && !st->writing && st->tag == o->a,
+              "stage %d read for tile %d k block %d: holds %d (landed %d)", o->idx, o->a / MAX_KB,
+              o->a % MAX_KB, st->tag, st->landed);
         CHECK(k, wb->landed && !wb->writing && wb->tag == o->c,
               "W block %d read for generation %d: holds %d (landed %d)", o->b, o->c, wb->tag,
               wb->landed);
-        cr_assert_lt(c->nfl[w], 2);
-        c->fl[w][c->nfl[w]].s = o->idx, c->fl[w][c->nfl[w]].kb = o->b;
-        c->nfl[w]++;
+        cr_assert_lt(k->nfl[w], 2);
+        k->fl[w][k->nfl[w]].s = o->idx, k->fl[w][k->nfl[w]].kb = o->b;
+        k->nfl[w]++;
         break;
     }
     case OP_WAIT1: /* all but the newest group done */
-        if (c->nfl[w] == 2) {
-            c->fl[w][0] = c->fl[w][1];
-            c->nfl[w] = 1;
+        if (k->nfl[w] == 2) {
+            k->fl[w][0] = k->fl[w][1];
+            k->nfl[w] = 1;
         }
         break;
-    case OP_WAIT0: c->nfl[w] = 0; break;
+    case OP_WAIT0: k->nfl[w] = 0; break;
     }
 }
 
@@ -314,31 +278,28 @@ static uint64_t rng_next(uint64_t *x) {
     return *x;
 }
 
-/* One cluster's run under a random schedule, the copies landing at random
+/* One CTA's run under a random schedule, the copies landing at random
  * too; returns 1 when every program ended, 0 on a deadlock (probe) and
  * fails the test on one otherwise. */
-static int run_cluster(cluster *k, uint64_t seed) {
+static int run_cta(cta *k, uint64_t seed) {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    const int per = 1 + k->wgs, actors = k->cla * per;
+    const int actors = 1 + k->wgs;
     for (long steps = 0;; steps++) {
-        int can[MAX_CLA * (1 + MAX_WGS) + MAX_EVENTS], n = 0;
+        int can[1 + MAX_WGS + MAX_EVENTS], n = 0;
         for (int a = 0; a < actors; a++)
-            if (runnable(k, a / per, a % per)) can[n++] = a;
+            if (runnable(k, a)) can[n++] = a;
         for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
         if (n == 0) {
             int done = k->nev == 0;
-            for (int a = 0; a < actors; a++) {
-                const prog *p = &k->c[a / per].p[a % per];
-                done = done && p->pc == p->n;
-            }
-            CHECK(k, done, "deadlock: CLA %d WGS %d S %d kb %d mt %d run [%d, %d)", k->cla, k->wgs,
-                  k->S, k->kb_n, k->mt, k->lo, k->hi);
+            for (int a = 0; a < actors; a++) done = done && k->p[a].pc == k->p[a].n;
+            CHECK(k, done, "deadlock: WGS %d S %d kb %d mt %d run [%d, %d)", k->wgs, k->S, k->kb_n,
+                  k->mt, k->lo, k->hi);
             return done;
         }
         cr_assert_lt(steps, 4000000);
         const int pick = can[rng_next(&x) % (uint64_t)n];
         if (pick < actors)
-            step(k, pick / per, pick % per);
+            step(k, pick);
         else
             land(k, pick - actors);
     }
@@ -360,13 +321,12 @@ Test(wres_protocol, runs_cover_every_tile_once) {
         }
 }
 
-/* Clusters of cla CTAs (1: the plain kernel) over every ring and run
- * shape in the lists: units are row tiles x column units of cla slices,
- * each cluster's run that of wres_range over the clusters. */
-static long sweep(int cla, int wgs, int seeds) {
+/* Every ring and run shape in the lists: tiles are row tiles x W slices,
+ * each CTA's run that of wres_range over the grid. */
+static long sweep(int wgs, int seeds) {
     const int stages[] = {2, 3, 5}, kbs[] = {1, 2, 3, 4}, mts[] = {1, 2, 3, 5};
     const int nts[] = {1, 2, 3, 4}, grids[] = {1, 2, 3, 5, 7};
-    static cluster k;
+    static cta k;
     long runs = 0;
     for (int si = 0; si < 3; si++)
         for (int ki = 0; ki < 4; ki++)
@@ -380,8 +340,8 @@ static long sweep(int cla, int wgs, int seeds) {
                             int lo = 0, hi = 0;
                             wres_range(units, b, G, &lo, &hi);
                             for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++, runs++) {
-                                cluster_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, cla, 0, wgs);
-                                run_cluster(&k, seed + 977 * (uint64_t)runs);
+                                cta_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, wgs);
+                                run_cta(&k, seed + 977 * (uint64_t)runs);
                             }
                         }
                     }
@@ -389,7 +349,7 @@ static long sweep(int cla, int wgs, int seeds) {
 }
 
 Test(wres_protocol, random_interleavings) {
-    const long runs = sweep(1, 2, 12);
+    const long runs = sweep(2, 12);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -397,24 +357,18 @@ Test(wres_protocol, random_interleavings) {
  * runs with generations of one or two tiles, fewer than the warpgroups,
  * whose last tile arrives on wempty for those with none (wres_arrivals). */
 Test(wres_protocol, random_interleavings_three_warpgroups) {
-    const long runs = sweep(1, 3, 8);
+    const long runs = sweep(3, 8);
     cr_expect_gt(runs, 5000, "runs: %ld", runs);
-}
-
-/* ring_wres.cuh's clusters sharing A (CLA 2 and 4). */
-Test(wres_protocol, random_interleavings_clusters) {
-    const long runs = sweep(2, 2, 6) + sweep(4, 2, 3);
-    cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
 /* Whether 200 random schedules of a broken protocol (made by `setup`)
  * show a violation: the model can see the error it guards against. */
-static int caught(void (*setup)(cluster *)) {
+static int caught(void (*setup)(cta *)) {
     for (uint64_t seed = 1; seed <= 200; seed++) {
-        static cluster k;
+        static cta k;
         setup(&k);
         k.probe = 1;
-        run_cluster(&k, seed);
+        run_cta(&k, seed);
         if (k.violations > 0) return 1;
     }
     return 0;
@@ -423,10 +377,10 @@ static int caught(void (*setup)(cluster *)) {
 /* Consumers that wait for the W generation before their turn (the order
  * the kernel avoids) read a slice that is not theirs in some interleaving
  * (mt 1: every tile its own generation; a run of 6 tiles). */
-static void early_w_wait(cluster *k) {
-    cluster_init(k, 2, 1, 1, 0, 6, 1, 0, 2);
+static void early_w_wait(cta *k) {
+    cta_init(k, 2, 1, 1, 0, 6, 2);
     for (int w = 0; w < k->wgs; w++) { /* each consumer's W wait before its order wait */
-        prog *p = &k->c[0].p[1 + w];
+        prog *p = &k->p[1 + w];
         for (int i = 0; i + 1 < p->n; i++)
             if (p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_ORDER &&
                 p->ops[i + 1].kind == OP_WAIT && p->ops[i + 1].bar == B_WFULL) {
@@ -444,10 +398,10 @@ Test(wres_protocol, model_catches_an_early_w_wait) {
  * arriving for one more warpgroup, not for every one without a tile): a
  * run whose generations hold two tiles leaves wempty one warpgroup short,
  * and the producer never loads the next slice. */
-static void short_wempty(cluster *k) {
-    cluster_init(k, 2, 1, 2, 0, 6, 1, 0, 3);
+static void short_wempty(cta *k) {
+    cta_init(k, 2, 1, 2, 0, 6, 3);
     for (int w = 0; w < k->wgs; w++) {
-        prog *p = &k->c[0].p[1 + w];
+        prog *p = &k->p[1 + w];
         for (int i = 0; i < p->n; i++)
             if (p->ops[i].kind == OP_ARRIVE && p->ops[i].bar == B_WEMPTY && p->ops[i].a > 4)
                 p->ops[i].a -= 4;
@@ -455,12 +409,4 @@ static void short_wempty(cluster *k) {
 }
 Test(wres_protocol, model_catches_short_wempty_arrivals) {
     cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 200 schedules");
-}
-
-/* The hazard the clusters' give-back rule guards against: were each CTA's
- * stages given back to its own producer only, a producer would copy its
- * part into a peer's stage while the peer's products still read it. */
-static void local_give_back(cluster *k) { cluster_init(k, 2, 2, 3, 0, 6, 2, 1, 2); }
-Test(wres_protocol, model_catches_a_local_give_back) {
-    cr_expect(caught(local_give_back), "a local give-back went unnoticed in 200 schedules");
 }

@@ -65,9 +65,6 @@ typedef struct cu_exact_pick {
     signed char glu_shape;
 } cu_exact_pick;
 
-/* The fused gate_up's cluster shapes (HRMT_CUDA_GLU_MC: 11-15). */
-#define CU_GLU_MC_SHAPES 5
-
 /* Device copies of the model's tables (forward dtype; rope F32). */
 struct hrmt_model_cuda {
     void *embed_tokens, *puzzle_emb, *embed_pos, *H_init, *L_init;
@@ -81,12 +78,10 @@ struct hrmt_model_cuda {
     int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
     int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
     int glu_mul;                          /* HRMT_CUDA_GLU_MUL: SwiGLU's product by mul.bf16x2 */
-    int glu_wres;    /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
-    int glu_wres3;   /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
-    int glu_wres_ts; /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
-    int glu_mma;     /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
-    int glu_mc;      /* HRMT_CUDA_GLU_MC: ... and its W-multicast (cluster) shapes */
-    int glu_mc_fit[CU_GLU_MC_SHAPES]; /* ... how many clusters of each fit (found at load) */
+    int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
+    int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
+    int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
+    int glu_mma;       /* HRMT_CUDA_GLU_MMA: ... and its mma.sync shapes */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -304,15 +299,10 @@ int cu_glu_shapes(const hrmt_model *m);
 /* Whether the tuner times shape `shape` (below cu_glu_shapes): the
  * W-resident one (6) with HRMT_CUDA_GLU_WRES, its TMA-storing form (7) with
  * HRMT_CUDA_GLU_WRES_TSTORE, the mma.sync ones (8-10) with
- * HRMT_CUDA_GLU_MMA, the cluster ones (11-13: W multicast; 14-15: the
- * W-resident one with A multicast) with HRMT_CUDA_GLU_MC. */
+ * HRMT_CUDA_GLU_MMA. */
 int cu_glu_shape_tuned(const hrmt_model *m, int shape);
 /* Whether the mma.sync shapes are among this model's. */
 int cu_glu_mma_applies(const hrmt_model *m);
-/* Whether the cluster shapes can serve this model (they count among its
- * shapes only with HRMT_CUDA_GLU_MC): fit[i], how many clusters of shape
- * 11 + i can be resident, all nonzero when they can. */
-int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]);
 int cu_glu_wres_form_applies(const hrmt_model *m, int three);
 int cu_glu_wres_ts_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

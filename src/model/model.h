@@ -124,8 +124,6 @@ typedef enum hrmt_model_path {
                                     time (HRMT_CUDA_RING_KB) */
     HRMT_PATH_QKV_ATTN_CTA_W1,   /* qkv + attention's CTA form's ring copying W's q, k and
                                     v rows of a stage at once */
-    HRMT_PATH_GLU_MC,            /* the fused gate_up's W-multicast (cluster) shapes among
-                                    the tuner's */
     HRMT_PATH_GLU_WRES3,         /* the W-resident gate_up as 64-row tiles over three
                                     consumer warpgroups (sm90a/ring_wres.cuh) */
     HRMT_PATH_GLU_WRES_TSTORE    /* the W-resident gate_up's three-warpgroup form with

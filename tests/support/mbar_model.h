@@ -36,15 +36,6 @@ static inline void bar_complete_tx(bar *b, int tx) {
     cr_assert_geq(b->tx, 0, "more bytes than expected");
     bar_check(b);
 }
-/* complete_tx from another CTA's copy (a multicast part: ring_wres.cuh's
- * clusters), which may land before this CTA's own arrive.expect_tx of the
- * phase: the tx-count may go below zero while that arrival is pending (the
- * hardware's count is signed), never once the phase awaits no arrival. */
-static inline void bar_complete_tx_peer(bar *b, int tx) {
-    b->tx -= tx;
-    cr_assert(b->tx >= 0 || b->pending > 0, "more bytes than expected");
-    bar_check(b);
-}
 /* mbarrier.try_wait.parity: true once the phase of that parity completed,
  * i.e. when the current (incomplete) phase's parity differs. */
 static inline int bar_ready(const bar *b, unsigned parity) { return (b->phase & 1u) != parity; }

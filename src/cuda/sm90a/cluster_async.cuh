@@ -99,15 +99,6 @@ __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map, u
         "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
         : "memory");
 }
-/* An arrival on another CTA's mbarrier at `remote` (cl_map) that releases
- * nothing at cluster scope: for a consumer giving back a stage it read by
- * wgmma (its reads complete at wgmma.wait_group) to the CTA whose copy
- * engine refills it, as CUTLASS's multicast pipelines do. The release form
- * above costs a GPU-scope memory barrier (MEMBAR.ALL.GPU in the SASS), which
- * waits for the thread's outstanding global stores. */
-__device__ __forceinline__ void mbar_arrive_remote_cta(uint32_t remote) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
 /* A wait for a barrier other CTAs complete: acquire at cluster scope, so
  * their writes counted on it (or released before their arrivals) are seen
  * after it. */

@@ -31,14 +31,14 @@
  * since session 44); three more, 64 x 64 with one or two warpgroups and
  * 64 x 32, take their products by mma.sync (ring_mma.cuh, same bits:
  * forced, or with HRMT_CUDA_GLU_MMA=1 tuned; opt-in, written without a GPU
- * in session 33); with HRMT_CUDA_GLU_MC=1 five cluster shapes join them:
- * 11-13, clusters of 2 or 4 row tiles sharing W by multicast (ring_gemm.cuh's
- * CLM; run in session 38: same bytes, never faster), and 14-15, the W-resident one
- * over clusters of 2 or 4 CTAs holding adjacent W slices and sharing A
- * (ring_wres.cuh's CLA; written in session 38 without a device). The
- * GEMM tuner (model_gemm_tune.cu) times them at model load per row bucket
- * and checks that each gives the first one's bytes; untuned, 128 x 64 once
- * those tiles fill the SMs twice, 64 x 64 with one warpgroup below.
+ * in session 33). Five opt-in cluster shapes (2 or 4 row tiles sharing W
+ * by multicast, the W-resident one over 2 or 4 CTAs sharing A; sessions
+ * 37-38) gave the same bytes but were never the tuner's fastest on an H100
+ * or H200 (the step 0.990-1.043 of the default's): removed in session 45.
+ * The GEMM tuner (model_gemm_tune.cu) times the shapes at model load per
+ * row bucket and checks that each gives the first one's bytes; untuned,
+ * 128 x 64 once those tiles fill the SMs twice, 64 x 64 with one warpgroup
+ * below.
  * Built for sm_90a only (src/CMakeLists.txt): cu_glu_applies checks that the
  * device is compute capability 9.0 and that the kernel image loads. */
 #include <cuda.h>
@@ -140,15 +140,6 @@ struct glu_epi {
 #ifdef HRMT_SM90A
         tma_load(st, tm, bar, kb * BK, n0);
         tma_load(st + BNA * ROW_BYTES, tm, bar, kb * BK, p.I + n0);
-#endif
-    }
-    /* The same into every CTA of the cluster in mask (HRMT_CUDA_GLU_MC). */
-    static __device__ __forceinline__ void load_w_mc(uint8_t *st, const CUtensorMap *tm,
-                                                     uint64_t *bar, int kb, int n0, const args &p,
-                                                     uint16_t mask) {
-#ifdef HRMT_SM90A
-        tma_load_mc(st, tm, bar, kb * BK, n0, mask);
-        tma_load_mc(st + BNA * ROW_BYTES, tm, bar, kb * BK, p.I + n0, mask);
 #endif
     }
     /* Thread (warp, lane) holds rows warp * 16 + lane / 4 (+ 8) of each m64
@@ -255,24 +246,18 @@ struct glu_epi_ts : glu_epi<64> {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W), products by mma.sync, clusters of clm CTAs;
- * GLU_WRES, GLU_WRES_TS and the last two on ring_wres.cuh's loop (the last
- * two with A multicast to pairs and fours of CTAs holding adjacent W
- * slices). */
+ * columns (2 BNA rows of W), products by mma.sync; GLU_WRES and
+ * GLU_WRES_TS on ring_wres.cuh's loop. */
 struct glu_shape {
-    int msub, wgs, bna, mma, clm;
+    int msub, wgs, bna, mma;
 };
-constexpr glu_shape GLU_SHAPES[] = {
-    {2, 2, 64, 0, 1}, {1, 2, 64, 0, 1}, {1, 1, 64, 0, 1}, {1, 1, 32, 0, 1},
-    {1, 2, 32, 0, 1}, {1, 1, 16, 0, 1}, {2, 2, 64, 0, 1}, {1, 3, 64, 0, 1},
-    {1, 1, 32, 1, 1}, {1, 2, 32, 1, 1}, {1, 1, 16, 1, 1}, {2, 2, 64, 0, 2},
-    {1, 1, 64, 0, 2}, {1, 1, 64, 0, 4}, {2, 2, 64, 0, 2}, {2, 2, 64, 0, 4}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64, 0}, {1, 2, 64, 0}, {1, 1, 64, 0}, {1, 1, 32, 0},
+                                    {1, 2, 32, 0}, {1, 1, 16, 0}, {2, 2, 64, 0}, {1, 3, 64, 0},
+                                    {1, 1, 32, 1}, {1, 2, 32, 1}, {1, 1, 16, 1}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 constexpr int GLU_WRES = 6;    /* the W-resident shape's index */
 constexpr int GLU_WRES_TS = 7; /* its three-warpgroup form with TMA stores (glu_epi_ts) */
 constexpr int GLU_MMA0 = 8;    /* the first mma.sync shape's */
-constexpr int GLU_MC0 = 11;    /* the first W-multicast shape's (HRMT_CUDA_GLU_MC) */
-constexpr int GLU_AMC0 = 14;   /* the W-resident shape with A multicast (pairs, fours) */
 constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
@@ -290,46 +275,37 @@ typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act
             cu_model(m)->glu_mul};
 }
 
-/* CLM > 1: clusters of CLM CTAs, at most `fit` of them (glu_mc_fit's count,
- * found at load). */
-template <int MSUB, int WGS, int BNA, bool MMA = false, int CLM = 1>
+template <int MSUB, int WGS, int BNA, bool MMA = false>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                       const void *a, const void *w, void *act, cu_links *lk = nullptr,
-                       int fit = 0) {
-    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>, CLM>;
-    auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>;
+                       const void *a, const void *w, void *act, cu_links *lk = nullptr) {
+    using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
+    auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    /* One CTA (CLM > 1: one cluster) per WGS steps, at most one per SM (the
-     * clusters that can be resident). */
-    const size_t mt = (rows + C::BM - 1) / C::BM, units = (mt + CLM - 1) / CLM * (I / BNA);
-    const size_t groups = (units + WGS - 1) / WGS, most = CLM > 1 ? (size_t)fit : (size_t)sms;
-    if (most == 0) /* the model's count was checked at load */
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
-                         "cuda fused gate_up: no cluster of %d such CTAs fits", CLM);
-    const unsigned grid = (unsigned)((groups < most ? groups : most) * CLM);
+    /* One CTA per WGS tiles, at most one per SM. */
+    const size_t units = (rows + C::BM - 1) / C::BM * (I / BNA);
+    const size_t groups = (units + WGS - 1) / WGS;
+    const unsigned grid = (unsigned)(groups < (size_t)sms ? groups : (size_t)sms);
     typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
     p.d.link = cu_link_take(lk);
-    e = cluster_launch(kern, CLM, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m),
-                       cu_model(m)->pdl, ta, tw, p);
+    e = pdl_launch(kern, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta,
+                   tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
     cu_link_done(lk, p.d.link, grid);
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 
 /* 128 x 64 tiles with each CTA's W slice resident (ring_wres.cuh): a
- * contiguous run of tiles per CTA, one CTA per SM at most. CLA > 1: in
- * clusters of CLA CTAs sharing each stage's A rows by multicast, at most
- * `fit` of them (glu_mc_fit's count, found at load). */
-template <int CLA = 1, int MSUB = 2, int WGS = 2, bool TS = false>
+ * contiguous run of tiles per CTA, one CTA per SM at most. */
+template <int MSUB = 2, int WGS = 2, bool TS = false>
 hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                            const void *a, const void *w, void *act, int fit = 0) {
+                            const void *a, const void *w, void *act) {
     using E = std::conditional_t<TS, glu_epi_ts, glu_epi<64>>;
     using C = wres_cfg_for<MSUB, 128, WRES_KB, E, WGS>;
     const size_t H = m->hidden, I = m->inter;
@@ -337,34 +313,21 @@ hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v120
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
                          "cuda fused gate_up: the W-resident shape takes hidden <= %d, not %zu",
                          WRES_KB * BK, H);
-    if ((I / 64) % CLA != 0) /* cu_glu_mc_applies checked it at load */
-        return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
-                         "cuda fused gate_up: %zu W slices in clusters of %d", I / 64, CLA);
     CUtensorMap ta, tw;
     typename wres_out<E>::map to{}; /* TS: act's map; else an empty, unread struct */
-    bool mapped =
-        encode(fn, &ta, a, rows, H, H, C::BM / CLA) && encode(fn, &tw, w, 2 * I, H, H, 64);
+    bool mapped = encode(fn, &ta, a, rows, H, H, C::BM) && encode(fn, &tw, w, 2 * I, H, H, 64);
     if constexpr (TS) mapped = mapped && encode(fn, &to, act, rows, I, I, 64);
     if (!mapped) return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, CLA, WGS>();
+    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, WGS>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    /* Units of CLA tiles (one a CTA of a cluster), at most one CTA per SM. */
-    const size_t units = (rows + C::BM - 1) / C::BM * (I / 64 / CLA);
-    const size_t most = CLA > 1 ? (size_t)fit : (size_t)sms;
-    if (most == 0) /* the model's count was checked at load */
-        return hrmt_fail(m->ctx, HRMT_ERR_CUDA,
-                         "cuda fused gate_up: no cluster of %d W-resident CTAs fits", CLA);
-    const unsigned grid = (unsigned)((units < most ? units : most) * CLA);
+    /* At most one CTA per SM. */
+    const size_t tiles = (rows + C::BM - 1) / C::BM * (I / 64);
+    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
     const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
-    if constexpr (CLA > 1)
-        e = cluster_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, CLA, WGS>, CLA, dim3(grid),
-                           dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p,
-                           to);
-    else
-        e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, 1, WGS>, dim3(grid),
-                       dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
+    e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, WGS>, dim3(grid), dim3(C::THREADS),
+                   C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
     return cu_check(m->ctx, "cuda fused gate_up (W resident)");
 }
@@ -393,15 +356,14 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int MSUB, int WGS, int BNA, bool MMA = false, int CLM = 1>
+template <int MSUB, int WGS, int BNA, bool MMA = false>
 int glu_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA, CLM>(per_block);
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>(per_block);
 }
 
 /* lk: the step's flag links (the W-resident kernel takes none: a break). */
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
                              size_t rows, const void *a, const void *w, void *act, cu_links *lk) {
-    const int *mc = cu_model(m)->glu_mc_fit;
     switch (shape) {
     case 0: return glu_launch<2, 2, 64>(m, fn, rows, a, w, act, lk);
     case 1: return glu_launch<1, 2, 64>(m, fn, rows, a, w, act, lk);
@@ -410,19 +372,12 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
     case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
     case GLU_WRES:
         cu_link_break(lk);
-        if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 1, 3>(m, fn, rows, a, w, act);
+        if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 3>(m, fn, rows, a, w, act);
         return glu_wres_launch<>(m, fn, rows, a, w, act);
-    case GLU_WRES_TS:
-        cu_link_break(lk);
-        return glu_wres_launch<1, 1, 3, true>(m, fn, rows, a, w, act);
+    case GLU_WRES_TS: cu_link_break(lk); return glu_wres_launch<1, 3, true>(m, fn, rows, a, w, act);
     case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
     case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
-    case GLU_MC0: return glu_launch<2, 2, 64, false, 2>(m, fn, rows, a, w, act, lk, mc[0]);
-    case GLU_MC0 + 1: return glu_launch<1, 1, 64, false, 2>(m, fn, rows, a, w, act, lk, mc[1]);
-    case GLU_MC0 + 2: return glu_launch<1, 1, 64, false, 4>(m, fn, rows, a, w, act, lk, mc[2]);
-    case GLU_AMC0: cu_link_break(lk); return glu_wres_launch<2>(m, fn, rows, a, w, act, mc[3]);
-    case GLU_AMC0 + 1: cu_link_break(lk); return glu_wres_launch<4>(m, fn, rows, a, w, act, mc[4]);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act, lk);
     }
 }
@@ -570,7 +525,7 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     if (!glu_wres_applies(m)) return 0;
-    return three ? wres_loads<1, 128, WRES_KB, E, 1, 3>(per_block) : 1;
+    return three ? wres_loads<1, 128, WRES_KB, E, 3>(per_block) : 1;
 }
 
 /* The W-resident shape's three-warpgroup form with TMA stores (GLU_WRES_TS,
@@ -579,7 +534,7 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three) {
 static int glu_wres_ts_loads(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return wres_loads<1, 128, WRES_KB, glu_epi_ts, 1, 3>(per_block);
+    return wres_loads<1, 128, WRES_KB, glu_epi_ts, 3>(per_block);
 }
 int cu_glu_wres_ts_applies(const hrmt_model *m) {
     return glu_wres_applies(m) && glu_wres_ts_loads(m);
@@ -594,57 +549,13 @@ static int glu_mma_loads(const hrmt_model *m) {
            glu_loads<1, 1, 16, true>(per_block);
 }
 
-/* How many clusters of a W-multicast shape (64-column tiles) can be
- * resident at once: 0 when its image does not load or none fits. */
-template <int MSUB, int WGS, int CLM>
-int glu_mc_fit(size_t per_block) {
-    using C = ring_cfg_for<MSUB, WGS, 128, glu_epi<64>, CLM>;
-    if (!glu_loads<MSUB, WGS, 64, false, CLM>(per_block) ||
-        ring_prepare<MSUB, WGS, 128, glu_epi<64>, false, CLM>() != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return cluster_fits(ring_gemm_kernel<MSUB, WGS, 128, glu_epi<64>, false, CLM>, CLM, C::THREADS,
-                        C::SMEM);
-}
-
-/* The same for the W-resident shape with A multicast to clusters of CLA. */
-template <int CLA>
-int glu_amc_fit(size_t per_block) {
-    using E = glu_epi<64>;
-    using C = wres_cfg_for<2, 128, WRES_KB, E>;
-    if (!wres_loads<2, 128, WRES_KB, E, CLA>(per_block) ||
-        wres_prepare<2, 128, WRES_KB, E, CLA>() != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return cluster_fits(ring_wres_kernel<2, 128, WRES_KB, E, CLA>, CLA, C::THREADS, C::SMEM);
-}
-
 /* The shapes past the six ride on the W-resident one's rule (hidden <=
- * 512), so that every index below the count is one this model can run; the
- * cluster ones count only where the model asks for them
- * (HRMT_CUDA_GLU_MC: cu_glu_mc_applies at load). */
+ * 512), so that every index below the count is one this model can run. */
 int cu_glu_shapes(const hrmt_model *m) {
     if (!glu_wres_applies(m)) return GLU_WRES;
     if (!glu_wres_ts_loads(m)) return GLU_WRES_TS;
     if (!glu_mma_loads(m)) return GLU_MMA0;
-    return cu_model(m)->glu_mc ? GLU_NSHAPES : GLU_MC0;
-}
-
-int cu_glu_mc_applies(const hrmt_model *m, int fit[CU_GLU_MC_SHAPES]) {
-    static_assert(GLU_NSHAPES - GLU_MC0 == CU_GLU_MC_SHAPES, "one count per cluster shape");
-    size_t per_block = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    fit[0] = glu_mc_fit<2, 2, 2>(per_block);
-    fit[1] = glu_mc_fit<1, 1, 2>(per_block);
-    fit[2] = glu_mc_fit<1, 1, 4>(per_block);
-    fit[3] = glu_amc_fit<2>(per_block);
-    fit[4] = glu_amc_fit<4>(per_block);
-    for (int i = 0; i < CU_GLU_MC_SHAPES; i++)
-        if (fit[i] <= 0) return 0;
-    /* The A-multicast shapes' clusters take 2 and 4 adjacent W slices. */
-    return glu_wres_applies(m) && glu_mma_loads(m) && (m->inter / 64) % 4 == 0;
+    return GLU_NSHAPES;
 }
 
 int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0; }
@@ -652,7 +563,6 @@ int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0
 int cu_glu_shape_tuned(const hrmt_model *m, int shape) {
     const struct hrmt_model_cuda *g = cu_model(m);
     if (shape < GLU_WRES) return 1;
-    if (shape >= GLU_MC0) return g->glu_mc;
     if (shape == GLU_WRES) return g->glu_wres;
     return shape == GLU_WRES_TS ? g->glu_wres_ts : g->glu_mma;
 }

@@ -19,28 +19,14 @@
  * MMA (64-row tiles only): the products by mma.sync from the same stages
  * (ring_mma.cuh), the same bits; the fused gate_up's opt-in shapes
  * (HRMT_CUDA_GLU_MMA), for the dependent chain's step at small batches.
- * CLM > 1 (wgmma only; the fused gate_up's opt-in HRMT_CUDA_GLU_MC shapes):
- * launched in clusters of CLM CTAs that take the CLM row tiles of one W tile
- * at each step, W's box of stage s multicast by the cluster's CTA s % CLM
- * into all of them (cluster_async.cuh's tma_load_mc), A each CTA's own:
- * W read from L2 once per cluster instead of once per row tile, where the
- * small batches' tiles are bound by the L2's bytes (bench/cuda_ring_feed.cu,
- * session 37: 0.84-0.88x the products' time with W to 2-4 row tiles). The
- * issuer refills stage s once every CTA's consumer warps have given it back
- * (its mc_empty[s]: 4 CLM arrivals, one per warp, remote ones by
- * mbar_arrive_remote_cta); every CTA of a cluster walks the same
- * steps (row tiles past M computed from zeros and not stored), so each
- * stage's fills are in lockstep and mc_empty[s] completes once per wrap;
- * a cluster barrier after init and another before exit. Session 38 (H100):
- * its tests passed, but at no row bucket did the tuner time a multicast
- * shape faster than the plain ones (e.g. 4.68 against 3.75 us at <= 128
- * rows, 8.03 against 6.96 at <= 512), and the step with the switch on was
- * 1.000 / 1.005 / 0.994 / 0.997 of its time at batch 1 / 8 / 64 / 256. */
+ * Clusters of 2 or 4 CTAs taking one W tile's row tiles, W multicast to
+ * them (the fused gate_up's opt-in cluster shapes, session 37), were never
+ * the tuner's fastest on an H100 or H200 (the step 0.990-1.043 of the
+ * default's) and were removed in session 45. */
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 
 #include "cuda/pdl.cuh"
-#include "cuda/sm90a/cluster_async.cuh"
 #include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/ring_plan.h"
 #include "cuda/sm90a/wgmma_common.cuh"
@@ -58,7 +44,7 @@ struct epi_smem<E, decltype((void)E::EPI_SMEM)> {
     static constexpr int value = E::EPI_SMEM;
 };
 
-template <int MSUB, int WGS, int WN, int EPI = 0, int CLM = 1>
+template <int MSUB, int WGS, int WN, int EPI = 0>
 struct ring_cfg {
     static constexpr int BM = 64 * MSUB;
     static constexpr int THREADS = 128 * (WGS + 1);
@@ -66,13 +52,13 @@ struct ring_cfg {
     static constexpr int W_BYTES = WN * ROW_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + W_BYTES;
     static constexpr int STAGES = (192 * 1024) / STAGE_BYTES;
-    /* full, empty, the consumers' turns; with CLM > 1 mc_empty after them. */
-    static constexpr int BAR_BYTES = (((CLM > 1 ? 3 : 2) * STAGES + WGS) * 8 + 15) / 16 * 16;
+    /* full, empty, the consumers' turns. */
+    static constexpr int BAR_BYTES = ((2 * STAGES + WGS) * 8 + 15) / 16 * 16;
     /* 1024-byte alignment for the swizzle, the barriers, the epilogue's part. */
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + BAR_BYTES + EPI;
 };
-template <int MSUB, int WGS, int WN, class E, int CLM = 1>
-using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value, CLM>;
+template <int MSUB, int WGS, int WN, class E>
+using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value>;
 
 /* What every policy's arguments start with: rows, column tiles, k blocks. */
 struct ring_dims {
@@ -94,21 +80,10 @@ __device__ __forceinline__ void tile_zero(float (&acc)[MSUB][WN / 2]) {
         for (int i = 0; i < WN / 2; i++) acc[ms][i] = 0.0f;
 }
 
-/* Stage st given back by this warp (lane 0): to this CTA's producer and,
- * with CLM > 1, to the cluster's issuer of the stage's W (its mc_empty).
- * ALL (ring_wres.cuh's A multicast, where every CTA of the cluster fills a
- * part of each stage): to every CTA's empty[st] instead, this one's too. */
-template <int CLM, bool ALL = false>
-__device__ __forceinline__ void stage_back(uint64_t *empty, uint64_t *mc_empty, int st, int lane) {
+/* Stage st given back to this CTA's producer by this warp (lane 0). */
+__device__ __forceinline__ void stage_back(uint64_t *empty, int st, int lane) {
     if (lane != 0) return;
-    if constexpr (ALL) {
-        static_assert(CLM > 1, "a cluster to give the stage back to");
-#pragma unroll
-        for (int r = 0; r < CLM; r++) mbar_arrive_remote_cta(cl_map(&empty[st], (uint32_t)r));
-        return;
-    }
     mbar_arrive(&empty[st]);
-    if constexpr (CLM > 1) mbar_arrive_remote_cta(cl_map(&mc_empty[st], (uint32_t)(st % CLM)));
 }
 
 /* One stage's products, committed as one group: the stage's MSUB 64-row
@@ -141,16 +116,16 @@ __device__ __forceinline__ void products_done(float (&acc)[MSUB][WN / 2]) {
 /* A consumer warpgroup's products of a tile over kb_n stages of the ring
  * from stage s (parity ph): the stage's MSUB 64-row blocks of A at
  * a_of(s), its WN rows of W at w_of(s, kb). Each stage is given back (one
- * arrive per warp on empty[], and mc_empty[] with CLM > 1: stage_back)
- * once the next stage's products are issued; returns the last stage (-1:
- * none), which tile_done gives back. s and ph move on past the tile.
+ * arrive per warp on empty[]: stage_back) once the next stage's products
+ * are issued; returns the last stage (-1: none), which tile_done gives
+ * back. s and ph move on past the tile.
  * full_cy: where ring_wres.cuh's HRMT_WRES_PHASES build adds the cycles
  * spent waiting for stages (unused in other builds). */
-template <int MSUB, int WN, int CLM = 1, bool ALL = false, class AF, class WF>
+template <int MSUB, int WN, class AF, class WF>
 __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_t *full,
-                                             uint64_t *empty, uint64_t *mc_empty, int stages,
-                                             int kb_n, int &s, unsigned &ph, int lane, AF a_of,
-                                             WF w_of, long long *full_cy = nullptr) {
+                                             uint64_t *empty, int stages, int kb_n, int &s,
+                                             unsigned &ph, int lane, AF a_of, WF w_of,
+                                             long long *full_cy = nullptr) {
     int prev = -1;
     for (int kb = 0; kb < kb_n; kb++) {
 #ifdef HRMT_WRES_PHASES /* ring_wres.cuh's phase count: cycles waiting for stages */
@@ -166,7 +141,7 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
         /* The previous stage's products are done once one group is left
          * in flight: hand its buffers back to the producer. */
         wg_wait<1>();
-        if (prev >= 0) stage_back<CLM, ALL>(empty, mc_empty, prev, lane);
+        if (prev >= 0) stage_back(empty, prev, lane);
         prev = s;
         ring_next(s, ph, stages);
     }
@@ -175,11 +150,11 @@ __device__ __forceinline__ int tile_products(float (&acc)[MSUB][WN / 2], uint64_
 
 /* The tile's products complete: the accumulators readable (kept after the
  * wait) and the last stage given back. */
-template <int MSUB, int WN, int CLM = 1, bool ALL = false>
-__device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *empty,
-                                          uint64_t *mc_empty, int prev, int lane) {
+template <int MSUB, int WN>
+__device__ __forceinline__ void tile_done(float (&acc)[MSUB][WN / 2], uint64_t *empty, int prev,
+                                          int lane) {
     products_done<MSUB, WN>(acc);
-    if (prev >= 0) stage_back<CLM, ALL>(empty, mc_empty, prev, lane);
+    if (prev >= 0) stage_back(empty, prev, lane);
 }
 
 /* The consumer warpgroups' start: their registers raised (the producer's
@@ -222,37 +197,27 @@ __device__ __forceinline__ void tile_store(float (&acc)[MSUB][WN / 2], int m0, i
  * args) consumes a finished tile's accumulators. A policy with EPI_SMEM > 0
  * also has epi_load(part, thread, threads, args), which the consumer
  * warpgroups run once before their first tile to fill that shared-memory
- * part, and store(..., args, part). CLM > 1 also needs load_w_mc(..., args,
- * mask): load_w multicast to the cluster's CTAs in mask. */
-template <int MSUB, int WGS, int WN, class E, bool MMA = false, int CLM = 1>
-__global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, CLM>::THREADS, 1)
+ * part, and store(..., args, part). */
+template <int MSUB, int WGS, int WN, class E, bool MMA = false>
+__global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
 #ifdef HRMT_SM90A
-    static_assert(CLM == 1 || !MMA, "W multicast with the wgmma products");
-    using C = ring_cfg_for<MSUB, WGS, WN, E, CLM>;
+    using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
-    uint64_t *mc_empty = order + WGS; /* CLM > 1 only (C::BAR_BYTES) */
     uint8_t *epi = smem + S * C::STAGE_BYTES + C::BAR_BYTES;
     const int wg = warpgroup_idx(), nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;
-    /* Steps u = cl, cl + ncl, ...: the cluster's CTA r takes row tile
-     * (u / nt) CLM + r (past mt: zeros, not stored) of W tile u % nt. */
-    const int units = (mt + CLM - 1) / CLM * nt, kb_n = p.d.kblocks;
-    /* This CTA's cluster and rank, the clusters (CLM = 1: CTA, 0, CTAs). */
-    auto cl_id = [] { return (int)(blockIdx.x / CLM); };
-    auto ncl_ = [] { return (int)(gridDim.x / CLM); };
-    const int rank = CLM > 1 ? (int)cl_rank() : 0;
-    auto m0_of = [&](int u) { return ((u / nt) * CLM + rank) * C::BM; };
+    /* Steps u = CTA, CTA + CTAs, ...: row tile u / nt of W tile u % nt. */
+    const int units = mt * nt, kb_n = p.d.kblocks;
+    auto m0_of = [&](int u) { return (u / nt) * C::BM; };
     auto n0_of = [&](int u) { return (u % nt) * E::TILE_N; };
     const unsigned TURN_ARRIVES = ring_turn_arrives(MMA); /* ring_plan.h says why */
     if (threadIdx.x == 0) {
         ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], TURN_ARRIVES);
-        if constexpr (CLM > 1)
-            for (int st = 0; st < S; st++) mbar_init(&mc_empty[st], 4u * CLM);
         if constexpr (MMA)
             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&order[0])),
                          "r"(TURN_ARRIVES)
@@ -262,60 +227,37 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, CLM>::THREADS, 
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    if constexpr (CLM > 1) {
-        /* Every CTA's barriers made before any multicast lands or any
-         * remote arrival comes. */
-        cl_arrive_relaxed();
-        cl_wait();
-    }
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
-            const uint16_t mask = (uint16_t)((1u << CLM) - 1);
-            /* The stage's W: this CTA's own, or (CLM > 1) multicast by the
-             * stage's issuer once every CTA gave the stage back. */
-            auto w_of = [&](uint8_t *st, int s, unsigned ph, bool refill, int kb, int n0) {
-                if constexpr (CLM == 1) {
-                    E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
-                } else if (s % CLM == rank) {
-                    if (refill) mbar_wait(&mc_empty[s], ph ^ 1); /* a TMA write follows */
-                    E::load_w_mc(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p, mask);
-                }
-            };
             /* W does not depend on the kernel before (programmatic
              * dependent launch): the first tile's first stages of it are
              * requested before waiting for that kernel, A's rows after. */
-            const int pre = blockIdx.x / CLM < (unsigned)units ? (kb_n < S ? kb_n : S) : 0;
+            const int pre = blockIdx.x < (unsigned)units ? (kb_n < S ? kb_n : S) : 0;
             for (int kb = 0; kb < pre; kb++) {
                 mbar_expect_tx(&full[kb], C::STAGE_BYTES);
-                w_of(smem + kb * C::STAGE_BYTES, kb, 0u, false, kb,
-                     (int)((blockIdx.x / CLM) % (unsigned)nt) * E::TILE_N);
+                E::load_w(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb,
+                          (int)(blockIdx.x % (unsigned)nt) * E::TILE_N, p);
             }
             link_wait(p.d.link);
             pdl_trigger();
             int s = 0;
             unsigned ph = 0;
-            for (int u = cl_id(); u < units; u += ncl_()) {
+            for (int u = (int)blockIdx.x; u < units; u += (int)gridDim.x) {
                 const int m0 = m0_of(u), n0 = n0_of(u);
                 for (int kb = 0; kb < kb_n; kb++) {
                     uint8_t *st = smem + s * C::STAGE_BYTES;
-                    if (u == cl_id() && kb < pre) { /* W already on its way */
+                    if (u == (int)blockIdx.x && kb < pre) { /* W already on its way */
                         tma_load(st, &tm_a, &full[s], kb * BK, m0);
                     } else {
                         mbar_wait(&empty[s], ph ^ 1);
                         mbar_expect_tx(&full[s], C::STAGE_BYTES);
                         tma_load(st, &tm_a, &full[s], kb * BK, m0);
-                        w_of(st, s, ph, true, kb, n0);
+                        E::load_w(st + C::A_BYTES, &tm_w, &full[s], kb, n0, p);
                     }
                     ring_next(s, ph, S);
                 }
             }
-        }
-        if constexpr (CLM > 1) {
-            /* No CTA leaves while a peer may still multicast into it or
-             * arrive on its barriers (thread 0 issued: converge first). */
-            __syncwarp();
-            cl_sync();
         }
         return;
     }
@@ -323,8 +265,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, CLM>::THREADS, 
     const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
     int q = cw;
     unsigned turn = 0;
-    for (int u = blockIdx.x / CLM + cw * (gridDim.x / CLM); u < units;
-         u += WGS * (gridDim.x / CLM), q += WGS) {
+    for (int u = blockIdx.x + cw * gridDim.x; u < units; u += WGS * gridDim.x, q += WGS) {
         const int m0 = m0_of(u), n0 = n0_of(u);
         int s;
         unsigned ph;
@@ -340,32 +281,31 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E, CLM>::THREADS, 
             ring_products_mma<WN>(acc[0], smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s,
                                   ph, lane, warp);
         } else {
-            prev = tile_products<MSUB, WN, CLM>(
-                acc, full, empty, mc_empty, S, kb_n, s, ph, lane,
+            prev = tile_products<MSUB, WN>(
+                acc, full, empty, S, kb_n, s, ph, lane,
                 [&](int st) { return smem + st * C::STAGE_BYTES; },
                 [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
         }
         /* Every ring use of this tile has landed: the next tile's turn. */
         if (MMA ? lane == 0 : threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        if constexpr (!MMA) tile_done<MSUB, WN, CLM>(acc, empty, mc_empty, prev, lane);
+        if constexpr (!MMA) tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
     link_end<2, 128 * WGS>(p.d.link, threadIdx.x == 128);
-    if constexpr (CLM > 1) cl_sync(); /* as the producer's */
     LT_PHASE(8);
 #endif
 }
 
 /* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
-template <int MSUB, int WGS, int WN, class E, bool MMA = false, int CLM = 1>
+template <int MSUB, int WGS, int WN, class E, bool MMA = false>
 int ring_loads(size_t per_block) {
-    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E, MMA, CLM>,
-                       ring_cfg_for<MSUB, WGS, WN, E, CLM>::SMEM, per_block);
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E, MMA>,
+                       ring_cfg_for<MSUB, WGS, WN, E>::SMEM, per_block);
 }
-template <int MSUB, int WGS, int WN, class E, bool MMA = false, int CLM = 1>
+template <int MSUB, int WGS, int WN, class E, bool MMA = false>
 cudaError_t ring_prepare() {
-    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E, MMA, CLM>,
-                       ring_cfg_for<MSUB, WGS, WN, E, CLM>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E, MMA>,
+                       ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
 }
 
 } // namespace

@@ -39,7 +39,13 @@
  * more tiles, not by a faster tile (session 40, H100: at batch 8's 656 rows
  * the tuner took this shape at 9.57 us where the two's lost, 11.10, to
  * shape 1's 10.96). Two product groups in flight (HRMT_CUDA_GLU_WRES_DEEP,
- * sessions 40-44) were slower on an H100 and were removed in session 44. */
+ * sessions 40-44) were slower on an H100 and were removed in session 44.
+ * Clusters of 2 or 4 CTAs holding adjacent W slices and sharing each
+ * stage's A rows by multicast (the fused gate_up's opt-in cluster shapes,
+ * session 38) read A from L2 once per cluster (497 / 328 against 714 MB a
+ * call at batch 256) in the same time or longer: the L2's bytes do not
+ * bound this kernel. Never the tuner's fastest, they were removed in
+ * session 45. */
 /* HRMT_WRES_PHASES (a development aid, a build of its own:
  * -DCMAKE_CUDA_FLAGS=-DHRMT_WRES_PHASES): each consumer warpgroup counts
  * the cycles (clock64) it spends waiting for its turn, for W, for stages,
@@ -53,6 +59,7 @@
 #include <type_traits>
 
 #include "cuda/pdl.cuh"
+#include "cuda/sm90a/cluster_async.cuh" /* fence_async_smem */
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
 #include "cuda/sm90a/wres_plan.h"
@@ -112,26 +119,8 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
  * store, optional EPI_SMEM / epi_load). p.d.kblocks <= KBMAX (the host
  * checks). Grid: at most one CTA per tile; CTA b takes tiles
  * [b T / G, (b + 1) T / G) of the T = column tiles x row tiles, tile j
- * being row tile j % mt of column tile j / mt.
- *
- * CLA > 1 (the fused gate_up's opt-in HRMT_CUDA_GLU_MC shapes 14, 15):
- * launched in clusters of CLA CTAs, which take the runs as one CTA takes
- * them above, a column tile being CLA adjacent W slices, CTA r holding
- * slice c CLA + r: so every CTA of a cluster walks the same row tiles in
- * the same order, stage by stage, and each fills 1 / CLA of every stage's
- * A rows (a box of BM / CLA rows, tm_a's) by TMA multicast into all of
- * them. A is then read from L2 once per CLA slices: at batch 256 the
- * kernel reads ~700 MB through L2 a call, most of it A once per slice (ncu,
- * session 38, H100). Each CTA's empty[s] counts every CTA's consumer warps
- * (stage_back's ALL), so no part of a stage is refilled before all have
- * read it; each full[s] expects the whole stage. A cluster barrier after
- * the barriers' init and another before exit (no CTA leaves while a peer
- * may still write into it or arrive on its barriers). Session 39 (H100):
- * its tests pass (memcheck clean) and it reads 497 / 328 MB through L2 a
- * call at batch 256 against 714 for CLA = 1, in the same 130.7 us (CLA 2)
- * or longer (140.7, CLA 4: 120 CTAs); the step 0.990 / 1.008 of the
- * forced plain shape's at 256. The L2's bytes do not bound this kernel. */
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2>
+ * being row tile j % mt of column tile j / mt. */
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
@@ -139,7 +128,6 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
 #ifdef HRMT_SM90A
     using C = wres_cfg_for<MSUB, WN, KBMAX, E, WGS>;
     constexpr int S = C::STAGES;
-    static_assert(C::BM % (8 * CLA) == 0, "whole 8-row swizzle atoms a part");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *wres = smem, *ring = smem + C::W_RES;
@@ -147,17 +135,13 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
     uint64_t *wfull = order + WGS, *wempty = wfull + 1;
     uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
     const int wg = warpgroup_idx(), mt = (p.d.M + C::BM - 1) / C::BM;
-    /* CLA > 1: this CTA's rank, its cluster's runs of column tiles of CLA
-     * slices (p.d.nt % CLA == 0: the host checks). */
-    const int rank = CLA > 1 ? (int)cl_rank() : 0;
     int lo = 0, hi = 0;
-    wres_range((long long)mt * (p.d.nt / CLA), blockIdx.x / CLA, gridDim.x / CLA, &lo, &hi);
+    wres_range((long long)mt * p.d.nt, blockIdx.x, gridDim.x, &lo, &hi);
     const int kb_n = p.d.kblocks, col0 = lo / mt;
-    auto slice_n0 = [&](int col) { return (col * CLA + rank) * E::TILE_N; };
+    auto slice_n0 = [&](int col) { return col * E::TILE_N; };
     if (threadIdx.x == 0) {
-        /* One arrive per warp of the consuming warpgroup (CLA > 1: of every
-         * CTA of the cluster). */
-        ring_init(full, empty, S, 4 * CLA);
+        /* One arrive per warp of the consuming warpgroup. */
+        ring_init(full, empty, S, 4);
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
         mbar_init(wfull, 1);
         mbar_init(wempty, 4 * WGS);
@@ -165,24 +149,9 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    if constexpr (CLA > 1) {
-        /* Every CTA's barriers made before any multicast lands or any
-         * remote arrival comes. */
-        cl_arrive_relaxed();
-        cl_wait();
-    }
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x != 0) {
-            /* CLA > 1: the exit barrier, no CTA leaving while a peer may
-             * still write into it or arrive on its barriers (thread 0 comes
-             * after its loop; warp 0 meets at the __syncwarp first). */
-            if constexpr (CLA > 1) {
-                __syncwarp();
-                cl_sync();
-            }
-            return;
-        }
+        if (threadIdx.x != 0) return;
         /* The first slice of W does not depend on the kernel before
          * (programmatic dependent launch): requested before waiting for it. */
         auto load_slice = [&](int col) {
@@ -212,11 +181,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             for (int kb = 0; kb < kb_n; kb++) {
                 WRES_PT(p_empty, mbar_wait(&empty[s], ph ^ 1));
                 mbar_expect_tx(&full[s], C::A_BYTES);
-                if constexpr (CLA == 1)
-                    tma_load(ring + s * C::A_BYTES, &tm_a, &full[s], kb * BK, m0);
-                else /* this CTA's part of the rows, into every CTA's stage s */
-                    tma_load_mc(ring + s * C::A_BYTES + rank * (C::A_BYTES / CLA), &tm_a, &full[s],
-                                kb * BK, m0 + rank * (C::BM / CLA), (uint16_t)((1u << CLA) - 1));
+                tma_load(ring + s * C::A_BYTES, &tm_a, &full[s], kb * BK, m0);
                 ring_next(s, ph, S);
             }
         }
@@ -226,10 +191,6 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             printf("wres_phases cta %d producer tiles %d total %lld empty %lld wempty %lld\n",
                    (int)blockIdx.x, hi - lo, clock64() - p_t0, p_empty, p_wempty);
 #endif
-        if constexpr (CLA > 1) {
-            __syncwarp();
-            cl_sync();
-        }
         return;
     }
     consumers_begin<WGS, E>(epi, p);
@@ -265,14 +226,14 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         full_cy = &c_full;
         c_w = clock64();
 #endif
-        const int prev = tile_products<MSUB, WN, CLA, (CLA > 1)>(acc, full, empty, nullptr, S, kb_n,
-                                                                 s, ph, lane, a_of, w_of, full_cy);
+        const int prev =
+            tile_products<MSUB, WN>(acc, full, empty, S, kb_n, s, ph, lane, a_of, w_of, full_cy);
 #ifdef HRMT_WRES_PHASES
         c_issue += clock64() - c_w;
 #endif
         /* Every ring use of this tile has been issued: the next tile's turn. */
         if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        WRES_CT(c_done, (tile_done<MSUB, WN, CLA, (CLA > 1)>(acc, empty, nullptr, prev, lane)));
+        WRES_CT(c_done, (tile_done<MSUB, WN>(acc, empty, prev, lane)));
         /* This warpgroup's last tile of generation g: its products of g are
          * done. g's last tile in the run also arrives for each warpgroup
          * with no tile of g (wres_arrivals). */
@@ -283,7 +244,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
              * engine has read the last one out), then one TMA store of it
              * at (n0, m0) by the warpgroup's first thread (tm_o: act).
              * Named barrier 4 + cw: consumers_begin takes 1 and 3. */
-            static_assert(MSUB == 1 && CLA == 1, "a 64-row tile a warpgroup, one CTA's");
+            static_assert(MSUB == 1, "a 64-row tile a warpgroup");
             static_assert(WGS <= E::TILE_BUFS, "a staging buffer per consumer warpgroup");
             uint8_t *buf = E::tile_buf(epi, cw);
             if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
@@ -315,19 +276,18 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             (int)blockIdx.x, cw, c_tiles, clock64() - c_t0, c_turn, c_wfull, c_issue, c_full,
             c_done, c_store);
 #endif
-    if constexpr (CLA > 1) cl_sync(); /* as the producer's */
 #endif
 }
 
 /* Host side: the image check and shared-memory opt-in. */
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2>
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 int wres_loads(size_t per_block) {
-    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS>,
+    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, WGS>,
                        wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM, per_block);
 }
-template <int MSUB, int WN, int KBMAX, class E, int CLA = 1, int WGS = 2>
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 cudaError_t wres_prepare() {
-    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, CLA, WGS>,
+    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, WGS>,
                        wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM);
 }
 
