@@ -16,13 +16,9 @@
  * read of x (and r) with 16-byte loads where aligned. Rows longer than
  * HRMT_ROW_SMEM_MAX bytes (48 KiB: 12288 F32, 24576 BF16), and the DRAM
  * form, read x and r twice from global memory instead (reduction pass,
- * then scale pass); same bits. Until session 44 the register kernels'
- * DRAM form also read x and r again for the scale pass, though h was
- * already in registers (the seed's DRAM kernel is the SRAM one's code,
- * differing by its calling context): the baseline schedule's norm
- * between blocks took 21.7 -> 19.4 us a call at batch 256 without the
- * second read, the step 0.979 / 0.989 / 0.996x at batch 16 / 64 / 256
- * (H100, ncu and bench/ab.sh). */
+ * then scale pass); same bits. The register kernels' DRAM form keeps h
+ * in registers too: the seed's DRAM kernel is the SRAM one's code, differing
+ * only by its calling context. */
 #include "cuda/cuda_backend.h"
 #include "cuda/model_internal.cuh"
 #include "cuda/pdl.cuh"

@@ -31,11 +31,7 @@
  * since session 44); three more, 64 x 64 with one or two warpgroups and
  * 64 x 32, take their products by mma.sync (ring_mma.cuh, same bits:
  * forced, or with HRMT_CUDA_GLU_MMA=1 tuned; opt-in, written without a GPU
- * in session 33). Five opt-in cluster shapes (2 or 4 row tiles sharing W
- * by multicast, the W-resident one over 2 or 4 CTAs sharing A; sessions
- * 37-38) gave the same bytes but were never the tuner's fastest on an H100
- * or H200 (the step 0.990-1.043 of the default's): removed in session 45.
- * The GEMM tuner (model_gemm_tune.cu) times the shapes at model load per
+ * in session 33). The GEMM tuner (model_gemm_tune.cu) times the shapes at model load per
  * row bucket and checks that each gives the first one's bytes; untuned,
  * 128 x 64 once those tiles fill the SMs twice, 64 x 64 with one warpgroup
  * below.

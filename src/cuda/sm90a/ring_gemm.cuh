@@ -18,11 +18,7 @@
  *    phase ahead of the stage.
  * MMA (64-row tiles only): the products by mma.sync from the same stages
  * (ring_mma.cuh), the same bits; the fused gate_up's opt-in shapes
- * (HRMT_CUDA_GLU_MMA), for the dependent chain's step at small batches.
- * Clusters of 2 or 4 CTAs taking one W tile's row tiles, W multicast to
- * them (the fused gate_up's opt-in cluster shapes, session 37), were never
- * the tuner's fastest on an H100 or H200 (the step 0.990-1.043 of the
- * default's) and were removed in session 45. */
+ * (HRMT_CUDA_GLU_MMA), for the dependent chain's step at small batches. */
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 

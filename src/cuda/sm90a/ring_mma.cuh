@@ -8,11 +8,9 @@
  * down_proj), and the link trace put a dependent wgmma step at ~40-47 ns
  * (docs/CUDA-KERNELS.md, session 32); an mma.sync m16n8k16 chain may be
  * shorter per step, and a warp's N / 8 tiles are independent chains that
- * overlap. bench/cuda_chain_latency.cu measures both. (The cluster
- * projection + norm's and the cluster qkv + attention's forms,
- * HRMT_CUDA_CLUSTER_NORM_MMA and HRMT_CUDA_QKV_ATTN_MMA, were removed in
- * session 44: the two together made the step 1.22 / 1.09x slower at batch
- * 1 / 8 on an H100.)
+ * overlap. bench/cuda_chain_latency.cu measures both; in the cluster
+ * kernels this form made the step 1.22 / 1.09x slower at batch 1 / 8 (H100),
+ * so only the gate_up's opt-in shapes keep it.
  *
  * Bits: each C element gets one m16n8k16 product per k16 step, in ascending
  * k from +0: the F32 chain of the wgmma form (and of the pinned cuBLASLt

@@ -39,13 +39,10 @@
  * more tiles, not by a faster tile (session 40, H100: at batch 8's 656 rows
  * the tuner took this shape at 9.57 us where the two's lost, 11.10, to
  * shape 1's 10.96). Two product groups in flight (HRMT_CUDA_GLU_WRES_DEEP,
- * sessions 40-44) were slower on an H100 and were removed in session 44.
- * Clusters of 2 or 4 CTAs holding adjacent W slices and sharing each
- * stage's A rows by multicast (the fused gate_up's opt-in cluster shapes,
- * session 38) read A from L2 once per cluster (497 / 328 against 714 MB a
- * call at batch 256) in the same time or longer: the L2's bytes do not
- * bound this kernel. Never the tuner's fastest, they were removed in
- * session 45. */
+ * sessions 40-44) were slower on an H100. Nor does sharing A over a cluster
+ * pay: read once per cluster by multicast (497 / 328 against 714 MB a call
+ * at batch 256) it ran in the same time or longer, so the L2's bytes do
+ * not bound this kernel. */
 /* HRMT_WRES_PHASES (a development aid, a build of its own:
  * -DCMAKE_CUDA_FLAGS=-DHRMT_WRES_PHASES): each consumer warpgroup counts
  * the cycles (clock64) it spends waiting for its turn, for W, for stages,
