@@ -1251,10 +1251,11 @@ Test(cuda_model, a_sample_is_the_same_in_any_batch) {
 }
 
 /* The block GEMMs and the fused gate_up tuned at a step's exact M
- * (HRMT_CUDA_GEMM_TUNE_EXACT, on by default; rows above 1024 that are no
- * bucket's own M: 26 and 40 samples of T = 82, 2132 and 3280 rows) against
- * the launches with the pinned algorithm: the same bytes, both schedules
- * (the tiered tiles take their buckets' picks). */
+ * (HRMT_CUDA_GEMM_TUNE_EXACT, on by default; rows above 128 that are no
+ * bucket's own M: 3, 12, 26 and 40 samples of T = 82, 246, 984, 2132 and
+ * 3280 rows, the first two with the own wgmma tiles among the candidates)
+ * against the launches with the pinned algorithm: the same bytes, both
+ * schedules (the tiered tiles take their buckets' picks). */
 Test(cuda_model, exact_m_tuning_keeps_bits) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
@@ -1263,8 +1264,8 @@ Test(cuda_model, exact_m_tuning_keeps_bits) {
                  "HRMT_CUDA_GEMM_TUNE=0: no tuning at all");
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 37, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_GEMM_TUNE_EXACT), 1, "on by default");
-    const int batches[] = {26, 40};
-    expect_same_steps(m, ref, batches, 2, "GEMMs tuned at the step's M vs launches");
+    const int batches[] = {3, 12, 26, 40};
+    expect_same_steps(m, ref, batches, 4, "GEMMs tuned at the step's M vs launches");
     hrmt_model_destroy(m);
     hrmt_model_destroy(ref);
     hrmt_context_destroy(ctx);

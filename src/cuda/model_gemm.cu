@@ -102,17 +102,19 @@ hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, cons
     /* A parallel branch of the step's graph has its own (model_branch.cu). */
     void *ws = cu_model(m)->lt_ws_now ? cu_model(m)->lt_ws_now : cu->workspace;
     const cu_exact_pick *ex = cu_exact_for(m, rows); /* sl is one of cu_model(m)->lt */
+    int own = 0; /* 1 + the tuner's own kernel: same bits, faster here */
     if (ex) {
-        algo = &ex->algo[sl - cu_model(m)->lt]; /* the step's own M (no own tiles there) */
+        algo = &ex->algo[sl - cu_model(m)->lt]; /* the step's own M */
+        own = ex->own[sl - cu_model(m)->lt];
     } else if (sl->nsmall > 0) {
         const int b = cu_row_bucket(rows, sl->nsmall);
         algo = &sl->small[b];
-        if (sl->own[b] > 0) { /* the tuner's own kernel: same bits, faster here */
-            int done = 0;
-            hrmt_status s =
-                cu_wgemm(m, sl->own[b] - 1, rows, sl->n, sl->k, a, sl->lda, w, c, sl->ldc, &done);
-            if (s != HRMT_OK || done) return s;
-        }
+        own = sl->own[b];
+    }
+    if (own > 0) {
+        int done = 0;
+        hrmt_status s = cu_wgemm(m, own - 1, rows, sl->n, sl->k, a, sl->lda, w, c, sl->ldc, &done);
+        if (s != HRMT_OK || done) return s;
     }
     if (st == CUBLAS_STATUS_SUCCESS) /* cuBLASLt takes non-const handles but only reads them. */
         st = cublasLtMatmul(cu->lt, const_cast<cublasLtMatmulDescOpaque_t *>(&sl->desc), &one, w,
@@ -127,7 +129,10 @@ int cu_gemm_own_shape(const hrmt_model *m, size_t rows, size_t n, size_t k, size
                       size_t ldc) {
     if (m->dt != HRMT_BF16) return -1;
     const cu_lt_slot *sl = find_slot(m, n, k, lda, ldc);
-    return sl && sl->nsmall > 0 ? sl->own[cu_row_bucket(rows, sl->nsmall)] - 1 : -1;
+    if (!sl) return -1;
+    const cu_exact_pick *ex = cu_exact_for(m, rows);
+    if (ex) return ex->own[sl - cu_model(m)->lt] - 1;
+    return sl->nsmall > 0 ? sl->own[cu_row_bucket(rows, sl->nsmall)] - 1 : -1;
 }
 
 hrmt_status cu_gemm_pin(hrmt_model *m) {

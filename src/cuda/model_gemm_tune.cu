@@ -40,12 +40,16 @@ constexpr uint64_t PROBE_ROWS = 1024; /* bits compared on at most this many rows
  * 12 of HRM's 82 rows): above, cuBLASLt's larger tiles fill the SMs, and
  * timing them costs load time. */
 constexpr int OWN_MAX_BUCKET = 3;
-/* The step's own M is tuned (cu_gemm_tune_rows) above the own tiles' buckets,
- * where a bucket's pick, timed at the bucket's top M, can lose a wave to tile
- * quantisation at the step's M (H200, HRM: 0.892 / 0.931 / 0.930 / 0.980 of
- * the step at batch 32 / 64 / 128 / 256), and up to EXACT_MAX_ROWS, which
- * bounds the scratch (~300 MB at HRM's width). */
-constexpr size_t EXACT_MIN_ROWS = (size_t)128 << OWN_MAX_BUCKET, EXACT_MAX_ROWS = (size_t)1 << 15;
+constexpr size_t OWN_MAX_ROWS = (size_t)128 << OWN_MAX_BUCKET;
+/* The step's own M is tuned (cu_gemm_tune_rows) where a bucket's pick, timed
+ * at the bucket's top M, can lose to tile quantisation at the step's M: above
+ * the first bucket (its 128 rows make as many 64- and 128-row tiles as one
+ * sample's 82) up to EXACT_MAX_ROWS, which bounds the scratch (~300 MB at
+ * HRM's width). H200, HRM: 0.892 / 0.931 / 0.930 / 0.980 of the step at
+ * batch 32 / 64 / 128 / 256; H100: 0.971 / 0.979 at batch 2 / 12, where the
+ * fused gate_up at 164 rows and the block GEMMs at 984 take other tiles
+ * than at 256 and 1024 rows (docs/CUDA-KERNELS.md, session 46). */
+constexpr size_t EXACT_MIN_ROWS = 128, EXACT_MAX_ROWS = (size_t)1 << 15;
 
 struct tune_ctx {
     hrmt_model *m;
@@ -451,9 +455,13 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     tune_ctx t;
     int skip = 0;
     hrmt_status s = tune_open(m, rows, &t, &skip);
+    /* The own narrow tiles where the buckets try them; never for the gate_up
+     * GEMM when the fused MLP serves it (cu_gemm_tune's rule). */
+    const int own_ok = rows <= OWN_MAX_ROWS;
+    const int own_shapes = s == HRMT_OK && !skip && own_ok ? cu_wgemm_shapes(m) : 0;
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
-        signed char own = 0; /* no own tiles at these rows (OWN_MAX_BUCKET) */
-        s = tune_m(&t, &g->lt[i], rows, 0, "=", &p.algo[i], &own);
+        t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+        s = tune_m(&t, &g->lt[i], rows, own_ok, "=", &p.algo[i], &p.own[i]);
     }
     if (s == HRMT_OK && !skip && g->glu)
         s = tune_glu_m(&t, &g->lt[CU_LT_GATE_UP], rows, "=", &p.glu_shape);

@@ -55,13 +55,15 @@ static inline cublasStatus_t cu_lt_layouts(const cu_lt_slot *sl, uint64_t M,
 }
 
 /* The tuner's picks at one step's exact M (cu_gemm_tune_rows): per slot's
- * cuBLASLt algorithm and the fused gate_up's shape (1 + it; 0 untuned);
+ * cuBLASLt algorithm and own GEMM shape, and the fused gate_up's shape (1 +
+ * it; 0 untuned);
  * tuned 0: the device could not spare the scratch, the buckets serve. */
 #define CU_EXACT 4
 typedef struct cu_exact_pick {
     size_t rows;
     int tuned;
     cublasLtMatmulAlgo_t algo[CU_LT_SLOTS];
+    signed char own[CU_LT_SLOTS]; /* 1 + the own GEMM shape (gemm_wgmma.cu); 0: cuBLASLt */
     signed char glu_shape;
 } cu_exact_pick;
 
@@ -262,9 +264,10 @@ hrmt_status cu_gemm_pin(hrmt_model *m);
 /* model_gemm_tune.cu: fills each pinned slot's small-M algorithms (skipped
  * when HRMT_CUDA_GEMM_TUNE=0). */
 hrmt_status cu_gemm_tune(hrmt_model *m);
-/* The block GEMMs' algorithms and the fused gate_up's shape tuned at
- * exactly `rows` rows (a step's B T) where the load's buckets were tuned
- * and rows is large and not a bucket's own M; once per rows (the last
+/* The block GEMMs' algorithms (own tiles too, up to 1024 rows) and the
+ * fused gate_up's shape tuned at exactly `rows` rows (a step's B T) where
+ * the load's buckets were tuned, rows is past the first bucket's 128 and
+ * not a bucket's own M; once per rows (the last
  * CU_EXACT kept). Before a step's work is enqueued or captured: it times
  * kernels on the model's stream. cu_exact_for: that pick, or NULL. */
 hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows);
