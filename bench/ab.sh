@@ -6,7 +6,9 @@
 # of each value's median over the rounds to the first value's.
 #   bash bench/ab.sh BUILD_DIR VAR "V1 V2 ..." [BATCHES] [ROUNDS] [-- extra hrmt bench args]
 # BATCHES defaults to 1,8,64,256 and ROUNDS to 2; the extra arguments default
-# to `--backend cuda --mode baseline --iterations 20`. A value "-" leaves VAR
+# to `--backend cuda --mode baseline --warmup 300 --iterations 20` (the GPU's
+# first few hundred steps after a load run up to ~5% slower at small batches:
+# H100, session 46, docs/BENCHMARKS.md). A value "-" leaves VAR
 # unset. VAR = BUILD: the values are build directories, each run by its own
 # hrmt with no variable set (BUILD_DIR unused: write -), for changes that no
 # switch selects. VAR = ENV: each value is a comma-separated list of
@@ -18,7 +20,7 @@
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
   exit 2
 fi
@@ -29,7 +31,7 @@ if [ $# -gt 0 ] && [ "$1" != -- ]; then batches=$1; shift; fi
 if [ $# -gt 0 ] && [ "$1" != -- ]; then rounds=$1; shift; fi
 [ $# -gt 0 ] && [ "$1" = -- ] && shift
 extra=("$@")
-[ ${#extra[@]} -gt 0 ] || extra=(--backend cuda --mode baseline --iterations 20)
+[ ${#extra[@]} -gt 0 ] || extra=(--backend cuda --mode baseline --warmup 300 --iterations 20)
 case $rounds in '' | *[!0-9]*) echo "ab.sh: ROUNDS '$rounds' is not a count" >&2; exit 2 ;; esac
 read -r -a vals <<<"$values"
 if [ "$var" = BUILD ]; then
