@@ -9,9 +9,10 @@
  *            flag: the kernel before's CTAs each add one to a counter
  *                  (release, gpu scope) after their stores, and this
  *                  kernel's CTAs spin on it (acquire) until all have; no
- *                  griddepcontrol.wait: the model's HRMT_CUDA_FLAG_LINKS
- *                  (pdl.cuh's link_wait and link_end). Each CTA keeps its
- *                  own generation slot, so graph replays need no reset;
+ *                  griddepcontrol.wait (flag_wait and flag_release below;
+ *                  the model's opt-in HRMT_CUDA_FLAG_LINKS, removed as
+ *                  slower than the PDL wait). Each CTA keeps its own
+ *                  generation slot, so graph replays need no reset;
  *   load     TMA:  one 64 x 64 BF16 box by the tensor map, 128-byte
  *                  swizzle, counted on an mbarrier (the kernels' A stage);
  *            LDG:  128 threads, four 16-byte ld.global.cg each, stored
@@ -50,6 +51,32 @@ constexpr int THREADS = 128;
 enum { HAND_PDL, HAND_FLAG };
 enum { LOAD_TMA, LOAD_LDG, LOAD_CPASYNC };
 
+#ifdef HRMT_SM90A
+/* The flag hand-over's wait: until the count reaches `want`, polled relaxed
+ * (an acquire load also invalidates L1 each time), then one acquire load
+ * (it passes at once) and the async proxy (TMA) ordered after it, as the
+ * grid end's flush does for the PDL wait. */
+__device__ __forceinline__ void flag_wait(const unsigned *cnt, unsigned want) {
+    unsigned v;
+    do {
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(cnt) : "memory");
+    } while ((int)(v - want) < 0);
+    asm volatile("{\n\t.reg .b32 t;\n\tld.acquire.gpu.global.u32 t, [%0];\n\t}" ::"l"(cnt)
+                 : "memory");
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+/* The CTA's release after its last store (nothing without a counter): each
+ * thread orders its stores for the next kernel's TMA reads, the barrier
+ * orders them all before the leader's release (which is cumulative), so
+ * whoever acquires the count sees them. */
+__device__ __forceinline__ void flag_release(unsigned *cnt, bool leader) {
+    if (!cnt) return;
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
+    if (leader) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(cnt) : "memory");
+}
+#endif
+
 /* Buffer 0's value at (tile, row, column): position-dependent, so that a
  * tile read from the wrong place, rows or swizzle fails the checks. */
 __host__ __device__ __forceinline__ uint16_t seed_at(int tile, int row, int col) {
@@ -87,10 +114,10 @@ __global__ void __launch_bounds__(THREADS)
         pdl_trigger();
     } else {
         if (a.cnt_in && threadIdx.x == 0) {
-            /* The model's wait (pdl.cuh, HRMT_CUDA_FLAG_LINKS), on a count
-             * that grows by the grid before's CTAs each replay. */
+            /* On a count that grows by the grid before's CTAs each
+             * replay. */
             const unsigned g = a.gen[blockIdx.x] + 1;
-            link_wait(cu_link{a.cnt_in, (unsigned)a.tiles * g, nullptr});
+            flag_wait(a.cnt_in, (unsigned)a.tiles * g);
             a.gen[blockIdx.x] = g;
         }
         __syncthreads();
@@ -149,9 +176,8 @@ __global__ void __launch_bounds__(THREADS)
         if (wrap) __stcg((uint4 *)(wrap + row * 64 + chunk * 8), *(const uint4 *)v);
     }
     if (torn) atomicAdd(a.bad, 1u);
-    /* The model's release (pdl.cuh): every thread's stores, a barrier, one
-     * release. */
-    if (HAND == HAND_FLAG) link_end<1, THREADS>(cu_link{nullptr, 0u, a.cnt_out}, threadIdx.x == 0);
+    /* Every thread's stores, a barrier, one release. */
+    if (HAND == HAND_FLAG) flag_release(a.cnt_out, threadIdx.x == 0);
 #endif
 }
 

@@ -4,10 +4,9 @@
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
 # session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH,
-# HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA, session 34's
-# HRMT_CUDA_FLAG_LINKS (e.g. TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_PUSH
-# HRMT_CUDA_QKV_ATTN_PUSH HRMT_CUDA_ROPE_EARLY HRMT_CUDA_GLU_MMA
-# HRMT_CUDA_FLAG_LINKS" TRIAL_STEPS="tests memcheck tune ab").
+# HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA (e.g.
+# TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_PUSH HRMT_CUDA_QKV_ATTN_PUSH
+# HRMT_CUDA_ROPE_EARLY HRMT_CUDA_GLU_MMA" TRIAL_STEPS="tests memcheck tune ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
@@ -49,7 +48,6 @@ switches=(
   "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|qkv_attn_push_equals_barrier_hrm_width|1,2|qkv_attn_kernel"
   "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|rope_early_equals_late_push|1,2,8|qkv_attn"
   "HRMT_CUDA_GLU_MMA|glu_mma_tuned_equals_default glu_shapes_equal_launches_hrm_width glu_mma_equals_launches_long_runs|glu_mma_tuned_equals_default|1,2,4,8|ring_gemm_kernel"
-  "HRMT_CUDA_FLAG_LINKS|flag_links_*|flag_links_equal_waits_short_seq|1,2,8|qkv_attn_kernel|cluster_norm|ring_gemm_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do

@@ -1443,95 +1443,6 @@ Test(cuda_model, ring_kb_rules) {
     hrmt_context_destroy(ctx);
 }
 
-/* The small batches' block kernels handing over by counters
- * (HRMT_CUDA_FLAG_LINKS, pdl.cuh's cu_link) against programmatic dependent
- * launch's wait: the same bytes, both schedules (the tiered one keeps the
- * waits), halting samples. Batches where the whole block is the cluster
- * kernels and the fused gate_up (1, 2: the chain runs across blocks and
- * levels, through the folds), where the qkv + attention's CTA form breaks
- * it each block (7: the projections + norm over clusters of 8 and the
- * gate_up hand over), and past the cluster kernels (20: no counters); with
- * the step launched kernel by kernel too, with the cluster kernels' push
- * forms, and with a ring gate_up shape forced (the tuner may pick the
- * W-resident one, which takes no counter). */
-static void flag_links_equal_waits(const char *with, const char *value, int hidden, int heads,
-                                   int seq_len, const int *batches, int nb) {
-    need_cc90("the cluster kernels are built for", 0);
-    switch_keeps_bits_with(with, value, "HRMT_CUDA_FLAG_LINKS", HRMT_PATH_FLAG_LINKS,
-                           "flag links vs waits", hidden, heads, seq_len, batches, nb);
-}
-Test(cuda_model, flag_links_equal_waits_hrm_width) {
-    const int batches[] = {1, 2, 7, 20};
-    flag_links_equal_waits(NULL, NULL, 512, 8, 81, batches, 4);
-}
-Test(cuda_model, flag_links_equal_waits_short_seq) {
-    const int batches[] = {1, 3};
-    flag_links_equal_waits(NULL, NULL, 256, 4, 60, batches, 2);
-}
-Test(cuda_model, flag_links_equal_waits_no_graphs) {
-    const int batches[] = {1, 2};
-    flag_links_equal_waits("HRMT_CUDA_GRAPHS", "0", 512, 8, 81, batches, 2);
-}
-Test(cuda_model, flag_links_equal_waits_push) {
-    const int batches[] = {1};
-    flag_links_equal_waits("HRMT_CUDA_CLUSTER_NORM_PUSH", "1", 512, 8, 81, batches, 1);
-    flag_links_equal_waits("HRMT_CUDA_QKV_ATTN_PUSH", "1", 512, 8, 81, batches, 1);
-}
-/* That the counters are really taken and each released once per CTA (the
- * tests above would pass if no kernel ever handed over by one): after each
- * of three steps (the graph's capture, then replays; and launched kernel by
- * kernel), every counter the step took holds its kernel's CTA count, and
- * the step took one per flag kernel: all four of a block at batches 1 and 2
- * (the cluster qkv + attention, both projections + norm, the gate_up on a
- * ring shape), three at batch 7 (qkv + attention's CTA form takes none). */
-static void flag_links_counted(int B, int per_block, int graphs) {
-    hrmt_context *ctx = cuda_ctx_graphs(graphs); /* 1: graphs, -1: launches */
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    setenv("HRMT_CUDA_FLAG_LINKS", "1", 1);
-    setenv("HRMT_CUDA_GLU_SHAPE", "3", 1);
-    hrmt_model *m = NULL;
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 41, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_FLAG_LINKS");
-    unsetenv("HRMT_CUDA_GLU_SHAPE");
-    cr_assert_eq(hrmt_model_uses(m, HRMT_PATH_FLAG_LINKS), 1);
-    const int blocks = cfg.H_cycles * (cfg.L_cycles * cfg.L_layers + cfg.H_layers);
-    int32_t *in = malloc((size_t)B * (size_t)cfg.seq_len * 4), *pid = malloc((size_t)B * 4);
-    cr_assert(in && pid);
-    hrmt_carry *c = NULL;
-    cr_assert_eq(hrmt_carry_create(m, B, &c), HRMT_OK);
-    hrmt_step_options opt = {HRMT_SCHEDULE_BASELINE, 0};
-    for (int s = 0; s < 3; s++) {
-        outs o;
-        make_inputs(&cfg, B, s, in, pid);
-        outs_init(&o, &cfg, hrmt_model_puzzle_len(m), B);
-        cr_assert_eq(hrmt_act_step(m, c, in, pid, &opt, &o.o, NULL), HRMT_OK, "step %d", s);
-        outs_free(&o);
-        int wrong = -1;
-        const int used = hrmt_carry_flag_links(c, &wrong);
-        cr_expect_eq(used, per_block * blocks, "batch %d step %d (graphs %d): %d counters taken", B,
-                     s, graphs, used);
-        cr_expect_eq(wrong, 0, "batch %d step %d (graphs %d): %d counters not at their CTA count",
-                     B, s, graphs, wrong);
-    }
-    hrmt_carry_destroy(c);
-    free(in);
-    free(pid);
-    hrmt_model_destroy(m);
-    hrmt_context_destroy(ctx);
-}
-Test(cuda_model, flag_links_released_once_per_cta) {
-    need_cc90("the cluster kernels are built for", 0);
-    flag_links_counted(1, 4, 1);
-    flag_links_counted(2, 4, 1);
-    flag_links_counted(7, 3, 1);
-    flag_links_counted(1, 4, -1);
-}
-
-Test(cuda_model, flag_links_equal_waits_glu_ring) {
-    const int batches[] = {1, 2};
-    flag_links_equal_waits("HRMT_CUDA_GLU_SHAPE", "3", 512, 8, 81, batches, 2);
-}
-
 /* The block's residual + RMSNorm as the next GEMM's prologue
  * (HRMT_CUDA_NORM_PROLOGUE; rows <= 256): the norm after o_proj in the fused
  * gate_up's, the one after down_proj in the next block's qkv (own GEMM
@@ -1719,8 +1630,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",
-        "HRMT_CUDA_FLAG_LINKS",      "HRMT_CUDA_QKV_ATTN_CTA_W1",   "HRMT_CUDA_GLU_WRES3",
-        "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_QKV_ATTN_CTA_W1", "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

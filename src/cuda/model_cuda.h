@@ -29,9 +29,6 @@ void hrmt_cuda_model_free(hrmt_model *m);
 /* hrmt_model_uses for a model with device tables (model_settings.cu). */
 int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p);
 
-/* hrmt_carry_flag_links for a carry with device state (model_step.cu). */
-int hrmt_cuda_carry_flag_links(hrmt_carry *c, int *wrong);
-
 hrmt_status hrmt_cuda_carry_create(hrmt_model *m, int batch, hrmt_carry **out);
 void hrmt_cuda_carry_destroy(hrmt_carry *c);
 

@@ -8,7 +8,6 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/model_cuda.h"
-#include "cuda/pdl.cuh"
 
 #include <cublasLt.h>
 
@@ -102,7 +101,6 @@ struct hrmt_model_cuda {
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
     int qa_kb;      /* HRMT_CUDA_RING_KB: k blocks a TMA copy in the cluster form's ring */
     int rope_early; /* HRMT_CUDA_ROPE_EARLY: both qkv + attention kernels load RoPE factors early */
-    int flag_links; /* HRMT_CUDA_FLAG_LINKS: the block's cluster kernels hand over by counters */
     int cnorm16_max;    /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */
     int cnorm8_max;     /* ... then of 8 CTAs up to this many */
     int attn_teams;     /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
@@ -118,51 +116,11 @@ struct hrmt_model_cuda {
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */
 };
 
-/* The step's flag links (HRMT_CUDA_FLAG_LINKS; pdl.cuh's cu_link): one
- * counter per launch that releases one, taken in launch order and zeroed at
- * the step's start (so a graph replay finds them zero too); `prev`, the
- * counter the kernel launched last releases (-1: that kernel releases
- * none, or something else was launched since: the next kernel waits by
- * pdl_wait); ctas[i], counter i's kernel's CTA count: what the next
- * kernel waits for, and the tests' check. */
-enum { CU_LINKS_CAP = 1024 };
-typedef struct cu_links {
-    unsigned *dev; /* CU_LINKS_CAP counters (the carry's) */
-    int next, prev;
-    unsigned ctas[CU_LINKS_CAP];
-} cu_links;
-
-/* The hand-over of a kernel about to be launched (links NULL: the plain
- * launch), and the state after its launch of `ctas` CTAs. */
-static inline cu_link cu_link_take(const cu_links *l) {
-    cu_link k = {nullptr, 0u, nullptr};
-    if (!l) return k;
-    if (l->prev >= 0) {
-        k.wait = l->dev + l->prev;
-        k.want = l->ctas[l->prev];
-    }
-    if (l->next < CU_LINKS_CAP) k.rel = l->dev + l->next;
-    return k;
-}
-static inline void cu_link_done(cu_links *l, const cu_link &k, unsigned ctas) {
-    if (!l) return;
-    l->prev = -1;
-    if (k.rel) {
-        l->ctas[l->next] = ctas;
-        l->prev = l->next++;
-    }
-}
-/* Something else goes into the stream: the next kernel waits by pdl_wait. */
-static inline void cu_link_break(cu_links *l) {
-    if (l) l->prev = -1;
-}
-
 /* Level scratch on the device, [rows, width] each. */
 typedef struct cu_level_ws {
     void *qkv, *att, *proj, *gu, *act;
-    void *hn;        /* [rows, hidden]: the block's state after its first norm, when that norm is
-                        another kernel's prologue (it cannot be written in place there) */
-    cu_links *links; /* HRMT_CUDA_FLAG_LINKS in the baseline's levels; else NULL */
+    void *hn; /* [rows, hidden]: the block's state after its first norm, when that norm is
+                 another kernel's prologue (it cannot be written in place there) */
 } cu_level_ws;
 
 /* One timed stretch of device work: events [e0, e1) and what it was. */
@@ -179,7 +137,6 @@ struct hrmt_carry_cuda {
     int32_t *steps, *halted, *inputs, *pids, *new_inputs, *new_pids;
     cu_level_ws ws; /* whole batch */
     unsigned *bar;  /* grid barrier counters, one per grid-level launch of a step */
-    cu_links links; /* HRMT_CUDA_FLAG_LINKS: the step's hand-over counters */
     int nbranch;    /* the baseline's levels as this many parallel graph branches */
     void *lt_ws;    /* nbranch - 1 cuBLASLt workspaces, one per branch after the first */
     int nbar;
@@ -294,9 +251,7 @@ hrmt_status cu_silu_fast_exact(const hrmt_model *m, int *exact);
  * all 2^32 ordered BF16 pairs on this device (sm90a/glu_wgmma.cu), else 0.
  * Only where the fused gate_up applies. */
 hrmt_status cu_glu_mul_exact(const hrmt_model *m, int *exact);
-/* links: the step's flag links (NULL: a plain launch; model_step.cu). */
-hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act,
-                   cu_links *links);
+hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act);
 /* Its tile shapes, for the tuner: how many, and one shape's launch. */
 int cu_glu_shapes(const hrmt_model *m);
 /* Whether the tuner times shape `shape` (below cu_glu_shapes): the
@@ -309,7 +264,7 @@ int cu_glu_mma_applies(const hrmt_model *m);
 int cu_glu_wres_form_applies(const hrmt_model *m, int three);
 int cu_glu_wres_ts_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
-                         void *act, cu_links *links = nullptr);
+                         void *act);
 
 /* sm90a/gemm_wgmma.cu: C = A W^T (BF16) in narrow wgmma tiles, the pinned
  * cuBLASLt algorithms' arithmetic. cu_wgemm_shapes: how many tile shapes
@@ -380,7 +335,7 @@ typedef struct cu_fold {
 } cu_fold;
 /* f: the fold for this call (NULL: none). */
 hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
-                            const void *w, void *h, const cu_fold *f, int *done, cu_links *links);
+                            const void *w, void *h, const cu_fold *f, int *done);
 
 /* sm90a/qkv_attn_wgmma.cu: att = attention(RoPE(q), RoPE(k), v) with
  * [q k v] = h W_qkv^T for n samples' rows of h, one thread-block cluster per
@@ -391,7 +346,7 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
  * wave. *done 0: not its case, nothing launched. */
 int cu_qkv_attn_clusters(const hrmt_model *m);
 hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
-                        int *done, cu_links *links);
+                        int *done);
 /* sm90a/qkv_attn_cta_wgmma.cu: the same with one CTA per (sample, head)
  * (T <= 128), for batches past the clusters' wave: cu_qkv_attn_ctas says how
  * many such CTAs run at once (0: it does not serve this model); the block

@@ -181,10 +181,8 @@ static void carve(const hrmt_model *m, size_t B, size_t tile, layout *l,
     g->ws.gu = take(l, rows * 2 * I, es);
     g->ws.act = take(l, rows * I, es);
     g->ws.hn = take(l, cu_model(m)->npro ? rows * H : 0, es); /* only the norm prologue's */
-    g->ws.links = NULL; /* the baseline's levels point it at g->links (model_step.cu) */
     g->nbar = m->cfg.H_cycles * (m->cfg.L_cycles + 1);
     g->bar = (unsigned *)take(l, (size_t)g->nbar, 4);
-    g->links.dev = (unsigned *)take(l, cu_model(m)->flag_links ? (size_t)CU_LINKS_CAP : 0, 4);
     g->nbranch = cu_branch_count(m, B);
     g->lt_ws = take(l, (size_t)(g->nbranch - 1) * m->ctx->cuda->ws_bytes, 1);
     g->tz = take(l, tr * H, es);

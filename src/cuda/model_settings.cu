@@ -25,8 +25,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cpush = 0, qpush = 0, gmma = 0, early = 0, flags = 0, ctaw1 = 0,
-        wres3 = 0, tstore = 0;
+        mul = 0, wres = 0, cpush = 0, qpush = 0, gmma = 0, early = 0, ctaw1 = 0, wres3 = 0,
+        tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -52,7 +52,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 1, &qpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_FLAG_LINKS", 0, &flags)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK)
@@ -154,13 +153,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * 1.71 / 1.19 / 1.20 / 1.10 of the step at batch 16 / 64 / 128 / 256). */
     g->pnorm = pnorm ? cu_proj_norm_clusters(m) : 0;
     g->pdl = pdl && m->ctx->cuda->prop.major >= 9;
-    /* Opt-in, written without a device (session 34): where the block's
-     * kernels are the small batches' cluster kernels and the fused gate_up,
-     * each hands over to the next by a counter its CTAs release (pdl.cuh's
-     * cu_link) instead of the grid's end, same bits; with programmatic
-     * dependent launch only (which makes the next kernel's CTAs resident
-     * early: without it nothing would wait on a counter). */
-    g->flag_links = flags && g->pdl;
     /* The norm between projections with 16-byte accesses (rowops_norm.cu),
      * same bits: on by default since session 31 (H200: 0.965 / 0.958 /
      * 0.980 of the step at batch 16 / 64 / 256; the 2-byte form issues ~630
@@ -256,7 +248,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
-    case HRMT_PATH_FLAG_LINKS: return g->flag_links != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;

@@ -156,10 +156,7 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
  * kernel over a cluster per (sample, head) while those fit one wave, then
  * one CTA per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
- * way. With HRMT_CUDA_FLAG_LINKS (ws->links) the cluster kernels and the
- * fused gate_up hand over to each other by counters (pdl.cuh's cu_link):
- * every other launch breaks the chain (cu_link_break), so that the kernel
- * after it waits by pdl_wait for it. */
+ * way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram, int last, const void **pend,
                          const cu_fold *fold, int *folded) {
@@ -170,29 +167,23 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     /* The qkv GEMM's own tile shape for these rows (-1: cuBLASLt's): a
      * pending norm needs one. */
     const int qkv_own = npro ? cu_gemm_own_shape(m, rows, 3 * H, H, H, 3 * H) : -1;
-    cu_links *lk = ws->links;
     int done = 0;
     if (*pend) {
-        cu_link_break(lk);
         TRY(cu_wgemm_norm(m, qkv_own, rows, 3 * H, H, *pend, ws->proj, h,
                           (float)m->cfg.rms_norm_eps, b->qkv.dev, ws->qkv, 3 * H, &done));
         if (!done) TRY(resnorm(m, h, *pend, ws->proj, rows, sram));
         *pend = NULL;
     }
     int attended = 0; /* att made by the qkv + attention kernel */
-    if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended, lk));
-    if (!done && !attended && g->qa_ctas) {
-        cu_link_break(lk);
+    if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended));
+    if (!done && !attended && g->qa_ctas)
         TRY(cu_qkv_attn_cta(m, n, h, b->qkv.dev, ws->att, &attended));
-    }
     if (!attended) {
-        cu_link_break(lk);
         if (!done) TRY(cu_gemm(m, rows, 3 * H, H, h, H, b->qkv.dev, ws->qkv, m->dt, 3 * H));
         TRY(cu_attention(m, ws->qkv, ws->att, n));
     }
     int normed = 0; /* h1 already in h: o_proj came with its norm */
-    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, NULL, &normed, lk));
-    if (!normed) cu_link_break(lk);
+    if (cnorm) TRY(cu_cluster_norm(m, cnorm, rows, ws->att, H, b->o.dev, h, NULL, &normed));
     if (!normed && g->pnorm) {
         TRY(cu_proj_norm(m, rows, ws->att, H, b->o.dev, h));
         normed = 1;
@@ -201,20 +192,14 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     const void *res = h; /* the last norm's residual */
     if (npro) {
-        cu_link_break(lk);
         TRY(cu_glu_norm(m, rows, h, ws->proj, ws->hn, b->gate_up.dev, ws->act, &done));
         if (done) res = ws->hn;
     }
     if (res == h) {
-        if (!normed) {
-            cu_link_break(lk);
-            TRY(resnorm(m, h, h, ws->proj, rows, sram));
-        }
+        if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram));
         if (g->glu) {
-            /* A counter only where the down_proj after it waits on one. */
-            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act, cnorm ? lk : NULL));
+            TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
         } else {
-            cu_link_break(lk);
             TRY(cu_gemm(m, rows, 2 * I, H, h, H, b->gate_up.dev, ws->gu, m->dt, 2 * I));
             hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, ws->gu, 2 * I, ws->act, I, 0);
             TRY(row_check(m, "cuda swiglu"));
@@ -222,13 +207,12 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     if (cnorm) {
         const cu_fold *f = last ? fold : NULL;
-        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, f, &normed, lk));
+        TRY(cu_cluster_norm(m, cnorm, rows, ws->act, I, b->down.dev, h, f, &normed));
         if (normed) {
             if (f) *folded = 1;
             return HRMT_OK;
         }
     }
-    cu_link_break(lk);
     if (g->pnorm) return cu_proj_norm(m, rows, ws->act, I, b->down.dev, h);
     TRY(cu_gemm(m, rows, H, I, ws->act, I, b->down.dev, ws->proj, m->dt, H));
     /* Pending only where the next qkv can take it: x (ws->hn) is not h. */
@@ -258,9 +242,6 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
                          int *folded) {
     int done = injected;
     if (folded) *folded = 0;
-    /* A fold leaves the chain to the next block's first kernel: nothing
-     * between (the timeline's events go to a side stream). */
-    if (!done) cu_link_break(ws->links);
     if (!done) TRY(cu_inject(m, z, inj, inj2, n * m->T, &done));
     if (!done) {
         if (inj2) {
@@ -300,7 +281,6 @@ static cu_part part_of(const hrmt_model *m, const struct hrmt_carry_cuda *g, siz
     p.ws.gu = (char *)g->ws.gu + r * 2 * I;
     p.ws.act = (char *)g->ws.act + r * I;
     p.ws.hn = (char *)g->ws.hn + r * H;
-    p.ws.links = NULL;
     p.n = n;
     return p;
 }
@@ -450,37 +430,8 @@ static hrmt_status baseline(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm, 
         cudaError_t e = cudaMemsetAsync(g->bar, 0, (size_t)g->nbar * sizeof *g->bar, cu_stream(m));
         if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: grid barriers");
     }
-    cu_part p = part_of(m, g, 0, (size_t)c->batch);
-    if (cu_model(m)->flag_links && !grid_bars) p.ws.links = &g->links; /* zeroed: links_reset */
+    const cu_part p = part_of(m, g, 0, (size_t)c->batch);
     return levels(m, c, tm, &p, grid_bars, 1, injected);
-}
-
-int hrmt_cuda_carry_flag_links(hrmt_carry *c, int *wrong) {
-    const struct hrmt_carry_cuda *g = cu_carry(c);
-    *wrong = 0;
-    if (!cu_model(c->m)->flag_links || g->links.next <= 0) return 0;
-    unsigned got[CU_LINKS_CAP];
-    if (cudaStreamSynchronize(cu_stream(c->m)) != cudaSuccess ||
-        cudaMemcpy(got, g->links.dev, (size_t)g->links.next * sizeof got[0],
-                   cudaMemcpyDeviceToHost) != cudaSuccess) {
-        (void)cudaGetLastError();
-        *wrong = g->links.next;
-        return g->links.next;
-    }
-    for (int i = 0; i < g->links.next; i++) *wrong += got[i] != g->links.ctas[i];
-    return g->links.next;
-}
-
-/* The flag links' counters zeroed for the step (each serves one launch of
- * it), ahead of its first kernel: between two kernels the memset would
- * cost the second its early start. */
-static hrmt_status links_reset(const hrmt_model *m, struct hrmt_carry_cuda *g) {
-    const cudaError_t e =
-        cudaMemsetAsync(g->links.dev, 0, CU_LINKS_CAP * sizeof *g->links.dev, cu_stream(m));
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda step: flag links");
-    g->links.next = 0;
-    g->links.prev = -1;
-    return HRMT_OK;
 }
 
 static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t bytes) {
@@ -765,7 +716,6 @@ static hrmt_status enqueue_step(hrmt_model *m, hrmt_carry *c, const hrmt_step_op
                                 int has_pids, hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     if (g->pin) TRY(enqueue_upload(m, c, has_pids));
-    if (cu_model(m)->flag_links) TRY(links_reset(m, g));
     /* The first L level's injection folded into the reset + embedding: the
      * baseline's op-by-op levels only (the tiles and the grid kernel make
      * their own). */

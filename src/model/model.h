@@ -117,8 +117,6 @@ typedef enum hrmt_model_path {
     HRMT_PATH_QKV_ATTN_PUSH,     /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
     HRMT_PATH_GLU_MMA,           /* the fused gate_up's mma.sync shapes among the tuned */
     HRMT_PATH_ROPE_EARLY,        /* qkv + attention's RoPE factors loaded before the products */
-    HRMT_PATH_FLAG_LINKS,        /* the small batches' block kernels handing over by counters
-                                    (pdl.cuh's cu_link) */
     HRMT_PATH_RING_KB,           /* the cluster projection + norm's ring (or the cluster
                                     qkv + attention's) copying two or four k blocks at a
                                     time (HRMT_CUDA_RING_KB) */
@@ -131,11 +129,6 @@ typedef enum hrmt_model_path {
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
-/* HRMT_CUDA_FLAG_LINKS (tests): the hand-over counters carry c's last
- * enqueued step took, after the device finished its work; *wrong: how many
- * of them do not hold their kernel's CTA count (each CTA releases once).
- * 0 (and *wrong 0) without them, and in CPU-only builds. */
-int hrmt_carry_flag_links(hrmt_carry *c, int *wrong);
 /* Stores an F32 vector/matrix of `n` values in the forward dtype at `dst`. */
 void hrmt_model_store(const hrmt_model *m, void *dst, const float *src, size_t n);
 

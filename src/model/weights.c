@@ -186,16 +186,6 @@ static void blocks_free(hrmt_model *m, hrmt_block_weights *b, int n) {
     free(b);
 }
 
-int hrmt_carry_flag_links(hrmt_carry *c, int *wrong) {
-    *wrong = 0;
-#if defined(HRMT_HAVE_CUDA)
-    return c && c->m && c->m->cu ? hrmt_cuda_carry_flag_links(c, wrong) : 0;
-#else
-    (void)c;
-    return 0;
-#endif
-}
-
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p) {
 #if defined(HRMT_HAVE_CUDA)
     return m && m->cu && hrmt_cuda_model_uses(m, p);

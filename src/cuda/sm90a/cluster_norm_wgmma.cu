@@ -101,7 +101,6 @@ struct cn_args {
     const uint16_t *fp1, *fp2;
     uint16_t *fo;
     int fhz, fstore;
-    cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
 };
 
 /* The fold on one pair: bf16(z + bf16(a (+ b))) with h in z's or a's place. */
@@ -167,7 +166,7 @@ __global__ void __launch_bounds__(256, 1)
                 tma_load_kb<KP>(smem + c * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[c], c * KP,
                                 n0);
             }
-            link_wait(p.link);
+            pdl_wait();
             pdl_trigger();
             int s = 0;
             unsigned ph = 0;
@@ -194,7 +193,7 @@ __global__ void __launch_bounds__(256, 1)
         }
         return;
     }
-    link_wait_group<3, 128>(p.link, threadIdx.x == 128); /* before reading h */
+    pdl_wait(); /* before reading h */
     pdl_trigger();
     const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31, c = lane & 3;
     /* The residual's values, read while the products run; rows past M stay
@@ -321,7 +320,6 @@ __global__ void __launch_bounds__(256, 1)
                     fold_pair(p, hv, f1[i][hf], f2[i][hf]);
         }
     }
-    link_end<2, 128>(p.link, threadIdx.x == 128);
     LT_PHASE(8);
 #endif
 }
@@ -364,8 +362,8 @@ int cn_fits(const hrmt_cuda *cu) {
 
 template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                      const void *a, size_t k, const void *w, void *h, const cu_fold *f, int *done,
-                      cu_links *lk) {
+                      const void *a, size_t k, const void *w, void *h, const cu_fold *f,
+                      int *done) {
     const struct hrmt_model_cuda *g = cu_model(m);
     const int kp = kb_per_copy(g->cnorm_kb, k / BK); /* HRMT_CUDA_RING_KB */
     CUtensorMap ta, tw;
@@ -382,8 +380,7 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (const uint16_t *)f->p2 : nullptr,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
-                    f ? f->store : 0,
-                    cu_link_take(lk)};
+                    f ? f->store : 0};
     auto kern = !g->cnorm_push ? cluster_norm_kernel<WN, CL, false>
                 : kp == 4      ? cluster_norm_kernel<WN, CL, true, 4>
                 : kp == 2      ? cluster_norm_kernel<WN, CL, true, 2>
@@ -396,7 +393,6 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const cudaError_t e =
         cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
-    cu_link_done(lk, p.link, grid);
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
 }
@@ -413,8 +409,9 @@ int cu_cluster_norm_clusters(const hrmt_model *m, int ctas) {
     return ctas == 16 ? cn_fits<16, 16>(cu) : cn_fits<32, 8>(cu);
 }
 
-static hrmt_status cn_pick(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
-                           const void *w, void *h, const cu_fold *f, int *done, cu_links *lk) {
+hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
+                            const void *w, void *h, const cu_fold *f, int *done) {
+    *done = 0;
     if (ctas != 8 && ctas != 16) return HRMT_OK;
     /* Whole k blocks; 4-byte pairs of h (and of the fold's operands); sizes
      * the kernel's int arithmetic holds. */
@@ -426,18 +423,10 @@ static hrmt_status cn_pick(const hrmt_model *m, int ctas, size_t rows, const voi
     if (!fn) return HRMT_OK;
     const int c16 = ctas == 16;
     if (m->hidden == 512)
-        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, done, lk)
-                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, done, lk);
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, done)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, done);
     if (m->hidden == 256)
-        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, done, lk)
-                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, done, lk);
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, done)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, done);
     return HRMT_OK;
-}
-
-hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
-                            const void *w, void *h, const cu_fold *f, int *done, cu_links *lk) {
-    *done = 0;
-    const hrmt_status s = cn_pick(m, ctas, rows, a, k, w, h, f, done, lk);
-    if (!*done) cu_link_break(lk); /* the launches serve: they wait by pdl_wait */
-    return s;
 }

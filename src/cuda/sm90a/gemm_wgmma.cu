@@ -86,9 +86,7 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const size_t tiles = (rows + C::BM - 1) / C::BM * (n / BN), ctas = (tiles + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(ctas < (size_t)sms ? ctas : (size_t)sms);
     typename store_epi<BN>::args p{
-        {(int)rows, (int)(n / BN), (int)(k / BK), cu_link{nullptr, 0u, nullptr}},
-        (uint16_t *)c,
-        (int)ldc};
+        {(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
     e = pdl_launch(kern, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta,
                    tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm");
@@ -117,9 +115,7 @@ hrmt_status wgn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     const size_t tiles = (rows + 63) / 64 * (n / BN);
     const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
     typename store_epi<BN>::args p{
-        {(int)rows, (int)(n / BN), (int)(k / BK), cu_link{nullptr, 0u, nullptr}},
-        (uint16_t *)c,
-        (int)ldc};
+        {(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
     e = pdl_launch(ring_norm_gemm_kernel<BN, store_epi<BN>>, dim3(grid), dim3(C::THREADS), C::SMEM,
                    cu_stream(m), cu_model(m)->pdl, tw, p, ns);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda norm + wgmma gemm");

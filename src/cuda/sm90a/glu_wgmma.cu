@@ -261,7 +261,7 @@ constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
 template <int BNA>
 typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act, int slut) {
     const size_t H = m->hidden, I = m->inter;
-    return {{(int)rows, (int)(I / BNA), (int)(H / BK), cu_link{nullptr, 0u, nullptr}},
+    return {{(int)rows, (int)(I / BNA), (int)(H / BK)},
             (int)I,
             m->ctx->cuda->silu_bf16,
             (uint16_t *)act,
@@ -273,7 +273,7 @@ typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act
 
 template <int MSUB, int WGS, int BNA, bool MMA = false>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                       const void *a, const void *w, void *act, cu_links *lk = nullptr) {
+                       const void *a, const void *w, void *act) {
     using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
     auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>;
     const size_t H = m->hidden, I = m->inter;
@@ -288,12 +288,10 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
     const size_t units = (rows + C::BM - 1) / C::BM * (I / BNA);
     const size_t groups = (units + WGS - 1) / WGS;
     const unsigned grid = (unsigned)(groups < (size_t)sms ? groups : (size_t)sms);
-    typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
-    p.d.link = cu_link_take(lk);
+    const typename glu_epi<BNA>::args p = glu_args<BNA>(m, rows, act, cu_model(m)->glu_slut);
     e = pdl_launch(kern, dim3(grid), dim3(C::THREADS), C::SMEM, cu_stream(m), cu_model(m)->pdl, ta,
                    tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up");
-    cu_link_done(lk, p.d.link, grid);
     return cu_check(m->ctx, "cuda fused gate_up");
 }
 
@@ -357,24 +355,22 @@ int glu_loads(size_t per_block) {
     return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>(per_block);
 }
 
-/* lk: the step's flag links (the W-resident kernel takes none: a break). */
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
-                             size_t rows, const void *a, const void *w, void *act, cu_links *lk) {
+                             size_t rows, const void *a, const void *w, void *act) {
     switch (shape) {
-    case 0: return glu_launch<2, 2, 64>(m, fn, rows, a, w, act, lk);
-    case 1: return glu_launch<1, 2, 64>(m, fn, rows, a, w, act, lk);
-    case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act, lk);
-    case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act, lk);
-    case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act, lk);
+    case 0: return glu_launch<2, 2, 64>(m, fn, rows, a, w, act);
+    case 1: return glu_launch<1, 2, 64>(m, fn, rows, a, w, act);
+    case 2: return glu_launch<1, 1, 64>(m, fn, rows, a, w, act);
+    case 3: return glu_launch<1, 1, 32>(m, fn, rows, a, w, act);
+    case 4: return glu_launch<1, 2, 32>(m, fn, rows, a, w, act);
     case GLU_WRES:
-        cu_link_break(lk);
         if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 3>(m, fn, rows, a, w, act);
         return glu_wres_launch<>(m, fn, rows, a, w, act);
-    case GLU_WRES_TS: cu_link_break(lk); return glu_wres_launch<1, 3, true>(m, fn, rows, a, w, act);
-    case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act, lk);
-    case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act, lk);
-    case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act, lk);
-    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act, lk);
+    case GLU_WRES_TS: return glu_wres_launch<1, 3, true>(m, fn, rows, a, w, act);
+    case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act);
+    case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act);
+    case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act);
+    default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
 
@@ -564,11 +560,8 @@ int cu_glu_shape_tuned(const hrmt_model *m, int shape) {
 }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,
-                         void *act, cu_links *lk) {
-    if (rows == 0) {
-        cu_link_break(lk); /* nothing launched: be safe, the next waits by pdl_wait */
-        return HRMT_OK;
-    }
+                         void *act) {
+    if (rows == 0) return HRMT_OK;
     if (rows > (size_t)INT32_MAX - 128)
         return hrmt_fail(m->ctx, HRMT_ERR_OVERFLOW, "cuda fused gate_up: %zu rows", rows);
     if (shape < 0 || shape >= GLU_NSHAPES) /* the model's count was checked at load */
@@ -576,7 +569,7 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: no cuTensorMapEncodeTiled");
-    return glu_shape_launch(m, fn, shape, rows, a, w, act, lk);
+    return glu_shape_launch(m, fn, shape, rows, a, w, act);
 }
 
 /* The tile shape for these rows: the tuner's pick (at these rows, else at
@@ -588,9 +581,8 @@ static int glu_pick(const hrmt_model *m, size_t rows) {
     return shape >= 0 ? shape : glu_default_shape(m, rows); /* 0 stored: not tuned */
 }
 
-hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act,
-                   cu_links *lk) {
-    return cu_glu_shape(m, glu_pick(m, rows), rows, a, w, act, lk);
+hrmt_status cu_glu(const hrmt_model *m, size_t rows, const void *a, const void *w, void *act) {
+    return cu_glu_shape(m, glu_pick(m, rows), rows, a, w, act);
 }
 
 hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const void *r, void *h,

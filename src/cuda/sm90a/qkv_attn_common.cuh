@@ -25,7 +25,6 @@ struct qkv_attn_args {
     uint16_t *att;
     const float *cs, *sn;
     float scale;
-    cu_link link; /* the cluster form's HRMT_CUDA_FLAG_LINKS hand-over (pdl.cuh); zero: pdl_wait */
 };
 
 /* Whether a qkv + attention form can serve model m: BF16 on compute
@@ -51,8 +50,7 @@ inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {
                          (uint16_t *)att,
                          rope ? g->rope_cos : nullptr,
                          rope ? g->rope_sin : nullptr,
-                         (float)(1.0 / sqrt((double)m->head_dim)),
-                         cu_link{nullptr, 0u, nullptr}};
+                         (float)(1.0 / sqrt((double)m->head_dim))};
 }
 
 #ifdef HRMT_SM90A

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(256, 1)
                 mbar_expect_tx(&full[c], SB);
                 tma_load_kb<KP>(smem + c * SB + KP * QA_A_BYTES, &tm_w, &full[c], c * KP, n0);
             }
-            link_wait(p.link);
+            pdl_wait();
             pdl_trigger();
             for (int c = 0; c < kb_n / KP; c++)
                 tma_load_kb<KP>(smem + c * SB, &tm_a, &full[c], c * KP, m0);
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(256, 1)
     /* q's and k's RoPE factors ahead of the wait (EARLY). */
     rope_regs<QA_D> rr;
     if (EARLY && part < 2 && p.cs) rope_load<QA_D>(rr, r * 64, T, p.cs, p.sn, warp & 3, lane);
-    link_wait_group<5, 128>(p.link, threadIdx.x == 128);
+    pdl_wait();
     pdl_trigger();
     float acc[QA_D / 2];
     /* +0 by an opaque move: with a plain 0.0f NVVM carries the accumulators
@@ -196,7 +196,6 @@ __global__ void __launch_bounds__(256, 1)
             if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
         }
     }
-    link_end<4, 128>(p.link, threadIdx.x == 128);
     LT_PHASE(8);
 #endif
 }
@@ -247,15 +246,14 @@ int qa_fits(const hrmt_cuda *cu) {
 
 template <int RT, int KT, bool FULL>
 hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t n,
-                      const void *h, const void *w, void *att, int *done, cu_links *lk) {
+                      const void *h, const void *w, void *att, int *done) {
     const size_t H = m->hidden, rows = n * m->T;
     const struct hrmt_model_cuda *g = cu_model(m);
     const int kp = kb_per_copy(g->qa_kb, H / BK); /* HRMT_CUDA_RING_KB */
     CUtensorMap ta, tw;
     if (!encode_kb(fn, &ta, h, rows, H, H, 64, kp) || !encode_kb(fn, &tw, w, 3 * H, H, H, QA_D, kp))
         return HRMT_OK; /* *done stays 0: the launches serve */
-    qkv_attn_args p = qkv_attn_args_for(m, att);
-    p.link = cu_link_take(lk);
+    const qkv_attn_args p = qkv_attn_args_for(m, att);
     const unsigned grid = (unsigned)(n * m->heads * 3 * RT);
     /* The shared-memory opt-in was made at model load (qa_fits). */
     const cudaError_t e = cluster_launch(
@@ -266,7 +264,6 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
         3 * RT, dim3(grid), dim3(256), g->qa_push ? QA_SMEM_PUSH : QA_SMEM, cu_stream(m), g->pdl,
         ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda qkv + attention");
-    cu_link_done(lk, p.link, grid);
     *done = 1;
     return cu_check(m->ctx, "cuda qkv + attention");
 }
@@ -285,8 +282,9 @@ int cu_qkv_attn_clusters(const hrmt_model *m) {
     return nkt < 6 ? qa_fits<2, 6, false>(cu) : qa_fits<2, 8, false>(cu);
 }
 
-static hrmt_status qa_pick(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
-                           int *done, cu_links *lk) {
+hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                        int *done) {
+    *done = 0;
     const struct hrmt_model_cuda *g = cu_model(m);
     /* One wave of clusters; 16-byte rows of att; sizes the kernel's int
      * arithmetic holds. */
@@ -296,16 +294,8 @@ static hrmt_status qa_pick(const hrmt_model *m, size_t n, const void *h, const v
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
     const int nkt = (int)((m->T + 15) / 16);
-    if (m->T <= 64) return qa_launch<1, 6, false>(m, fn, n, h, w, att, done, lk);
-    if (nkt == 6) return qa_launch<2, 6, true>(m, fn, n, h, w, att, done, lk);
-    return nkt < 6 ? qa_launch<2, 6, false>(m, fn, n, h, w, att, done, lk)
-                   : qa_launch<2, 8, false>(m, fn, n, h, w, att, done, lk);
-}
-
-hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
-                        int *done, cu_links *lk) {
-    *done = 0;
-    const hrmt_status s = qa_pick(m, n, h, w, att, done, lk);
-    if (!*done) cu_link_break(lk); /* the launches serve: they wait by pdl_wait */
-    return s;
+    if (m->T <= 64) return qa_launch<1, 6, false>(m, fn, n, h, w, att, done);
+    if (nkt == 6) return qa_launch<2, 6, true>(m, fn, n, h, w, att, done);
+    return nkt < 6 ? qa_launch<2, 6, false>(m, fn, n, h, w, att, done)
+                   : qa_launch<2, 8, false>(m, fn, n, h, w, att, done);
 }

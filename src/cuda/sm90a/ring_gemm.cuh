@@ -59,11 +59,6 @@ using ring_cfg_for = ring_cfg<MSUB, WGS, WN, epi_smem<E>::value>;
 /* What every policy's arguments start with: rows, column tiles, k blocks. */
 struct ring_dims {
     int M, nt, kblocks;
-    cu_link link; /* HRMT_CUDA_FLAG_LINKS's hand-over (pdl.cuh); zero: pdl_wait */
-    /* Unread: HRMT_CUDA_TMAP_PREFETCH's flag (session 36: no gain) until it
-     * was removed in session 44, kept so that the policies' arguments after
-     * it, and so the kernels' code, stay as they were. */
-    int spare = 0;
 };
 
 #ifdef HRMT_SM90A
@@ -170,7 +165,7 @@ __device__ __forceinline__ void consumers_begin(uint8_t *epi, const typename E::
         E::epi_load(epi, threadIdx.x - 128, 128 * WGS, p);
         asm volatile("bar.sync 1, %0;" ::"n"(128 * WGS) : "memory");
     }
-    link_wait_group<3, 128 * WGS>(p.d.link, threadIdx.x == 128);
+    pdl_wait();
     pdl_trigger();
 }
 
@@ -235,7 +230,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
                 E::load_w(smem + kb * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[kb], kb,
                           (int)(blockIdx.x % (unsigned)nt) * E::TILE_N, p);
             }
-            link_wait(p.d.link);
+            pdl_wait();
             pdl_trigger();
             int s = 0;
             unsigned ph = 0;
@@ -287,7 +282,6 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         if constexpr (!MMA) tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
-    link_end<2, 128 * WGS>(p.d.link, threadIdx.x == 128);
     LT_PHASE(8);
 #endif
 }

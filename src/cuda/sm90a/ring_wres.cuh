@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             /* The tile staged in this warpgroup's buffer (once the copy
              * engine has read the last one out), then one TMA store of it
              * at (n0, m0) by the warpgroup's first thread (tm_o: act).
-             * Named barrier 4 + cw: consumers_begin takes 1 and 3. */
+             * Named barrier 4 + cw: consumers_begin takes 1. */
             static_assert(MSUB == 1, "a 64-row tile a warpgroup");
             static_assert(WGS <= E::TILE_BUFS, "a staging buffer per consumer warpgroup");
             uint8_t *buf = E::tile_buf(epi, cw);
