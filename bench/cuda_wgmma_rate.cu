@@ -54,6 +54,7 @@
 #include <stdlib.h>
 
 #include "cuda/sm90a/act_tile_swizzle.h"
+#include "cuda/sm90a/cluster_async.cuh" /* fence_async_smem */
 #include "cuda/sm90a/ring_gemm.cuh"
 
 #include "cuda_check.cuh"

@@ -3,10 +3,9 @@
 # (sessions 30-32): HRMT_CUDA_FUSED_NORM (its two-CTA kernel of session 31),
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
-# session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH,
-# HRMT_CUDA_ROPE_EARLY and HRMT_CUDA_GLU_MMA (e.g.
-# TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_PUSH HRMT_CUDA_QKV_ATTN_PUSH
-# HRMT_CUDA_ROPE_EARLY HRMT_CUDA_GLU_MMA" TRIAL_STEPS="tests memcheck tune ab").
+# session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
+# HRMT_CUDA_ROPE_EARLY (e.g. TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_PUSH
+# HRMT_CUDA_QKV_ATTN_PUSH HRMT_CUDA_ROPE_EARLY" TRIAL_STEPS="tests memcheck ab").
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
@@ -47,7 +46,6 @@ switches=(
   "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|cluster_norm_push_equals_barriers_short_seq|1,2,4,8|cluster_norm"
   "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|qkv_attn_push_equals_barrier_hrm_width|1,2|qkv_attn_kernel"
   "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|rope_early_equals_late_push|1,2,8|qkv_attn"
-  "HRMT_CUDA_GLU_MMA|glu_mma_tuned_equals_default glu_shapes_equal_launches_hrm_width glu_mma_equals_launches_long_runs|glu_mma_tuned_equals_default|1,2,4,8|ring_gemm_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do
@@ -75,12 +73,6 @@ for s in "${switches[@]}"; do
     stamp "$var=1: the tuner's gate_up times per shape (6 is W-resident), batch 256"
     HRMT_CUDA_GLU_WRES=1 HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda \
       --mode baseline --batch-sizes 256 --warmup 1 --iterations 3 2>&1 | grep -E 'gate_up|ms'
-    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-  fi
-  if want tune && [ "$var" = HRMT_CUDA_GLU_MMA ]; then
-    stamp "$var=1: the tuner's gate_up times per shape (8-10 by mma.sync), batches 1 and 8"
-    HRMT_CUDA_GLU_MMA=1 HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda \
-      --mode baseline --batch-sizes 1,8 --warmup 1 --iterations 3 2>&1 | grep -E 'gate_up|ms'
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   fi
   if want memcheck && ! command -v compute-sanitizer >/dev/null; then

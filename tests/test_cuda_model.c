@@ -625,13 +625,11 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
 }
 
 /* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its
- * seventh, the W-resident one, its TMA-storing form, and the three mma.sync
- * ones after them at hidden <= 512). */
+ * seventh, the W-resident one, and its TMA-storing form at hidden <= 512). */
 #define WGEMM_SHAPES 6
-#define GLU_SHAPES 11
+#define GLU_SHAPES 8
 #define GLU_SHAPE_WRES 6
 #define GLU_SHAPE_WRES_TS 7
-#define GLU_SHAPE_MMA0 8
 
 Test(cuda_model, wgemm_shapes_equal_launches_hrm_width) {
     const int batches[] = {1, 7, 20};
@@ -811,15 +809,6 @@ Test(cuda_model, glu_wres_tstore) {
                              "the tuner times it");
     const int batches[] = {1, 7, 40, 100};
     glu_forced_long_runs(GLU_SHAPE_WRES_TS, batches, 4, "W-resident gate_up, TMA stores");
-}
-
-/* The mma.sync shapes (8-10, HRMT_CUDA_GLU_MMA) over many tiles a CTA
- * (batch 100: 8200 rows, 50-100 tiles a CTA): their warps run apart, so
- * the turn barrier between tiles must count each warp (ring_gemm.cuh). */
-Test(cuda_model, glu_mma_equals_launches_long_runs) {
-    const int batches[] = {100};
-    for (int shape = GLU_SHAPE_MMA0; shape < GLU_SHAPES; shape++)
-        glu_forced_long_runs(shape, batches, 1, "mma.sync gate_up vs launches");
 }
 
 /* The tuner with the W-resident shape among its candidates
@@ -1078,17 +1067,6 @@ Test(cuda_model, glu_mul_equals_f32_product_table) {
 Test(cuda_model, glu_mul_equals_f32_product_short_seq) {
     const int batches[] = {3, 5};
     glu_mul_equals_f32_product(256, 4, 63, batches, 2, 1);
-}
-
-/* The fused gate_up's mma.sync shapes among the tuner's candidates
- * (HRMT_CUDA_GLU_MMA, opt-in) against the tuned default: the same bytes,
- * both schedules, halting samples (each shape's own bytes: the forced
- * shapes above). */
-Test(cuda_model, glu_mma_tuned_equals_default) {
-    need_cc90("the fused gate_up is built for", 0);
-    const int batches[] = {1, 7, 40};
-    early_halt_switch_keeps_bits("HRMT_CUDA_GLU_MMA", HRMT_PATH_GLU_MMA, "mma.sync shapes tuned",
-                                 512, 8, 81, batches, 3);
 }
 
 /* The cluster projection + norm's exchanges pushed into byte-counted
@@ -1629,8 +1607,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
-        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_GLU_MMA",           "HRMT_CUDA_ROPE_EARLY",
-        "HRMT_CUDA_QKV_ATTN_CTA_W1", "HRMT_CUDA_GLU_WRES3",         "HRMT_CUDA_GLU_WRES_TSTORE"};
+        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

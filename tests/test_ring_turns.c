@@ -3,19 +3,15 @@
  * and its consumers as programs of the kernel's barrier operations, run by
  * a random scheduler over a model of mbarriers (arrival counts,
  * transaction units, phases, try_wait.parity's rule) and of the copies
- * that land asynchronously. Consumers: with wgmma a warpgroup's four warps
- * move together (one program, four arrivals on a stage's empty barrier);
- * with mma.sync (HRMT_CUDA_GLU_MMA's shapes) each warp is its own program.
- * The turn barriers' arrival counts and the tiles' ring positions are the
- * kernel's own functions (sm90a/ring_plan.h). What must hold under every
- * interleaving tried:
+ * that land asynchronously. Consumers: wgmma ties a warpgroup's four
+ * warps together, so each warpgroup is one program (four arrivals on a
+ * stage's empty barrier, one ending its tile's turn). The tiles' ring
+ * positions are the kernel's own function (sm90a/ring_plan.h). What must
+ * hold under every interleaving tried:
  *  - no deadlock (some step can run until every program ends);
  *  - a consumer reads a stage only holding its own tile's k block, and no
  *    copy is issued into, or lands in, a stage a consumer still reads.
- * And the rule before the fix (the mma.sync warps' turn ended by warp 0's
- * lone arrive) must deadlock under some interleaving: the model can see
- * the hang it guards against. The device tests (test_cuda_model's
- * glu_mma_* and shape tests) check the bytes. */
+ * The device tests (test_cuda_model's shape tests) check the bytes. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -24,20 +20,18 @@
 
 #define MAX_S 8
 #define MAX_WGS 2
-#define MAX_PROGS (4 * MAX_WGS)
+#define MAX_PROGS MAX_WGS
 #define MAX_EVENTS (2 * MAX_S)
 
 /* ---- the CTA ------------------------------------------------------------- */
 
-enum { RULE_KERNEL, RULE_ONE_ARRIVE }; /* the turn rule: the kernel's, or before the fix */
-
 typedef struct {
-    int wg, warp, k, kb, s, st; /* st: 0 turn, 1 full, 2 read, 3 turn over, 4 done */
+    int wg, k, kb, s, st; /* st: 0 turn, 1 full, 2 read, 3 turn over, 4 done */
     unsigned ph, turn;
 } consumer;
 
 typedef struct {
-    int S, kb_n, nt, wgs, mma, rule;
+    int S, kb_n, nt, wgs;
     bar full[MAX_S], empty[MAX_S], order[MAX_WGS];
     int tag[MAX_S][2], readers[MAX_S]; /* tag: tile u, k block kb as u 64 + kb + 1 */
     struct {
@@ -67,27 +61,20 @@ static void issue(cta *c, int s, int part, int tag) {
     c->nev++;
 }
 
-static void setup(cta *c, int S, int kb_n, int nt, int wgs, int mma, int rule) {
+static void setup(cta *c, int S, int kb_n, int nt, int wgs) {
     memset(c, 0, sizeof *c);
     c->S = S;
     c->kb_n = kb_n;
     c->nt = nt;
     c->wgs = wgs;
-    c->mma = mma;
-    c->rule = rule;
-    const int turn = rule == RULE_KERNEL ? (int)ring_turn_arrives(mma) : 1;
     for (int s = 0; s < S; s++) {
         bar_init(&c->full[s], 1);
         bar_init(&c->empty[s], 4); /* one arrive per warp */
     }
-    for (int w = 0; w < wgs; w++) bar_init(&c->order[w], turn);
-    bar_arrive(&c->order[0], turn); /* tile 0's turn */
-    const int per_wg = mma ? 4 : 1;
-    c->nc = wgs * per_wg;
-    for (int i = 0; i < c->nc; i++) {
-        c->c[i].wg = i / per_wg;
-        c->c[i].warp = i % per_wg;
-    }
+    for (int w = 0; w < wgs; w++) bar_init(&c->order[w], 1);
+    bar_arrive(&c->order[0], 1); /* tile 0's turn */
+    c->nc = wgs;
+    for (int i = 0; i < c->nc; i++) c->c[i].wg = i;
     /* W's first stages before the wait for the kernel before. */
     const int pre = nt > 0 ? (kb_n < S ? kb_n : S) : 0;
     for (int kb = 0; kb < pre; kb++) {
@@ -123,7 +110,7 @@ static int producer_step(cta *c) {
 /* One step of consumer i; 0 when it is blocked or done. */
 static int consumer_step(cta *c, int i) {
     consumer *w = &c->c[i];
-    const int u = w->k * c->wgs + w->wg; /* the CTA's tile this warp is on */
+    const int u = w->k * c->wgs + w->wg; /* the CTA's tile this warpgroup is on */
     switch (w->st) {
     case 0:
         if (u >= c->nt) {
@@ -147,7 +134,7 @@ static int consumer_step(cta *c, int i) {
                   "tile %d k block %d read stage %d holding A %d, W %d", u, w->kb, w->s,
                   c->tag[w->s][0], c->tag[w->s][1]);
         c->readers[w->s]--;
-        bar_arrive(&c->empty[w->s], c->mma ? 1 : 4);
+        bar_arrive(&c->empty[w->s], 4);
         if (++w->s == c->S) {
             w->s = 0;
             w->ph ^= 1u;
@@ -156,9 +143,8 @@ static int consumer_step(cta *c, int i) {
         return 1;
     }
     case 3:
-        /* The next tile's turn (the kernel: MMA ? lane 0 of each warp :
-         * thread 0 of the warpgroup; before the fix warp 0 alone). */
-        if (c->rule == RULE_KERNEL || w->warp == 0) bar_arrive(&c->order[(w->wg + 1) % c->wgs], 1);
+        /* The next tile's turn (the kernel: thread 0 of the warpgroup). */
+        bar_arrive(&c->order[(w->wg + 1) % c->wgs], 1);
         w->k++;
         w->st = 0;
         return 1;
@@ -176,7 +162,7 @@ static void land(cta *c, int e) {
 }
 
 /* Runs the CTA under one random schedule (each program's weight random
- * too, so some warps lag); 1 when every program ended, 0 on a deadlock. */
+ * too, so some warpgroups lag); 1 when every program ended, 0 on a deadlock. */
 static int run(cta *c, unsigned seed) {
     unsigned x = seed * 2654435761u + 1u, wt[1 + MAX_PROGS + 1];
     for (int i = 0; i < 2 + c->nc; i++) wt[i] = 1 + rng_next(&x) % 8;
@@ -221,7 +207,7 @@ static int run(cta *c, unsigned seed) {
 /* Every ring depth, k blocks, tile count and warpgroup count the kernels
  * take (HRM's gate_up: 8 k blocks at hidden 512, 4 at 256); returns the
  * deadlocks seen. */
-static int sweep(int mma, int rule) {
+static int sweep(void) {
     static cta c;
     int dead = 0;
     for (int wgs = 1; wgs <= MAX_WGS; wgs++)
@@ -229,17 +215,10 @@ static int sweep(int mma, int rule) {
             for (int kb_n = 1; kb_n <= 8; kb_n++)
                 for (int nt = 0; nt <= 9; nt++)
                     for (unsigned seed = 1; seed <= 12; seed++) {
-                        setup(&c, S, kb_n, nt, wgs, mma, rule);
+                        setup(&c, S, kb_n, nt, wgs);
                         dead += !run(&c, seed + 977u * (unsigned)(nt + 16 * (kb_n + 16 * S)));
                     }
     return dead;
 }
 
-Test(ring_turns, wgmma_warpgroups_never_deadlock) { cr_assert_eq(sweep(0, RULE_KERNEL), 0); }
-
-Test(ring_turns, mma_warps_never_deadlock) { cr_assert_eq(sweep(1, RULE_KERNEL), 0); }
-
-Test(ring_turns, mma_warps_with_one_arrive_a_turn_deadlock) {
-    cr_assert_gt(sweep(1, RULE_ONE_ARRIVE), 0,
-                 "the rule before the fix never deadlocked: the model cannot see the hang");
-}
+Test(ring_turns, wgmma_warpgroups_never_deadlock) { cr_assert_eq(sweep(), 0); }

@@ -25,8 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cpush = 0, qpush = 0, gmma = 0, early = 0, ctaw1 = 0, wres3 = 0,
-        tstore = 0;
+        mul = 0, wres = 0, cpush = 0, qpush = 0, early = 0, ctaw1 = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -50,7 +49,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 1, &cpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 1, &qpush)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_MMA", 0, &gmma)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
@@ -136,10 +134,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * tuner weighs per row count rather than a form that replaces the
      * plain one. */
     g->glu_wres_ts = g->glu_wres && tstore && cu_glu_wres_ts_applies(m);
-    /* Opt-in, written without a device (session 33): the tuner also times
-     * three gate_up shapes whose products are by mma.sync (sm90a/ring_mma.cuh,
-     * same bits, hidden <= 512), kept where faster as every shape. */
-    g->glu_mma = g->glu && gmma && cu_glu_mma_applies(m);
     /* Opt-in: its product s(g) u by one mul.rn.bf16x2 a pair instead of
      * unpacking, two F32 products and a conversion, same bits: only where a
      * check of all 2^32 BF16 pairs on this device agrees. Level with the
@@ -244,7 +238,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_NORM_VEC: return g->norm_vec != 0;
     case HRMT_PATH_ATTN_ROPE_ONCE: return g->attn_rope_once != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
-    case HRMT_PATH_GLU_MMA: return g->glu_mma != 0;
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;

@@ -115,7 +115,6 @@ typedef enum hrmt_model_path {
     HRMT_PATH_CLUSTER_NORM_PUSH, /* the cluster projection + norm's exchanges pushed into
                                     byte-counted barriers (cluster_async.cuh) */
     HRMT_PATH_QKV_ATTN_PUSH,     /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
-    HRMT_PATH_GLU_MMA,           /* the fused gate_up's mma.sync shapes among the tuned */
     HRMT_PATH_ROPE_EARLY,        /* qkv + attention's RoPE factors loaded before the products */
     HRMT_PATH_RING_KB,           /* the cluster projection + norm's ring (or the cluster
                                     qkv + attention's) copying two or four k blocks at a

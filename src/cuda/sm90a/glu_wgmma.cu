@@ -28,10 +28,7 @@
  * HRMT_CUDA_GLU_WRES=1, tuned (on by default since session 31); the eighth,
  * its 64-row form over three warpgroups writing each act tile by one TMA
  * store (glu_epi_ts), tuned with HRMT_CUDA_GLU_WRES_TSTORE=1 (on by default
- * since session 44); three more, 64 x 64 with one or two warpgroups and
- * 64 x 32, take their products by mma.sync (ring_mma.cuh, same bits:
- * forced, or with HRMT_CUDA_GLU_MMA=1 tuned; opt-in, written without a GPU
- * in session 33). The GEMM tuner (model_gemm_tune.cu) times the shapes at model load per
+ * since session 44). The GEMM tuner (model_gemm_tune.cu) times the shapes at model load per
  * row bucket and checks that each gives the first one's bytes; untuned,
  * 128 x 64 once those tiles fill the SMs twice, 64 x 64 with one warpgroup
  * below.
@@ -242,18 +239,16 @@ struct glu_epi_ts : glu_epi<64> {
 };
 
 /* The tile shapes: MSUB m64 row blocks, WGS consumer warpgroups, BNA act
- * columns (2 BNA rows of W), products by mma.sync; GLU_WRES and
- * GLU_WRES_TS on ring_wres.cuh's loop. */
+ * columns (2 BNA rows of W); GLU_WRES and GLU_WRES_TS on ring_wres.cuh's
+ * loop. */
 struct glu_shape {
-    int msub, wgs, bna, mma;
+    int msub, wgs, bna;
 };
-constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64, 0}, {1, 2, 64, 0}, {1, 1, 64, 0}, {1, 1, 32, 0},
-                                    {1, 2, 32, 0}, {1, 1, 16, 0}, {2, 2, 64, 0}, {1, 3, 64, 0},
-                                    {1, 1, 32, 1}, {1, 2, 32, 1}, {1, 1, 16, 1}};
+constexpr glu_shape GLU_SHAPES[] = {{2, 2, 64}, {1, 2, 64}, {1, 1, 64}, {1, 1, 32},
+                                    {1, 2, 32}, {1, 1, 16}, {2, 2, 64}, {1, 3, 64}};
 constexpr int GLU_NSHAPES = (int)(sizeof GLU_SHAPES / sizeof GLU_SHAPES[0]);
 constexpr int GLU_WRES = 6;    /* the W-resident shape's index */
 constexpr int GLU_WRES_TS = 7; /* its three-warpgroup form with TMA stores (glu_epi_ts) */
-constexpr int GLU_MMA0 = 8;    /* the first mma.sync shape's */
 constexpr int WRES_KB = 8;     /* its k blocks at most: hidden <= 512 */
 
 /* The epilogue's arguments for `rows` rows of act; slut: the table's window
@@ -271,16 +266,16 @@ typename glu_epi<BNA>::args glu_args(const hrmt_model *m, size_t rows, void *act
             cu_model(m)->glu_mul};
 }
 
-template <int MSUB, int WGS, int BNA, bool MMA = false>
+template <int MSUB, int WGS, int BNA>
 hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        const void *a, const void *w, void *act) {
     using C = ring_cfg_for<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
-    auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>;
+    auto kern = ring_gemm_kernel<MSUB, WGS, 2 * BNA, glu_epi<BNA>>;
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
     if (!encode(fn, &ta, a, rows, H, H, C::BM) || !encode(fn, &tw, w, 2 * I, H, H, BNA))
         return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>();
+    cudaError_t e = ring_prepare<MSUB, WGS, 2 * BNA, glu_epi<BNA>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -350,9 +345,9 @@ hrmt_status glun_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 f
     return cu_check(m->ctx, "cuda norm + fused gate_up");
 }
 
-template <int MSUB, int WGS, int BNA, bool MMA = false>
+template <int MSUB, int WGS, int BNA>
 int glu_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>, MMA>(per_block);
+    return ring_loads<MSUB, WGS, 2 * BNA, glu_epi<BNA>>(per_block);
 }
 
 hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, int shape,
@@ -367,9 +362,6 @@ hrmt_status glu_shape_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12
         if (cu_model(m)->glu_wres3) return glu_wres_launch<1, 3>(m, fn, rows, a, w, act);
         return glu_wres_launch<>(m, fn, rows, a, w, act);
     case GLU_WRES_TS: return glu_wres_launch<1, 3, true>(m, fn, rows, a, w, act);
-    case GLU_MMA0: return glu_launch<1, 1, 32, true>(m, fn, rows, a, w, act);
-    case GLU_MMA0 + 1: return glu_launch<1, 2, 32, true>(m, fn, rows, a, w, act);
-    case GLU_MMA0 + 2: return glu_launch<1, 1, 16, true>(m, fn, rows, a, w, act);
     default: return glu_launch<1, 1, 16>(m, fn, rows, a, w, act);
     }
 }
@@ -532,31 +524,18 @@ int cu_glu_wres_ts_applies(const hrmt_model *m) {
     return glu_wres_applies(m) && glu_wres_ts_loads(m);
 }
 
-/* The mma.sync shapes' images load (same shared memory as their wgmma
- * twins). */
-static int glu_mma_loads(const hrmt_model *m) {
-    size_t per_block = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return glu_loads<1, 1, 32, true>(per_block) && glu_loads<1, 2, 32, true>(per_block) &&
-           glu_loads<1, 1, 16, true>(per_block);
-}
-
 /* The shapes past the six ride on the W-resident one's rule (hidden <=
  * 512), so that every index below the count is one this model can run. */
 int cu_glu_shapes(const hrmt_model *m) {
     if (!glu_wres_applies(m)) return GLU_WRES;
     if (!glu_wres_ts_loads(m)) return GLU_WRES_TS;
-    if (!glu_mma_loads(m)) return GLU_MMA0;
     return GLU_NSHAPES;
 }
-
-int cu_glu_mma_applies(const hrmt_model *m) { return cu_glu_shapes(m) > GLU_MMA0; }
 
 int cu_glu_shape_tuned(const hrmt_model *m, int shape) {
     const struct hrmt_model_cuda *g = cu_model(m);
     if (shape < GLU_WRES) return 1;
-    if (shape == GLU_WRES) return g->glu_wres;
-    return shape == GLU_WRES_TS ? g->glu_wres_ts : g->glu_mma;
+    return shape == GLU_WRES ? g->glu_wres : g->glu_wres_ts;
 }
 
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

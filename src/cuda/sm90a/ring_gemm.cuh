@@ -15,15 +15,11 @@
  *  - WGS consumer warpgroups taking alternate tiles: one's epilogue runs
  *    beside the other's products ("ping-pong"). They take turns (order[])
  *    to wait on the ring, so that none waits on a stage's parity a whole
- *    phase ahead of the stage.
- * MMA (64-row tiles only): the products by mma.sync from the same stages
- * (ring_mma.cuh), the same bits; the fused gate_up's opt-in shapes
- * (HRMT_CUDA_GLU_MMA), for the dependent chain's step at small batches. */
+ *    phase ahead of the stage. */
 #ifndef HRMT_CUDA_SM90A_RING_GEMM_CUH
 #define HRMT_CUDA_SM90A_RING_GEMM_CUH
 
 #include "cuda/pdl.cuh"
-#include "cuda/sm90a/ring_mma.cuh"
 #include "cuda/sm90a/ring_plan.h"
 #include "cuda/sm90a/wgmma_common.cuh"
 
@@ -189,7 +185,7 @@ __device__ __forceinline__ void tile_store(float (&acc)[MSUB][WN / 2], int m0, i
  * also has epi_load(part, thread, threads, args), which the consumer
  * warpgroups run once before their first tile to fill that shared-memory
  * part, and store(..., args, part). */
-template <int MSUB, int WGS, int WN, class E, bool MMA = false>
+template <int MSUB, int WGS, int WN, class E>
 __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     ring_gemm_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p) {
@@ -205,16 +201,13 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     const int units = mt * nt, kb_n = p.d.kblocks;
     auto m0_of = [&](int u) { return (u / nt) * C::BM; };
     auto n0_of = [&](int u) { return (u % nt) * E::TILE_N; };
-    const unsigned TURN_ARRIVES = ring_turn_arrives(MMA); /* ring_plan.h says why */
     if (threadIdx.x == 0) {
         ring_init(full, empty, S, 4); /* one arrive per warp of the consuming warpgroup */
-        for (int w = 0; w < WGS; w++) mbar_init(&order[w], TURN_ARRIVES);
-        if constexpr (MMA)
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&order[0])),
-                         "r"(TURN_ARRIVES)
-                         : "memory"); /* tile 0's turn */
-        else
-            mbar_arrive(&order[0]); /* tile 0's turn */
+        /* One arrive ends a tile's turn: wgmma ties a warpgroup's four warps
+         * to each other (a warp's products end only once all four issued
+         * theirs), so that one arrive tells that all four passed the turn. */
+        for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
+        mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -265,21 +258,13 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
         tile_zero<MSUB, WN>(acc);
         mbar_wait(&order[cw], turn);
         turn ^= 1;
-        int prev = -1;
-        if constexpr (MMA) {
-            static_assert(MSUB == 1, "the mma.sync form takes 64-row tiles");
-            /* Every stage given back as its operands reach registers. */
-            ring_products_mma<WN>(acc[0], smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s,
-                                  ph, lane, warp);
-        } else {
-            prev = tile_products<MSUB, WN>(
-                acc, full, empty, S, kb_n, s, ph, lane,
-                [&](int st) { return smem + st * C::STAGE_BYTES; },
-                [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
-        }
+        const int prev = tile_products<MSUB, WN>(
+            acc, full, empty, S, kb_n, s, ph, lane,
+            [&](int st) { return smem + st * C::STAGE_BYTES; },
+            [&](int st, int) { return smem + st * C::STAGE_BYTES + C::A_BYTES; });
         /* Every ring use of this tile has landed: the next tile's turn. */
-        if (MMA ? lane == 0 : threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
-        if constexpr (!MMA) tile_done<MSUB, WN>(acc, empty, prev, lane);
+        if (threadIdx.x % 128 == 0) mbar_arrive(&order[(cw + 1) % WGS]);
+        tile_done<MSUB, WN>(acc, empty, prev, lane);
         tile_store<MSUB, WN, E>(acc, m0, n0, warp, lane, p, epi);
     }
     LT_PHASE(8);
@@ -287,15 +272,14 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
 }
 
 /* Host side (wgmma_common.cuh): the image check and shared-memory opt-in. */
-template <int MSUB, int WGS, int WN, class E, bool MMA = false>
+template <int MSUB, int WGS, int WN, class E>
 int ring_loads(size_t per_block) {
-    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E, MMA>,
-                       ring_cfg_for<MSUB, WGS, WN, E>::SMEM, per_block);
+    return image_loads(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM,
+                       per_block);
 }
-template <int MSUB, int WGS, int WN, class E, bool MMA = false>
+template <int MSUB, int WGS, int WN, class E>
 cudaError_t ring_prepare() {
-    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E, MMA>,
-                       ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
+    return smem_opt_in(ring_gemm_kernel<MSUB, WGS, WN, E>, ring_cfg_for<MSUB, WGS, WN, E>::SMEM);
 }
 
 } // namespace
