@@ -11,7 +11,11 @@
  *  - no deadlock (some step can run until every program ends);
  *  - a consumer reads a stage only holding its own tile's k block, and no
  *    copy is issued into, or lands in, a stage a consumer still reads.
- * The device tests (test_cuda_model's shape tests) check the bytes. */
+ * And two one-line breaks of the kernel's rule (a stage given back by one
+ * arrive instead of the warpgroup's four; a tile's turn never passed on)
+ * must each deadlock under some interleaving: the model can see the hang
+ * it guards against. The device tests (test_cuda_model's shape tests)
+ * check the bytes. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -23,6 +27,9 @@
 #define MAX_PROGS MAX_WGS
 #define MAX_EVENTS (2 * MAX_S)
 
+/* The consumers' rule: the kernel's, or one of two breaks of it. */
+enum { RULE_KERNEL, RULE_ONE_EMPTY_ARRIVE, RULE_NO_TURN };
+
 /* ---- the CTA ------------------------------------------------------------- */
 
 typedef struct {
@@ -31,7 +38,7 @@ typedef struct {
 } consumer;
 
 typedef struct {
-    int S, kb_n, nt, wgs;
+    int S, kb_n, nt, wgs, rule;
     bar full[MAX_S], empty[MAX_S], order[MAX_WGS];
     int tag[MAX_S][2], readers[MAX_S]; /* tag: tile u, k block kb as u 64 + kb + 1 */
     struct {
@@ -61,8 +68,9 @@ static void issue(cta *c, int s, int part, int tag) {
     c->nev++;
 }
 
-static void setup(cta *c, int S, int kb_n, int nt, int wgs) {
+static void setup(cta *c, int S, int kb_n, int nt, int wgs, int rule) {
     memset(c, 0, sizeof *c);
+    c->rule = rule;
     c->S = S;
     c->kb_n = kb_n;
     c->nt = nt;
@@ -134,7 +142,7 @@ static int consumer_step(cta *c, int i) {
                   "tile %d k block %d read stage %d holding A %d, W %d", u, w->kb, w->s,
                   c->tag[w->s][0], c->tag[w->s][1]);
         c->readers[w->s]--;
-        bar_arrive(&c->empty[w->s], 4);
+        bar_arrive(&c->empty[w->s], c->rule == RULE_ONE_EMPTY_ARRIVE ? 1 : 4);
         if (++w->s == c->S) {
             w->s = 0;
             w->ph ^= 1u;
@@ -144,7 +152,7 @@ static int consumer_step(cta *c, int i) {
     }
     case 3:
         /* The next tile's turn (the kernel: thread 0 of the warpgroup). */
-        bar_arrive(&c->order[(w->wg + 1) % c->wgs], 1);
+        if (c->rule != RULE_NO_TURN) bar_arrive(&c->order[(w->wg + 1) % c->wgs], 1);
         w->k++;
         w->st = 0;
         return 1;
@@ -205,9 +213,9 @@ static int run(cta *c, unsigned seed) {
 }
 
 /* Every ring depth, k blocks, tile count and warpgroup count the kernels
- * take (HRM's gate_up: 8 k blocks at hidden 512, 4 at 256); returns the
- * deadlocks seen. */
-static int sweep(void) {
+ * take (HRM's gate_up: 8 k blocks at hidden 512, 4 at 256) under `rule`;
+ * returns the deadlocks seen. */
+static int sweep(int rule) {
     static cta c;
     int dead = 0;
     for (int wgs = 1; wgs <= MAX_WGS; wgs++)
@@ -215,10 +223,20 @@ static int sweep(void) {
             for (int kb_n = 1; kb_n <= 8; kb_n++)
                 for (int nt = 0; nt <= 9; nt++)
                     for (unsigned seed = 1; seed <= 12; seed++) {
-                        setup(&c, S, kb_n, nt, wgs);
+                        setup(&c, S, kb_n, nt, wgs, rule);
                         dead += !run(&c, seed + 977u * (unsigned)(nt + 16 * (kb_n + 16 * S)));
                     }
     return dead;
 }
 
-Test(ring_turns, wgmma_warpgroups_never_deadlock) { cr_assert_eq(sweep(), 0); }
+Test(ring_turns, wgmma_warpgroups_never_deadlock) { cr_assert_eq(sweep(RULE_KERNEL), 0); }
+
+Test(ring_turns, a_stage_given_back_by_one_arrive_deadlocks) {
+    cr_assert_gt(sweep(RULE_ONE_EMPTY_ARRIVE), 0,
+                 "one arrive a stage never deadlocked: the model cannot see the hang");
+}
+
+Test(ring_turns, a_turn_never_passed_on_deadlocks) {
+    cr_assert_gt(sweep(RULE_NO_TURN), 0,
+                 "a turn never passed on never deadlocked: the model cannot see the hang");
+}
