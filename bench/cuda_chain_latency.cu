@@ -32,7 +32,7 @@
 
 #include "core/bf16.h"
 #include "cuda/mma_warp.cuh"
-#include "cuda/sm90a/mma_lanes.cuh"
+#include "cuda/sm90a/act_tile_swizzle.h"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 #include "cuda_check.cuh"
@@ -48,10 +48,10 @@ constexpr int LDP = K + 8; /* mma.sync operands: padded rows */
 
 /* Byte offset of (row, k) in a K-major operand of `rows` rows in the
  * 128-byte swizzle (the copy engine's SWIZZLE_128B, which desc_k128 reads):
- * one block per 64 k, each row's 16-byte chunks placed by mma_sw128. */
+ * one block per 64 k, each row's 16-byte chunks placed by sw128_offset. */
 #ifdef HRMT_SM90A
 __device__ __forceinline__ int sw128(int rows, int row, int k) {
-    return (k / BK) * rows * ROW_BYTES + mma_sw128(row, (k % BK) >> 3) + (k & 7) * 2;
+    return (k / BK) * rows * ROW_BYTES + sw128_offset(row, (k % BK) >> 3) + (k & 7) * 2;
 }
 /* A (64 x K) and W (n x K) into the wgmma kernels' shared memory, swizzled,
  * by all `threads` threads; the 1024-byte aligned start back in *sa. */

@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda/sm90a/mma_lanes.cuh"
+#include "cuda/sm90a/act_tile_swizzle.h"
 #include "cuda/sm90a/wgmma_common.cuh"
 
 #include "cuda_check.cuh"
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(THREADS)
     } else {
         for (int i = 0; i < 4; i++) {
             const int c = (int)threadIdx.x + i * THREADS, row = c >> 3, chunk = c & 7;
-            uint8_t *dst = tile + mma_sw128(row, chunk);
+            uint8_t *dst = tile + sw128_offset(row, chunk);
             const uint8_t *p = in + row * ROW_BYTES + chunk * 16;
             if (LOAD == LOAD_LDG) {
                 *(uint4 *)dst = __ldcg((const uint4 *)p);
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(THREADS)
     for (int i = 0; i < 4; i++) {
         const int c = (int)threadIdx.x + i * THREADS, row = c >> 3, chunk = c & 7;
         uint16_t v[8];
-        *(uint4 *)v = *(const uint4 *)(tile + mma_sw128(row, chunk));
+        *(uint4 *)v = *(const uint4 *)(tile + sw128_offset(row, chunk));
         for (int e = 0; e < 8; e++) {
             torn |= v[e] != (uint16_t)(seed_at(src, row, chunk * 8 + e) + hops);
             v[e] = (uint16_t)(v[e] + 1u);
