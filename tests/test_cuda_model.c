@@ -1251,12 +1251,13 @@ Test(cuda_model, exact_m_tuning_keeps_bits) {
 
 /* The block's qkv projection and attention as one kernel (HRMT_CUDA_QKV_ATTN,
  * on by default): over a cluster per (sample, head) while the batch's pairs
- * fit one wave of clusters, then one CTA per pair while they fit one wave of
- * CTAs (HRMT_CUDA_QKV_ATTN_CTA), in the otherwise default (tuned) model
+ * fit one wave of clusters, then over two CTAs per pair where T > 64
+ * (HRMT_CUDA_QKV_ATTN_PAIR), then one CTA per pair while they fit one wave
+ * of CTAs (HRMT_CUDA_QKV_ATTN_CTA), in the otherwise default (tuned) model
  * against the qkv GEMM + attention kernel: the same bytes, both schedules,
  * at batches each form serves and one left to the launches (the tiered
  * tiles may take a form there). HRM's width (8 heads on 132 SMs: clusters
- * at batches 1-2, CTAs at 7 and 16, launches at 20) has two 64-row tiles per
+ * at batches 1-2, pairs at 7, CTAs at 16, launches at 20) has two 64-row tiles per
  * sample (T = 82, the second ragged: clusters of six); T = 61 (4 heads:
  * clusters at 1 and 3, CTAs at 20, launches at 40) one (clusters of three,
  * a CTA with two query tiles; the CTA form's second half all past T), with
@@ -1289,6 +1290,32 @@ Test(cuda_model, qkv_attn_equals_launches_short_seq) {
     const int batches[] = {1, 3, 20, 40};
     qkv_attn_equals_launches(256, 4, 60, HRMT_POS_ROPE, batches, 4);
     qkv_attn_equals_launches(256, 4, 60, HRMT_POS_LEARNED, batches, 3);
+}
+
+/* qkv + attention over a pair of CTAs per (sample, head)
+ * (HRMT_CUDA_QKV_ATTN_PAIR, on by default where T > 64;
+ * sm90a/qkv_attn_pair_wgmma.cu) against the CTA form, which serves the same
+ * batches with it off: the same bytes, both schedules, halting samples.
+ * The second CTA's query tiles: T = 82 two (a team of two warps a tile),
+ * 70 one (a team of four), 100 three (a warp each, KT = 8), 128 four; the
+ * first CTA's always four. Batches past the cluster form's wave: 3 and 8 at
+ * HRM's width (8 heads), 6 and 16 at hidden 256 (4 heads). */
+static void qkv_attn_pair_equals_cta(int hidden, int heads, int seq_len, const int *batches,
+                                     int nb) {
+    need_cc90("the qkv + attention pair kernel is built for", 0);
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_PAIR", HRMT_PATH_QKV_ATTN_PAIR,
+                                 "qkv + attention pairs vs CTAs", hidden, heads, seq_len, batches,
+                                 nb);
+}
+Test(cuda_model, qkv_attn_pair_equals_cta_hrm_width) {
+    const int batches[] = {3, 8};
+    qkv_attn_pair_equals_cta(512, 8, 81, batches, 2);
+}
+Test(cuda_model, qkv_attn_pair_equals_cta_short_seq) {
+    const int batches[] = {6, 16};
+    qkv_attn_pair_equals_cta(256, 4, 69, batches, 2);
+    qkv_attn_pair_equals_cta(256, 4, 99, batches, 2);
+    qkv_attn_pair_equals_cta(256, 4, 127, batches, 1);
 }
 
 /* The cluster form's pushes counted in bytes on each receiver's barrier

@@ -160,3 +160,35 @@ Test(push_plan, qkv_attn_every_sequence_length) {
         }
     }
 }
+
+/* qkv + attention over a pair of CTAs: step 2 of qkv_attn_pair_kernel (CTA
+ * r has rows 64 r .. 64 r + 63, T > 64, head_dim 64), then what step 3
+ * reads: every K and V row below nkt 16, its own or its peer's, once. */
+Test(push_plan, qkv_attn_pair_every_sequence_length) {
+    constexpr int D = 64;
+    for (int T = 65; T <= 128; T++) {
+        const int nkt = (T + 15) / 16;
+        long got[2] = {0, 0};
+        int krows[2][128];
+        memset(krows, 0, sizeof krows);
+        for (int rank = 0; rank < 2; rank++) {
+            const int peer = rank ^ 1, t0 = rank * 64, sent = qp_push_rows(nkt, rank);
+            for (int e = 0; e < sent * (D / 8); e++) {
+                const int t = t0 + e / (D / 8), c = (e % (D / 8)) * 8;
+                cr_assert(t < 128, "T %d: row %d past K's 128 rows", T, t);
+                got[peer] += 2 * 16; /* a K and a V chunk */
+                if (c == 0) krows[peer][t]++;
+            }
+            for (int t = t0; t < t0 + 64; t++) krows[rank][t]++; /* its own rows, emitted */
+        }
+        for (int d = 0; d < 2; d++) {
+            const unsigned want = qp_push_owed(nkt, d, D);
+            cr_assert(want > 0 && want < (unsigned)TX_MAX);
+            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
+                         got[d], want);
+            for (int t = 0; t < nkt * 16; t++)
+                cr_assert_eq(krows[d][t], 1, "T %d: CTA %d has key row %d %d times", T, d, t,
+                             krows[d][t]);
+        }
+    }
+}

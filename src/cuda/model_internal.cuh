@@ -107,6 +107,7 @@ struct hrmt_model_cuda {
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (a form below) */
     int qa_clusters; /* ... a cluster per (sample, head) while the pairs fit this many */
+    int qa_pairs;    /* ... then two CTAs per pair while they fit this many clusters (0: off) */
     int qa_ctas;     /* ... then one CTA per pair while they fit this many CTAs (0: off) */
     int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
     int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
@@ -348,6 +349,14 @@ hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void
  * many such CTAs run at once (0: it does not serve this model); the block
  * uses it while n heads fit that one wave. *done 0: not its case. */
 int cu_qkv_attn_ctas(const hrmt_model *m);
+/* sm90a/qkv_attn_pair_wgmma.cu: the same over a cluster of two CTAs per
+ * (sample, head), CTA r taking the head's rows 64 r.. (T > 64), for batches
+ * past the cluster form's wave: cu_qkv_attn_pairs says how many such pairs
+ * run at once (0: it does not serve this model); the block uses it while n
+ * heads fit that one wave. *done 0: not its case. */
+int cu_qkv_attn_pairs(const hrmt_model *m);
+hrmt_status cu_qkv_attn_pair(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
+                             int *done);
 hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                             int *done);
 

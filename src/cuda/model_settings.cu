@@ -24,8 +24,9 @@ hrmt_status cu_env_switch(hrmt_model *m, const char *name, int dflt, int *on) {
 hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
-        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, fast = 0, nvec = 0, once = 0,
-        mul = 0, wres = 0, cpush = 0, qpush = 0, early = 0, ctaw1 = 0, wres3 = 0, tstore = 0;
+        slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
+        nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, qpush = 0, early = 0, ctaw1 = 0,
+        wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -42,6 +43,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_FOLD_INJECT", 1, &fold)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_PROFILE_STEPS", 0, &prof)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA", 1, &qa_cta)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PAIR", 1, &qa_pair)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_FAST_SILU", 1, &fast)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_VEC", 1, &nvec)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_ROPE_ONCE", 1, &once)) != HRMT_OK ||
@@ -73,10 +75,14 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * pairs fit one wave of clusters (sm90a/qkv_attn_wgmma.cu), same bits:
      * one link of the block's chain instead of two. */
     g->qa_clusters = qa ? cu_qkv_attn_clusters(m) : 0;
+    /* ... past that, a pair of CTAs per (sample, head) while the pairs fit
+     * one wave (sm90a/qkv_attn_pair_wgmma.cu), same bits: half of the CTA
+     * form's products on each of twice the SMs. */
+    g->qa_pairs = qa && qa_pair ? cu_qkv_attn_pairs(m) : 0;
     /* ... and past that wave, one CTA per (sample, head) while those fit
      * one wave (sm90a/qkv_attn_cta_wgmma.cu), same bits. */
     g->qa_ctas = qa && qa_cta ? cu_qkv_attn_ctas(m) : 0;
-    g->qa = g->qa_clusters > 0 || g->qa_ctas > 0;
+    g->qa = g->qa_clusters > 0 || g->qa_pairs > 0 || g->qa_ctas > 0;
     /* The cluster form's pushes of K, V and Q counted in bytes on each
      * receiver's barrier instead of a cluster barrier after them
      * (sm90a/cluster_async.cuh), same bits: on by default since session 34
@@ -245,6 +251,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;
     case HRMT_PATH_GLU_WRES_TSTORE: return g->glu_wres_ts != 0;
+    case HRMT_PATH_QKV_ATTN_PAIR: return g->qa_pairs > 0;
     }
     return 0;
 }

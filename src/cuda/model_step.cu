@@ -176,6 +176,8 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     int attended = 0; /* att made by the qkv + attention kernel */
     if (!done && g->qa) TRY(cu_qkv_attn(m, n, h, b->qkv.dev, ws->att, &attended));
+    if (!done && !attended && g->qa_pairs)
+        TRY(cu_qkv_attn_pair(m, n, h, b->qkv.dev, ws->att, &attended));
     if (!done && !attended && g->qa_ctas)
         TRY(cu_qkv_attn_cta(m, n, h, b->qkv.dev, ws->att, &attended));
     if (!attended) {

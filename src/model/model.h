@@ -123,8 +123,10 @@ typedef enum hrmt_model_path {
                                     v rows of a stage at once */
     HRMT_PATH_GLU_WRES3,         /* the W-resident gate_up as 64-row tiles over three
                                     consumer warpgroups (sm90a/ring_wres.cuh) */
-    HRMT_PATH_GLU_WRES_TSTORE    /* the W-resident gate_up's three-warpgroup form with
+    HRMT_PATH_GLU_WRES_TSTORE,   /* the W-resident gate_up's three-warpgroup form with
                                     TMA-stored act tiles among the tuner's shapes */
+    HRMT_PATH_QKV_ATTN_PAIR      /* qkv + attention over a pair of CTAs per (sample, head)
+                                    (sm90a/qkv_attn_pair_wgmma.cu) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -52,6 +52,18 @@ HRMT_HD unsigned qa_push_owed(int rt, int nkt, int rank, int d) {
     return qkv_push_owed(3 * rt, 64 * rt, nkt, rank, d);
 }
 
+/* qkv + attention over a pair of CTAs (qkv_attn_pair_wgmma.cu), CTA r
+ * computing the head's rows 64 r .. 64 r + 63: the key rows CTA `sender`
+ * sends its peer (those below nkt 16 of its 64), and the bytes CTA `rank`
+ * is owed, its peer's K and V rows (d BF16 wide); its Q rows are its own. */
+HRMT_HD int qp_push_rows(int nkt, int sender) {
+    const int n = nkt * 16 - 64 * sender;
+    return n < 0 ? 0 : n < 64 ? n : 64;
+}
+HRMT_HD unsigned qp_push_owed(int nkt, int rank, int d) {
+    return (unsigned)(2 * qp_push_rows(nkt, 1 - rank) * d * 2);
+}
+
 } // namespace
 
 #endif
