@@ -1296,6 +1296,7 @@ Test(cuda_model, qkv_attn_equals_launches_short_seq) {
  * (HRMT_CUDA_QKV_ATTN_PAIR, on by default where T > 64;
  * sm90a/qkv_attn_pair_wgmma.cu) against the CTA form, which serves the same
  * batches with it off: the same bytes, both schedules, halting samples.
+ * On by default (and INVALID_ARG for other values) at HRM's width.
  * The second CTA's query tiles: T = 82 two (a team of two warps a tile),
  * 70 one (a team of four), 100 three (a warp each, KT = 8), 128 four; the
  * first CTA's always four. Batches past the cluster form's wave: 3 and 8 at
@@ -1308,6 +1309,9 @@ static void qkv_attn_pair_equals_cta(int hidden, int heads, int seq_len, const i
                                  nb);
 }
 Test(cuda_model, qkv_attn_pair_equals_cta_hrm_width) {
+    need_cc90("the qkv + attention pair kernel is built for", 0);
+    expect_switch_default_on("HRMT_CUDA_QKV_ATTN_PAIR", HRMT_PATH_QKV_ATTN_PAIR,
+                             "pairs while they fit one wave");
     const int batches[] = {3, 8};
     qkv_attn_pair_equals_cta(512, 8, 81, batches, 2);
 }
