@@ -1316,10 +1316,9 @@ Test(cuda_model, qkv_attn_pair_equals_cta_hrm_width) {
     qkv_attn_pair_equals_cta(512, 8, 81, batches, 2);
 }
 Test(cuda_model, qkv_attn_pair_equals_cta_short_seq) {
-    const int batches[] = {6, 16};
-    qkv_attn_pair_equals_cta(256, 4, 69, batches, 2);
-    qkv_attn_pair_equals_cta(256, 4, 99, batches, 2);
-    qkv_attn_pair_equals_cta(256, 4, 127, batches, 1);
+    const int batches[] = {6, 16}, seq_lens[] = {69, 99, 127};
+    for (int i = 0; i < 3; i++)
+        qkv_attn_pair_equals_cta(256, 4, seq_lens[i], batches, i < 2 ? 2 : 1);
 }
 
 /* The cluster form's pushes counted in bytes on each receiver's barrier

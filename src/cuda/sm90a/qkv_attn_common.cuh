@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "cuda/attn_rope.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
@@ -38,6 +40,24 @@ inline bool qkv_attn_serves(const hrmt_model *m, size_t t_above) {
     return m->dt == HRMT_BF16 && cu->prop.major == 9 && cu->prop.minor == 0 && m->head_dim == 64 &&
            m->heads * 64 == H && H % BK == 0 && H <= 512 && T > t_above && T <= 128 &&
            encode_fn() != nullptr;
+}
+
+/* Whether a form of which `wave` (sample, head) pairs run at once serves n
+ * samples in one wave, with att's rows 16-byte aligned and sizes the
+ * kernels' int arithmetic holds. */
+inline bool qkv_attn_one_wave(const hrmt_model *m, size_t n, const void *att, int wave) {
+    return n > 0 && n * m->heads <= (size_t)wave && (uintptr_t)att % 16 == 0 &&
+           n * m->T <= (size_t)INT32_MAX / 2;
+}
+
+/* f(KT, FULL) as integral constants, for the attention instance that nkt
+ * 16-key tiles take: exactly six (HRM's T = 82: constant loop bounds),
+ * fewer, or up to eight. */
+template <class F>
+auto by_key_tiles(int nkt, F f) {
+    if (nkt == 6) return f(std::integral_constant<int, 6>{}, std::true_type{});
+    if (nkt < 6) return f(std::integral_constant<int, 6>{}, std::false_type{});
+    return f(std::integral_constant<int, 8>{}, std::false_type{});
 }
 
 inline qkv_attn_args qkv_attn_args_for(const hrmt_model *m, void *att) {

@@ -167,23 +167,18 @@ int cu_qkv_attn_ctas(const hrmt_model *m) {
     const hrmt_cuda *cu = m->ctx->cuda;
     static_assert(QC_D == 64 && QC_ROWS == 128, "qkv_attn_serves' rule");
     if (!qkv_attn_serves(m, 0)) return 0;
-    const int nkt = (int)((m->T + 15) / 16);
-    if (nkt == 6) return qc_fits<6, true>(cu);
-    return nkt < 6 ? qc_fits<6, false>(cu) : qc_fits<8, false>(cu);
+    return by_key_tiles((int)((m->T + 15) / 16), [&](auto kt, auto full) {
+        return qc_fits<decltype(kt)::value, decltype(full)::value>(cu);
+    });
 }
 
 hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                             int *done) {
     *done = 0;
-    const struct hrmt_model_cuda *g = cu_model(m);
-    /* One wave; 16-byte rows of att; sizes the kernel's int arithmetic holds. */
-    if (n == 0 || n * m->heads > (size_t)g->qa_ctas || (uintptr_t)att % 16 != 0 ||
-        n * m->T > (size_t)INT32_MAX / 2)
-        return HRMT_OK;
+    if (!qkv_attn_one_wave(m, n, att, cu_model(m)->qa_ctas)) return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const int nkt = (int)((m->T + 15) / 16);
-    if (nkt == 6) return qc_launch<6, true>(m, fn, n, h, w, att, done);
-    return nkt < 6 ? qc_launch<6, false>(m, fn, n, h, w, att, done)
-                   : qc_launch<8, false>(m, fn, n, h, w, att, done);
+    return by_key_tiles((int)((m->T + 15) / 16), [&](auto kt, auto full) {
+        return qc_launch<decltype(kt)::value, decltype(full)::value>(m, fn, n, h, w, att, done);
+    });
 }

@@ -178,24 +178,18 @@ int cu_qkv_attn_pairs(const hrmt_model *m) {
     static_assert(QP_D == 64, "qkv_attn_serves' rule");
     /* T > 64: the second CTA has rows of its own. */
     if (!qkv_attn_serves(m, 64)) return 0;
-    const int nkt = (int)((m->T + 15) / 16);
-    if (nkt == 6) return qp_fits<6, true>(cu);
-    return nkt < 6 ? qp_fits<6, false>(cu) : qp_fits<8, false>(cu);
+    return by_key_tiles((int)((m->T + 15) / 16), [&](auto kt, auto full) {
+        return qp_fits<decltype(kt)::value, decltype(full)::value>(cu);
+    });
 }
 
 hrmt_status cu_qkv_attn_pair(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                              int *done) {
     *done = 0;
-    const struct hrmt_model_cuda *g = cu_model(m);
-    /* One wave of pairs; 16-byte rows of att; sizes the kernel's int
-     * arithmetic holds. */
-    if (n == 0 || n * m->heads > (size_t)g->qa_pairs || (uintptr_t)att % 16 != 0 ||
-        n * m->T > (size_t)INT32_MAX / 2)
-        return HRMT_OK;
+    if (!qkv_attn_one_wave(m, n, att, cu_model(m)->qa_pairs)) return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const int nkt = (int)((m->T + 15) / 16);
-    if (nkt == 6) return qp_launch<6, true>(m, fn, n, h, w, att, done);
-    return nkt < 6 ? qp_launch<6, false>(m, fn, n, h, w, att, done)
-                   : qp_launch<8, false>(m, fn, n, h, w, att, done);
+    return by_key_tiles((int)((m->T + 15) / 16), [&](auto kt, auto full) {
+        return qp_launch<decltype(kt)::value, decltype(full)::value>(m, fn, n, h, w, att, done);
+    });
 }

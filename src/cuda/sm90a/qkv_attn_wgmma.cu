@@ -276,26 +276,20 @@ int cu_qkv_attn_clusters(const hrmt_model *m) {
     /* hidden <= 512: every k block has its own stage (the ring never wraps). */
     static_assert(QA_D == 64 && QA_STAGES * BK >= 512 && QA_TPMAX == 128, "qkv_attn_serves' rule");
     if (!qkv_attn_serves(m, 0)) return 0;
-    const int nkt = (int)((T + 15) / 16);
     if (T <= 64) return qa_fits<1, 6, false>(cu);
-    if (nkt == 6) return qa_fits<2, 6, true>(cu);
-    return nkt < 6 ? qa_fits<2, 6, false>(cu) : qa_fits<2, 8, false>(cu);
+    return by_key_tiles((int)((T + 15) / 16), [&](auto kt, auto full) {
+        return qa_fits<2, decltype(kt)::value, decltype(full)::value>(cu);
+    });
 }
 
 hrmt_status cu_qkv_attn(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                         int *done) {
     *done = 0;
-    const struct hrmt_model_cuda *g = cu_model(m);
-    /* One wave of clusters; 16-byte rows of att; sizes the kernel's int
-     * arithmetic holds. */
-    if (n == 0 || n * m->heads > (size_t)g->qa_clusters || (uintptr_t)att % 16 != 0 ||
-        n * m->T > (size_t)INT32_MAX / 2)
-        return HRMT_OK;
+    if (!qkv_attn_one_wave(m, n, att, cu_model(m)->qa_clusters)) return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
-    const int nkt = (int)((m->T + 15) / 16);
     if (m->T <= 64) return qa_launch<1, 6, false>(m, fn, n, h, w, att, done);
-    if (nkt == 6) return qa_launch<2, 6, true>(m, fn, n, h, w, att, done);
-    return nkt < 6 ? qa_launch<2, 6, false>(m, fn, n, h, w, att, done)
-                   : qa_launch<2, 8, false>(m, fn, n, h, w, att, done);
+    return by_key_tiles((int)((m->T + 15) / 16), [&](auto kt, auto full) {
+        return qa_launch<2, decltype(kt)::value, decltype(full)::value>(m, fn, n, h, w, att, done);
+    });
 }
