@@ -92,25 +92,37 @@ const cu_lt_slot *find_slot(const hrmt_model *m, size_t n, size_t k, size_t lda,
     return nullptr;
 }
 
+/* What serves `rows` rows of slot sl (one of cu_model(m)->lt): the tuner's
+ * pick at exactly these rows, else their row bucket's, else the pinned
+ * algorithm; *own 1 + the own kernel's shape that the pick prefers (same
+ * bits, faster there), 0 for cuBLASLt's. */
+const cublasLtMatmulAlgo_t *slot_pick(const hrmt_model *m, const cu_lt_slot *sl, size_t rows,
+                                      int *own) {
+    const ptrdiff_t i = sl - cu_model(m)->lt;
+    const cu_exact_pick *ex = cu_exact_for(m, rows);
+    if (ex) {
+        *own = ex->own[i];
+        return &ex->algo[i];
+    }
+    if (sl->nsmall > 0) {
+        const int b = cu_row_bucket(rows, sl->nsmall);
+        *own = sl->own[b];
+        return &sl->small[b];
+    }
+    *own = 0;
+    return &sl->algo;
+}
+
 hrmt_status lt_gemm(const hrmt_model *m, const cu_lt_slot *sl, size_t rows, const void *a,
                     const void *w, void *c) {
     hrmt_cuda *cu = m->ctx->cuda;
     cublasLtMatrixLayoutOpaque_t la, lc;
     cublasStatus_t st = cu_lt_layouts(sl, rows, &la, &lc);
     const float one = 1.0f, zero = 0.0f;
-    const cublasLtMatmulAlgo_t *algo = &sl->algo;
     /* A parallel branch of the step's graph has its own (model_branch.cu). */
     void *ws = cu_model(m)->lt_ws_now ? cu_model(m)->lt_ws_now : cu->workspace;
-    const cu_exact_pick *ex = cu_exact_for(m, rows); /* sl is one of cu_model(m)->lt */
-    int own = 0; /* 1 + the tuner's own kernel: same bits, faster here */
-    if (ex) {
-        algo = &ex->algo[sl - cu_model(m)->lt]; /* the step's own M */
-        own = ex->own[sl - cu_model(m)->lt];
-    } else if (sl->nsmall > 0) {
-        const int b = cu_row_bucket(rows, sl->nsmall);
-        algo = &sl->small[b];
-        own = sl->own[b];
-    }
+    int own = 0;
+    const cublasLtMatmulAlgo_t *algo = slot_pick(m, sl, rows, &own);
     if (own > 0) {
         int done = 0;
         hrmt_status s = cu_wgemm(m, own - 1, rows, sl->n, sl->k, a, sl->lda, w, c, sl->ldc, &done);
@@ -130,9 +142,9 @@ int cu_gemm_own_shape(const hrmt_model *m, size_t rows, size_t n, size_t k, size
     if (m->dt != HRMT_BF16) return -1;
     const cu_lt_slot *sl = find_slot(m, n, k, lda, ldc);
     if (!sl) return -1;
-    const cu_exact_pick *ex = cu_exact_for(m, rows);
-    if (ex) return ex->own[sl - cu_model(m)->lt] - 1;
-    return sl->nsmall > 0 ? sl->own[cu_row_bucket(rows, sl->nsmall)] - 1 : -1;
+    int own = 0;
+    (void)slot_pick(m, sl, rows, &own);
+    return own - 1;
 }
 
 hrmt_status cu_gemm_pin(hrmt_model *m) {

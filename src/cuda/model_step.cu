@@ -155,8 +155,9 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
  * them, when asked for (HRMT_CUDA_FUSED_NORM), over clusters of two CTAs,
  * and (HRMT_CUDA_QKV_ATTN, on by default) the qkv GEMM and attention are one
  * kernel over a cluster per (sample, head) while those fit one wave, then
- * one CTA per pair while those do (HRMT_CUDA_QKV_ATTN_CTA). Same bytes every
- * way. */
+ * over two CTAs per pair (HRMT_CUDA_QKV_ATTN_PAIR), then one CTA per pair
+ * (HRMT_CUDA_QKV_ATTN_CTA), each while its CTAs fit one wave. Same bytes
+ * every way. */
 static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void *h, size_t n,
                          const cu_level_ws *ws, int sram, int last, const void **pend,
                          const cu_fold *fold, int *folded) {
