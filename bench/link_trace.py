@@ -72,6 +72,7 @@ def timeline(ks):
             "sig": k["sig"],
             "waiters": len(k["passes"]),
             "called": min(k["calls"]),
+            "called_last": max(k["calls"]),
             "first": first,
             "last": max(k["passes"]),
             "span": min(ks[i + 1]["passes"]) - first if i + 1 < len(ks) else None,
@@ -88,8 +89,9 @@ def groups(tl, period=0):
         if k["span"] is None:
             continue
         key = i % period if period else k["sig"]
-        g = out.setdefault(key, {"sig": k["sig"], "spans": [], "points": {}})
+        g = out.setdefault(key, {"sig": k["sig"], "spans": [], "late": [], "points": {}})
         g["spans"].append(k["span"])
+        g["late"].append(k["called_last"] - k["first"])
         for p, v in k["points"].items():
             g["points"].setdefault(p, []).append(v)
     return out
@@ -118,7 +120,7 @@ def main(argv):
         g, b, s = k["sig"]
         lines.append(
             f"{i:4d} grid {g:5d} x {b:4d}  smem {s / 1024:6.1f} KB  waiters {k['waiters']:4d}  "
-            f"called {(k['called'] - t0) / 1e3:9.2f}  passed {(k['first'] - t0) / 1e3:9.2f} .. "
+            f"called {(k['called'] - t0) / 1e3:9.2f} .. {(k['called_last'] - t0) / 1e3:9.2f}  passed {(k['first'] - t0) / 1e3:9.2f} .. "
             f"{(k['last'] - t0) / 1e3:9.2f} us  (waited {(k['first'] - k['called']) / 1e3:6.2f})  "
             "span " + (f"{k['span'] / 1e3:7.2f} us" if k["span"] is not None else "   (last)")
         )
@@ -129,7 +131,9 @@ def main(argv):
     total = tl[-1]["first"] - t0
     print(f"\nfirst wait return to the last kernel's: {total / 1e3:.1f} us")
     by = f"position in runs of {period}" if period else "kernel shape"
-    print(f"spans per {by} (grid x block, shared memory): count, mean, min, max us, share")
+    print(f"spans per {by} (grid x block, shared memory): count, mean, min, max us, share; "
+          "late: the last waiter's call after the first return (a CTA that was not resident "
+          "early), mean us")
     gs = groups(tl, period)
     order = sorted(gs.items(), key=lambda kv: kv[0] if period else -sum(kv[1]["spans"]))
     for key, grp in order:
@@ -138,7 +142,8 @@ def main(argv):
         tag = f"#{key} " if period else ""
         print(
             f"  {tag}{g:5d} x {b:4d} {s / 1024:6.1f} KB: {len(v):4d}  {mean(v) / 1e3:7.2f}  "
-            f"{min(v) / 1e3:7.2f}  {max(v) / 1e3:7.2f}  {100 * sum(v) / total:5.1f}%"
+            f"{min(v) / 1e3:7.2f}  {max(v) / 1e3:7.2f}  {100 * sum(v) / total:5.1f}%  "
+            f"late {mean(grp['late']) / 1e3:6.2f}"
         )
     if any(grp["points"] for grp in gs.values()):
         print("points inside the kernels (LT_PHASE; 1 first operands landed, 2 products done, "

@@ -1092,6 +1092,32 @@ Test(cuda_model, cluster_norm_push_equals_barriers_short_seq) {
     cluster_norm_push_equals_barriers(256, 4, 63, batches, 3);
 }
 
+/* The cluster projection + norm's rows normalised and stored by the CTA
+ * that computes their inv (HRMT_CUDA_CLUSTER_NORM_OWNER, with the pushes;
+ * on by default) against the push form that sends each inv back to the
+ * row's CTAs: the same bytes, both schedules, halting samples. Clusters of 16 (batches 1
+ * and 2 at T = 82: the second tile's 18 rows end inside owner 4's four;
+ * 1 and 3 at T = 64) and of 8 (batch 7: the last tile's 62 rows end inside
+ * owner 7's eight; batch 8), the next level's injection folded into the
+ * level's last call. */
+static void cluster_norm_owner_equals_push(int hidden, int heads, int seq_len, const int *batches,
+                                           int nb) {
+    need_cc90("the cluster projection + norm is built for", 0);
+    expect_switch_default_on("HRMT_CUDA_CLUSTER_NORM_OWNER", HRMT_PATH_CLUSTER_NORM_OWNER,
+                             "the owner's stores");
+    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_OWNER", HRMT_PATH_CLUSTER_NORM_OWNER,
+                                 "owner's stores vs invs sent back", hidden, heads, seq_len,
+                                 batches, nb);
+}
+Test(cuda_model, cluster_norm_owner_equals_push_hrm_width) {
+    const int batches[] = {1, 2, 7};
+    cluster_norm_owner_equals_push(512, 8, 81, batches, 3);
+}
+Test(cuda_model, cluster_norm_owner_equals_push_short_seq) {
+    const int batches[] = {1, 3, 8};
+    cluster_norm_owner_equals_push(256, 4, 63, batches, 3);
+}
+
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's

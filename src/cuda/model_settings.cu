@@ -25,7 +25,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
-        nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, qpush = 0, early = 0, ctaw1 = 0,
+        nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, early = 0, ctaw1 = 0,
         wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
@@ -50,6 +50,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_MUL", 0, &mul)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES", 1, &wres)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 1, &cpush)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_OWNER", 1, &cown)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 1, &qpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
@@ -197,6 +198,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * bits: on by default since session 34 (with the cluster qkv +
      * attention's pushes and HRMT_CUDA_ROPE_EARLY). */
     g->cnorm_push = g->cnorm && cpush;
+    /* With the pushes, the CTA that computes a row's inv normalises and
+     * stores the whole row from the rows it was sent, so no inv goes back
+     * to the row's other CTAs (sm90a/cluster_norm_wgmma.cu, OWN), same bits. */
+    g->cnorm_own = g->cnorm_push && cown;
     /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
      * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
      * encode_kb), same bits: their push forms only. Four by default since
@@ -246,6 +251,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
+    case HRMT_PATH_CLUSTER_NORM_OWNER: return g->cnorm_own != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;

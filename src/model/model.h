@@ -125,8 +125,10 @@ typedef enum hrmt_model_path {
                                     consumer warpgroups (sm90a/ring_wres.cuh) */
     HRMT_PATH_GLU_WRES_TSTORE,   /* the W-resident gate_up's three-warpgroup form with
                                     TMA-stored act tiles among the tuner's shapes */
-    HRMT_PATH_QKV_ATTN_PAIR      /* qkv + attention over a pair of CTAs per (sample, head)
+    HRMT_PATH_QKV_ATTN_PAIR,     /* qkv + attention over a pair of CTAs per (sample, head)
                                     (sm90a/qkv_attn_pair_wgmma.cu) */
+    HRMT_PATH_CLUSTER_NORM_OWNER /* the cluster projection + norm's rows normalised and
+                                    stored by the CTA that computes their inv */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -120,12 +120,16 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 
 /* PUSH: the norm's exchanges pushed to where they are read and waited for
  * by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH, below), the same bits; else
- * pulled between two cluster barriers. */
-template <int WN, int CL, bool PUSH, int KP = 1>
+ * pulled between two cluster barriers. OWN (with PUSH;
+ * HRMT_CUDA_CLUSTER_NORM_OWNER): the CTA that computes a row's inv also
+ * normalises and stores the whole row from the copy it was sent, so no inv
+ * travels back and no CTA waits for one (3' below); the same bits. */
+template <int WN, int CL, bool PUSH, int KP = 1, bool OWN = false>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
+    static_assert(!OWN || PUSH, "the owner's stores take the pushed rows");
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
@@ -152,7 +156,7 @@ __global__ void __launch_bounds__(256, 1)
          * cluster barrier's arrive below, its wait before the first push). */
         if (threadIdx.x == 128) {
             mbar_expect_tx(xbar, (unsigned)cn_push_owed_rows(tile_live, (int)rank, C::RP, WN, H));
-            mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
+            if (!OWN) mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
         }
         cl_arrive_relaxed();
     }
@@ -207,17 +211,42 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
             res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
-    /* The folded injection's operands, read while the products run too. */
-    uint32_t f1[WN / 8][2], f2[WN / 8][2];
+    /* The folded injection's operands, read while the products run too:
+     * this thread's pairs of the block, or (OWN) its warp's 16-byte chunks
+     * of the rows this CTA owns (own_chunk). */
+    constexpr int FB = OWN ? 1 : WN / 8;
+    uint32_t f1[FB][2], f2[FB][2];
     const size_t off[2] = {(size_t)(m0 + lr0) * H + n0, (size_t)(m0 + lr0 + 8) * H + n0};
+    if constexpr (!OWN) {
 #pragma unroll
-    for (int i = 0; i < WN / 8; i++)
+        for (int i = 0; i < WN / 8; i++)
 #pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const bool go = p.fo && live[hf];
-            f1[i][hf] = go ? *(const uint32_t *)(p.fp1 + off[hf] + 8 * i + 2 * c) : 0u;
-            f2[i][hf] = go && p.fp2 ? *(const uint32_t *)(p.fp2 + off[hf] + 8 * i + 2 * c) : 0u;
-        }
+            for (int hf = 0; hf < 2; hf++) {
+                const bool go = p.fo && live[hf];
+                f1[i][hf] = go ? *(const uint32_t *)(p.fp1 + off[hf] + 8 * i + 2 * c) : 0u;
+                f2[i][hf] = go && p.fp2 ? *(const uint32_t *)(p.fp2 + off[hf] + 8 * i + 2 * c) : 0u;
+            }
+    }
+    /* OWN: row j (warp, warp + 4, ...) of the RP this CTA owns, 16-byte
+     * chunk q (lane, lane + 32, ...) of H / 8: at most two rows and two
+     * chunks (RP <= 8, H <= 512). */
+    constexpr int OJ = (C::RP + 3) / 4, OQ = (H / 8 + 31) / 32;
+    static_assert(!OWN || (OJ <= 2 && OQ <= 2), "the owner's rows and chunks a thread");
+    uint4 of1[OWN ? OJ : 1][OWN ? OQ : 1], of2[OWN ? OJ : 1][OWN ? OQ : 1];
+    const int own_base = m0 + (int)rank * C::RP; /* the owned rows' first, of M */
+    if constexpr (OWN) {
+        const int mine_rows = rows_of((int)rank);
+#pragma unroll
+        for (int u = 0; u < OJ; u++)
+#pragma unroll
+            for (int v = 0; v < OQ; v++) {
+                const int j = warp + 4 * u, q = lane + 32 * v;
+                const bool go = p.fo && j < mine_rows && q < H / 8;
+                const size_t at = (size_t)(own_base + j) * H + 8 * q;
+                of1[u][v] = go ? *(const uint4 *)(p.fp1 + at) : make_uint4(0, 0, 0, 0);
+                of2[u][v] = go && p.fp2 ? *(const uint4 *)(p.fp2 + at) : make_uint4(0, 0, 0, 0);
+            }
+    }
     /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
      * accumulators as integers into the first wgmma and serialise every
      * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
@@ -266,21 +295,62 @@ __global__ void __launch_bounds__(256, 1)
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* own block in xr */
         LT_PHASE(3);
         if (mine > 0) mbar_wait_cluster(xbar, 0);
-        for (int j = warp; j < mine; j += 4) {
-            float xv[G];
+        if constexpr (OWN) {
+            /* Every byte owed to this CTA has landed, so the copies its
+             * senders made have been read: each may exit once every CTA
+             * has arrived here (the wait at the end). */
+            cl_arrive_relaxed();
 #pragma unroll
-            for (int g = 0; g < G; g++) {
-                const int col = g * 32 + lane;
-                xv[g] = rc::bf16_to_f(xr[cn_push_at(j, col, WN, C::RP)]);
+            for (int u = 0; u < OJ; u++) {
+                const int j = warp + 4 * u;
+                if (j >= mine) break;
+                float xv[G];
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    xv[g] = rc::bf16_to_f(xr[cn_push_at(j, g * 32 + lane, WN, C::RP)]);
+                const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
+                /* 3'. out = bf16(x inv) over the whole row, in place in xr
+                 * (lane l's columns g 32 + l; 3.'s product and rounding),
+                 * then stored in 16-byte chunks, the fold's likewise. */
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    xr[cn_push_at(j, g * 32 + lane, WN, C::RP)] =
+                        rc::bf16_bits_arith(rc::fmul(xv[g], inv));
+                __syncwarp();
+                const size_t rb = (size_t)(own_base + j) * H;
+#pragma unroll
+                for (int v = 0; v < OQ; v++) {
+                    const int q = lane + 32 * v;
+                    if (q >= H / 8) break;
+                    const uint4 hv = *(const uint4 *)(xr + cn_push_at(j, 8 * q, WN, C::RP));
+                    if (!p.fo || p.fstore) *(uint4 *)(p.h + rb + 8 * q) = hv;
+                    if (p.fo) {
+                        const uint4 a = of1[u][v], b = of2[u][v];
+                        *(uint4 *)(p.fo + rb + 8 * q) =
+                            make_uint4(fold_pair(p, hv.x, a.x, b.x), fold_pair(p, hv.y, a.y, b.y),
+                                       fold_pair(p, hv.z, a.z, b.z), fold_pair(p, hv.w, a.w, b.w));
+                    }
+                }
             }
-            const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
-            if (lane < CL)
-                cl_st_async_f32(cl_map(xinv + rank * C::RP + j, (uint32_t)lane), inv,
-                                cl_map(ibar, (uint32_t)lane));
+            LT_PHASE(4);
+            cl_wait();
+        } else {
+            for (int j = warp; j < mine; j += 4) {
+                float xv[G];
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    const int col = g * 32 + lane;
+                    xv[g] = rc::bf16_to_f(xr[cn_push_at(j, col, WN, C::RP)]);
+                }
+                const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
+                if (lane < CL)
+                    cl_st_async_f32(cl_map(xinv + rank * C::RP + j, (uint32_t)lane), inv,
+                                    cl_map(ibar, (uint32_t)lane));
+            }
+            LT_PHASE(4);
+            mbar_wait_cluster(ibar, 0);
+            LT_PHASE(5);
         }
-        LT_PHASE(4);
-        mbar_wait_cluster(ibar, 0);
-        LT_PHASE(5);
     } else {
         cl_sync();
         LT_PHASE(3);
@@ -305,19 +375,22 @@ __global__ void __launch_bounds__(256, 1)
     }
 
     /* 3. out = bf16(x inv) over this CTA's block; with a fold, the next
-     * level's injection of it too (stored in out's place or beside it). */
+     * level's injection of it too (stored in out's place or beside it).
+     * OWN: done in 3'. */
+    if constexpr (!OWN) {
 #pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-        if (!live[hf]) continue;
-        const float inv = xinv[lr0 + 8 * hf];
+        for (int hf = 0; hf < 2; hf++) {
+            if (!live[hf]) continue;
+            const float inv = xinv[lr0 + 8 * hf];
 #pragma unroll
-        for (int i = 0; i < WN / 8; i++) {
-            const uint32_t hv = rc::pack_bf16x2_arith(rc::fmul(acc[4 * i + 2 * hf], inv),
-                                                      rc::fmul(acc[4 * i + 2 * hf + 1], inv));
-            if (!p.fo || p.fstore) *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) = hv;
-            if (p.fo)
-                *(uint32_t *)(p.fo + off[hf] + 8 * i + 2 * c) =
-                    fold_pair(p, hv, f1[i][hf], f2[i][hf]);
+            for (int i = 0; i < WN / 8; i++) {
+                const uint32_t hv = rc::pack_bf16x2_arith(rc::fmul(acc[4 * i + 2 * hf], inv),
+                                                          rc::fmul(acc[4 * i + 2 * hf + 1], inv));
+                if (!p.fo || p.fstore) *(uint32_t *)(hrow[hf] + 8 * i + 2 * c) = hv;
+                if (p.fo)
+                    *(uint32_t *)(p.fo + off[hf] + 8 * i + 2 * c) =
+                        fold_pair(p, hv, f1[i][hf], f2[i][hf]);
+            }
         }
     }
     LT_PHASE(8);
@@ -354,7 +427,12 @@ int cn_fits(const hrmt_cuda *cu) {
         !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
                    CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
-                   CL))
+                   CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, true>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, true>, cn_cfg<WN, CL, 2>::SMEM_PUSH,
+                   per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, true>, cn_cfg<WN, CL, 4>::SMEM_PUSH,
+                   per_block, CL))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
     return cluster_fits(cluster_norm_kernel<WN, CL, true>, CL, 256, C::SMEM_PUSH);
@@ -381,10 +459,18 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
                     f ? f->store : 0};
-    auto kern = !g->cnorm_push ? cluster_norm_kernel<WN, CL, false>
-                : kp == 4      ? cluster_norm_kernel<WN, CL, true, 4>
-                : kp == 2      ? cluster_norm_kernel<WN, CL, true, 2>
-                               : cluster_norm_kernel<WN, CL, true>;
+    /* The owner's stores (HRMT_CUDA_CLUSTER_NORM_OWNER) write 16-byte
+     * chunks: h and the fold's operands 16-byte aligned, else the push form. */
+    const uintptr_t al16 =
+        (uintptr_t)h | (f ? (uintptr_t)f->p1 | (uintptr_t)f->p2 | (uintptr_t)f->o : 0);
+    const bool own = g->cnorm_push && g->cnorm_own && al16 % 16 == 0;
+    auto kern = !g->cnorm_push   ? cluster_norm_kernel<WN, CL, false>
+                : own && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, true>
+                : own && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, true>
+                : own            ? cluster_norm_kernel<WN, CL, true, 1, true>
+                : kp == 4        ? cluster_norm_kernel<WN, CL, true, 4>
+                : kp == 2        ? cluster_norm_kernel<WN, CL, true, 2>
+                                 : cluster_norm_kernel<WN, CL, true>;
     const size_t smem = !g->cnorm_push ? cn_cfg<WN, CL>::SMEM
                         : kp == 4      ? cn_cfg<WN, CL, 4>::SMEM_PUSH
                         : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH
