@@ -1372,6 +1372,29 @@ Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
     qkv_attn_push_equals_barrier(256, 4, 99, batches, 1);
 }
 
+/* The cluster form's pushes as copy-engine transfers of whole rows
+ * (HRMT_CUDA_QKV_ATTN_BULK; sm90a/push_plan.cuh's qa_bulk_copy) against the
+ * 16-byte st.async pushes: the same bytes, both schedules, halting samples,
+ * for the cluster form's four instances (T = 82, 61, 70: a CTA owns no
+ * query tile, 100: one owns two). */
+static void qkv_attn_bulk_equals_push(int hidden, int heads, int seq_len, const int *batches,
+                                      int nb) {
+    need_cc90("the qkv + attention cluster kernel is built for", 0);
+    early_halt_switch_keeps_bits("HRMT_CUDA_QKV_ATTN_BULK", HRMT_PATH_QKV_ATTN_BULK,
+                                 "qkv + attention copies vs pushes", hidden, heads, seq_len,
+                                 batches, nb);
+}
+Test(cuda_model, qkv_attn_bulk_equals_push_hrm_width) {
+    const int batches[] = {1, 2};
+    qkv_attn_bulk_equals_push(512, 8, 81, batches, 2);
+}
+Test(cuda_model, qkv_attn_bulk_equals_push_short_seq) {
+    const int batches[] = {1, 3};
+    qkv_attn_bulk_equals_push(256, 4, 60, batches, 2);
+    qkv_attn_bulk_equals_push(256, 4, 69, batches, 2);
+    qkv_attn_bulk_equals_push(256, 4, 99, batches, 1);
+}
+
 /* Both qkv + attention kernels' RoPE factors loaded before the products
  * (HRMT_CUDA_ROPE_EARLY, opt-in) against after them: the same bytes, both
  * schedules, halting samples, at batches of the cluster form (1, 2) and of

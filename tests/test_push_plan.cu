@@ -161,6 +161,68 @@ Test(push_plan, qkv_attn_every_sequence_length) {
     }
 }
 
+/* The cluster form's pushes as copy-engine transfers (QA_BULK): every
+ * copy of every CTA (its own by ordinary stores) replayed for each T, then
+ * what step 3 reads: each K and V row below nkt 16 and each of the CTA's
+ * query tiles' 16 q rows landed exactly once, from the sender's row of the
+ * same index; each copy's size a multiple of 16 bytes, its rows inside the
+ * sender's block and the receiver's buffer; and the bytes each CTA expects
+ * equal to what the others send it. */
+Test(push_plan, qkv_attn_bulk_every_sequence_length) {
+    constexpr int LD = 72; /* qkv_attn_wgmma.cu's QA_LD */
+    for (int T = 1; T <= 128; T++) {
+        const int rt = T <= 64 ? 1 : 2, cl = 3 * rt, nkt = (T + 15) / 16;
+        long got[6] = {0};
+        int rows[6][3][128];
+        memset(rows, 0, sizeof rows);
+        for (int s = 0; s < cl; s++) {
+            const int part = s % 3, r = s / 3;
+            for (int k = 0; k < qa_bulk_copies(rt, nkt, s); k++) {
+                const qa_copy c = qa_bulk_copy(rt, nkt, s, k);
+                cr_assert(c.to >= 0 && c.to < cl && c.rows > 0, "T %d: sender %d copy %d", T, s, k);
+                cr_assert_eq(c.buf, part, "T %d: sender %d's copy %d into the wrong buffer", T, s,
+                             k);
+                cr_assert((c.rows * LD * 2) % 16 == 0 && (c.src_row * LD * 2) % 16 == 0 &&
+                          (c.dst_row * LD * 2) % 16 == 0);
+                cr_assert(c.src_row >= 0 && c.src_row + c.rows <= 64, "T %d: past the block", T);
+                cr_assert(c.dst_row + c.rows <= (c.buf == 0 ? 32 : 128), "T %d: past the buffer",
+                          T);
+                if (c.to != s) got[c.to] += c.rows * LD * 2;
+                for (int i = 0; i < c.rows; i++) {
+                    const int t = 64 * r + c.src_row + i; /* the row of the head it carries */
+                    if (c.buf == 0) {
+                        const int j = t / 16;
+                        cr_assert_eq(c.to, j % cl, "T %d: q row %d to CTA %d", T, t, c.to);
+                        cr_assert_eq(c.dst_row + i, (j / cl) * 16 + t % 16);
+                        rows[c.to][0][c.dst_row + i]++;
+                    } else {
+                        cr_assert_eq(c.dst_row + i, t, "T %d: key row %d lands at %d", T, t,
+                                     c.dst_row + i);
+                        rows[c.to][c.buf][t]++;
+                    }
+                }
+            }
+        }
+        for (int d = 0; d < cl; d++) {
+            const unsigned want = qa_bulk_owed(rt, nkt, d, LD);
+            cr_assert(want < (unsigned)TX_MAX);
+            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
+                         got[d], want);
+            for (int t = 0; t < 64 * rt; t++)
+                for (int b = 1; b <= 2; b++)
+                    cr_assert_eq(rows[d][b][t], t < nkt * 16, "T %d: CTA %d got %s row %d %d times",
+                                 T, d, b == 1 ? "key" : "value", t, rows[d][b][t]);
+            for (int slot = 0; slot < 2; slot++) {
+                const int j = d + cl * slot;
+                for (int i = 0; i < 16; i++)
+                    cr_assert_eq(rows[d][0][16 * slot + i], j < nkt,
+                                 "T %d: CTA %d tile %d row %d landed %d times", T, d, j, i,
+                                 rows[d][0][16 * slot + i]);
+            }
+        }
+    }
+}
+
 /* qkv + attention over a pair of CTAs: step 2 of qkv_attn_pair_kernel (CTA
  * r has rows 64 r .. 64 r + 63, T > 64, head_dim 64), then what step 3
  * reads: every K and V row below nkt 16, its own or its peer's, once. */

@@ -25,8 +25,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
-        nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, early = 0, ctaw1 = 0,
-        wres3 = 0, tstore = 0;
+        nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
+        ctaw1 = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -52,6 +52,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_PUSH", 1, &cpush)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_OWNER", 1, &cown)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_PUSH", 1, &qpush)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_BULK", 0, &qbulk)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
@@ -216,6 +217,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     const int ring_kb = env ? atoi(env) : 4;
     g->cnorm_kb = g->cnorm_push ? ring_kb : 1;
     g->qa_kb = g->qa_push ? ring_kb : 1;
+    /* The cluster qkv + attention's pushes as copy-engine transfers of
+     * whole rows (sm90a/push_plan.cuh's qa_bulk_copy), same bits: built with
+     * the four-block stages only. */
+    g->qa_bulk = g->qa_push && qbulk && g->qa_kb == 4;
     /* The CTA form's W's three parts (the head's q, k and v rows) as one
      * copy of a 4-D map instead of three (wgmma_common.cuh's encode_parts),
      * same bits: opt-in, to be timed (the ring-feed bench's lesson: fewer,
@@ -253,6 +258,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_CLUSTER_NORM_OWNER: return g->cnorm_own != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
+    case HRMT_PATH_QKV_ATTN_BULK: return g->qa_bulk != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;

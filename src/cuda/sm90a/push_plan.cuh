@@ -64,6 +64,39 @@ HRMT_HD unsigned qp_push_owed(int nkt, int rank, int d) {
     return (unsigned)(2 * qp_push_rows(nkt, 1 - rank) * d * 2);
 }
 
+/* The cluster form's pushes as copy-engine transfers (qkv_attn_wgmma.cu,
+ * QA_BULK): sender CTA s (row tile s / 3, part s % 3) copies rows
+ * [src_row, src_row + rows) of its block, whole rows of the padded stride,
+ * to CTA `to`'s Q (buf 0), K (1) or V (2) from row dst_row. The k and v
+ * CTAs send their rows below nkt 16 (qp_push_rows of their row tile) to every CTA (their own copy
+ * by ordinary stores: a bulk copy must go to another CTA), the q CTA each of its row tile's query
+ * tiles below nkt to the tile's owner (tile j: CTA j % cl, slot j / cl). */
+struct qa_copy {
+    int to, buf, dst_row, src_row, rows;
+};
+HRMT_HD int qa_bulk_copies(int rt, int nkt, int sender) {
+    const int r = sender / 3, part = sender % 3;
+    if (part > 0) return qp_push_rows(nkt, r) > 0 ? 3 * rt : 0;
+    const int tiles = nkt - 4 * r;
+    return tiles < 0 ? 0 : tiles < 4 ? tiles : 4;
+}
+HRMT_HD qa_copy qa_bulk_copy(int rt, int nkt, int sender, int k) {
+    const int r = sender / 3, part = sender % 3, cl = 3 * rt;
+    if (part > 0) return {k, part, 64 * r, 0, qp_push_rows(nkt, r)};
+    const int j = 4 * r + k;
+    return {j % cl, 0, (j / cl) * 16, 16 * k, 16};
+}
+/* The bytes CTA `rank` is owed by the others' copies (rows ld BF16 wide). */
+HRMT_HD unsigned qa_bulk_owed(int rt, int nkt, int rank, int ld) {
+    unsigned b = 0;
+    for (int s = 0; s < 3 * rt; s++)
+        for (int k = 0; s != rank && k < qa_bulk_copies(rt, nkt, s); k++) {
+            const qa_copy c = qa_bulk_copy(rt, nkt, s, k);
+            if (c.to == rank) b += (unsigned)(c.rows * ld * 2);
+        }
+    return b;
+}
+
 } // namespace
 
 #endif

@@ -72,14 +72,18 @@ constexpr int QA_SMEM_PUSH = QA_SMEM + 8; /* + the pushes' barrier */
  * other forms keep their values, and so their kernels' names). */
 /* QA_KB2 / QA_KB4: two / four k blocks a stage, A's and W's each one TMA
  * copy (HRMT_CUDA_RING_KB; encode_kb's maps), with the pushes. */
-enum { QA_PUSH = 1, QA_EARLY = 4, QA_KB2 = 8, QA_KB4 = 16 };
+/* QA_BULK (with the pushes and QA_KB4; HRMT_CUDA_QKV_ATTN_BULK): each
+ * push a copy-engine transfer of whole rows (push_plan.cuh's qa_bulk_copy)
+ * instead of 16-byte st.async stores by every thread. */
+enum { QA_PUSH = 1, QA_EARLY = 4, QA_KB2 = 8, QA_KB4 = 16, QA_BULK = 32 };
 
 template <int RT, int KT, bool FULL, int FORM>
 __global__ void __launch_bounds__(256, 1)
     qkv_attn_kernel(const __grid_constant__ CUtensorMap tm_a,
                     const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
 #ifdef HRMT_SM90A
-    constexpr bool PUSH = FORM & QA_PUSH, EARLY = FORM & QA_EARLY;
+    constexpr bool PUSH = FORM & QA_PUSH, EARLY = FORM & QA_EARLY, BULK = FORM & QA_BULK;
+    static_assert(!BULK || PUSH, "the bulk copies count bytes as the pushes do");
     constexpr int KP = FORM & QA_KB4 ? 4 : FORM & QA_KB2 ? 2 : 1;
     static_assert(KP == 1 || PUSH, "wider stages with the pushes");
     /* S stages of KP k blocks: [KP][64][64] of A, then [KP][64][64] of W. */
@@ -100,7 +104,8 @@ __global__ void __launch_bounds__(256, 1)
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if (PUSH && threadIdx.x == 128) {
         /* What this CTA is owed, expected before anyone may push (below). */
-        mbar_expect_tx(pbar, qa_push_owed(RT, nkt, rank, QA_D));
+        mbar_expect_tx(
+            pbar, BULK ? qa_bulk_owed(RT, nkt, rank, QA_LD) : qa_push_owed(RT, nkt, rank, QA_D));
     }
     /* Peers' shared memory may be written only once every CTA of the cluster
      * has started: arrive now, wait just before the first push (by then all
@@ -150,16 +155,42 @@ __global__ void __launch_bounds__(256, 1)
     /* 1. BF16, RoPE on q and k, zero past T, into xs (qkv_attn_common.cuh). */
     const int w4 = warp & 3, tid = threadIdx.x - 128;
     qkv_emit<QA_D, QA_LD, EARLY>(acc, r * 64, T, part < 2 ? p.cs : nullptr, p.sn, w4, lane, xs, rr);
+    if (BULK) fence_async_smem();                  /* xs read by the copy engine */
     asm volatile("bar.sync 3, 128;" ::: "memory"); /* xs whole (this warpgroup) */
     cl_wait();                                     /* every CTA started */
     LT_PHASE(3);
+    if constexpr (BULK) {
+        /* 2'. The same rows by copy-engine transfers (push_plan.cuh's
+         * qa_bulk_copy): thread k issues copy k, except to this CTA, whose
+         * rows the warpgroup copies itself. */
+        const int nc = qa_bulk_copies(RT, nkt, rank);
+        for (int k = 0; k < nc; k++) {
+            const qa_copy c = qa_bulk_copy(RT, nkt, rank, k);
+            uint16_t *dst = (c.buf == 0 ? Qs : c.buf == 1 ? Ks : Vs) + c.dst_row * QA_LD;
+            const uint16_t *src = xs + c.src_row * QA_LD;
+            if (c.to != rank) {
+                if (tid == k)
+                    cl_copy_async(cl_map(dst, (uint32_t)c.to), src, (uint32_t)(c.rows * QA_LD * 2),
+                                  cl_map(pbar, (uint32_t)c.to));
+            } else {
+                for (int i = tid; i < c.rows * QA_LD / 8; i += 128)
+                    ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
+            }
+        }
+        asm volatile("bar.sync 3, 128;" ::: "memory"); /* this CTA's own rows in place */
+        mbar_wait_cluster(pbar, 0);
+        /* Every byte owed here has landed, so the copies into this CTA have
+         * read their sources: each sender may exit (and free its xs) once
+         * every CTA has arrived here (the wait before the end). */
+        cl_arrive_relaxed();
+    }
     /* 2. The block pushed, 16 bytes a store, to where attention reads it:
      * k and v rows below nkt 16 into every CTA's K or V (row r 64 + row;
      * at T = 82 that spares rows 96-127, a quarter of them), a q row into
      * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
      * slot j / CL). */
 #pragma unroll 1
-    for (int e = tid; e < 64 * (QA_D / 8); e += 128) {
+    for (int e = tid; !BULK && e < 64 * (QA_D / 8); e += 128) {
         const int row = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = r * 64 + row;
         const uint4 v = *(const uint4 *)(xs + row * QA_LD + c);
         if (part == 0) {
@@ -176,10 +207,13 @@ __global__ void __launch_bounds__(256, 1)
     /* Every push into this CTA landed and is seen (PUSH: its bytes counted
      * on pbar; nothing is written into a CTA after what it waits for, so it
      * may end before its peers), else into every CTA. */
-    if (PUSH)
+    if (BULK) {
+        /* waited above */
+    } else if (PUSH) {
         mbar_wait_cluster(pbar, 0);
-    else
+    } else {
         cl_sync();
+    }
     LT_PHASE(4);
 
     /* 3. Attention on this CTA's query tiles rank, rank + CL: the
@@ -196,6 +230,7 @@ __global__ void __launch_bounds__(256, 1)
             if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QA_LD + c);
         }
     }
+    if (BULK) cl_wait(); /* every copy out of this CTA has landed */
     LT_PHASE(8);
 #endif
 }
@@ -205,6 +240,7 @@ template <int RT, int KT, bool FULL>
 auto qa_kernel(int form) {
     if (!(form & QA_PUSH)) form &= ~(QA_KB2 | QA_KB4);
     if (form & QA_KB4) form &= ~QA_KB2;
+    if (!(form & QA_KB4)) form &= ~QA_BULK; /* built with the four-block stages only */
     switch (form) {
     case QA_PUSH | QA_KB2: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_KB2>;
     case QA_PUSH | QA_EARLY | QA_KB2:
@@ -212,6 +248,10 @@ auto qa_kernel(int form) {
     case QA_PUSH | QA_KB4: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_KB4>;
     case QA_PUSH | QA_EARLY | QA_KB4:
         return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY | QA_KB4>;
+    case QA_PUSH | QA_BULK | QA_KB4:
+        return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_BULK | QA_KB4>;
+    case QA_PUSH | QA_EARLY | QA_BULK | QA_KB4:
+        return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY | QA_BULK | QA_KB4>;
     case QA_PUSH: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH>;
     case QA_EARLY: return qkv_attn_kernel<RT, KT, FULL, QA_EARLY>;
     case QA_PUSH | QA_EARLY: return qkv_attn_kernel<RT, KT, FULL, QA_PUSH | QA_EARLY>;
@@ -232,7 +272,9 @@ int qa_fits(const hrmt_cuda *cu) {
                          QA_PUSH | QA_KB2,
                          QA_PUSH | QA_EARLY | QA_KB2,
                          QA_PUSH | QA_KB4,
-                         QA_PUSH | QA_EARLY | QA_KB4};
+                         QA_PUSH | QA_EARLY | QA_KB4,
+                         QA_PUSH | QA_BULK | QA_KB4,
+                         QA_PUSH | QA_EARLY | QA_BULK | QA_KB4};
     for (int f : forms) {
         const size_t smem = f & QA_PUSH ? QA_SMEM_PUSH : QA_SMEM;
         auto kern = qa_kernel<RT, KT, FULL>(f);
@@ -258,6 +300,7 @@ hrmt_status qa_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     /* The shared-memory opt-in was made at model load (qa_fits). */
     const cudaError_t e = cluster_launch(
         qa_kernel<RT, KT, FULL>((g->qa_push ? QA_PUSH : 0) | (g->rope_early ? QA_EARLY : 0) |
+                                (g->qa_bulk ? QA_BULK : 0) |
                                 (kp == 4   ? QA_KB4
                                  : kp == 2 ? QA_KB2
                                            : 0)),
