@@ -212,8 +212,8 @@ __global__ void __launch_bounds__(256, 1)
         for (int hf = 0; hf < 2; hf++)
             res[i][hf] = live[hf] ? *(const uint32_t *)(hrow[hf] + 8 * i + 2 * c) : 0u;
     /* The folded injection's operands, read while the products run too:
-     * this thread's pairs of the block, or (OWN) its warp's 16-byte chunks
-     * of the rows this CTA owns (own_chunk). */
+     * this thread's pairs of the block, or (OWN) its 16-byte chunks of the
+     * rows this CTA owns (of1 / of2 below). */
     constexpr int FB = OWN ? 1 : WN / 8;
     uint32_t f1[FB][2], f2[FB][2];
     const size_t off[2] = {(size_t)(m0 + lr0) * H + n0, (size_t)(m0 + lr0 + 8) * H + n0};
