@@ -440,7 +440,7 @@ int cn_fits(const hrmt_cuda *cu) {
 
 template <int WN, int CL>
 hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                      const void *a, size_t k, const void *w, void *h, const cu_fold *f,
+                      const void *a, size_t k, const void *w, void *h, const cu_fold *f, bool al16,
                       int *done) {
     const struct hrmt_model_cuda *g = cu_model(m);
     const int kp = kb_per_copy(g->cnorm_kb, k / BK); /* HRMT_CUDA_RING_KB */
@@ -460,10 +460,9 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                     f ? f->hz : 0,
                     f ? f->store : 0};
     /* The owner's stores (HRMT_CUDA_CLUSTER_NORM_OWNER) write 16-byte
-     * chunks: h and the fold's operands 16-byte aligned, else the push form. */
-    const uintptr_t al16 =
-        (uintptr_t)h | (f ? (uintptr_t)f->p1 | (uintptr_t)f->p2 | (uintptr_t)f->o : 0);
-    const bool own = g->cnorm_push && g->cnorm_own && al16 % 16 == 0;
+     * chunks: with h and the fold's operands 16-byte aligned (al16), else
+     * the push form. */
+    const bool own = g->cnorm_push && g->cnorm_own && al16;
     auto kern = !g->cnorm_push   ? cluster_norm_kernel<WN, CL, false>
                 : own && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, true>
                 : own && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, true>
@@ -508,11 +507,12 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
     const int c16 = ctas == 16;
+    const bool al16 = ((uintptr_t)h | al) % 16 == 0; /* the owner's 16-byte stores */
     if (m->hidden == 512)
-        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, done)
-                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, done);
+        return c16 ? cn_launch<32, 16>(m, fn, rows, a, k, w, h, f, al16, done)
+                   : cn_launch<64, 8>(m, fn, rows, a, k, w, h, f, al16, done);
     if (m->hidden == 256)
-        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, done)
-                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, done);
+        return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, al16, done)
+                   : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, al16, done);
     return HRMT_OK;
 }

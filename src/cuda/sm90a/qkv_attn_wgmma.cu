@@ -183,36 +183,34 @@ __global__ void __launch_bounds__(256, 1)
          * read their sources: each sender may exit (and free its xs) once
          * every CTA has arrived here (the wait before the end). */
         cl_arrive_relaxed();
-    }
-    /* 2. The block pushed, 16 bytes a store, to where attention reads it:
-     * k and v rows below nkt 16 into every CTA's K or V (row r 64 + row;
-     * at T = 82 that spares rows 96-127, a quarter of them), a q row into
-     * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
-     * slot j / CL). */
-#pragma unroll 1
-    for (int e = tid; !BULK && e < 64 * (QA_D / 8); e += 128) {
-        const int row = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = r * 64 + row;
-        const uint4 v = *(const uint4 *)(xs + row * QA_LD + c);
-        if (part == 0) {
-            const int j = t / 16;
-            if (j < nkt)
-                push16<PUSH>(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL), v,
-                             pbar);
-        } else if (t < nkt * 16) { /* keys past the last 16-key tile: never read */
-            uint16_t *dst = (part == 1 ? Ks : Vs) + t * QA_LD + c;
-#pragma unroll
-            for (int d = 0; d < CL; d++) push16<PUSH>(dst, (uint32_t)d, v, pbar);
-        }
-    }
-    /* Every push into this CTA landed and is seen (PUSH: its bytes counted
-     * on pbar; nothing is written into a CTA after what it waits for, so it
-     * may end before its peers), else into every CTA. */
-    if (BULK) {
-        /* waited above */
-    } else if (PUSH) {
-        mbar_wait_cluster(pbar, 0);
     } else {
-        cl_sync();
+        /* 2. The block pushed, 16 bytes a store, to where attention reads it:
+         * k and v rows below nkt 16 into every CTA's K or V (row r 64 + row;
+         * at T = 82 that spares rows 96-127, a quarter of them), a q row into
+         * the Q slot of the CTA that owns its query tile (tile j: CTA j % CL,
+         * slot j / CL). */
+#pragma unroll 1
+        for (int e = tid; e < 64 * (QA_D / 8); e += 128) {
+            const int row = e / (QA_D / 8), c = (e % (QA_D / 8)) * 8, t = r * 64 + row;
+            const uint4 v = *(const uint4 *)(xs + row * QA_LD + c);
+            if (part == 0) {
+                const int j = t / 16;
+                if (j < nkt)
+                    push16<PUSH>(Qs + ((j / CL) * 16 + t % 16) * QA_LD + c, (uint32_t)(j % CL), v,
+                                 pbar);
+            } else if (t < nkt * 16) { /* keys past the last 16-key tile: never read */
+                uint16_t *dst = (part == 1 ? Ks : Vs) + t * QA_LD + c;
+#pragma unroll
+                for (int d = 0; d < CL; d++) push16<PUSH>(dst, (uint32_t)d, v, pbar);
+            }
+        }
+        /* Every push into this CTA landed and is seen (PUSH: its bytes counted
+         * on pbar; nothing is written into a CTA after what it waits for, so it
+         * may end before its peers), else into every CTA. */
+        if (PUSH)
+            mbar_wait_cluster(pbar, 0);
+        else
+            cl_sync();
     }
     LT_PHASE(4);
 
