@@ -6,7 +6,7 @@
 #
 # Builds Release with CUDA ON under /tmp, runs the CUDA tests (they must run,
 # not skip: HRMT_TEST_REQUIRE_CUDA=1) and later the CPU suite, compute-sanitizer
-# memcheck and racecheck on the CUDA test binaries, installs and links a tiny
+# memcheck and racecheck on `hrmt bench` and the CUDA test binaries, installs and links a tiny
 # program against the installed static libhrmt.a with nothing but
 # `pkg-config --static --cflags --libs hrmt`, then prints a summary table.
 # Logs go to $OUT (at most 8 files come back: keep it that way) or bench/gpu-out.
@@ -39,7 +39,9 @@ left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck");
 # HRMT_GPU_SAN_BINS: which test binaries (a glob under tests/, default test_cuda_*);
 # HRMT_GPU_SAN_FILTERS: Criterion filters (space-separated) to run under every
-# tool instead of the defaults below (e.g. one new kernel's small test).
+# tool instead of the defaults below (e.g. one new kernel's small test);
+# HRMT_GPU_SAN_BENCH_BATCHES: the batches of the `hrmt bench` run each tool
+# checks first (default 1,2,8; empty: none).
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -246,9 +248,15 @@ if [ -n "${HRMT_GPU_HOOK:-}" ] && [ $build_rc -eq 0 ]; then
   fi
 fi
 
-# ---- 6. compute-sanitizer on the CUDA test binaries -------------------------
-# Criterion forks a child per test; the sanitizer follows it (--target-processes
-# all). --jobs 1 keeps one child at a time.
+# ---- 6. compute-sanitizer on hrmt bench and the CUDA test binaries ----------
+# Criterion runs each test in a child process; the sanitizer is told to follow
+# it (--target-processes all, --jobs 1: one child at a time), but a test's
+# kernels under memcheck ran as fast as without it (session 48: 1.9 s where a
+# batch-1 step through hrmt bench takes ~3.6 s), so the children may go
+# unchecked. Each tool therefore first runs `hrmt bench` itself, a process
+# with no fork: both schedules at batch 1, 2 and 8 (every form the step takes
+# there: cluster and pair forms, the tiered L-level), one step each.
+san_bench_batches=${HRMT_GPU_SAN_BENCH_BATCHES:-1,2,8}
 if skip sanitizers; then
   record sanitizers SKIP "HRMT_GPU_SKIP"
 elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
@@ -256,6 +264,25 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
     stamp "compute-sanitizer --tool $tool"
     : >"$out/$tool.log"
     rc_all=0
+    if [ -n "$san_bench_batches" ] && [ -x "$build/hrmt" ]; then
+      echo "### hrmt bench --batch-sizes $san_bench_batches" >>"$out/$tool.log"
+      extra=""
+      [ "$tool" = memcheck ] && extra="--leak-check full"
+      # shellcheck disable=SC2086
+      HRMT_CUDA_GEMM_TUNE=0 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
+        --error-exitcode 86 "$build/hrmt" bench --backend cuda --mode compare \
+        --batch-sizes "$san_bench_batches" --warmup 0 --iterations 1 >"$out/san-one.log" 2>&1
+      rc=$?
+      cat "$out/san-one.log" >>"$out/$tool.log"
+      if [ $rc -eq 86 ] && [ "$tool" = racecheck ] && grep -q 'Race reported' "$out/san-one.log" &&
+        ! grep -E 'Race reported' "$out/san-one.log" | grep -qv 'nvjet'; then
+        echo "### only cuBLASLt (nvjet) hazards: $(grep -c 'Race reported' "$out/san-one.log") reports, not counted" \
+          >>"$out/$tool.log"
+        rc=0
+      fi
+      [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
+      [ $rc -eq 0 ] || rc_all=$rc
+    fi
     for t in "$build"/tests/${HRMT_GPU_SAN_BINS:-test_cuda_*}; do
       [ -x "$t" ] || continue
       extra=""

@@ -1372,11 +1372,12 @@ Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
     qkv_attn_push_equals_barrier(256, 4, 99, batches, 1);
 }
 
-/* The cluster form's pushes as copy-engine transfers of whole rows
- * (HRMT_CUDA_QKV_ATTN_BULK; sm90a/push_plan.cuh's qa_bulk_copy) against the
- * 16-byte st.async pushes: the same bytes, both schedules, halting samples,
- * for the cluster form's four instances (T = 82, 61, 70: a CTA owns no
- * query tile, 100: one owns two). */
+/* The cluster and pair forms' pushes as copy-engine transfers of whole
+ * rows (HRMT_CUDA_QKV_ATTN_BULK; sm90a/push_plan.cuh's qa_bulk_copy, the
+ * pair's K and V rows) against the 16-byte st.async pushes: the same bytes,
+ * both schedules, halting samples, for the cluster form's four instances
+ * (T = 82, 61, 70: a CTA owns no query tile, 100: one owns two) and the
+ * pair form at T > 64 (batch 8 at 8 heads; 6 and 16 at 4). */
 static void qkv_attn_bulk_equals_push(int hidden, int heads, int seq_len, const int *batches,
                                       int nb) {
     need_cc90("the qkv + attention cluster kernel is built for", 0);
@@ -1385,14 +1386,15 @@ static void qkv_attn_bulk_equals_push(int hidden, int heads, int seq_len, const 
                                  batches, nb);
 }
 Test(cuda_model, qkv_attn_bulk_equals_push_hrm_width) {
-    const int batches[] = {1, 2};
-    qkv_attn_bulk_equals_push(512, 8, 81, batches, 2);
+    const int batches[] = {1, 2, 8};
+    qkv_attn_bulk_equals_push(512, 8, 81, batches, 3);
 }
 Test(cuda_model, qkv_attn_bulk_equals_push_short_seq) {
-    const int batches[] = {1, 3};
+    const int batches[] = {1, 3, 6, 16};
     qkv_attn_bulk_equals_push(256, 4, 60, batches, 2);
-    qkv_attn_bulk_equals_push(256, 4, 69, batches, 2);
+    qkv_attn_bulk_equals_push(256, 4, 69, batches, 3);
     qkv_attn_bulk_equals_push(256, 4, 99, batches, 1);
+    qkv_attn_bulk_equals_push(256, 4, 99, batches + 3, 1);
 }
 
 /* Both qkv + attention kernels' RoPE factors loaded before the products

@@ -254,3 +254,35 @@ Test(push_plan, qkv_attn_pair_every_sequence_length) {
         }
     }
 }
+
+/* The pair's bulk form (HRMT_CUDA_QKV_ATTN_BULK): CTA r copies its K rows
+ * and its V rows below nkt 16 to the same rows of its peer's, one transfer
+ * each of whole padded rows; each expects qp_push_owed at that width. */
+Test(push_plan, qkv_attn_pair_bulk_every_sequence_length) {
+    constexpr int LD = 72, KV_ROWS = 128; /* qkv_attn_pair_wgmma.cu's QP_LD, K's rows */
+    for (int T = 65; T <= 128; T++) {
+        const int nkt = (T + 15) / 16;
+        long got[2] = {0, 0};
+        int krows[2][KV_ROWS];
+        memset(krows, 0, sizeof krows);
+        for (int rank = 0; rank < 2; rank++) {
+            const int peer = rank ^ 1, t0 = rank * 64, sent = qp_push_rows(nkt, rank);
+            const int bytes = sent * LD * 2, off = t0 * LD * 2;
+            cr_assert(sent > 0, "T %d: CTA %d sends nothing (a copy of 0 bytes)", T, rank);
+            cr_assert(bytes % 16 == 0 && off % 16 == 0, "T %d: not in 16-byte units", T);
+            cr_assert(off + bytes <= KV_ROWS * LD * 2, "T %d: CTA %d's copy past K", T, rank);
+            got[peer] += 2 * bytes; /* K's and V's */
+            for (int t = t0; t < t0 + sent; t++) krows[peer][t]++;
+            for (int t = t0; t < t0 + 64; t++) krows[rank][t]++; /* its own rows, emitted */
+        }
+        for (int d = 0; d < 2; d++) {
+            const unsigned want = qp_push_owed(nkt, d, LD);
+            cr_assert(want < (unsigned)TX_MAX);
+            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
+                         got[d], want);
+            for (int t = 0; t < nkt * 16; t++)
+                cr_assert_eq(krows[d][t], 1, "T %d: CTA %d has key row %d %d times", T, d, t,
+                             krows[d][t]);
+        }
+    }
+}

@@ -101,6 +101,7 @@ struct hrmt_model_cuda {
     int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: the CTA form's W q, k, v rows one copy a stage */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
     int qa_bulk;    /* HRMT_CUDA_QKV_ATTN_BULK: those pushes as copy-engine transfers */
+    int qp_bulk;    /* ... and the pair form's */
     int qa_kb;      /* HRMT_CUDA_RING_KB: k blocks a TMA copy in the cluster form's ring */
     int rope_early; /* HRMT_CUDA_ROPE_EARLY: both qkv + attention kernels load RoPE factors early */
     int cnorm16_max;    /* ... of 16 CTAs up to this many 64-row tiles (cu_cluster_norm_ctas) */

@@ -221,6 +221,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * whole rows (sm90a/push_plan.cuh's qa_bulk_copy), same bits: built with
      * the four-block stages only. */
     g->qa_bulk = g->qa_push && qbulk && g->qa_kb == 4;
+    /* ... and the pair form's, one transfer of K rows and one of V rows. */
+    g->qp_bulk = g->qa_pairs > 0 && qbulk;
     /* The CTA form's W's three parts (the head's q, k and v rows) as one
      * copy of a 4-D map instead of three (wgmma_common.cuh's encode_parts),
      * same bits: opt-in, to be timed (the ring-feed bench's lesson: fewer,
@@ -258,7 +260,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_CLUSTER_NORM_OWNER: return g->cnorm_own != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
-    case HRMT_PATH_QKV_ATTN_BULK: return g->qa_bulk != 0;
+    case HRMT_PATH_QKV_ATTN_BULK: return g->qa_bulk != 0 || g->qp_bulk != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;

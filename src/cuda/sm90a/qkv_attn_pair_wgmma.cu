@@ -57,8 +57,11 @@ constexpr int QP_SMEM =
 constexpr int QP_THREADS = 256;
 
 /* EARLY: q's and k's RoPE factors loaded before the wait for the kernel
- * before (HRMT_CUDA_ROPE_EARLY; qkv_attn_common.cuh's rope_load). */
-template <int KT, bool FULL, bool EARLY>
+ * before (HRMT_CUDA_ROPE_EARLY; qkv_attn_common.cuh's rope_load). BULK:
+ * each CTA's K rows and V rows for its peer go as one copy-engine transfer
+ * each, whole rows of the padded stride (HRMT_CUDA_QKV_ATTN_BULK), instead
+ * of 16-byte st.async stores by every thread. */
+template <int KT, bool FULL, bool EARLY, bool BULK>
 __global__ void __launch_bounds__(QP_THREADS, 1)
     qkv_attn_pair_kernel(const __grid_constant__ CUtensorMap tm_a,
                          const __grid_constant__ CUtensorMap tm_w, const qkv_attn_args p) {
@@ -76,7 +79,7 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
     const int wg = warpgroup_idx(), warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     if (threadIdx.x == 0) mbar_init(pbar, 1);
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp; fences pbar's init too */
-    if (threadIdx.x == 128) mbar_expect_tx(pbar, qp_push_owed(nkt, rank, QP_D));
+    if (threadIdx.x == 128) mbar_expect_tx(pbar, qp_push_owed(nkt, rank, BULK ? QP_LD : QP_D));
     /* The peer's shared memory may be written only once it has started:
      * arrive now, wait just before the first push. */
     cl_arrive_relaxed();
@@ -100,26 +103,43 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
     qkv_emit<QP_D, QP_LD, EARLY>(aq, t0, T, p.cs, p.sn, w4, lane, Qs, rr);
     qkv_emit<QP_D, QP_LD, EARLY>(ak, t0, T, p.cs, p.sn, w4, lane, Ks + t0 * QP_LD, rr);
     qkv_emit<QP_D, QP_LD>(av, t0, T, nullptr, nullptr, w4, lane, Vs + t0 * QP_LD, rr);
+    if (BULK) fence_async_smem();                  /* K and V read by the copy engine */
     asm volatile("bar.sync 3, 128;" ::: "memory"); /* this CTA's K and V rows whole */
     cl_wait();                                     /* the peer started */
     LT_PHASE(3);
     const uint32_t peer = (uint32_t)(rank ^ 1);
     const int sent = qp_push_rows(nkt, rank); /* keys past the last 16-key tile: never read */
+    if constexpr (BULK) {
+        /* Rows t0 .. t0 + sent - 1 of K and of V land at the same rows of
+         * the peer's (sent >= 1: T > 64). */
+        if (tid < 2) {
+            uint16_t *src = (tid == 0 ? Ks : Vs) + t0 * QP_LD;
+            cl_copy_async(cl_map(src, peer), src, (uint32_t)(sent * QP_LD * 2), cl_map(pbar, peer));
+        }
+        mbar_wait_cluster(pbar, 0); /* the peer's rows landed and are seen */
+        /* So the peer's copy has read its source: it may exit once this CTA
+         * has arrived (its wait before the end), and this CTA once the peer
+         * has (its copy landed here likewise). */
+        cl_arrive_relaxed();
+    } else {
 #pragma unroll 1
-    for (int e = tid; e < sent * (QP_D / 8); e += 128) {
-        const int t = t0 + e / (QP_D / 8), c = (e % (QP_D / 8)) * 8;
-        uint16_t *k = Ks + t * QP_LD + c, *v = Vs + t * QP_LD + c;
-        push16<true>(k, peer, *(const uint4 *)k, pbar);
-        push16<true>(v, peer, *(const uint4 *)v, pbar);
+        for (int e = tid; e < sent * (QP_D / 8); e += 128) {
+            const int t = t0 + e / (QP_D / 8), c = (e % (QP_D / 8)) * 8;
+            uint16_t *k = Ks + t * QP_LD + c, *v = Vs + t * QP_LD + c;
+            push16<true>(k, peer, *(const uint4 *)k, pbar);
+            push16<true>(v, peer, *(const uint4 *)v, pbar);
+        }
+        mbar_wait_cluster(pbar, 0); /* the peer's rows landed and are seen */
     }
-    mbar_wait_cluster(pbar, 0); /* the peer's rows landed and are seen */
     LT_PHASE(4);
 
     /* 3. Attention on query tiles 4 rank .. (its own Q rows), W of them: a
      * tile a warp, or a team of 4 / W warps a tile where W <= 2. */
     const int W = nkt - 4 * rank < 4 ? nkt - 4 * rank : 4;
     const int team = W <= 1 ? 4 : W == 2 ? 2 : 1, slot = w4 / team, mate = w4 % team;
-    if (slot >= W) return; /* only the team's named barrier follows */
+    /* Only the team's named barrier follows; an exited thread does not hold
+     * up the cluster barrier (PTX ISA: exit), and slot 0's warps stay. */
+    if (slot >= W) return;
     const int j = 4 * rank + slot;
     uint16_t *q = Qs + slot * 16 * QP_LD;
     attend_tile<QP_D, KT, FULL>(T, nkt, Ks, Vs, QP_LD, q, QP_LD, 16, p.scale, mate, team, 1 + slot);
@@ -132,6 +152,7 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
         const int i = e / (QP_D / 8), c = (e % (QP_D / 8)) * 8, t = j * 16 + i;
         if (t < T) *(uint4 *)(out + (size_t)t * H + c) = *(const uint4 *)(q + i * QP_LD + c);
     }
+    if (BULK) cl_wait(); /* this CTA's copies have landed in the peer */
     LT_PHASE(8);
 #endif
 }
@@ -141,8 +162,10 @@ template <int KT, bool FULL>
 int qp_fits(const hrmt_cuda *cu) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = qkv_attn_pair_kernel<KT, FULL, false>;
-    decltype(kern) all[2] = {kern, qkv_attn_pair_kernel<KT, FULL, true>};
+    auto kern = qkv_attn_pair_kernel<KT, FULL, false, false>;
+    decltype(kern) all[4] = {kern, qkv_attn_pair_kernel<KT, FULL, true, false>,
+                             qkv_attn_pair_kernel<KT, FULL, false, true>,
+                             qkv_attn_pair_kernel<KT, FULL, true, true>};
     for (auto k : all)
         if (!image_loads(k, QP_SMEM, per_block) || smem_opt_in(k, QP_SMEM) != cudaSuccess) {
             (void)cudaGetLastError();
@@ -160,8 +183,10 @@ hrmt_status qp_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (!encode(fn, &ta, h, rows, H, H, 64) || !encode(fn, &tw, w, 3 * H, H, H, QP_D))
         return HRMT_OK; /* *done stays 0: another form or the launches serve */
     const qkv_attn_args p = qkv_attn_args_for(m, att);
-    auto kern = g->rope_early ? qkv_attn_pair_kernel<KT, FULL, true>
-                              : qkv_attn_pair_kernel<KT, FULL, false>;
+    auto kern = g->rope_early ? (g->qp_bulk ? qkv_attn_pair_kernel<KT, FULL, true, true>
+                                            : qkv_attn_pair_kernel<KT, FULL, true, false>)
+                              : (g->qp_bulk ? qkv_attn_pair_kernel<KT, FULL, false, true>
+                                            : qkv_attn_pair_kernel<KT, FULL, false, false>);
     /* The shared-memory opt-in was made at model load (qp_fits). */
     const cudaError_t e =
         cluster_launch(kern, 2, dim3((unsigned)(n * m->heads * 2)), dim3(QP_THREADS), QP_SMEM,
