@@ -4,10 +4,13 @@
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
 # session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
-# HRMT_CUDA_ROPE_EARLY (e.g. TRIAL_ONLY="HRMT_CUDA_CLUSTER_NORM_PUSH
-# HRMT_CUDA_QKV_ATTN_PUSH HRMT_CUDA_ROPE_EARLY" TRIAL_STEPS="tests memcheck ab").
+# HRMT_CUDA_ROPE_EARLY; sessions 48-49's HRMT_CUDA_QKV_ATTN_BULK, the one
+# still waiting for its first run (TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK
+# TRIAL_STEPS="tests memcheck ab"); the others are defaults or measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
-# memcheck on its shortest test, an A/B of the step (bench/ab.sh: values
+# memcheck on one step with it on through `hrmt bench` at the batches it
+# serves (a plain process: Criterion's per-test children may go unchecked,
+# docs/CUDA.md), an A/B of the step (bench/ab.sh: values
 # alternating, side by side) at the batches where its kernel runs, and ncu
 # kernel times at batch 256 with it off and on; then all of them on at once
 # against none. As bench/gpu.sh's hook, in two calls (all parts take ~11
@@ -35,21 +38,22 @@ rc=0
 t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
 want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
-# switch | its tests' name patterns (space-separated) | its shortest test |
-# the batches it serves | the kernels' name pattern for ncu.
+# switch | its tests' name patterns (space-separated) | the batches it
+# serves | the kernels' name pattern for ncu.
 switches=(
-  "HRMT_CUDA_FUSED_NORM|fused_norm_*|fused_norm_equals_launches_small|16,64,128,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
-  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|norm_vec_equals_reg_short_seq|16,64,256|norm_"
-  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|attn_rope_once_equals_twice_short_seq|64,256|attend_mma"
-  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|glu_mul_equals_f32_product_short_seq|1,8,64,256|ring_gemm_kernel"
-  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|glu_shapes_equal_launches_short_seq|16,64,256|ring_(gemm|wres)_kernel"
-  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|cluster_norm_push_equals_barriers_short_seq|1,2,4,8|cluster_norm"
-  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|qkv_attn_push_equals_barrier_hrm_width|1,2|qkv_attn_kernel"
-  "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|rope_early_equals_late_push|1,2,8|qkv_attn"
+  "HRMT_CUDA_FUSED_NORM|fused_norm_*|16,64,128,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
+  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|16,64,256|norm_"
+  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|64,256|attend_mma"
+  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|1,8,64,256|ring_gemm_kernel"
+  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|16,64,256|ring_(gemm|wres)_kernel"
+  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|1,2,4,8|cluster_norm"
+  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|1,2|qkv_attn_kernel"
+  "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|1,2,8|qkv_attn"
+  "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8|qkv_attn"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 for s in "${switches[@]}"; do
-  IFS='|' read -r var pats short batches kern <<<"$s"
+  IFS='|' read -r var pats batches kern <<<"$s"
   case " ${TRIAL_ONLY:-$var} " in *" $var "*) ;; *) continue ;; esac
   if want tests; then
     for pat in $pats; do
@@ -79,13 +83,14 @@ for s in "${switches[@]}"; do
     echo "$var: memcheck SKIP (no compute-sanitizer on PATH)"
     rc=1
   elif want memcheck; then
-    stamp "$var: memcheck cuda_model/$short"
+    stamp "$var=1: memcheck, one step of each schedule at batches $batches"
     # A bound per run, so that one slow case cannot take the call's time.
     # Without the GEMM tuner's thousands of timing launches (as bench/gpu.sh's
-    # sanitizer step), where the test leaves the setting alone.
-    HRMT_CUDA_GEMM_TUNE=0 timeout "${TRIAL_MEMCHECK_S:-100}" \
+    # sanitizer step).
+    env "$var=1" HRMT_CUDA_GEMM_TUNE=0 timeout "${TRIAL_MEMCHECK_S:-100}" \
       compute-sanitizer --tool memcheck --error-exitcode 9 \
-      "$build/tests/test_cuda_model" --jobs 1 --filter="cuda_model/$short" 2>&1 | tail -3
+      "$build/hrmt" bench --backend cuda --mode compare --batch-sizes "$batches" --warmup 0 \
+      --iterations 1 2>&1 | tail -3
     mc=${PIPESTATUS[0]}
     [ "$mc" -eq 124 ] && echo "memcheck: stopped after ${TRIAL_MEMCHECK_S:-100} s (no verdict)"
     [ "$mc" -eq 0 ] || rc=1
