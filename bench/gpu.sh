@@ -257,6 +257,28 @@ fi
 # with no fork: both schedules at batch 1, 2 and 8 (every form the step takes
 # there: cluster and pair forms, the tiered L-level), one step each.
 san_bench_batches=${HRMT_GPU_SAN_BENCH_BATCHES:-1,2,8}
+# One run of $tool (options $extra) on the program and arguments given after
+# $1, logged into $out/$tool.log; sets rc. Racecheck's hazards inside
+# cuBLASLt's nvjet kernels (TMA and mbarrier synchronisation it does not
+# follow) are not counted where the program itself succeeded (its log
+# matches $1); any other hazard fails.
+san_run() {
+  local ok=$1
+  shift
+  # shellcheck disable=SC2086
+  HRMT_CUDA_GEMM_TUNE=0 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
+    --error-exitcode 86 "$@" >"$out/san-one.log" 2>&1
+  rc=$?
+  cat "$out/san-one.log" >>"$out/$tool.log"
+  if [ $rc -eq 86 ] && [ "$tool" = racecheck ] && grep -q "$ok" "$out/san-one.log" &&
+    grep -q 'Race reported' "$out/san-one.log" &&
+    ! grep -E 'Race reported' "$out/san-one.log" | grep -qv 'nvjet'; then
+    echo "### only cuBLASLt (nvjet) hazards: $(grep -c 'Race reported' "$out/san-one.log") reports, not counted" \
+      >>"$out/$tool.log"
+    rc=0
+  fi
+  [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
+}
 if skip sanitizers; then
   record sanitizers SKIP "HRMT_GPU_SKIP"
 elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
@@ -268,19 +290,9 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       echo "### hrmt bench --batch-sizes $san_bench_batches" >>"$out/$tool.log"
       extra=""
       [ "$tool" = memcheck ] && extra="--leak-check full"
-      # shellcheck disable=SC2086
-      HRMT_CUDA_GEMM_TUNE=0 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
-        --error-exitcode 86 "$build/hrmt" bench --backend cuda --mode compare \
-        --batch-sizes "$san_bench_batches" --warmup 0 --iterations 1 >"$out/san-one.log" 2>&1
-      rc=$?
-      cat "$out/san-one.log" >>"$out/$tool.log"
-      if [ $rc -eq 86 ] && [ "$tool" = racecheck ] && grep -q 'Race reported' "$out/san-one.log" &&
-        ! grep -E 'Race reported' "$out/san-one.log" | grep -qv 'nvjet'; then
-        echo "### only cuBLASLt (nvjet) hazards: $(grep -c 'Race reported' "$out/san-one.log") reports, not counted" \
-          >>"$out/$tool.log"
-        rc=0
-      fi
-      [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
+      # Its success: the latency table printed after every run.
+      san_run 'median ms' "$build/hrmt" bench --backend cuda --mode compare \
+        --batch-sizes "$san_bench_batches" --warmup 0 --iterations 1
       [ $rc -eq 0 ] || rc_all=$rc
     fi
     for t in "$build"/tests/${HRMT_GPU_SAN_BINS:-test_cuda_*}; do
@@ -292,9 +304,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       # racecheck: our kernels that use shared memory, on small cases (it is
       # slow): not cuBLASLt's GEMMs, not the 1 GiB probe sweeps. One run per
       # filter, each with its own time limit. The persistent L-level test
-      # runs the baseline too: racecheck reports hazards inside cuBLASLt's
-      # nvjet kernels (TMA and mbarrier synchronisation it does not follow),
-      # which are not counted; any other hazard fails.
+      # runs the baseline too (san_run: cuBLASLt's hazards not counted).
       filters=("")
       if [ -n "${HRMT_GPU_SAN_FILTERS:-}" ]; then
         read -r -a filters <<<"$HRMT_GPU_SAN_FILTERS"
@@ -316,20 +326,8 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         [ -n "$f" ] && filter=(--filter "$f")
         # GEMM tuning (thousands of small cuBLASLt calls per model load) only
         # where a test asks for it (cuda_model/gemm_tuning_keeps_bits sets it).
-        # shellcheck disable=SC2086
-        HRMT_CUDA_GEMM_TUNE=0 HRMT_TEST_REQUIRE_CUDA=1 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
-          --target-processes all --error-exitcode 86 "$t" --jobs 1 "${filter[@]}" \
-          >"$out/san-one.log" 2>&1
-        rc=$?
-        cat "$out/san-one.log" >>"$out/$tool.log"
-        if [ $rc -eq 86 ] && [ "$tool" = racecheck ] &&
-          grep -q 'Synthesis:.*Failing: 0 | Crashing: 0' "$out/san-one.log" &&
-          ! grep -E 'Race reported' "$out/san-one.log" | grep -qv 'nvjet'; then
-          echo "### only cuBLASLt (nvjet) hazards: $(grep -c 'Race reported' "$out/san-one.log") reports, not counted" \
-            >>"$out/$tool.log"
-          rc=0
-        fi
-        [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
+        HRMT_TEST_REQUIRE_CUDA=1 san_run 'Synthesis:.*Failing: 0 | Crashing: 0' \
+          --target-processes all "$t" --jobs 1 "${filter[@]}"
         [ $rc -eq 0 ] || rc_all=$rc
       done
     done
