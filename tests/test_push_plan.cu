@@ -223,6 +223,22 @@ Test(push_plan, qkv_attn_bulk_every_sequence_length) {
     }
 }
 
+/* What each CTA of a qkv + attention pair was sent (rows `width` BF16
+ * wide) against what it expects, and each key row attention reads, its own
+ * or its peer's, held exactly once. */
+static void pair_check_received(int T, int nkt, int width, const long got[2],
+                                const int krows[2][128]) {
+    for (int d = 0; d < 2; d++) {
+        const unsigned want = qp_push_owed(nkt, d, width);
+        cr_assert(want > 0 && want < (unsigned)TX_MAX);
+        cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d, got[d],
+                     want);
+        for (int t = 0; t < nkt * 16; t++)
+            cr_assert_eq(krows[d][t], 1, "T %d: CTA %d has key row %d %d times", T, d, t,
+                         krows[d][t]);
+    }
+}
+
 /* qkv + attention over a pair of CTAs: step 2 of qkv_attn_pair_kernel (CTA
  * r has rows 64 r .. 64 r + 63, T > 64, head_dim 64), then what step 3
  * reads: every K and V row below nkt 16, its own or its peer's, once. */
@@ -243,15 +259,7 @@ Test(push_plan, qkv_attn_pair_every_sequence_length) {
             }
             for (int t = t0; t < t0 + 64; t++) krows[rank][t]++; /* its own rows, emitted */
         }
-        for (int d = 0; d < 2; d++) {
-            const unsigned want = qp_push_owed(nkt, d, D);
-            cr_assert(want > 0 && want < (unsigned)TX_MAX);
-            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
-                         got[d], want);
-            for (int t = 0; t < nkt * 16; t++)
-                cr_assert_eq(krows[d][t], 1, "T %d: CTA %d has key row %d %d times", T, d, t,
-                             krows[d][t]);
-        }
+        pair_check_received(T, nkt, D, got, krows);
     }
 }
 
@@ -275,14 +283,6 @@ Test(push_plan, qkv_attn_pair_bulk_every_sequence_length) {
             for (int t = t0; t < t0 + sent; t++) krows[peer][t]++;
             for (int t = t0; t < t0 + 64; t++) krows[rank][t]++; /* its own rows, emitted */
         }
-        for (int d = 0; d < 2; d++) {
-            const unsigned want = qp_push_owed(nkt, d, LD);
-            cr_assert(want < (unsigned)TX_MAX);
-            cr_assert_eq(got[d], (long)want, "T %d: CTA %d is sent %ld bytes, expects %u", T, d,
-                         got[d], want);
-            for (int t = 0; t < nkt * 16; t++)
-                cr_assert_eq(krows[d][t], 1, "T %d: CTA %d has key row %d %d times", T, d, t,
-                             krows[d][t]);
-        }
+        pair_check_received(T, nkt, LD, got, krows);
     }
 }

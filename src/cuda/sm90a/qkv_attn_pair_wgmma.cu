@@ -116,11 +116,6 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
             uint16_t *src = (tid == 0 ? Ks : Vs) + t0 * QP_LD;
             cl_copy_async(cl_map(src, peer), src, (uint32_t)(sent * QP_LD * 2), cl_map(pbar, peer));
         }
-        mbar_wait_cluster(pbar, 0); /* the peer's rows landed and are seen */
-        /* So the peer's copy has read its source: it may exit once this CTA
-         * has arrived (its wait before the end), and this CTA once the peer
-         * has (its copy landed here likewise). */
-        cl_arrive_relaxed();
     } else {
 #pragma unroll 1
         for (int e = tid; e < sent * (QP_D / 8); e += 128) {
@@ -129,8 +124,12 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
             push16<true>(k, peer, *(const uint4 *)k, pbar);
             push16<true>(v, peer, *(const uint4 *)v, pbar);
         }
-        mbar_wait_cluster(pbar, 0); /* the peer's rows landed and are seen */
     }
+    mbar_wait_cluster(pbar, 0); /* the peer's rows landed and are seen */
+    /* BULK: so the peer's copy has read its source; it may exit once this CTA
+     * has arrived (its wait before the end), and this CTA once the peer has
+     * (its copy landed here likewise). */
+    if (BULK) cl_arrive_relaxed();
     LT_PHASE(4);
 
     /* 3. Attention on query tiles 4 rank .. (its own Q rows), W of them: a
@@ -157,21 +156,29 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
 #endif
 }
 
+/* The instance of a form (HRMT_CUDA_ROPE_EARLY, HRMT_CUDA_QKV_ATTN_BULK). */
+template <int KT, bool FULL>
+auto qp_kernel(bool early, bool bulk) {
+    if (early)
+        return bulk ? qkv_attn_pair_kernel<KT, FULL, true, true>
+                    : qkv_attn_pair_kernel<KT, FULL, true, false>;
+    return bulk ? qkv_attn_pair_kernel<KT, FULL, false, true>
+                : qkv_attn_pair_kernel<KT, FULL, false, false>;
+}
+
 /* Pairs of the kernel that can be resident at once (0: none). */
 template <int KT, bool FULL>
 int qp_fits(const hrmt_cuda *cu) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = qkv_attn_pair_kernel<KT, FULL, false, false>;
-    decltype(kern) all[4] = {kern, qkv_attn_pair_kernel<KT, FULL, true, false>,
-                             qkv_attn_pair_kernel<KT, FULL, false, true>,
-                             qkv_attn_pair_kernel<KT, FULL, true, true>};
-    for (auto k : all)
+    for (int f = 0; f < 4; f++) {
+        auto k = qp_kernel<KT, FULL>(f & 1, f & 2);
         if (!image_loads(k, QP_SMEM, per_block) || smem_opt_in(k, QP_SMEM) != cudaSuccess) {
             (void)cudaGetLastError();
             return 0;
         }
-    return cluster_fits(kern, 2, QP_THREADS, QP_SMEM);
+    }
+    return cluster_fits(qp_kernel<KT, FULL>(false, false), 2, QP_THREADS, QP_SMEM);
 }
 
 template <int KT, bool FULL>
@@ -183,10 +190,7 @@ hrmt_status qp_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (!encode(fn, &ta, h, rows, H, H, 64) || !encode(fn, &tw, w, 3 * H, H, H, QP_D))
         return HRMT_OK; /* *done stays 0: another form or the launches serve */
     const qkv_attn_args p = qkv_attn_args_for(m, att);
-    auto kern = g->rope_early ? (g->qp_bulk ? qkv_attn_pair_kernel<KT, FULL, true, true>
-                                            : qkv_attn_pair_kernel<KT, FULL, true, false>)
-                              : (g->qp_bulk ? qkv_attn_pair_kernel<KT, FULL, false, true>
-                                            : qkv_attn_pair_kernel<KT, FULL, false, false>);
+    auto kern = qp_kernel<KT, FULL>(g->rope_early, g->qp_bulk);
     /* The shared-memory opt-in was made at model load (qp_fits). */
     const cudaError_t e =
         cluster_launch(kern, 2, dim3((unsigned)(n * m->heads * 2)), dim3(QP_THREADS), QP_SMEM,
