@@ -4,9 +4,9 @@
 # HRMT_CUDA_NORM_VEC, HRMT_CUDA_ATTN_ROPE_ONCE, HRMT_CUDA_GLU_MUL,
 # HRMT_CUDA_GLU_WRES (with the tuner's log of every gate_up shape's time);
 # session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
-# HRMT_CUDA_ROPE_EARLY; sessions 48-49's HRMT_CUDA_QKV_ATTN_BULK, the one
-# still waiting for its first run (TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK
-# TRIAL_STEPS="tests memcheck ab"); the others are defaults or measured.
+# HRMT_CUDA_ROPE_EARLY; sessions 48-49's HRMT_CUDA_QKV_ATTN_BULK (first run
+# in session 50: TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK TRIAL_STEPS="tests
+# memcheck ab"); each is now a default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
