@@ -6,7 +6,8 @@
 # session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
 # HRMT_CUDA_ROPE_EARLY; sessions 48-49's HRMT_CUDA_QKV_ATTN_BULK (first run
 # in session 50: TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK TRIAL_STEPS="tests
-# memcheck ab"); each is now a default or was measured.
+# memcheck ab"; its default waits for the whole suite with it on); each
+# of the others is now a default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
@@ -23,7 +24,10 @@
 #   bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
 # rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
-# TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts,
+# TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts;
+# "suite" (not in the default) runs the whole test_cuda_model with each
+# chosen switch on, the last check before it becomes a default
+# (TRIAL_SUITE_S, 240 s, bounds it);
 # TRIAL_ONLY (switch names, space-separated) those switches;
 # TRIAL_MEMCHECK_S (100) bounds each memcheck run, TRIAL_TEST_S (240) each
 # test pattern's run (a push form whose byte counts were wrong would wait
@@ -94,6 +98,18 @@ for s in "${switches[@]}"; do
     mc=${PIPESTATUS[0]}
     [ "$mc" -eq 124 ] && echo "memcheck: stopped after ${TRIAL_MEMCHECK_S:-100} s (no verdict)"
     [ "$mc" -eq 0 ] || rc=1
+  fi
+  if want suite; then
+    stamp "$var=1: the whole test_cuda_model"
+    slog=$(mktemp)
+    env "$var=1" timeout "${TRIAL_SUITE_S:-240}" "$build/tests/test_cuda_model" --jobs 8 \
+      --timeout 200 >"$slog" 2>&1
+    sc=$?
+    grep -E '^\[(FAIL|----)\]|Synthesis' "$slog" | grep -v 'Criterion v'
+    [ "$sc" -eq 124 ] && echo "suite: stopped after ${TRIAL_SUITE_S:-240} s (no verdict)"
+    grep -q 'Tested: 0 ' "$slog" && { echo "suite: no case ran"; sc=1; }
+    rm -f "$slog"
+    [ "$sc" -eq 0 ] || rc=1
   fi
   if want ab; then
     stamp "$var: bench/ab.sh \"0 1\" $batches 2"
