@@ -5,7 +5,8 @@
 #   source .devdeps/env.sh; bash bench/gpu.sh
 #
 # Builds Release with CUDA ON under /tmp, runs the CUDA tests (they must run,
-# not skip: HRMT_TEST_REQUIRE_CUDA=1) and later the CPU suite, compute-sanitizer
+# not skip: HRMT_TEST_REQUIRE_CUDA=1), the step table beside PyTorch, the probe
+# and one step under ncu, and later the CPU suite, compute-sanitizer
 # memcheck and racecheck on `hrmt bench` and the CUDA test binaries, installs and links a tiny
 # program against the installed static libhrmt.a with nothing but
 # `pkg-config --static --cflags --libs hrmt`, then prints a summary table.
@@ -32,8 +33,10 @@ budget=${HRMT_GPU_BUDGET_S:-560}
 san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
 left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
-# ctest bench anchors ops probe install sanitizers cpu (the hook runs before
-# the sanitizers; ops: the fused-op bandwidth table).
+# ctest bench anchors ops probe ncu install sanitizers cpu (the hook runs
+# before the sanitizers; ops: the fused-op bandwidth table; ncu: the
+# costliest kernels of one step, HRMT_GPU_NCU_BATCH (256), bounded by
+# HRMT_GPU_NCU_S (150 s), only with the bench step).
 # HRMT_GPU_BENCH_EXTRA=0: the step table's default steps only (no pinned-GEMM,
 # persistent, grid-level, launch-by-launch or f32 runs).
 # HRMT_GPU_SAN_TOOLS: the compute-sanitizer tools (default "memcheck racecheck");
@@ -187,6 +190,29 @@ elif [ $build_rc -eq 0 ]; then
       "$build/hrmt" probe --input "$out/probe_compare.json" >>"$out/probe.log" 2>&1
     rc=$?
     record "probe --compare" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "probe.log"
+  fi
+  # The costliest kernels of one step under ncu (--clock-control none), with
+  # the bytes they moved through L2 and DRAM, beside the probe's ceilings of
+  # the same call (issue 14's summary); the GEMM tuner's launches at load
+  # run under ncu too, hence a bound of its own.
+  ncu_batch=${HRMT_GPU_NCU_BATCH:-256} ncu_s=${HRMT_GPU_NCU_S:-150}
+  if skip ncu; then
+    record "ncu, batch $ncu_batch" SKIP "HRMT_GPU_SKIP"
+  elif ! command -v ncu >/dev/null; then
+    record "ncu, batch $ncu_batch" SKIP "no ncu on PATH"
+  elif [ "$(left)" -lt $((ncu_s + 60)) ]; then
+    record "ncu, batch $ncu_batch" SKIP "out of time ($(left) s left)"
+  else
+    stamp "ncu: one step's kernels at batch $ncu_batch"
+    timeout "$ncu_s" bash bench/gpu_profile.sh "$build" "$ncu_batch" >"$out/ncu.log" 2>&1
+    rc=$?
+    [ $rc -eq 124 ] && echo "stopped after ${ncu_s}s" >>"$out/ncu.log"
+    # The notes: the three costliest kernels' shares (gpu_profile.sh's
+    # fixed columns: the name in 1-60, the share in 87-92).
+    [ $rc -eq 0 ] || record "ncu, batch $ncu_batch" FAIL "rc $rc; ncu.log"
+    [ $rc -eq 0 ] && record "ncu, batch $ncu_batch" PASS \
+      "$(awk 'NR > 2 && NR <= 5 { n = substr($0, 1, 60); sub(/^void /, "", n); sub(/[< ].*/, "", n)
+        printf "%s %s; ", substr(n, 1, 22), substr($0, 87, 6) }' "$out/ncu.log" | sed 's/  */ /g; s/; $//')"
   fi
 fi
 
@@ -377,6 +403,13 @@ fail=0
     echo
     echo "ms per ACT step, bf16, default model (medians; steps.json, torch.json):"
     cat "$out/step_table.log"
+  fi
+  if [ -f "$out/ncu.log" ]; then
+    echo
+    echo "the costliest kernels (ncu --clock-control none; ncu.log):"
+    head -n 7 "$out/ncu.log"
+    grep -E '^(fastest|cache|main memory)' "$out/probe.log" 2>/dev/null |
+      awk '{ printf "probe, same call: GPU %s %s GB/s read\n", $(NF - 4), $NF }'
   fi
 } | tee "$summary_log"
 for i in "${!RESULTS[@]}"; do [ "${RESULTS[$i]}" = FAIL ] && fail=1; done
