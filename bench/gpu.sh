@@ -209,10 +209,13 @@ elif [ $build_rc -eq 0 ]; then
     [ $rc -eq 124 ] && echo "stopped after ${ncu_s}s" >>"$out/ncu.log"
     # The notes: the three costliest kernels' shares (gpu_profile.sh's
     # fixed columns: the name in 1-60, the share in 87-92).
-    [ $rc -eq 0 ] || record "ncu, batch $ncu_batch" FAIL "rc $rc; ncu.log"
-    [ $rc -eq 0 ] && record "ncu, batch $ncu_batch" PASS \
-      "$(awk 'NR > 2 && NR <= 5 { n = substr($0, 1, 60); sub(/^void /, "", n); sub(/[< ].*/, "", n)
-        printf "%s %s; ", substr(n, 1, 22), substr($0, 87, 6) }' "$out/ncu.log" | sed 's/  */ /g; s/; $//')"
+    if [ $rc -eq 0 ]; then
+      record "ncu, batch $ncu_batch" PASS \
+        "$(awk 'NR > 2 && NR <= 5 { n = substr($0, 1, 60); sub(/^void /, "", n); sub(/[< ].*/, "", n)
+          printf "%s %s; ", substr(n, 1, 22), substr($0, 87, 6) }' "$out/ncu.log" | sed 's/  */ /g; s/; $//')"
+    else
+      record "ncu, batch $ncu_batch" FAIL "rc $rc; ncu.log"
+    fi
   fi
 fi
 
