@@ -56,24 +56,31 @@ switches=(
   "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8|qkv_attn"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
+# One bounded run of test_cuda_model: run_cases LIMIT_S WHAT [VAR=VALUE...]
+# TEST_BINARY ARGS..., its verdict lines printed; sets tc. A run in which no
+# case ran fails (a filter that matches none passes vacuously).
+run_cases() {
+  local limit=$1 what=$2 log
+  shift 2
+  log=$(mktemp)
+  timeout "$limit" env "$@" >"$log" 2>&1
+  tc=$?
+  grep -v 'Test is disabled' "$log" | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
+  [ "$tc" -eq 124 ] && echo "$what: stopped after $limit s (no verdict)"
+  if grep -q 'Tested: 0 ' "$log"; then
+    echo "$what: no case ran"
+    tc=1
+  fi
+  rm -f "$log"
+}
 for s in "${switches[@]}"; do
   IFS='|' read -r var pats batches kern <<<"$s"
   case " ${TRIAL_ONLY:-$var} " in *" $var "*) ;; *) continue ;; esac
   if want tests; then
     for pat in $pats; do
       stamp "$var: tests cuda_model/$pat"
-      tlog=$(mktemp)
-      timeout "${TRIAL_TEST_S:-240}" "$build/tests/test_cuda_model" --jobs 4 --verbose \
-        --filter="cuda_model/$pat" >"$tlog" 2>&1
-      tc=$?
-      grep -v 'Test is disabled' "$tlog" | grep -E '^\[(PASS|FAIL|SKIP|----)\]|Synthesis'
-      [ "$tc" -eq 124 ] && echo "tests: stopped after ${TRIAL_TEST_S:-240} s (no verdict)"
-      # A pattern that matches no case passes vacuously: a failure here.
-      if grep -q 'Tested: 0 ' "$tlog"; then
-        echo "tests: no case matched cuda_model/$pat"
-        tc=1
-      fi
-      rm -f "$tlog"
+      run_cases "${TRIAL_TEST_S:-240}" "tests cuda_model/$pat" "$build/tests/test_cuda_model" \
+        --jobs 4 --verbose --filter="cuda_model/$pat"
       [ "$tc" -eq 0 ] || rc=1
     done
   fi
@@ -101,15 +108,9 @@ for s in "${switches[@]}"; do
   fi
   if want suite; then
     stamp "$var=1: the whole test_cuda_model"
-    slog=$(mktemp)
-    env "$var=1" timeout "${TRIAL_SUITE_S:-240}" "$build/tests/test_cuda_model" --jobs 8 \
-      --timeout 200 >"$slog" 2>&1
-    sc=$?
-    grep -E '^\[(FAIL|----)\]|Synthesis' "$slog" | grep -v 'Criterion v'
-    [ "$sc" -eq 124 ] && echo "suite: stopped after ${TRIAL_SUITE_S:-240} s (no verdict)"
-    grep -q 'Tested: 0 ' "$slog" && { echo "suite: no case ran"; sc=1; }
-    rm -f "$slog"
-    [ "$sc" -eq 0 ] || rc=1
+    run_cases "${TRIAL_SUITE_S:-240}" suite "$var=1" "$build/tests/test_cuda_model" --jobs 8 \
+      --timeout 200
+    [ "$tc" -eq 0 ] || rc=1
   fi
   if want ab; then
     stamp "$var: bench/ab.sh \"0 1\" $batches 2"
