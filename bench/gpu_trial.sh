@@ -6,7 +6,7 @@
 # session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
 # HRMT_CUDA_ROPE_EARLY; sessions 48-49's HRMT_CUDA_QKV_ATTN_BULK (first run
 # in session 50: TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK TRIAL_STEPS="tests
-# memcheck ab"; its default waits for the whole suite with it on); each
+# memcheck ab"; the default since session 51, after TRIAL_STEPS=suite); each
 # of the others is now a default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it

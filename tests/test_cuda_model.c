@@ -1377,9 +1377,9 @@ Test(cuda_model, qkv_attn_push_equals_barrier_short_seq) {
  * pair's K and V rows) against the 16-byte st.async pushes: the same bytes,
  * both schedules, halting samples, for the cluster form's four instances
  * (T = 82, 61, 70: a CTA owns no query tile, 100: one owns two) and the
- * pair form at T > 64 (batch 8 at 8 heads; 6 and 16 at 4). Opt-in until
- * the whole device suite has run with it on (session 50: these passed,
- * 0.977 / 1.000 / 0.995 of the step at batch 1 / 2 / 8). */
+ * pair form at T > 64 (batch 8 at 8 heads; 6 and 16 at 4). On by default
+ * since session 51 (session 50: these passed, 0.977 / 1.000 / 0.995 of the
+ * step at batch 1 / 2 / 8; session 51: the whole device suite with it on). */
 static void qkv_attn_bulk_equals_push(int hidden, int heads, int seq_len, const int *batches,
                                       int nb) {
     need_cc90("the qkv + attention cluster kernel is built for", 0);
@@ -1388,6 +1388,9 @@ static void qkv_attn_bulk_equals_push(int hidden, int heads, int seq_len, const 
                                  batches, nb);
 }
 Test(cuda_model, qkv_attn_bulk_equals_push_hrm_width) {
+    need_cc90("the qkv + attention cluster kernel is built for", 0);
+    expect_switch_default_on("HRMT_CUDA_QKV_ATTN_BULK", HRMT_PATH_QKV_ATTN_BULK,
+                             "copies where the cluster and pair forms run");
     const int batches[] = {1, 2, 8};
     qkv_attn_bulk_equals_push(512, 8, 81, batches, 3);
 }
