@@ -5,7 +5,9 @@
 # and prints the kernels grouped by name, costliest first (calls, total and
 # mean microseconds, share of the step, achieved L2 and DRAM GB/s: whether
 # a kernel is bound by the L2's bandwidth, e.g. the small batches' repeated
-# reads of A and W tiles by every CTA, docs/CUDA-KERNELS.md).
+# reads of A and W tiles by every CTA, docs/CUDA-KERNELS.md; and how busy
+# the tensor pipe was over the kernel's elapsed cycles, in % of its peak,
+# time-weighted over the calls: how near a GEMM is the tensor ceiling).
 #   bash bench/gpu_profile.sh BUILD_DIR [BATCH] [MODE] [DTYPE]
 # BATCH defaults to 256, MODE (baseline|tiered) to baseline, DTYPE to bf16.
 # Needs ncu and python3 (both on the GPU machine). Exit 0 when ncu ran.
@@ -21,54 +23,67 @@
 # caches before each kernel, so memory-bound kernels read cold.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "$1" = --help ]; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && exit 0
   exit 2
 fi
 build=$1 batch=${2:-256} mode=${3:-baseline} dtype=${4:-bf16}
 csv=$(mktemp)
+# HMMA and HGMMA (wgmma) both count here on sm_90.
+TENSOR=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
 trap 'rm -f "$csv"' EXIT
 HRMT_CUDA_PROFILE_STEPS=1 ncu --clock-control none --profile-from-start off \
-  --metrics gpu__time_duration.sum,lts__t_bytes.sum,dram__bytes.sum --csv \
+  --metrics gpu__time_duration.sum,lts__t_bytes.sum,dram__bytes.sum,$TENSOR --csv \
   "$build/hrmt" bench --backend cuda --mode "$mode" --batch-sizes "$batch" --dtype "$dtype" \
   --warmup 0 --iterations 1 --quiet >"$csv" 2>/dev/null
 rc=$?
 [ $rc -eq 0 ] || { echo "ncu failed (rc $rc)"; tail -n 5 "$csv"; exit $rc; }
-python3 - "$csv" "$batch" "$mode" "$dtype" <<'PY'
+python3 - "$csv" "$batch" "$mode" "$dtype" "$TENSOR" <<'PY'
 import csv, sys, collections
-path, batch, mode, dtype = sys.argv[1:5]
+path, batch, mode, dtype, tensor = sys.argv[1:6]
 TIME_UNIT = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
 BYTE_UNIT = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
-kern = collections.OrderedDict()  # ncu's kernel ID -> [name, us, l2 bytes, dram bytes, grid, block]
+def short(name):  # without the parameter list, the anonymous namespace kept
+    return name.replace("(anonymous namespace)", "<unnamed>").split("(")[0][:60]
+# ncu's kernel ID -> [name, us, l2 bytes, dram bytes, grid, block, tensor %]
+kern = collections.OrderedDict()
 with open(path, newline="") as f:
     lines = [l for l in f if l.startswith('"')]
 for r in csv.DictReader(lines):
     metric = r.get("Metric Name")
-    if metric not in ("gpu__time_duration.sum", "lts__t_bytes.sum", "dram__bytes.sum"):
+    if metric not in ("gpu__time_duration.sum", "lts__t_bytes.sum", "dram__bytes.sum", tensor):
         continue
     v = float(r["Metric Value"].replace(",", ""))
     unit = r.get("Metric Unit", "")
     k = kern.setdefault(r.get("ID", str(len(kern))),
-                        [r["Kernel Name"].split("(")[0][:60], 0.0, 0.0, 0.0,
-                         r.get("Grid Size", ""), r.get("Block Size", "")])
+                        [short(r["Kernel Name"]), 0.0, 0.0, 0.0,
+                         r.get("Grid Size", ""), r.get("Block Size", ""), None])
     if metric == "gpu__time_duration.sum":
         k[1] = v * TIME_UNIT.get(unit, 1e-3)
+    elif metric == tensor:
+        k[6] = v
     else:
         k[2 if metric.startswith("lts") else 3] = v * BYTE_UNIT.get(unit, 1.0)
+# Per name: calls, us, L2 and DRAM bytes, grid, block, tensor % x us summed
+# and the us it covers (a call without the metric does not count).
 agg = collections.OrderedDict()
-for name, us, l2, dram, g, b in kern.values():
-    a = agg.setdefault(name, [0, 0.0, 0.0, 0.0, g, b])
+for name, us, l2, dram, g, b, pct in kern.values():
+    a = agg.setdefault(name, [0, 0.0, 0.0, 0.0, g, b, 0.0, 0.0])
     a[0] += 1
     a[1] += us
     a[2] += l2
     a[3] += dram
+    if pct is not None:
+        a[6] += pct * us
+        a[7] += us
 total = sum(a[1] for a in agg.values())
 print(f"one ACT step, batch {batch}, {mode}, {dtype}: {len(kern)} kernels, "
       f"{total:.0f} us of kernel time")
 print(f"{'kernel':60s} {'calls':>5s} {'total us':>9s} {'mean us':>8s} {'share':>6s} "
-      f"{'L2 GB/s':>8s} {'DRAM GB/s':>9s}  grid / block")
-for name, (n, us, l2, dram, g, b) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+      f"{'L2 GB/s':>8s} {'DRAM GB/s':>9s} {'tensor':>6s}  grid / block")
+for name, (n, us, l2, dram, g, b, pus, cus) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
     bw = lambda x: x / (us * 1e3) if us > 0 else 0.0  # bytes per us / 1e3 = GB/s
+    pipe = f"{pus / cus:5.1f}%" if cus > 0 else f"{'-':>6s}"
     print(f"{name:60s} {n:5d} {us:9.1f} {us / n:8.2f} {100 * us / total:5.1f}% "
-          f"{bw(l2):8.0f} {bw(dram):9.0f}  {g} / {b}")
+          f"{bw(l2):8.0f} {bw(dram):9.0f} {pipe}  {g} / {b}")
 PY
