@@ -31,6 +31,8 @@ t0=$(date +%s)
 # (reported as SKIP with the reason), so the summary always comes back.
 budget=${HRMT_GPU_BUDGET_S:-560}
 san_timeout=${HRMT_GPU_SAN_TIMEOUT:-90}
+# A racecheck run of one hrmt bench step took ~105 s (H100, session 51).
+san_bench_s=${HRMT_GPU_SAN_BENCH_S:-150}
 left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SKIP: space-separated steps to leave out (reported as SKIP):
 # ctest bench anchors ops probe ncu install sanitizers cpu (the hook runs
@@ -43,8 +45,10 @@ left() { echo $((budget - ($(date +%s) - t0))); }
 # HRMT_GPU_SAN_BINS: which test binaries (a glob under tests/, default test_cuda_*);
 # HRMT_GPU_SAN_FILTERS: Criterion filters (space-separated) to run under every
 # tool instead of the defaults below (e.g. one new kernel's small test);
-# HRMT_GPU_SAN_BENCH_BATCHES: the batches of the `hrmt bench` run each tool
-# checks first (default 1,2,8; empty: none).
+# HRMT_GPU_SAN_BENCH_BATCHES: the batches of the `hrmt bench` runs each tool
+# checks first (default 1,2,8; empty: none), one run a batch, each bounded
+# by HRMT_GPU_SAN_BENCH_S (150; the test binaries' runs by
+# HRMT_GPU_SAN_TIMEOUT, 90).
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -291,8 +295,9 @@ fi
 # there: cluster and pair forms, the tiered L-level), one step each, one
 # bounded run a batch.
 san_bench_batches=${HRMT_GPU_SAN_BENCH_BATCHES:-1,2,8}
-# One run of $tool (options $extra) on the program and arguments given after
-# $1, logged into $out/$tool.log; sets rc. Racecheck's hazards inside
+# One run of $tool (options $extra, time limit $lim) on the program and
+# arguments given after $1, logged into $out/$tool.log; sets rc. Racecheck's
+# hazards inside
 # cuBLASLt's nvjet kernels (TMA and mbarrier synchronisation it does not
 # follow) are not counted where the program itself succeeded (its log
 # matches $1); any other hazard fails.
@@ -300,7 +305,7 @@ san_run() {
   local ok=$1
   shift
   # shellcheck disable=SC2086
-  HRMT_CUDA_GEMM_TUNE=0 timeout "$san_timeout" compute-sanitizer --tool "$tool" $extra \
+  HRMT_CUDA_GEMM_TUNE=0 timeout "$lim" compute-sanitizer --tool "$tool" $extra \
     --error-exitcode 86 "$@" >"$out/san-one.log" 2>&1
   rc=$?
   cat "$out/san-one.log" >>"$out/$tool.log"
@@ -311,7 +316,7 @@ san_run() {
       >>"$out/$tool.log"
     rc=0
   fi
-  [ $rc -eq 124 ] && echo "### timed out after ${san_timeout}s" >>"$out/$tool.log"
+  [ $rc -eq 124 ] && echo "### timed out after ${lim}s" >>"$out/$tool.log"
 }
 if skip sanitizers; then
   record sanitizers SKIP "HRMT_GPU_SKIP"
@@ -326,7 +331,8 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
     IFS=, read -r -a sbatches <<<"$san_bench_batches"
     for sb in "${sbatches[@]}"; do
       [ -x "$build/hrmt" ] || break
-      if [ "$(left)" -lt $((san_timeout + 30)) ]; then
+      lim=$san_bench_s
+      if [ "$(left)" -lt $((lim + 30)) ]; then
         echo "### hrmt bench --batch-sizes $sb: skipped, out of time" >>"$out/$tool.log"
         rc_all=124
         continue
@@ -360,7 +366,8 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         esac
       fi
       for f in "${filters[@]}"; do
-        if [ "$(left)" -lt $((san_timeout + 30)) ]; then
+        lim=$san_timeout
+        if [ "$(left)" -lt $((lim + 30)) ]; then
           echo "### $(basename "$t") $f: skipped, out of time" >>"$out/$tool.log"
           rc_all=124
           continue
