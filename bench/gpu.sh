@@ -301,6 +301,16 @@ san_bench_batches=${HRMT_GPU_SAN_BENCH_BATCHES:-1,2,8}
 # cuBLASLt's nvjet kernels (TMA and mbarrier synchronisation it does not
 # follow) are not counted where the program itself succeeded (its log
 # matches $1); any other hazard fails.
+# The tool's verdict so far from one more run's rc: a failure stays a
+# failure whatever runs after it; a time-out (124) only marks a pass partial.
+san_fold() {
+  [ "$1" -eq 0 ] && return
+  if [ "$1" -eq 124 ]; then
+    [ "$rc_all" -eq 0 ] && rc_all=124
+  else
+    rc_all=$1
+  fi
+}
 san_run() {
   local ok=$1
   shift
@@ -334,7 +344,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       lim=$san_bench_s
       if [ "$(left)" -lt $((lim + 30)) ]; then
         echo "### hrmt bench --batch-sizes $sb: skipped, out of time" >>"$out/$tool.log"
-        rc_all=124
+        san_fold 124
         continue
       fi
       echo "### hrmt bench --batch-sizes $sb" >>"$out/$tool.log"
@@ -343,7 +353,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       # Its success: the latency table printed after every run.
       san_run 'median ms' "$build/hrmt" bench --backend cuda --mode compare \
         --batch-sizes "$sb" --warmup 0 --iterations 1
-      [ $rc -eq 0 ] || rc_all=$rc
+      san_fold $rc
     done
     for t in "$build"/tests/${HRMT_GPU_SAN_BINS:-test_cuda_*}; do
       [ -x "$t" ] || continue
@@ -369,7 +379,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         lim=$san_timeout
         if [ "$(left)" -lt $((lim + 30)) ]; then
           echo "### $(basename "$t") $f: skipped, out of time" >>"$out/$tool.log"
-          rc_all=124
+          san_fold 124
           continue
         fi
         echo "### $(basename "$t") $f" >>"$out/$tool.log"
@@ -379,7 +389,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         # where a test asks for it (cuda_model/gemm_tuning_keeps_bits sets it).
         HRMT_TEST_REQUIRE_CUDA=1 san_run 'Synthesis:.*Failing: 0 | Crashing: 0' \
           --target-processes all "$t" --jobs 1 "${filter[@]}"
-        [ $rc -eq 0 ] || rc_all=$rc
+        san_fold $rc
       done
     done
     rm -f "$out/san-one.log"
