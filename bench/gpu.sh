@@ -295,14 +295,9 @@ fi
 # there: cluster and pair forms, the tiered L-level), one step each, one
 # bounded run a batch.
 san_bench_batches=${HRMT_GPU_SAN_BENCH_BATCHES:-1,2,8}
-# One run of $tool (options $extra, time limit $lim) on the program and
-# arguments given after $1, logged into $out/$tool.log; sets rc. Racecheck's
-# hazards inside
-# cuBLASLt's nvjet kernels (TMA and mbarrier synchronisation it does not
-# follow) are not counted where the program itself succeeded (its log
-# matches $1); any other hazard fails.
-# The tool's verdict so far from one more run's rc: a failure stays a
-# failure whatever runs after it; a time-out (124) only marks a pass partial.
+# The tool's verdict so far (rc_all) with one more run's status: a failure
+# stays a failure whatever runs after it; a time-out (124) only marks a pass
+# partial.
 san_fold() {
   [ "$1" -eq 0 ] && return
   if [ "$1" -eq 124 ]; then
@@ -311,6 +306,11 @@ san_fold() {
     rc_all=$1
   fi
 }
+# One run of $tool (options $extra, time limit $lim) on the program and
+# arguments given after $1, logged into $out/$tool.log; sets rc. Racecheck's
+# hazards inside cuBLASLt's nvjet kernels (TMA and mbarrier synchronisation
+# it does not follow) are not counted where the program itself succeeded
+# (its log matches $1); any other hazard fails.
 san_run() {
   local ok=$1
   shift
