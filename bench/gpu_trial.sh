@@ -23,7 +23,9 @@
 #   HRMT_GPU_HOOK='build=$build TRIAL_STEPS="tests memcheck tune" bash bench/gpu_trial.sh' \
 #   bash bench/gpu.sh
 # Then the tiered schedule's tile size (HRMT_CUDA_TILE_SAMPLES; the default
-# rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50).
+# rule sizes a tile by shared memory x SMs, ~30 MB, where the L2 holds 50;
+# session 51, H100: larger tiles faster, the whole batch fastest,
+# docs/CUDA.md).
 # TRIAL_STEPS (default "tests memcheck tune ab ncu all tiles") picks the parts;
 # "suite" (not in the default) runs the whole test_cuda_model with each
 # chosen switch on, the last check before it becomes a default
