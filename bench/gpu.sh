@@ -211,16 +211,9 @@ elif [ $build_rc -eq 0 ]; then
     timeout "$ncu_s" bash bench/gpu_profile.sh "$build" "$ncu_batch" >"$out/ncu.log" 2>&1
     rc=$?
     [ $rc -eq 124 ] && echo "stopped after ${ncu_s}s" >>"$out/ncu.log"
-    # The notes: the three costliest kernels' shares and tensor pipe
-    # (gpu_profile.sh's fixed columns: the name in 1-60, the share in 87-92,
-    # the tensor pipe in 113-118); a name without its return type,
-    # anonymous namespace and template arguments.
+    # The notes: gpu_profile.sh's line of the three costliest kernels.
     if [ $rc -eq 0 ]; then
-      record "ncu, batch $ncu_batch" PASS \
-        "$(awk 'NR > 2 && NR <= 5 { n = substr($0, 1, 60); sub(/^void /, "", n)
-          gsub(/<unnamed>::|\(anonymous namespace\)::/, "", n); sub(/[< (].*/, "", n)
-          printf "%s %s (tensor %s); ", substr(n, 1, 22), substr($0, 87, 6), substr($0, 113, 6) }' \
-          "$out/ncu.log" | sed 's/  */ /g; s/( */(/g; s/; $//')"
+      record "ncu, batch $ncu_batch" PASS "$(sed -n 's/^costliest: //p' "$out/ncu.log")"
     else
       record "ncu, batch $ncu_batch" FAIL "rc $rc; ncu.log"
     fi
@@ -306,14 +299,14 @@ san_fold() {
     rc_all=$1
   fi
 }
-# One run of $tool (options $extra, time limit $lim) on the program and
-# arguments given after $1, logged into $out/$tool.log; sets rc. Racecheck's
-# hazards inside cuBLASLt's nvjet kernels (TMA and mbarrier synchronisation
-# it does not follow) are not counted where the program itself succeeded
-# (its log matches $1); any other hazard fails.
+# One run of $tool (options $extra): san_run LIMIT_S OK PROGRAM ARGS...,
+# logged into $out/$tool.log; sets rc. Racecheck's hazards inside cuBLASLt's
+# nvjet kernels (TMA and mbarrier synchronisation it does not follow) are not
+# counted where the program itself succeeded (its log matches OK); any other
+# hazard fails.
 san_run() {
-  local ok=$1
-  shift
+  local lim=$1 ok=$2
+  shift 2
   # shellcheck disable=SC2086
   HRMT_CUDA_GEMM_TUNE=0 timeout "$lim" compute-sanitizer --tool "$tool" $extra \
     --error-exitcode 86 "$@" >"$out/san-one.log" 2>&1
@@ -341,8 +334,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
     IFS=, read -r -a sbatches <<<"$san_bench_batches"
     for sb in "${sbatches[@]}"; do
       [ -x "$build/hrmt" ] || break
-      lim=$san_bench_s
-      if [ "$(left)" -lt $((lim + 30)) ]; then
+      if [ "$(left)" -lt $((san_bench_s + 30)) ]; then
         echo "### hrmt bench --batch-sizes $sb: skipped, out of time" >>"$out/$tool.log"
         san_fold 124
         continue
@@ -351,7 +343,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
       extra=""
       [ "$tool" = memcheck ] && extra="--leak-check full"
       # Its success: the latency table printed after every run.
-      san_run 'median ms' "$build/hrmt" bench --backend cuda --mode compare \
+      san_run "$san_bench_s" 'median ms' "$build/hrmt" bench --backend cuda --mode compare \
         --batch-sizes "$sb" --warmup 0 --iterations 1
       san_fold $rc
     done
@@ -376,8 +368,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         esac
       fi
       for f in "${filters[@]}"; do
-        lim=$san_timeout
-        if [ "$(left)" -lt $((lim + 30)) ]; then
+        if [ "$(left)" -lt $((san_timeout + 30)) ]; then
           echo "### $(basename "$t") $f: skipped, out of time" >>"$out/$tool.log"
           san_fold 124
           continue
@@ -387,7 +378,7 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
         [ -n "$f" ] && filter=(--filter "$f")
         # GEMM tuning (thousands of small cuBLASLt calls per model load) only
         # where a test asks for it (cuda_model/gemm_tuning_keeps_bits sets it).
-        HRMT_TEST_REQUIRE_CUDA=1 san_run 'Synthesis:.*Failing: 0 | Crashing: 0' \
+        HRMT_TEST_REQUIRE_CUDA=1 san_run "$san_timeout" 'Synthesis:.*Failing: 0 | Crashing: 0' \
           --target-processes all "$t" --jobs 1 "${filter[@]}"
         san_fold $rc
       done

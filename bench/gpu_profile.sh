@@ -39,7 +39,7 @@ HRMT_CUDA_PROFILE_STEPS=1 ncu --clock-control none --profile-from-start off \
 rc=$?
 [ $rc -eq 0 ] || { echo "ncu failed (rc $rc)"; tail -n 5 "$csv"; exit $rc; }
 python3 - "$csv" "$batch" "$mode" "$dtype" "$TENSOR" <<'PY'
-import csv, sys, collections
+import csv, sys, collections, re
 path, batch, mode, dtype, tensor = sys.argv[1:6]
 TIME_UNIT = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
 BYTE_UNIT = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
@@ -81,9 +81,15 @@ print(f"one ACT step, batch {batch}, {mode}, {dtype}: {len(kern)} kernels, "
       f"{total:.0f} us of kernel time")
 print(f"{'kernel':60s} {'calls':>5s} {'total us':>9s} {'mean us':>8s} {'share':>6s} "
       f"{'L2 GB/s':>8s} {'DRAM GB/s':>9s} {'tensor':>6s}  grid / block")
+top = []
 for name, (n, us, l2, dram, g, b, pus, cus) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
     bw = lambda x: x / (us * 1e3) if us > 0 else 0.0  # bytes per us / 1e3 = GB/s
     pipe = f"{pus / cus:5.1f}%" if cus > 0 else f"{'-':>6s}"
     print(f"{name:60s} {n:5d} {us:9.1f} {us / n:8.2f} {100 * us / total:5.1f}% "
           f"{bw(l2):8.0f} {bw(dram):9.0f} {pipe}  {g} / {b}")
+    # The bare name: no return type, anonymous namespace or template arguments.
+    bare = re.split(r"[<( ]", name.removeprefix("void ").replace("<unnamed>::", ""))[0]
+    top.append(f"{bare[:22]} {100 * us / total:.1f}% (tensor {pipe.strip()})")
+# One line for bench/gpu.sh's summary: the three costliest kernels.
+print("costliest: " + "; ".join(top[:3]))
 PY
