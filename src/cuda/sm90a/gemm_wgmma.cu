@@ -11,7 +11,11 @@
  * model's bits never depend on which kernel serves a call.
  *
  * Shapes (WG_SHAPES): 64-row tiles of 16 to 128 columns, one consumer
- * warpgroup or two taking turns. */
+ * warpgroup or two taking turns; and one large shape, 128 x 128 tiles with
+ * two warpgroups taking turns (the fused gate_up's shape-0 loop), which the
+ * tuner tries at every row count: at many rows cuBLASLt's tiles quantise
+ * N = 512 badly (128 x 192: 2.67 column tiles) where 128 x 128 tiles fill
+ * whole column tiles and ~5 tiles per SM at batch 256. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -63,23 +67,24 @@ struct store_epi {
 };
 
 struct wg_shape {
-    int wgs, bn;
+    int msub, wgs, bn; /* msub: 64-row blocks a tile */
     const char *name;
 };
-constexpr wg_shape WG_SHAPES[] = {{1, 16, "64x16"}, {1, 32, "64x32"},   {2, 32, "64x32x2"},
-                                  {1, 64, "64x64"}, {2, 64, "64x64x2"}, {2, 128, "64x128x2"}};
+constexpr wg_shape WG_SHAPES[] = {
+    {1, 1, 16, "64x16"},   {1, 1, 32, "64x32"},     {1, 2, 32, "64x32x2"},   {1, 1, 64, "64x64"},
+    {1, 2, 64, "64x64x2"}, {1, 2, 128, "64x128x2"}, {2, 2, 128, "128x128x2"}};
 constexpr int WG_NSHAPES = (int)(sizeof WG_SHAPES / sizeof WG_SHAPES[0]);
 
-template <int WGS, int BN>
+template <int WGS, int BN, int MSUB = 1>
 hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                       size_t n, size_t k, const void *a, size_t lda, const void *w, void *c,
                       size_t ldc, int *done) {
-    using C = ring_cfg<1, WGS, BN>;
+    using C = ring_cfg<MSUB, WGS, BN>;
     CUtensorMap ta, tw;
     if (n % BN != 0 || !encode(fn, &ta, a, rows, k, lda, C::BM) || !encode(fn, &tw, w, n, k, k, BN))
         return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
-    auto kern = ring_gemm_kernel<1, WGS, BN, store_epi<BN>>;
-    cudaError_t e = ring_prepare<1, WGS, BN, store_epi<BN>>();
+    auto kern = ring_gemm_kernel<MSUB, WGS, BN, store_epi<BN>>;
+    cudaError_t e = ring_prepare<MSUB, WGS, BN, store_epi<BN>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -94,9 +99,9 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     return cu_check(m->ctx, "cuda wgmma gemm");
 }
 
-template <int WGS, int BN>
+template <int WGS, int BN, int MSUB = 1>
 int wg_loads(size_t per_block) {
-    return ring_loads<1, WGS, BN, store_epi<BN>>(per_block);
+    return ring_loads<MSUB, WGS, BN, store_epi<BN>>(per_block);
 }
 
 /* The same tiles (one consumer warpgroup) with A = rmsnorm(x + r) formed in
@@ -131,7 +136,8 @@ int cu_wgemm_shapes(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!wg_loads<1, 16>(per_block) || !wg_loads<1, 32>(per_block) || !wg_loads<2, 32>(per_block) ||
-        !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) || !wg_loads<2, 128>(per_block))
+        !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) ||
+        !wg_loads<2, 128>(per_block) || !wg_loads<2, 128, 2>(per_block))
         return 0;
     return encode_fn() ? WG_NSHAPES : 0;
 }
@@ -143,6 +149,10 @@ int cu_wgemm_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, store_epi<32>>(per_block) &&
            ring_norm_loads<64, store_epi<64>>(per_block) &&
            ring_norm_loads<128, store_epi<128>>(per_block);
+}
+
+int cu_wgemm_large(int shape) {
+    return shape >= 0 && shape < WG_NSHAPES && WG_SHAPES[shape].msub > 1;
 }
 
 const char *cu_wgemm_name(int shape) {
@@ -164,7 +174,8 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
     case 2: return wg_launch<2, 32>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 3: return wg_launch<1, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 4: return wg_launch<2, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    default: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    case 5: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    default: return wg_launch<2, 128, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     }
 }
 
