@@ -274,8 +274,8 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
  * nothing when the shape cannot take the call (alignment, widths): the
  * caller's cuBLASLt algorithm serves it then. */
 int cu_wgemm_shapes(const hrmt_model *m);
-/* 1: a large shape (128-row tiles), which the tuner tries at every row
- * count; the others only at few rows. */
+/* 1: a large shape (128-row tiles, or W resident), which the tuner tries
+ * at every row count; the others only at few rows. */
 int cu_wgemm_large(int shape);
 const char *cu_wgemm_name(int shape);
 hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k, const void *a,

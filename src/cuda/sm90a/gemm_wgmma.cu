@@ -11,11 +11,14 @@
  * model's bits never depend on which kernel serves a call.
  *
  * Shapes (WG_SHAPES): 64-row tiles of 16 to 128 columns, one consumer
- * warpgroup or two taking turns; and one large shape, 128 x 128 tiles with
- * two warpgroups taking turns (the fused gate_up's shape-0 loop), which the
- * tuner tries at every row count: at many rows cuBLASLt's tiles quantise
- * N = 512 badly (128 x 192: 2.67 column tiles) where 128 x 128 tiles fill
- * whole column tiles and ~5 tiles per SM at batch 256. */
+ * warpgroup or two taking turns; and large shapes, which the tuner tries at
+ * every row count: 128 x 128 tiles with two warpgroups taking turns (the
+ * fused gate_up's shape-0 loop), and, where K <= 512, the same tiles (or
+ * 64 x 128 over three warpgroups) with each CTA's 128-column W slice
+ * resident in shared memory (ring_wres.cuh, the fused gate_up's fastest
+ * loop at many rows), streaming only A. Why: at batch 256 cuBLASLt's
+ * o_proj (N = K = 512) ran at ~470 TFLOP/s, its 128 x 192 tiles 2.67 to
+ * N = 512, where 128-column tiles fill whole column tiles. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -24,6 +27,7 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
+#include "cuda/sm90a/ring_wres.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
@@ -68,11 +72,14 @@ struct store_epi {
 
 struct wg_shape {
     int msub, wgs, bn; /* msub: 64-row blocks a tile */
+    int wres;          /* W slice resident (ring_wres.cuh): K <= 64 WRES_KB */
     const char *name;
 };
 constexpr wg_shape WG_SHAPES[] = {
-    {1, 1, 16, "64x16"},   {1, 1, 32, "64x32"},     {1, 2, 32, "64x32x2"},   {1, 1, 64, "64x64"},
-    {1, 2, 64, "64x64x2"}, {1, 2, 128, "64x128x2"}, {2, 2, 128, "128x128x2"}};
+    {1, 1, 16, 0, "64x16"},      {1, 1, 32, 0, "64x32"},          {1, 2, 32, 0, "64x32x2"},
+    {1, 1, 64, 0, "64x64"},      {1, 2, 64, 0, "64x64x2"},        {1, 2, 128, 0, "64x128x2"},
+    {2, 2, 128, 0, "128x128x2"}, {2, 2, 128, 1, "wres128x128x2"}, {1, 3, 128, 1, "wres64x128x3"}};
+constexpr int WRES_KB = 8; /* the resident slice's k blocks at most: K <= 512 */
 constexpr int WG_NSHAPES = (int)(sizeof WG_SHAPES / sizeof WG_SHAPES[0]);
 
 template <int WGS, int BN, int MSUB = 1>
@@ -97,6 +104,34 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm");
     *done = 1;
     return cu_check(m->ctx, "cuda wgmma gemm");
+}
+
+/* The same tiles with each CTA's BN-column W slice resident
+ * (ring_wres.cuh): a contiguous run of tiles per CTA, column by column. */
+template <int WGS, int MSUB>
+hrmt_status wr_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                      size_t n, size_t k, const void *a, size_t lda, const void *w, void *c,
+                      size_t ldc, int *done) {
+    constexpr int BN = 128;
+    using E = store_epi<BN>;
+    using C = wres_cfg_for<MSUB, BN, WRES_KB, E, WGS>;
+    CUtensorMap ta, tw;
+    if (n % BN != 0 || k / BK > (size_t)WRES_KB || !encode(fn, &ta, a, rows, k, lda, C::BM) ||
+        !encode(fn, &tw, w, n, k, k, BN))
+        return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
+    cudaError_t e = wres_prepare<MSUB, BN, WRES_KB, E, WGS>();
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm (W resident): shared memory");
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
+    const size_t tiles = (rows + C::BM - 1) / C::BM * (n / BN);
+    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
+    typename E::args p{{(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
+    const typename wres_out<E>::map to{};
+    e = pdl_launch(ring_wres_kernel<MSUB, BN, WRES_KB, E, WGS>, dim3(grid), dim3(C::THREADS),
+                   C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm (W resident)");
+    *done = 1;
+    return cu_check(m->ctx, "cuda wgmma gemm (W resident)");
 }
 
 template <int WGS, int BN, int MSUB = 1>
@@ -137,7 +172,9 @@ int cu_wgemm_shapes(const hrmt_model *m) {
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!wg_loads<1, 16>(per_block) || !wg_loads<1, 32>(per_block) || !wg_loads<2, 32>(per_block) ||
         !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) ||
-        !wg_loads<2, 128>(per_block) || !wg_loads<2, 128, 2>(per_block))
+        !wg_loads<2, 128>(per_block) || !wg_loads<2, 128, 2>(per_block) ||
+        !wres_loads<2, 128, WRES_KB, store_epi<128>, 2>(per_block) ||
+        !wres_loads<1, 128, WRES_KB, store_epi<128>, 3>(per_block))
         return 0;
     return encode_fn() ? WG_NSHAPES : 0;
 }
@@ -152,7 +189,7 @@ int cu_wgemm_norm_applies(const hrmt_model *m) {
 }
 
 int cu_wgemm_large(int shape) {
-    return shape >= 0 && shape < WG_NSHAPES && WG_SHAPES[shape].msub > 1;
+    return shape >= 0 && shape < WG_NSHAPES && (WG_SHAPES[shape].msub > 1 || WG_SHAPES[shape].wres);
 }
 
 const char *cu_wgemm_name(int shape) {
@@ -175,7 +212,9 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
     case 3: return wg_launch<1, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 4: return wg_launch<2, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 5: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    default: return wg_launch<2, 128, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    case 6: return wg_launch<2, 128, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    case 7: return wr_launch<2, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    default: return wr_launch<3, 1>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     }
 }
 
