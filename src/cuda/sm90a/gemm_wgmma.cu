@@ -22,9 +22,12 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <type_traits>
+
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/act_tile_swizzle.h"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
 #include "cuda/sm90a/ring_wres.cuh"
@@ -70,15 +73,48 @@ struct store_epi {
     }
 };
 
+/* store_epi<128> for the W-resident kernel's three-warpgroup form with
+ * TMA stores (ring_wres.cuh's TMA_STORE path): each 64 x 128 tile staged in
+ * shared memory as two 64 x 64 boxes in the 128-byte swizzle, then two TMA
+ * stores; the same bytes. Why: the fused gate_up's same form took 114.7 ->
+ * 107.3 us a call at batch 256 (H100, session 44) over 4-byte stores. */
+struct store_epi_ts : store_epi<128> {
+    static constexpr int BOX_BYTES = 64 * 64 * 2, BOXES = 2, TILE_BYTES = BOXES * BOX_BYTES;
+    static constexpr int TILE_BUFS = 3;
+    static constexpr int EPI_SMEM = 1024 + TILE_BUFS * TILE_BYTES;
+    static constexpr bool TMA_STORE = true;
+    static __device__ __forceinline__ void epi_load(uint8_t *, int, int, const args &) {}
+    static __device__ __forceinline__ uint8_t *tile_buf(uint8_t *part, int cw) {
+        return (uint8_t *)(((uintptr_t)part + 1023) & ~(uintptr_t)1023) + cw * TILE_BYTES;
+    }
+    /* Rows past M are staged too: the store clips them. */
+    template <int MSUB>
+    static __device__ __forceinline__ void stage(float (&acc)[MSUB][64], int, int warp, int lane,
+                                                 const args &, const uint8_t *, uint8_t *buf) {
+        static_assert(MSUB == 1, "a 64-row tile a warpgroup");
+#ifdef HRMT_SM90A
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int r = warp * 16 + lane / 4 + 8 * hf;
+#pragma unroll
+            for (int i = 0; i < 16; i++)
+                sts_u32(buf + (i / 8) * BOX_BYTES + act_tile_offset(r, i % 8, lane & 3),
+                        rc::pack_bf16x2_arith(acc[0][4 * i + 2 * hf], acc[0][4 * i + 2 * hf + 1]));
+        }
+#endif
+    }
+};
+
 struct wg_shape {
     int msub, wgs, bn; /* msub: 64-row blocks a tile */
-    int wres;          /* W slice resident (ring_wres.cuh): K <= 64 WRES_KB */
+    int wres;          /* W slice resident (ring_wres.cuh, K <= 64 WRES_KB); 2: TMA-stored tiles */
     const char *name;
 };
-constexpr wg_shape WG_SHAPES[] = {
-    {1, 1, 16, 0, "64x16"},      {1, 1, 32, 0, "64x32"},          {1, 2, 32, 0, "64x32x2"},
-    {1, 1, 64, 0, "64x64"},      {1, 2, 64, 0, "64x64x2"},        {1, 2, 128, 0, "64x128x2"},
-    {2, 2, 128, 0, "128x128x2"}, {2, 2, 128, 1, "wres128x128x2"}, {1, 3, 128, 1, "wres64x128x3"}};
+constexpr wg_shape WG_SHAPES[] = {{1, 1, 16, 0, "64x16"},         {1, 1, 32, 0, "64x32"},
+                                  {1, 2, 32, 0, "64x32x2"},       {1, 1, 64, 0, "64x64"},
+                                  {1, 2, 64, 0, "64x64x2"},       {1, 2, 128, 0, "64x128x2"},
+                                  {2, 2, 128, 0, "128x128x2"},    {2, 2, 128, 1, "wres128x128x2"},
+                                  {1, 3, 128, 1, "wres64x128x3"}, {1, 3, 128, 2, "wres64x128x3ts"}};
 constexpr int WRES_KB = 8; /* the resident slice's k blocks at most: K <= 512 */
 constexpr int WG_NSHAPES = (int)(sizeof WG_SHAPES / sizeof WG_SHAPES[0]);
 
@@ -108,16 +144,18 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
 
 /* The same tiles with each CTA's BN-column W slice resident
  * (ring_wres.cuh): a contiguous run of tiles per CTA, column by column. */
-template <int WGS, int MSUB>
+template <int WGS, int MSUB, bool TS = false>
 hrmt_status wr_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                       size_t n, size_t k, const void *a, size_t lda, const void *w, void *c,
                       size_t ldc, int *done) {
     constexpr int BN = 128;
-    using E = store_epi<BN>;
+    using E = std::conditional_t<TS, store_epi_ts, store_epi<BN>>;
     using C = wres_cfg_for<MSUB, BN, WRES_KB, E, WGS>;
     CUtensorMap ta, tw;
-    if (n % BN != 0 || k / BK > (size_t)WRES_KB || !encode(fn, &ta, a, rows, k, lda, C::BM) ||
-        !encode(fn, &tw, w, n, k, k, BN))
+    typename wres_out<E>::map to{}; /* TS: C's map (64 x 64 boxes); else empty, unread */
+    bool mapped = encode(fn, &ta, a, rows, k, lda, C::BM) && encode(fn, &tw, w, n, k, k, BN);
+    if constexpr (TS) mapped = mapped && encode(fn, &to, c, rows, n, ldc, 64);
+    if (n % BN != 0 || k / BK > (size_t)WRES_KB || !mapped)
         return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
     cudaError_t e = wres_prepare<MSUB, BN, WRES_KB, E, WGS>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm (W resident): shared memory");
@@ -126,7 +164,6 @@ hrmt_status wr_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     const size_t tiles = (rows + C::BM - 1) / C::BM * (n / BN);
     const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
     typename E::args p{{(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
-    const typename wres_out<E>::map to{};
     e = pdl_launch(ring_wres_kernel<MSUB, BN, WRES_KB, E, WGS>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm (W resident)");
@@ -174,7 +211,8 @@ int cu_wgemm_shapes(const hrmt_model *m) {
         !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) ||
         !wg_loads<2, 128>(per_block) || !wg_loads<2, 128, 2>(per_block) ||
         !wres_loads<2, 128, WRES_KB, store_epi<128>, 2>(per_block) ||
-        !wres_loads<1, 128, WRES_KB, store_epi<128>, 3>(per_block))
+        !wres_loads<1, 128, WRES_KB, store_epi<128>, 3>(per_block) ||
+        !wres_loads<1, 128, WRES_KB, store_epi_ts, 3>(per_block))
         return 0;
     return encode_fn() ? WG_NSHAPES : 0;
 }
@@ -214,7 +252,8 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
     case 5: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 6: return wg_launch<2, 128, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 7: return wr_launch<2, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    default: return wr_launch<3, 1>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    case 8: return wr_launch<3, 1>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    default: return wr_launch<3, 1, true>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     }
 }
 
