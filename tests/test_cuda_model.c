@@ -625,8 +625,8 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
 }
 
 /* The shape counts of sm90a/gemm_wgmma.cu (its last four large: 128 x 128
- * tiles, and three W-resident forms at K <= 512) and sm90a/glu_wgmma.cu (its seventh, the W-resident
- * one, and its TMA-storing form at hidden <= 512). */
+ * tiles, and three W-resident forms at K <= 512) and sm90a/glu_wgmma.cu (its seventh, the
+ * W-resident one, and its TMA-storing form at hidden <= 512). */
 #define WGEMM_SHAPES 10
 #define GLU_SHAPES 8
 #define GLU_SHAPE_WRES 6
