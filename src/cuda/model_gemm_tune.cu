@@ -220,8 +220,8 @@ hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const ch
         }
     }
     /* The own narrow tiles, where few rows leave cuBLASLt's tiles short of
-     * SMs (own_ok), and the own large tiles at every row count unless
-     * HRMT_CUDA_WGEMM_LARGE=0. */
+     * SMs (own_ok), and the own large tiles at every row count where
+     * HRMT_CUDA_WGEMM_LARGE=1 (opt-in until run on a GPU). */
     const float best_lt = best;
     for (int i = 0; i < t->own_shapes; i++) {
         if (cu_wgemm_large(i) ? !cu_model(t->m)->wgemm_large : !own_ok) continue;
@@ -382,7 +382,7 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int fw = -1, fg = -1, exact = 1;
     TRY(cu_env_switch(m, "HRMT_CUDA_GEMM_TUNE_EXACT", 1, &exact));
-    TRY(cu_env_switch(m, "HRMT_CUDA_WGEMM_LARGE", 1, &g->wgemm_large));
+    TRY(cu_env_switch(m, "HRMT_CUDA_WGEMM_LARGE", 0, &g->wgemm_large));
     g->tune_exact = 0;
     TRY(forced_shape(m, "HRMT_CUDA_WGEMM_SHAPE", g->nlt ? cu_wgemm_shapes(m) : 0, &fw));
     TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes(m) : 0, &fg));
