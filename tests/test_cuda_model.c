@@ -624,10 +624,9 @@ static void shapes_equal_launches(const char *env, int count, int hidden, int he
     hrmt_context_destroy(ctx);
 }
 
-/* The shape counts of sm90a/gemm_wgmma.cu (its last four large: 128 x 128
- * tiles, and three W-resident forms at K <= 512) and sm90a/glu_wgmma.cu (its seventh, the
- * W-resident one, and its TMA-storing form at hidden <= 512). */
-#define WGEMM_SHAPES 10
+/* The shape counts of sm90a/gemm_wgmma.cu and sm90a/glu_wgmma.cu (its
+ * seventh, the W-resident one, and its TMA-storing form at hidden <= 512). */
+#define WGEMM_SHAPES 6
 #define GLU_SHAPES 8
 #define GLU_SHAPE_WRES 6
 #define GLU_SHAPE_WRES_TS 7
@@ -1695,7 +1694,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_WGEMM_LARGE"};
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

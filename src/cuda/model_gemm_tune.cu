@@ -219,12 +219,10 @@ hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const ch
             *algo = res[i].algo;
         }
     }
-    /* The own narrow tiles, where few rows leave cuBLASLt's tiles short of
-     * SMs (own_ok), and the own large tiles at every row count where
-     * HRMT_CUDA_WGEMM_LARGE=1 (opt-in until run on a GPU). */
+    /* The own narrow tiles, where few rows leave cuBLASLt's tiles short of SMs. */
     const float best_lt = best;
-    for (int i = 0; i < t->own_shapes; i++) {
-        if (cu_wgemm_large(i) ? !cu_model(t->m)->wgemm_large : !own_ok) continue;
+    const int shapes = own_ok ? t->own_shapes : 0;
+    for (int i = 0; i < shapes; i++) {
         auto cand = [&](uint64_t rows, void *c) { return run_own(t, sl, i, rows, c); };
         float us = 0.0f;
         TRY(checked_time(t, pinned, cand, M, row, &us));
@@ -382,7 +380,6 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int fw = -1, fg = -1, exact = 1;
     TRY(cu_env_switch(m, "HRMT_CUDA_GEMM_TUNE_EXACT", 1, &exact));
-    TRY(cu_env_switch(m, "HRMT_CUDA_WGEMM_LARGE", 0, &g->wgemm_large));
     g->tune_exact = 0;
     TRY(forced_shape(m, "HRMT_CUDA_WGEMM_SHAPE", g->nlt ? cu_wgemm_shapes(m) : 0, &fw));
     TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes(m) : 0, &fg));
@@ -458,11 +455,10 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     tune_ctx t;
     int skip = 0;
     hrmt_status s = tune_open(m, rows, &t, &skip);
-    /* The own narrow tiles where the buckets try them, the large ones at
-     * any rows; never for the gate_up GEMM when the fused MLP serves it
-     * (cu_gemm_tune's rule). */
+    /* The own narrow tiles where the buckets try them; never for the gate_up
+     * GEMM when the fused MLP serves it (cu_gemm_tune's rule). */
     const int own_ok = rows <= OWN_MAX_ROWS;
-    const int own_shapes = s == HRMT_OK && !skip ? cu_wgemm_shapes(m) : 0;
+    const int own_shapes = s == HRMT_OK && !skip && own_ok ? cu_wgemm_shapes(m) : 0;
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
         t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
         s = tune_m(&t, &g->lt[i], rows, own_ok, "=", &p.algo[i], &p.own[i]);

@@ -87,7 +87,6 @@ struct hrmt_model_cuda {
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
     int profile_steps; /* HRMT_CUDA_PROFILE_STEPS: each step's device work in a profiler range */
     int tune_exact;    /* the step's own M tuned (cu_gemm_tune_rows) */
-    int wgemm_large;   /* the tuner tries the own large tiles at any M (HRMT_CUDA_WGEMM_LARGE) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
     int pnorm;      /* HRMT_CUDA_FUSED_NORM: clusters of the projection + norm kernel */
@@ -274,9 +273,6 @@ hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void
  * nothing when the shape cannot take the call (alignment, widths): the
  * caller's cuBLASLt algorithm serves it then. */
 int cu_wgemm_shapes(const hrmt_model *m);
-/* 1: a large shape (128-row tiles, or W resident), which the tuner tries
- * at every row count; the others only at few rows. */
-int cu_wgemm_large(int shape);
 const char *cu_wgemm_name(int shape);
 hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size_t k, const void *a,
                      size_t lda, const void *w, void *c, size_t ldc, int *done);

@@ -11,26 +11,15 @@
  * model's bits never depend on which kernel serves a call.
  *
  * Shapes (WG_SHAPES): 64-row tiles of 16 to 128 columns, one consumer
- * warpgroup or two taking turns; and large shapes, which the tuner tries at
- * every row count: 128 x 128 tiles with two warpgroups taking turns (the
- * fused gate_up's shape-0 loop), and, where K <= 512, the same tiles (or
- * 64 x 128 over three warpgroups) with each CTA's 128-column W slice
- * resident in shared memory (ring_wres.cuh, the fused gate_up's fastest
- * loop at many rows), streaming only A. Why: at batch 256 cuBLASLt's
- * o_proj (N = K = 512) ran at ~470 TFLOP/s, its 128 x 192 tiles 2.67 to
- * N = 512, where 128-column tiles fill whole column tiles. */
+ * warpgroup or two taking turns. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
-
-#include <type_traits>
 
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
 #include "cuda/rowops_common.cuh"
-#include "cuda/sm90a/act_tile_swizzle.h"
 #include "cuda/sm90a/ring_gemm.cuh"
 #include "cuda/sm90a/ring_norm_gemm.cuh"
-#include "cuda/sm90a/ring_wres.cuh"
 
 namespace rc = hrmt_rowops_cuda;
 
@@ -73,61 +62,24 @@ struct store_epi {
     }
 };
 
-/* store_epi<128> for the W-resident kernel's three-warpgroup form with
- * TMA stores (ring_wres.cuh's TMA_STORE path): each 64 x 128 tile staged in
- * shared memory as two 64 x 64 boxes in the 128-byte swizzle, then two TMA
- * stores; the same bytes. Why: the fused gate_up's same form took 114.7 ->
- * 107.3 us a call at batch 256 (H100, session 44) over 4-byte stores. */
-struct store_epi_ts : store_epi<128> {
-    static constexpr int BOX_BYTES = 64 * 64 * 2, BOXES = 2, TILE_BYTES = BOXES * BOX_BYTES;
-    static constexpr int TILE_BUFS = 3;
-    static constexpr int EPI_SMEM = 1024 + TILE_BUFS * TILE_BYTES;
-    static constexpr bool TMA_STORE = true;
-    static __device__ __forceinline__ void epi_load(uint8_t *, int, int, const args &) {}
-    static __device__ __forceinline__ uint8_t *tile_buf(uint8_t *part, int cw) {
-        return (uint8_t *)(((uintptr_t)part + 1023) & ~(uintptr_t)1023) + cw * TILE_BYTES;
-    }
-    /* Rows past M are staged too: the store clips them. */
-    template <int MSUB>
-    static __device__ __forceinline__ void stage(float (&acc)[MSUB][64], int, int warp, int lane,
-                                                 const args &, const uint8_t *, uint8_t *buf) {
-        static_assert(MSUB == 1, "a 64-row tile a warpgroup");
-#ifdef HRMT_SM90A
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int r = warp * 16 + lane / 4 + 8 * hf;
-#pragma unroll
-            for (int i = 0; i < 16; i++)
-                sts_u32(buf + (i / 8) * BOX_BYTES + act_tile_offset(r, i % 8, lane & 3),
-                        rc::pack_bf16x2_arith(acc[0][4 * i + 2 * hf], acc[0][4 * i + 2 * hf + 1]));
-        }
-#endif
-    }
-};
-
 struct wg_shape {
-    int msub, wgs, bn; /* msub: 64-row blocks a tile */
-    int wres;          /* W slice resident (ring_wres.cuh, K <= 64 WRES_KB); 2: TMA-stored tiles */
+    int wgs, bn;
     const char *name;
 };
-constexpr wg_shape WG_SHAPES[] = {{1, 1, 16, 0, "64x16"},         {1, 1, 32, 0, "64x32"},
-                                  {1, 2, 32, 0, "64x32x2"},       {1, 1, 64, 0, "64x64"},
-                                  {1, 2, 64, 0, "64x64x2"},       {1, 2, 128, 0, "64x128x2"},
-                                  {2, 2, 128, 0, "128x128x2"},    {2, 2, 128, 1, "wres128x128x2"},
-                                  {1, 3, 128, 1, "wres64x128x3"}, {1, 3, 128, 2, "wres64x128x3ts"}};
-constexpr int WRES_KB = 8; /* the resident slice's k blocks at most: K <= 512 */
+constexpr wg_shape WG_SHAPES[] = {{1, 16, "64x16"}, {1, 32, "64x32"},   {2, 32, "64x32x2"},
+                                  {1, 64, "64x64"}, {2, 64, "64x64x2"}, {2, 128, "64x128x2"}};
 constexpr int WG_NSHAPES = (int)(sizeof WG_SHAPES / sizeof WG_SHAPES[0]);
 
-template <int WGS, int BN, int MSUB = 1>
+template <int WGS, int BN>
 hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                       size_t n, size_t k, const void *a, size_t lda, const void *w, void *c,
                       size_t ldc, int *done) {
-    using C = ring_cfg<MSUB, WGS, BN>;
+    using C = ring_cfg<1, WGS, BN>;
     CUtensorMap ta, tw;
     if (n % BN != 0 || !encode(fn, &ta, a, rows, k, lda, C::BM) || !encode(fn, &tw, w, n, k, k, BN))
         return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
-    auto kern = ring_gemm_kernel<MSUB, WGS, BN, store_epi<BN>>;
-    cudaError_t e = ring_prepare<MSUB, WGS, BN, store_epi<BN>>();
+    auto kern = ring_gemm_kernel<1, WGS, BN, store_epi<BN>>;
+    cudaError_t e = ring_prepare<1, WGS, BN, store_epi<BN>>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -142,38 +94,9 @@ hrmt_status wg_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
     return cu_check(m->ctx, "cuda wgmma gemm");
 }
 
-/* The same tiles with each CTA's BN-column W slice resident
- * (ring_wres.cuh): a contiguous run of tiles per CTA, column by column. */
-template <int WGS, int MSUB, bool TS = false>
-hrmt_status wr_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                      size_t n, size_t k, const void *a, size_t lda, const void *w, void *c,
-                      size_t ldc, int *done) {
-    constexpr int BN = 128;
-    using E = std::conditional_t<TS, store_epi_ts, store_epi<BN>>;
-    using C = wres_cfg_for<MSUB, BN, WRES_KB, E, WGS>;
-    CUtensorMap ta, tw;
-    typename wres_out<E>::map to{}; /* TS: C's map (64 x 64 boxes); else empty, unread */
-    bool mapped = encode(fn, &ta, a, rows, k, lda, C::BM) && encode(fn, &tw, w, n, k, k, BN);
-    if constexpr (TS) mapped = mapped && encode(fn, &to, c, rows, n, ldc, 64);
-    if (n % BN != 0 || k / BK > (size_t)WRES_KB || !mapped)
-        return HRMT_OK; /* *done stays 0: the caller's cuBLASLt algorithm serves */
-    cudaError_t e = wres_prepare<MSUB, BN, WRES_KB, E, WGS>();
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm (W resident): shared memory");
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t tiles = (rows + C::BM - 1) / C::BM * (n / BN);
-    const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
-    typename E::args p{{(int)rows, (int)(n / BN), (int)(k / BK)}, (uint16_t *)c, (int)ldc};
-    e = pdl_launch(ring_wres_kernel<MSUB, BN, WRES_KB, E, WGS>, dim3(grid), dim3(C::THREADS),
-                   C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda wgmma gemm (W resident)");
-    *done = 1;
-    return cu_check(m->ctx, "cuda wgmma gemm (W resident)");
-}
-
-template <int WGS, int BN, int MSUB = 1>
+template <int WGS, int BN>
 int wg_loads(size_t per_block) {
-    return ring_loads<MSUB, WGS, BN, store_epi<BN>>(per_block);
+    return ring_loads<1, WGS, BN, store_epi<BN>>(per_block);
 }
 
 /* The same tiles (one consumer warpgroup) with A = rmsnorm(x + r) formed in
@@ -208,11 +131,7 @@ int cu_wgemm_shapes(const hrmt_model *m) {
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
     if (!wg_loads<1, 16>(per_block) || !wg_loads<1, 32>(per_block) || !wg_loads<2, 32>(per_block) ||
-        !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) ||
-        !wg_loads<2, 128>(per_block) || !wg_loads<2, 128, 2>(per_block) ||
-        !wres_loads<2, 128, WRES_KB, store_epi<128>, 2>(per_block) ||
-        !wres_loads<1, 128, WRES_KB, store_epi<128>, 3>(per_block) ||
-        !wres_loads<1, 128, WRES_KB, store_epi_ts, 3>(per_block))
+        !wg_loads<1, 64>(per_block) || !wg_loads<2, 64>(per_block) || !wg_loads<2, 128>(per_block))
         return 0;
     return encode_fn() ? WG_NSHAPES : 0;
 }
@@ -224,10 +143,6 @@ int cu_wgemm_norm_applies(const hrmt_model *m) {
            ring_norm_loads<32, store_epi<32>>(per_block) &&
            ring_norm_loads<64, store_epi<64>>(per_block) &&
            ring_norm_loads<128, store_epi<128>>(per_block);
-}
-
-int cu_wgemm_large(int shape) {
-    return shape >= 0 && shape < WG_NSHAPES && (WG_SHAPES[shape].msub > 1 || WG_SHAPES[shape].wres);
 }
 
 const char *cu_wgemm_name(int shape) {
@@ -249,11 +164,7 @@ hrmt_status cu_wgemm(const hrmt_model *m, int shape, size_t rows, size_t n, size
     case 2: return wg_launch<2, 32>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 3: return wg_launch<1, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     case 4: return wg_launch<2, 64>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    case 5: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    case 6: return wg_launch<2, 128, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    case 7: return wr_launch<2, 2>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    case 8: return wr_launch<3, 1>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
-    default: return wr_launch<3, 1, true>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
+    default: return wg_launch<2, 128>(m, fn, rows, n, k, a, lda, w, c, ldc, done);
     }
 }
 

@@ -96,17 +96,6 @@ struct tma_store_of<E, decltype((void)E::TMA_STORE)> {
     static constexpr bool value = E::TMA_STORE;
 };
 
-/* How many 64-column boxes E's staged tile is stored as (E::BOXES, one by
- * default): box b's BOX_BYTES at buf + b BOX_BYTES, to columns n0 + 64 b. */
-template <class E, class = void>
-struct tma_boxes_of {
-    static constexpr int value = 1, bytes = 0;
-};
-template <class E>
-struct tma_boxes_of<E, decltype((void)E::BOXES)> {
-    static constexpr int value = E::BOXES, bytes = E::BOX_BYTES;
-};
-
 /* The type of ring_wres_kernel's last parameter: the output's tensor map
  * for a TMA-storing policy, an empty struct for the others (last and
  * unread, so that their kernels' code stays as it was without it). */
@@ -261,9 +250,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
             fence_async_smem();
             asm volatile("bar.sync %0, 128;" ::"r"(4 + cw) : "memory");
             if (threadIdx.x % 128 == 0) {
-#pragma unroll
-                for (int b = 0; b < tma_boxes_of<E>::value; b++)
-                    tma_store(&tm_o, buf + b * tma_boxes_of<E>::bytes, n0 + 64 * b, m0);
+                tma_store(&tm_o, buf, n0, m0);
                 bulk_commit();
             }
         } else {
