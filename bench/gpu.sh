@@ -47,8 +47,8 @@ left() { echo $((budget - ($(date +%s) - t0))); }
 # tool instead of the defaults below (e.g. one new kernel's small test);
 # HRMT_GPU_SAN_BENCH_BATCHES: the batches of the `hrmt bench` runs each tool
 # checks first (default 1,2,8; empty: none), one run a batch, each bounded
-# by HRMT_GPU_SAN_BENCH_S (150; the test binaries' runs by
-# HRMT_GPU_SAN_TIMEOUT, 90).
+# by HRMT_GPU_SAN_BENCH_S (150) or by the budget left past 30 s when less
+# (the test binaries' runs by HRMT_GPU_SAN_TIMEOUT, 90).
 # HRMT_GPU_CMAKE_ARGS: extra configure arguments; HRMT_GPU_TARGETS: build only
 # these targets (space-separated) instead of everything.
 skip() { case " ${HRMT_GPU_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -334,16 +334,22 @@ elif [ $build_rc -eq 0 ] && command -v compute-sanitizer >/dev/null; then
     IFS=, read -r -a sbatches <<<"$san_bench_batches"
     for sb in "${sbatches[@]}"; do
       [ -x "$build/hrmt" ] || break
-      if [ "$(left)" -lt $((san_bench_s + 30)) ]; then
-        echo "### hrmt bench --batch-sizes $sb: skipped, out of time" >>"$out/$tool.log"
+      # The run's limit: HRMT_GPU_SAN_BENCH_S, or what the budget has left
+      # past a 30 s margin when that is less (a 210 s budget with a 180 s
+      # limit once skipped the run for want of 2 s); skipped below 30 s.
+      lim=$(($(left) - 30))
+      [ "$lim" -gt "$san_bench_s" ] && lim=$san_bench_s
+      if [ "$lim" -lt 30 ]; then
+        echo "### hrmt bench --batch-sizes $sb: skipped, out of time ($(left) s left, 60 needed)" \
+          >>"$out/$tool.log"
         san_fold 124
         continue
       fi
-      echo "### hrmt bench --batch-sizes $sb" >>"$out/$tool.log"
+      echo "### hrmt bench --batch-sizes $sb (limit ${lim} s)" >>"$out/$tool.log"
       extra=""
       [ "$tool" = memcheck ] && extra="--leak-check full"
       # Its success: the latency table printed after every run.
-      san_run "$san_bench_s" 'median ms' "$build/hrmt" bench --backend cuda --mode compare \
+      san_run "$lim" 'median ms' "$build/hrmt" bench --backend cuda --mode compare \
         --batch-sizes "$sb" --warmup 0 --iterations 1
       san_fold $rc
     done
