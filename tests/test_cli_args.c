@@ -208,6 +208,8 @@ Test(cli_bench_opts, every_flag_is_read) {
                     "0",
                     "--iterations",
                     "7",
+                    "--rounds",
+                    "3",
                     "--threads",
                     "2",
                     "--backend",
@@ -231,6 +233,7 @@ Test(cli_bench_opts, every_flag_is_read) {
     cr_expect_float_eq(o.expansion, 2.5, 0);
     cr_expect(o.H_cycles == 3 && o.L_cycles == 5 && o.H_layers == 1 && o.L_layers == 2);
     cr_expect(o.dtype == HRMT_F32 && o.warmup == 0 && o.iterations == 7 && o.threads == 2);
+    cr_expect_eq(o.rounds, 3);
     cr_expect_eq(o.backend, HRMT_BACKEND_CUDA);
     cr_expect_str_eq(o.model_path, "m.safetensors");
     cr_expect_str_eq(o.config_path, "a.json");
@@ -244,7 +247,7 @@ Test(cli_bench_opts, every_flag_is_read) {
 Test(cli_bench_opts, every_bad_value_names_its_flag) {
     static const char *const positive_flags[] = {"--hidden-size", "--num-heads", "--H-cycles",
                                                  "--L-cycles",    "--H-layers",  "--L-layers",
-                                                 "--iterations",  "--threads"};
+                                                 "--iterations",  "--threads",   "--rounds"};
     static const char *const bad_ints[] = {
         "0", "-1", "abc", "12x", "", "1.5", "99999999999999999999", " 3"};
     cli_bench_opts o;
@@ -285,6 +288,19 @@ Test(cli_bench_opts, every_bad_value_names_its_flag) {
                      "%s '%s' accepted", choice[i].flag, choice[i].value);
         cr_expect(strstr(err, choice[i].flag) == err, "%s", err);
     }
+}
+
+/* Every timed step's times are kept: rounds x iterations is bounded, with
+ * the message on --rounds; one round is the default. */
+Test(cli_bench_opts, rounds_times_iterations_is_bounded) {
+    cli_bench_opts o;
+    cr_assert_eq(bench_parse(&o, NULL, NULL, NULL, NULL), 0, "%s", err);
+    cr_expect_eq(o.rounds, 1);
+    cr_expect_eq(bench_parse(&o, "--rounds", "1000", "--iterations", "1000"), 0, "%s", err);
+    cr_expect_eq(bench_parse(&o, "--rounds", "1000", "--iterations", "1001"), -1);
+    cr_expect(strstr(err, "--rounds") == err, "%s", err);
+    cr_expect_eq(bench_parse(&o, "--rounds", "1001", NULL, NULL), -1);
+    cr_expect(strstr(err, "--rounds") == err, "%s", err);
 }
 
 Test(cli_bench_opts, hidden_must_divide_by_heads) {

@@ -70,6 +70,55 @@ static void check_stats(const cJSON *row, const char *key) {
     cr_expect(sd >= 0 && sd <= mx - mn, "%s.std %g within [0, max-min]", key, sd);
 }
 
+/* --rounds: a row per (batch, schedule) over all rounds, and each
+ * schedule's tier statistics its own although the schedules' runs
+ * alternate: the baseline keeps nothing in the SRAM tier and moves nothing
+ * between tiers, the tiered schedule does both. */
+Test(cli_bench, compare_rounds_keep_each_schedules_tier_stats) {
+    char path[256];
+    temp_path(path, sizeof path, ".json");
+    char args[512], *out;
+    snprintf(args, sizeof args,
+             "bench --mode compare --rounds 3 --batch-sizes 1,2 --seq-lens 33 --iterations 2 "
+             "--warmup 1 --hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --quiet "
+             "--output %s",
+             path);
+    int rc = run_hrmt(args, &out);
+    cr_assert_eq(rc, 0, "hrmt bench failed (%d):\n%s", rc, out);
+    cr_expect(strstr(out, "byte-identical"), "%s", out);
+    free(out);
+    char *text = read_file(path);
+    unlink(path);
+    cJSON *arr = cJSON_Parse(text);
+    cr_assert(cJSON_IsArray(arr), "not a JSON array:\n%s", text);
+    cr_assert_eq(cJSON_GetArraySize(arr), 4);
+    const cJSON *row;
+    int tiered_rows = 0;
+    cJSON_ArrayForEach(row, arr) {
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(row, "mode");
+        cr_assert(cJSON_IsString(mode));
+        const int tiered = !strcmp(mode->valuestring, "tiered");
+        tiered_rows += tiered;
+        check_stats(row, "total_inference_latency_ms");
+        if (tiered) {
+            cr_expect(num(row, "sram_peak_mb") > 0, "tiered sram_peak_mb %g",
+                      num(row, "sram_peak_mb"));
+            cr_expect(num(row, "sram_hit_rate") > 0, "tiered hit rate %g",
+                      num(row, "sram_hit_rate"));
+            cr_expect(num(row, "speedup_vs_baseline") > 0);
+        } else {
+            cr_expect_eq(num(row, "sram_peak_mb"), 0, "baseline sram_peak_mb %g",
+                         num(row, "sram_peak_mb"));
+            cr_expect_eq(num(row, "sram_hit_rate"), 0);
+            cr_expect_eq(num(row, "h_l_transfer_mean_us"), 0);
+            cr_expect_eq(num(row, "l_h_transfer_mean_us"), 0);
+        }
+    }
+    cr_expect_eq(tiered_rows, 2);
+    cJSON_Delete(arr);
+    free(text);
+}
+
 Test(cli_bench, compare_run_writes_every_field) {
     char path[256];
     temp_path(path, sizeof path, ".json");

@@ -15,6 +15,7 @@
 #define MAX_HIDDEN 65536
 #define MAX_DEPTH 1024
 #define MAX_ITER 1000000
+#define MAX_ROUNDS 1000
 
 static const char *const g_mode_names[] = {"tiered", "baseline", "compare"};
 static const char *const g_dtype_names[] = {"f32", "bf16"};
@@ -35,6 +36,7 @@ void cli_bench_opts_default(cli_bench_opts *o) {
     o->dtype = -1;
     o->warmup = 2;
     o->iterations = 10;
+    o->rounds = 1;
     o->backend = HRMT_BACKEND_CPU;
 }
 
@@ -55,6 +57,9 @@ void cli_bench_usage(FILE *f) {
             "  --dtype bf16|f32                 forward dtype (bf16)\n"
             "  --warmup N                       untimed steps first; 0 allowed (2)\n"
             "  --iterations N                   timed steps (10)\n"
+            "  --rounds N                       runs of each schedule, each with its own warm-up\n"
+            "                                   and --iterations steps, one row over all (1);\n"
+            "                                   compare mode alternates which goes first\n"
             "  --threads N                      OpenMP threads (default: all)\n"
             "  --backend cpu|cuda               compute backend (HRMT_BACKEND, else cpu)\n"
             "  --model FILE                     safetensors model instead of the built-in one\n"
@@ -79,6 +84,7 @@ enum {
     OPT_DTYPE,
     OPT_WARMUP,
     OPT_ITER,
+    OPT_ROUNDS,
     OPT_THREADS,
     OPT_BACKEND,
     OPT_MODEL,
@@ -99,6 +105,7 @@ static const struct option g_long_opts[] = {{"mode", required_argument, NULL, OP
                                             {"dtype", required_argument, NULL, OPT_DTYPE},
                                             {"warmup", required_argument, NULL, OPT_WARMUP},
                                             {"iterations", required_argument, NULL, OPT_ITER},
+                                            {"rounds", required_argument, NULL, OPT_ROUNDS},
                                             {"threads", required_argument, NULL, OPT_THREADS},
                                             {"backend", required_argument, NULL, OPT_BACKEND},
                                             {"model", required_argument, NULL, OPT_MODEL},
@@ -162,6 +169,9 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
         case OPT_ITER:
             r = cli_parse_int(fl, optarg, 1, MAX_ITER, &o->iterations, err, errlen);
             break;
+        case OPT_ROUNDS:
+            r = cli_parse_int(fl, optarg, 1, MAX_ROUNDS, &o->rounds, err, errlen);
+            break;
         case OPT_THREADS: r = cli_parse_int(fl, optarg, 1, 4096, &o->threads, err, errlen); break;
         case OPT_BACKEND: r = cli_parse_backend(fl, optarg, &o->backend, err, errlen); break;
         case OPT_MODEL: r = cli_parse_path(fl, optarg, &o->model_path, err, errlen); break;
@@ -175,6 +185,11 @@ int cli_bench_opts_parse(int argc, char **argv, cli_bench_opts *o, char *err, si
         if (r) return -1;
     }
     if (cli_getopt_leftover(argc, argv, err, errlen)) return -1;
+    /* Every timed step's times are kept: bound the samples, not each flag. */
+    if ((long long)o->rounds * o->iterations > MAX_ITER)
+        return cli_arg_error(err, errlen, "--rounds",
+                             "%d rounds of %d --iterations exceed %d timed steps", o->rounds,
+                             o->iterations, MAX_ITER);
     if (o->hidden_size && o->num_heads && o->hidden_size % o->num_heads)
         return cli_arg_error(err, errlen, "--hidden-size", "%d is not divisible by --num-heads %d",
                              o->hidden_size, o->num_heads);

@@ -27,6 +27,7 @@ typedef struct cli_bench_opts {
     double expansion;
     int dtype; /* -1 or a hrmt_dtype */
     int warmup, iterations;
+    int rounds;  /* runs per schedule (--rounds); compare mode alternates the order */
     int threads; /* 0: OpenMP default */
     hrmt_backend_kind backend;
     const char *model_path, *config_path, *output_path;

@@ -183,79 +183,143 @@ static hrmt_status step(hrmt_model *m, hrmt_carry *carry, hrmt_schedule sched, s
 
 /* ---- timing ----------------------------------------------------------------- */
 
-hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
-                           int warmup, int iterations, const cli_bench_machine *mach,
-                           cli_progress *bar, cli_bench_row *row) {
+hrmt_status cli_bench_acc_init(hrmt_context *ctx, cli_bench_acc *a, hrmt_schedule schedule,
+                               size_t samples) {
+    memset(a, 0, sizeof *a);
+    a->schedule = schedule;
+    a->l_us = malloc(samples * sizeof *a->l_us);
+    a->h_us = malloc(samples * sizeof *a->h_us);
+    a->t_ms = malloc(samples * sizeof *a->t_ms);
+    if (!a->l_us || !a->h_us || !a->t_ms) {
+        cli_bench_acc_free(a);
+        return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
+                         "no memory for the timings of %zu steps; use fewer --iterations or "
+                         "--rounds",
+                         samples);
+    }
+    a->cap = samples;
+    return HRMT_OK;
+}
+
+void cli_bench_acc_free(cli_bench_acc *a) {
+    free(a->l_us);
+    free(a->h_us);
+    free(a->t_ms);
+    a->l_us = a->h_us = a->t_ms = NULL;
+    a->n = a->cap = 0;
+}
+
+/* The run's tier statistics added to a's. */
+static hrmt_status add_tier_stats(hrmt_tiers *tiers, cli_bench_acc *a) {
+    hrmt_tier_stats sram, dram;
+    hrmt_status s = hrmt_tiers_stats(tiers, HRMT_TIER_SRAM, &sram);
+    if (s == HRMT_OK) s = hrmt_tiers_stats(tiers, HRMT_TIER_DRAM, &dram);
+    if (s != HRMT_OK) return s;
+    if (sram.peak_alloc_bytes > a->sram_peak) a->sram_peak = sram.peak_alloc_bytes;
+    if (dram.peak_alloc_bytes > a->dram_peak) a->dram_peak = dram.peak_alloc_bytes;
+    a->sram_transfers += sram.num_transfers;
+    a->sram_transfer_us += sram.total_transfer_us;
+    a->dram_transfers += dram.num_transfers;
+    a->dram_transfer_us += dram.total_transfer_us;
+    a->hits += sram.hit_count;
+    a->misses += sram.miss_count;
+    return HRMT_OK;
+}
+
+static void add_gemm_trace(hrmt_gemm_trace_sums *to, const hrmt_gemm_trace_sums *x) {
+    to->calls += x->calls;
+    to->thread_slots += x->thread_slots;
+    to->units += x->units;
+    to->wall_us += x->wall_us;
+    to->wake_us += x->wake_us;
+    to->pack_us += x->pack_us;
+    to->busy_us += x->busy_us;
+    to->tail_us += x->tail_us;
+    to->spread_us += x->spread_us;
+}
+
+hrmt_status cli_bench_run(hrmt_context *ctx, hrmt_model *m, int batch, int warmup, int iterations,
+                          cli_progress *bar, cli_bench_acc *a) {
     hrmt_tiers *tiers = hrmt_context_tiers(ctx);
     const hrmt_model_config *cfg = hrmt_model_get_config(m);
-    size_t n = (size_t)iterations;
-    double *l_us = malloc(n * sizeof *l_us), *h_us = malloc(n * sizeof *h_us);
-    double *t_ms = malloc(n * sizeof *t_ms);
+    if (iterations < 1 || (size_t)iterations > a->cap - a->n)
+        return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG,
+                         "bench: %d more timed steps do not fit the %zu left", iterations,
+                         a->cap - a->n);
     step_io io;
     hrmt_carry *carry = NULL;
     hrmt_status s = io_alloc(ctx, m, batch, 0, &io);
-    if (s == HRMT_OK && (!l_us || !h_us || !t_ms)) {
-        (void)hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY,
-                        "no memory for the timings of %d iterations; use fewer --iterations",
-                        iterations);
-        s = HRMT_ERR_OUT_OF_MEMORY;
-    }
     if (s == HRMT_OK) s = hrmt_carry_create(m, batch, &carry);
     if (s != HRMT_OK) goto done;
 
     char label[64];
     snprintf(label, sizeof label, "%s b=%d s=%d",
-             schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", batch, cfg->seq_len);
+             a->schedule == HRMT_SCHEDULE_TIERED ? "tiered" : "baseline", batch, cfg->seq_len);
     for (int i = 0; i < warmup; i++) {
-        if ((s = step(m, carry, schedule, &io, NULL)) != HRMT_OK) goto done;
+        if ((s = step(m, carry, a->schedule, &io, NULL)) != HRMT_OK) goto done;
         cli_progress_advance(bar, 1, label);
     }
     hrmt_tiers_reset_stats(tiers);
     (void)hrmt_gemm_trace_read(ctx, NULL, 1);
-    double level_us = 0.0, wall_us = 0.0, part_us[HRMT_PART_COUNT] = {0};
-    for (size_t i = 0; i < n; i++) {
+    for (int i = 0; i < iterations; i++) {
         hrmt_step_timing tm;
         memset(&tm, 0, sizeof tm);
         double t0 = now_us();
-        if ((s = step(m, carry, schedule, &io, &tm)) != HRMT_OK) goto done;
+        if ((s = step(m, carry, a->schedule, &io, &tm)) != HRMT_OK) goto done;
         double wall = now_us() - t0;
-        l_us[i] = tm.l_level_calls ? tm.l_level_us_total / tm.l_level_calls : 0.0;
-        h_us[i] = tm.h_level_calls ? tm.h_level_us_total / tm.h_level_calls : 0.0;
-        t_ms[i] = wall / 1e3;
-        level_us += tm.l_level_us_total + tm.h_level_us_total;
-        for (int p = 0; p < HRMT_PART_COUNT; p++) part_us[p] += tm.part_us[p];
-        wall_us += wall;
+        a->l_us[a->n] = tm.l_level_calls ? tm.l_level_us_total / tm.l_level_calls : 0.0;
+        a->h_us[a->n] = tm.h_level_calls ? tm.h_level_us_total / tm.h_level_calls : 0.0;
+        a->t_ms[a->n] = wall / 1e3;
+        a->n++;
+        a->level_us += tm.l_level_us_total + tm.h_level_us_total;
+        for (int p = 0; p < HRMT_PART_COUNT; p++) a->part_us[p] += tm.part_us[p];
+        a->wall_us += wall;
         cli_progress_advance(bar, 1, label);
     }
+    if ((s = add_tier_stats(tiers, a)) != HRMT_OK) goto done;
+    hrmt_gemm_trace_sums g;
+    if (hrmt_gemm_trace_read(ctx, &g, 1)) {
+        a->has_gemm_trace = 1;
+        add_gemm_trace(&a->gemm_trace, &g);
+    }
+done:
+    hrmt_carry_destroy(carry);
+    io_free(&io);
+    return s;
+}
 
-    hrmt_tier_stats sram, dram;
-    if ((s = hrmt_tiers_stats(tiers, HRMT_TIER_SRAM, &sram)) != HRMT_OK ||
-        (s = hrmt_tiers_stats(tiers, HRMT_TIER_DRAM, &dram)) != HRMT_OK)
-        goto done;
+hrmt_status cli_bench_row_of(hrmt_context *ctx, hrmt_model *m, int batch,
+                             const cli_bench_machine *mach, const cli_bench_acc *a,
+                             cli_bench_row *row) {
+    const hrmt_model_config *cfg = hrmt_model_get_config(m);
+    const size_t n = a->n;
     cli_bench_row r;
     memset(&r, 0, sizeof r);
-    r.mode = schedule == HRMT_SCHEDULE_TIERED ? CLI_MODE_TIERED : CLI_MODE_BASELINE;
+    r.mode = a->schedule == HRMT_SCHEDULE_TIERED ? CLI_MODE_TIERED : CLI_MODE_BASELINE;
     r.batch_size = batch;
     r.seq_len = cfg->seq_len;
-    if (cli_stats_compute(l_us, n, &r.l_level_latency_us) ||
-        cli_stats_compute(h_us, n, &r.h_level_latency_us) ||
-        cli_stats_compute(t_ms, n, &r.total_inference_latency_ms)) {
-        s = hrmt_fail(ctx, HRMT_ERR_NONFINITE, "timings are not finite");
-        goto done;
-    }
+    if (n == 0 || cli_stats_compute(a->l_us, n, &r.l_level_latency_us) ||
+        cli_stats_compute(a->h_us, n, &r.h_level_latency_us) ||
+        cli_stats_compute(a->t_ms, n, &r.total_inference_latency_ms))
+        return hrmt_fail(ctx, HRMT_ERR_NONFINITE, "timings are not finite");
     const double mb = 1.0 / (1024.0 * 1024.0);
     r.h_over_l_latency_ratio =
         r.l_level_latency_us.mean > 0 ? r.h_level_latency_us.mean / r.l_level_latency_us.mean : 0.0;
-    r.sram_peak_mb = (double)sram.peak_alloc_bytes * mb;
-    r.dram_peak_mb = (double)dram.peak_alloc_bytes * mb;
+    r.sram_peak_mb = (double)a->sram_peak * mb;
+    r.dram_peak_mb = (double)a->dram_peak * mb;
     r.total_memory_mb = r.sram_peak_mb + r.dram_peak_mb;
-    r.h_l_transfer_mean_us = dram.mean_transfer_us;
-    r.l_h_transfer_mean_us = sram.mean_transfer_us;
-    r.sram_hit_rate = sram.hit_rate;
-    r.memory_efficiency = wall_us > 0 ? level_us / wall_us : 0.0;
+    /* The tier manager's means over every run: transfers out of DRAM
+     * (H -> L) and out of SRAM (L -> H). */
+    r.h_l_transfer_mean_us =
+        a->dram_transfers ? a->dram_transfer_us / (double)a->dram_transfers : 0;
+    r.l_h_transfer_mean_us =
+        a->sram_transfers ? a->sram_transfer_us / (double)a->sram_transfers : 0;
+    r.sram_hit_rate = a->hits + a->misses ? (double)a->hits / (double)(a->hits + a->misses) : 0.0;
+    r.memory_efficiency = a->wall_us > 0 ? a->level_us / a->wall_us : 0.0;
     r.has_parts = hrmt_context_backend(ctx) == HRMT_BACKEND_CPU;
-    for (int p = 0; p < HRMT_PART_COUNT; p++) r.part_ms[p] = part_us[p] / 1e3 / (double)n;
-    r.has_gemm_trace = hrmt_gemm_trace_read(ctx, &r.gemm_trace, 0);
+    for (int p = 0; p < HRMT_PART_COUNT; p++) r.part_ms[p] = a->part_us[p] / 1e3 / (double)n;
+    r.has_gemm_trace = a->has_gemm_trace;
+    r.gemm_trace = a->gemm_trace;
     r.iterations = (int)n;
     r.sram_probe_latency_ns = mach->sram_probe_ns;
     r.dram_probe_latency_ns = mach->dram_probe_ns;
@@ -265,12 +329,17 @@ hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule sched
     r.gemm_peak_gflops = mach->gemm_peak_gflops;
     r.gemm_peak_fraction = mach->gemm_peak_gflops > 0 ? r.gflops / mach->gemm_peak_gflops : 0.0;
     *row = r;
-done:
-    hrmt_carry_destroy(carry);
-    io_free(&io);
-    free(l_us);
-    free(h_us);
-    free(t_ms);
+    return HRMT_OK;
+}
+
+hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
+                           int warmup, int iterations, const cli_bench_machine *mach,
+                           cli_progress *bar, cli_bench_row *row) {
+    cli_bench_acc a;
+    hrmt_status s = cli_bench_acc_init(ctx, &a, schedule, iterations > 0 ? (size_t)iterations : 1);
+    if (s == HRMT_OK) s = cli_bench_run(ctx, m, batch, warmup, iterations, bar, &a);
+    if (s == HRMT_OK) s = cli_bench_row_of(ctx, m, batch, mach, &a, row);
+    cli_bench_acc_free(&a);
     return s;
 }
 

@@ -47,8 +47,41 @@ typedef struct cli_bench_row {
  * (M=656, N=1536, K=512: a batch-8 Sudoku activation times the MLP weights). */
 hrmt_status cli_bench_measure_machine(hrmt_context *ctx, hrmt_dtype dtype, cli_bench_machine *out);
 
-/* Warms up, resets the tier statistics, then times `iterations` ACT steps of
- * `batch` samples with `schedule`, filling every measured field of row. */
+/* One schedule's timed steps over one or more runs (--rounds): the samples
+ * and the sums a row is made from. Each run has its own carry, warm-up and
+ * tier statistics, so that two schedules' runs may alternate (compare mode)
+ * without one's tier traffic counted as the other's. */
+typedef struct cli_bench_acc {
+    hrmt_schedule schedule;
+    size_t n, cap; /* samples so far, room */
+    double *l_us, *h_us, *t_ms;
+    double level_us, wall_us, part_us[HRMT_PART_COUNT];
+    size_t sram_peak, dram_peak;
+    uint64_t sram_transfers, dram_transfers, hits, misses;
+    double sram_transfer_us, dram_transfer_us;
+    int has_gemm_trace;
+    hrmt_gemm_trace_sums gemm_trace;
+} cli_bench_acc;
+
+/* Room for `samples` timed steps of `schedule`. Errors: OUT_OF_MEMORY (with
+ * a message in ctx). cli_bench_acc_free releases it (a zeroed acc too). */
+hrmt_status cli_bench_acc_init(hrmt_context *ctx, cli_bench_acc *a, hrmt_schedule schedule,
+                               size_t samples);
+void cli_bench_acc_free(cli_bench_acc *a);
+
+/* One run: a new carry warmed up `warmup` steps, the tier statistics reset,
+ * then `iterations` timed ACT steps of `batch` samples with a->schedule,
+ * appended to a (which must have room). */
+hrmt_status cli_bench_run(hrmt_context *ctx, hrmt_model *m, int batch, int warmup, int iterations,
+                          cli_progress *bar, cli_bench_acc *a);
+
+/* The row of a's samples (at least one). */
+hrmt_status cli_bench_row_of(hrmt_context *ctx, hrmt_model *m, int batch,
+                             const cli_bench_machine *mach, const cli_bench_acc *a,
+                             cli_bench_row *row);
+
+/* One run of `iterations` steps made into a row: cli_bench_run then
+ * cli_bench_row_of. */
 hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
                            int warmup, int iterations, const cli_bench_machine *mach,
                            cli_progress *bar, cli_bench_row *row);

@@ -128,6 +128,41 @@ static int fail_status(bench *b, const char *what, hrmt_status s) {
     return 1;
 }
 
+/* The rows of one batch: each schedule the mode asks for (tiered, then
+ * baseline), o->rounds runs of each. With both, the runs alternate and each
+ * round swaps which goes first (T B, B T, T B, ...), so that neither is
+ * always the one timed after the other's heat or caches. */
+static int time_schedules(bench *b, hrmt_model *m, int batch, int seq, int checked, int identical) {
+    const cli_bench_opts *o = &b->o;
+    const hrmt_schedule all[2] = {HRMT_SCHEDULE_TIERED, HRMT_SCHEDULE_BASELINE};
+    const int lo = o->mode == CLI_MODE_BASELINE, hi = o->mode == CLI_MODE_TIERED ? 1 : 2;
+    cli_bench_acc acc[2];
+    memset(acc, 0, sizeof acc);
+    hrmt_status s = HRMT_OK;
+    const char *what = "timing";
+    for (int k = lo; k < hi && s == HRMT_OK; k++)
+        s = cli_bench_acc_init(b->ctx, &acc[k], all[k], (size_t)o->rounds * (size_t)o->iterations);
+    for (int r = 0; r < o->rounds && s == HRMT_OK; r++)
+        for (int j = lo; j < hi && s == HRMT_OK; j++) {
+            const int k = hi - lo == 2 && r % 2 ? hi - 1 - (j - lo) : j;
+            what = k == 0 ? "timing tiered" : "timing baseline";
+            s = cli_bench_run(b->ctx, m, batch, o->warmup, o->iterations, &b->bar, &acc[k]);
+        }
+    for (int k = lo; k < hi && s == HRMT_OK; k++) {
+        cli_bench_row *row = &b->rows[b->n_rows + (size_t)(k - lo)];
+        what = "timing";
+        s = cli_bench_row_of(b->ctx, m, batch, &b->mach, &acc[k], row);
+        row->outputs_checked = checked;
+        row->outputs_identical = identical;
+    }
+    for (int k = 0; k < 2; k++) cli_bench_acc_free(&acc[k]);
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s (batch %d, seq %d)", what, batch, seq);
+    if (agree(b, s != HRMT_OK ? fail_status(b, msg, s) : 0)) return 1;
+    b->n_rows += (size_t)(hi - lo);
+    return 0;
+}
+
 /* Times every (batch, schedule) of one model. */
 static int run_model(bench *b, hrmt_model *m) {
     const cli_bench_opts *o = &b->o;
@@ -153,21 +188,7 @@ static int run_model(bench *b, hrmt_model *m) {
             }
         }
         cli_bench_row *first = &b->rows[b->n_rows];
-        for (int k = 0; k < 2; k++) {
-            hrmt_schedule sched = k == 0 ? HRMT_SCHEDULE_TIERED : HRMT_SCHEDULE_BASELINE;
-            if ((o->mode == CLI_MODE_TIERED && k == 1) || (o->mode == CLI_MODE_BASELINE && k == 0))
-                continue;
-            cli_bench_row *r = &b->rows[b->n_rows];
-            s = cli_bench_time(b->ctx, m, sched, batch, o->warmup, o->iterations, &b->mach, &b->bar,
-                               r);
-            char what[96];
-            snprintf(what, sizeof what, "timing %s (batch %d, seq %d)",
-                     k == 0 ? "tiered" : "baseline", batch, seq);
-            if (agree(b, s != HRMT_OK ? fail_status(b, what, s) : 0)) return 1;
-            r->outputs_checked = checked;
-            r->outputs_identical = identical;
-            b->n_rows++;
-        }
+        if (time_schedules(b, m, batch, seq, checked, identical)) return 1;
         if (o->mode == CLI_MODE_COMPARE) {
             first->has_speedup = 1;
             first->speedup_vs_baseline =
@@ -187,7 +208,7 @@ static int run_all(bench *b) {
         fprintf(stderr, "hrmt bench: out of memory for %zu result rows; list fewer sizes\n",
                 groups * modes);
     if (agree(b, no_rows)) return 1;
-    size_t units = 1 + groups * modes * (size_t)(o->warmup + o->iterations) +
+    size_t units = 1 + groups * modes * (size_t)o->rounds * (size_t)(o->warmup + o->iterations) +
                    (o->mode == CLI_MODE_COMPARE ? groups : 0);
     cli_progress_init(&b->bar, cli_progress_wanted(o->quiet) ? stderr : NULL, units);
     cli_progress_advance(&b->bar, 0, "probing memory and GEMM peak");
