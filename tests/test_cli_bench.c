@@ -74,24 +74,34 @@ static void check_stats(const cJSON *row, const char *key) {
  * schedule's tier statistics its own although the schedules' runs
  * alternate: the baseline keeps nothing in the SRAM tier and moves nothing
  * between tiers, the tiered schedule does both. */
-Test(cli_bench, compare_rounds_keep_each_schedules_tier_stats) {
+/* Runs `hrmt bench --mode compare OPTS --output F`, which must succeed and
+ * report the schedules' outputs byte-identical; the text it printed in *out
+ * (caller frees), its four JSON rows returned. */
+static cJSON *compare_rows(const char *opts, char **out) {
     char path[256];
     temp_path(path, sizeof path, ".json");
-    char args[512], *out;
-    snprintf(args, sizeof args,
-             "bench --mode compare --rounds 3 --batch-sizes 1,2 --seq-lens 33 --iterations 2 "
-             "--warmup 1 --hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --quiet "
-             "--output %s",
-             path);
-    int rc = run_hrmt(args, &out);
-    cr_assert_eq(rc, 0, "hrmt bench failed (%d):\n%s", rc, out);
-    cr_expect(strstr(out, "byte-identical"), "%s", out);
-    free(out);
+    char args[512];
+    snprintf(args, sizeof args, "bench --mode compare %s --output %s", opts, path);
+    int rc = run_hrmt(args, out);
+    cr_assert_eq(rc, 0, "hrmt bench failed (%d):\n%s", rc, *out);
+    cr_expect(strstr(*out, "byte-identical"), "table reports the identity check:\n%s", *out);
     char *text = read_file(path);
     unlink(path);
     cJSON *arr = cJSON_Parse(text);
     cr_assert(cJSON_IsArray(arr), "not a JSON array:\n%s", text);
     cr_assert_eq(cJSON_GetArraySize(arr), 4);
+    free(text);
+    return arr;
+}
+
+Test(cli_bench, compare_rounds_keep_each_schedules_tier_stats) {
+    char *out;
+    cJSON *arr = compare_rows(
+        "--rounds 3 --batch-sizes 1,2 --seq-lens 33 --iterations 2 "
+        "--warmup 1 --hidden-size 64 --num-heads 4 --H-layers 1 "
+        "--L-layers 1 --quiet",
+        &out);
+    free(out);
     const cJSON *row;
     int tiered_rows = 0;
     cJSON_ArrayForEach(row, arr) {
@@ -116,31 +126,19 @@ Test(cli_bench, compare_rounds_keep_each_schedules_tier_stats) {
     }
     cr_expect_eq(tiered_rows, 2);
     cJSON_Delete(arr);
-    free(text);
 }
 
 Test(cli_bench, compare_run_writes_every_field) {
-    char path[256];
-    temp_path(path, sizeof path, ".json");
-    char args[512], *out;
-    snprintf(
-        args, sizeof args,
-        "bench --mode compare --batch-sizes 1,2 --seq-lens 81 --iterations 2 --warmup 1 "
-        "--hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 --quiet --profile --output %s",
-        path);
-    int rc = run_hrmt(args, &out);
-    cr_assert_eq(rc, 0, "hrmt bench failed (%d):\n%s", rc, out);
-    cr_expect(strstr(out, "byte-identical"), "table reports the identity check:\n%s", out);
+    char *out;
+    cJSON *arr = compare_rows(
+        "--batch-sizes 1,2 --seq-lens 81 --iterations 2 --warmup 1 "
+        "--hidden-size 64 --num-heads 4 --H-layers 1 --L-layers 1 "
+        "--quiet --profile",
+        &out);
     cr_expect(!strchr(out, '\r'), "no progress bar when stderr is not a terminal");
     cr_expect(strstr(out, "Where the step goes") && strstr(out, "gate_up") && strstr(out, "rest"),
               "--profile prints the per-part table:\n%s", out);
     free(out);
-
-    char *text = read_file(path);
-    unlink(path);
-    cJSON *arr = cJSON_Parse(text);
-    cr_assert(cJSON_IsArray(arr), "not a JSON array:\n%s", text);
-    cr_assert_eq(cJSON_GetArraySize(arr), 4);
     int seen[2][3] = {{0}};
     static const char *const positive[] = {"h_over_l_latency_ratio",
                                            "sram_probe_latency_ns",
@@ -227,7 +225,6 @@ Test(cli_bench, compare_run_writes_every_field) {
         cr_expect_float_eq(num(r, "speedup_vs_baseline"), want, 1e-9 * want);
     }
     cJSON_Delete(arr);
-    free(text);
 }
 
 Test(cli_bench, bad_flags_exit_2_naming_the_flag) {
