@@ -332,17 +332,6 @@ hrmt_status cli_bench_row_of(hrmt_context *ctx, hrmt_model *m, int batch,
     return HRMT_OK;
 }
 
-hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
-                           int warmup, int iterations, const cli_bench_machine *mach,
-                           cli_progress *bar, cli_bench_row *row) {
-    cli_bench_acc a;
-    hrmt_status s = cli_bench_acc_init(ctx, &a, schedule, iterations > 0 ? (size_t)iterations : 1);
-    if (s == HRMT_OK) s = cli_bench_run(ctx, m, batch, warmup, iterations, bar, &a);
-    if (s == HRMT_OK) s = cli_bench_row_of(ctx, m, batch, mach, &a, row);
-    cli_bench_acc_free(&a);
-    return s;
-}
-
 /* ---- tiered == baseline ------------------------------------------------------ */
 
 /* Index of the first float whose bits differ, or n when all are identical

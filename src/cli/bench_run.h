@@ -80,12 +80,6 @@ hrmt_status cli_bench_row_of(hrmt_context *ctx, hrmt_model *m, int batch,
                              const cli_bench_machine *mach, const cli_bench_acc *a,
                              cli_bench_row *row);
 
-/* One run of `iterations` steps made into a row: cli_bench_run then
- * cli_bench_row_of. */
-hrmt_status cli_bench_time(hrmt_context *ctx, hrmt_model *m, hrmt_schedule schedule, int batch,
-                           int warmup, int iterations, const cli_bench_machine *mach,
-                           cli_progress *bar, cli_bench_row *row);
-
 /* Runs one ACT step of each schedule on the same inputs and compares logits,
  * q values, z_H and z_L byte for byte. *identical = 1 when all agree; else
  * `detail` says what differed first. Failures leave a message in ctx. */
