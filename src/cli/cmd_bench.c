@@ -144,7 +144,7 @@ static int time_schedules(bench *b, hrmt_model *m, int batch, int seq, int check
         s = cli_bench_acc_init(b->ctx, &acc[k], all[k], (size_t)o->rounds * (size_t)o->iterations);
     for (int r = 0; r < o->rounds && s == HRMT_OK; r++)
         for (int j = lo; j < hi && s == HRMT_OK; j++) {
-            const int k = hi - lo == 2 && r % 2 ? hi - 1 - (j - lo) : j;
+            const int k = hi - lo == 2 && r % 2 ? 1 - j : j; /* odd rounds: baseline first */
             what = k == 0 ? "timing tiered" : "timing baseline";
             s = cli_bench_run(b->ctx, m, batch, o->warmup, o->iterations, &b->bar, &acc[k]);
         }
