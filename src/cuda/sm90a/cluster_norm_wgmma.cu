@@ -63,6 +63,7 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 #include "cuda/sm90a/cluster_async.cuh"
+#include "cuda/sm90a/glu_epi.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/push_plan.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
@@ -89,6 +90,29 @@ struct cn_cfg {
     /* The push form (cluster_async.cuh) adds the rows this CTA normalises,
      * as its CL peers' blocks [CL][RP][WN], and their two barriers. */
     static constexpr int SMEM_PUSH = SMEM + 16 + CN_BM * WN * 2;
+    /* The gate_up + down_proj form's gate_up stages (A's 64 rows and W's
+     * 2 gba rows over one k block) go in the same ring's stages. */
+    __host__ __device__ static constexpr int glu_stage(int gba) {
+        return CN_BM * ROW_BYTES + 2 * gba * ROW_BYTES;
+    }
+};
+
+/* The gate_up + down_proj form's shared memory: the owner's form's (KP 4,
+ * clusters of 16) and the SwiGLU table's window. */
+template <int WN>
+constexpr int cgd_smem = cn_cfg<WN, 16, 4>::SMEM_PUSH + SLUT_BYTES;
+
+/* The gate_up + SwiGLU part of the gate_up + down_proj kernel: GBA act
+ * columns a CTA of the row tile's cluster (GBA = I / CL), A = h's rows.
+ * GBA = 0: no such part, an unread placeholder. */
+template <int GBA>
+struct cn_glu {
+    CUtensorMap tm_h, tm_wgu; /* h: boxes of 64 rows; W_gate_up: boxes of GBA rows */
+    typename glu_epi<GBA>::args e;
+};
+template <>
+struct cn_glu<0> {
+    int unused;
 };
 
 struct cn_args {
@@ -118,18 +142,106 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 }
 #endif
 
+#ifdef HRMT_SM90A
+/* The producer thread of the gate_up + down_proj form (cluster_norm_kernel
+ * with GBA > 0): gate_up's stages (its W before the wait for the kernel
+ * before), then down_proj's W into the stages as they come free, then its
+ * A, act, once every CTA of the cluster has stored its columns of the
+ * tile's act (split cluster barrier 1; barrier 0 is the start's). */
+template <class C, int GBA, int KP>
+__device__ __forceinline__ void cn_glu_down_feed(uint8_t *smem, uint64_t *full, uint64_t *empty,
+                                                 const CUtensorMap &tm_a, const CUtensorMap &tm_w,
+                                                 const cn_glu<GBA> &gq, int m0, int n0,
+                                                 uint32_t rank, int kb_n) {
+    constexpr int S = C::STAGES, GB = C::glu_stage(GBA), W_OFF = CN_BM * ROW_BYTES;
+    const int gkb = gq.e.d.kblocks, gpre = gkb < S ? gkb : S, gn0 = (int)rank * GBA;
+    for (int c = 0; c < gpre; c++) {
+        mbar_expect_tx(&full[c], GB);
+        glu_epi<GBA>::load_w(smem + c * C::STAGE_BYTES + W_OFF, &gq.tm_wgu, &full[c], c, gn0, gq.e);
+    }
+    pdl_wait();
+    pdl_trigger();
+    int s = 0;
+    unsigned ph = 0;
+    for (int c = 0; c < gkb; c++) {
+        uint8_t *st = smem + s * C::STAGE_BYTES;
+        if (c >= gpre) {
+            mbar_wait(&empty[s], ph ^ 1);
+            mbar_expect_tx(&full[s], GB);
+            glu_epi<GBA>::load_w(st + W_OFF, &gq.tm_wgu, &full[s], c, gn0, gq.e);
+        }
+        tma_load(st, &gq.tm_h, &full[s], c * BK, m0);
+        ring_next(s, ph, S);
+    }
+    cl_wait();           /* barrier 0 */
+    cl_arrive_relaxed(); /* barrier 1: this thread stores no act */
+    const int copies = kb_n / KP, pre = copies < S ? copies : S;
+    const int s0 = s;
+    const unsigned ph0 = ph;
+    for (int c = 0; c < pre; c++) {
+        mbar_wait(&empty[s], ph ^ 1);
+        mbar_expect_tx(&full[s], C::STAGE_BYTES);
+        tma_load_kb<KP>(smem + s * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[s], c * KP, n0);
+        ring_next(s, ph, S);
+    }
+    cl_wait();            /* barrier 1: the tile's act stored */
+    fence_async_global(); /* ... and visible to the copy engine */
+    s = s0;
+    ph = ph0;
+    for (int c = 0; c < copies; c++) {
+        uint8_t *st = smem + s * C::STAGE_BYTES;
+        if (c >= pre) {
+            mbar_wait(&empty[s], ph ^ 1);
+            mbar_expect_tx(&full[s], C::STAGE_BYTES);
+            tma_load_kb<KP>(st + C::A_BYTES, &tm_w, &full[s], c * KP, n0);
+        }
+        tma_load_kb<KP>(st, &tm_a, &full[s], c * KP, m0);
+        ring_next(s, ph, S);
+    }
+}
+
+/* The consumer warpgroup's gate_up part of the same form: the fused
+ * gate_up's products (its F32 k16 chains from +0) and SwiGLU epilogue
+ * (glu_epi.cuh), so act's bytes are the gate_up kernels'; its stages given
+ * back, this CTA's act columns stored, then barrier 1 (release). s and ph
+ * move on past gate_up's stages. */
+template <class C, int GBA>
+__device__ __forceinline__ void cn_glu_part(const uint8_t *smem, uint64_t *full, uint64_t *empty,
+                                            uint8_t *slut, const cn_glu<GBA> &gq, int m0,
+                                            uint32_t rank, int warp, int lane, int &s,
+                                            unsigned &ph) {
+    glu_epi<GBA>::epi_load(slut, (int)threadIdx.x - 128, 128, gq.e);
+    float acc[1][GBA];
+#pragma unroll
+    for (int i = 0; i < GBA; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[0][i]));
+    int prev = -1;
+    ring_products<2 * GBA>(acc[0], smem, C::STAGE_BYTES, CN_BM * ROW_BYTES, full, empty, C::STAGES,
+                           gq.e.d.kblocks, s, ph, prev, lane);
+    if (lane == 0) mbar_arrive(&empty[prev]);      /* down_proj's W goes there */
+    asm volatile("bar.sync 1, 128;" ::: "memory"); /* the table's window whole */
+    glu_epi<GBA>::template store<1>(acc, m0, (int)rank * GBA, warp, lane, gq.e, slut);
+    cl_wait();           /* barrier 0 */
+    cl_arrive_release(); /* barrier 1: this CTA's act columns stored */
+    cl_wait();
+}
+#endif
+
 /* PUSH: the norm's exchanges pushed to where they are read and waited for
  * by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH, below), the same bits; else
  * pulled between two cluster barriers. OWN (with PUSH;
  * HRMT_CUDA_CLUSTER_NORM_OWNER): the CTA that computes a row's inv also
  * normalises and stores the whole row from the copy it was sent, so no inv
  * travels back and no CTA waits for one (3' below); the same bits. */
-template <int WN, int CL, bool PUSH, int KP = 1, bool OWN = false>
+template <int WN, int CL, bool PUSH, int KP = 1, bool OWN = false, int GBA = 0>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
-                        const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
+                        const __grid_constant__ CUtensorMap tm_w, const cn_args p,
+                        const __grid_constant__ cn_glu<GBA> gq) {
 #ifdef HRMT_SM90A
     static_assert(!OWN || PUSH, "the owner's stores take the pushed rows");
+    static_assert(
+        GBA == 0 || (OWN && cn_cfg<WN, CL, KP>::glu_stage(GBA) <= cn_cfg<WN, CL, KP>::STAGE_BYTES),
+        "gate_up + down_proj: the owner's form, gate_up stages within the ring's");
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
@@ -139,7 +251,8 @@ __global__ void __launch_bounds__(256, 1)
     uint64_t *full = (uint64_t *)(xinv + CN_BM), *empty = full + S;
     /* PUSH: xbar counts the rows pushed to this CTA (xr), ibar the invs. */
     uint64_t *xbar = empty + S, *ibar = xbar + 1;
-    uint16_t *xr = (uint16_t *)(ibar + 1); /* [CL][RP][WN] */
+    uint16_t *xr = (uint16_t *)(ibar + 1);        /* [CL][RP][WN] */
+    uint8_t *slut = (uint8_t *)(xr + CN_BM * WN); /* GBA: the SwiGLU table's window */
     const uint32_t rank = cl_rank();
     const int wg = warpgroup_idx(), kb_n = p.kblocks;
     const int m0 = (int)(blockIdx.x / CL) * CN_BM, n0 = (int)rank * WN;
@@ -159,6 +272,22 @@ __global__ void __launch_bounds__(256, 1)
             if (!OWN) mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
         }
         cl_arrive_relaxed();
+    }
+    if constexpr (GBA > 0) {
+        /* gate_up + down_proj: the gate_up stages, then down_proj's W as
+         * stages come free, then its A (act) once every CTA of the cluster
+         * has stored its columns of the tile's act (split barrier 1, after
+         * barrier 0: the start's). */
+        if (wg == 0) {
+            if (threadIdx.x == 0) {
+                cn_glu_down_feed<C, GBA, KP>(smem, full, empty, tm_a, tm_w, gq, m0, n0, rank, kb_n);
+            } else {
+                cl_wait();
+                cl_arrive_relaxed();
+                cl_wait();
+            }
+            return;
+        }
     }
     if (wg == 0) {
         if (threadIdx.x == 0) {
@@ -250,11 +379,13 @@ __global__ void __launch_bounds__(256, 1)
     /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
      * accumulators as integers into the first wgmma and serialise every
      * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
+    int s = 0, prev = -1;
+    unsigned ph = 0;
+    if constexpr (GBA > 0)
+        cn_glu_part<C, GBA>(smem, full, empty, slut, gq, m0, rank, warp, lane, s, ph);
     float acc[WN / 2];
 #pragma unroll
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
-    int s = 0, prev = -1;
-    unsigned ph = 0;
     ring_products<WN, KP>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
                           lane, CN_BM * ROW_BYTES, WN * ROW_BYTES);
 
@@ -280,7 +411,7 @@ __global__ void __launch_bounds__(256, 1)
         const int tid = threadIdx.x - 128, mine = rows_of((int)rank);
         fence_async_smem();
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
-        cl_wait();                                     /* every CTA's barriers made */
+        if constexpr (GBA == 0) cl_wait(); /* every CTA's barriers made (GBA: long since) */
         if (tid < CL && tid != (int)rank && rows_of(tid) > 0)
             cl_copy_async(cl_map(xr + cn_push_dst((int)rank, WN, C::RP), (uint32_t)tid),
                           xs + cn_push_src(tid, WN, C::RP), (uint32_t)(rows_of(tid) * WN * 2),
@@ -475,8 +606,8 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                         : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH
                                        : cn_cfg<WN, CL>::SMEM_PUSH;
     const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * CL);
-    const cudaError_t e =
-        cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m), g->pdl, ta, tw, p);
+    const cudaError_t e = cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m),
+                                         g->pdl, ta, tw, p, cn_glu<0>{0});
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
@@ -514,5 +645,80 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
     if (m->hidden == 256)
         return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, al16, done)
                    : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, al16, done);
+    return HRMT_OK;
+}
+
+namespace {
+
+/* The gate_up + down_proj form (GBA = I / 16 act columns a CTA of a
+ * cluster of 16): its shared-memory and cluster-size opt-in, and how many
+ * of its clusters run at once (0: none). */
+template <int WN, int GBA>
+int cgd_fits(const hrmt_cuda *cu) {
+    using C = cn_cfg<WN, 16, 4>;
+    size_t per_block = 0;
+    hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
+    auto kern = cluster_norm_kernel<WN, 16, true, 4, true, GBA>;
+    if (!cn_opt_in(kern, cgd_smem<WN>, per_block, 16)) return 0;
+    return cluster_fits(kern, 16, 256, cgd_smem<WN>);
+}
+
+template <int WN, int GBA>
+hrmt_status cgd_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                       void *h, const void *wgu, void *act, const void *wd, const cu_fold *f,
+                       int *done) {
+    using C = cn_cfg<WN, 16, 4>;
+    const struct hrmt_model_cuda *g = cu_model(m);
+    const size_t H = m->hidden, I = m->inter;
+    CUtensorMap ta, tw;
+    cn_glu<GBA> gq;
+    if (!encode_kb(fn, &ta, act, rows, I, I, CN_BM, 4) || !encode_kb(fn, &tw, wd, H, I, I, WN, 4) ||
+        !encode(fn, &gq.tm_h, h, rows, H, H, CN_BM) ||
+        !encode(fn, &gq.tm_wgu, wgu, 2 * I, H, H, GBA))
+        return HRMT_OK; /* *done stays 0: the two kernels serve */
+    gq.e = glu_args<GBA>(m, rows, act, g->glu_slut);
+    const cn_args p{(int)rows,
+                    (int)(I / BK),
+                    (uint16_t *)h,
+                    (float)m->cfg.rms_norm_eps,
+                    f ? (const uint16_t *)f->p1 : nullptr,
+                    f ? (const uint16_t *)f->p2 : nullptr,
+                    f ? (uint16_t *)f->o : nullptr,
+                    f ? f->hz : 0,
+                    f ? f->store : 0};
+    const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * 16);
+    const cudaError_t e =
+        cluster_launch(cluster_norm_kernel<WN, 16, true, 4, true, GBA>, 16, dim3(grid), dim3(256),
+                       cgd_smem<WN>, cu_stream(m), g->pdl, ta, tw, p, gq);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster gate_up + down_proj + norm");
+    *done = 1;
+    return cu_check(m->ctx, "cuda cluster gate_up + down_proj + norm");
+}
+
+} // namespace
+
+int cu_glu_down_clusters(const hrmt_model *m) {
+    const hrmt_cuda *cu = m->ctx->cuda;
+    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0 || !encode_fn()) return 0;
+    if (m->hidden == 512 && m->inter == 1536) return cgd_fits<32, 96>(cu);
+    if (m->hidden == 256 && m->inter == 768) return cgd_fits<16, 48>(cu);
+    return 0;
+}
+
+hrmt_status cu_glu_down(const hrmt_model *m, size_t rows, void *h, const void *wgu, void *act,
+                        const void *wd, const cu_fold *f, int *done) {
+    *done = 0;
+    /* 16-byte aligned h, act and fold operands (the owner's stores, the
+     * copy engine's reads); sizes the kernel's int arithmetic holds. */
+    const uintptr_t al = f ? (uintptr_t)f->p1 | (uintptr_t)f->p2 | (uintptr_t)f->o : 0;
+    if (rows == 0 || rows > (size_t)INT32_MAX / 2 ||
+        ((uintptr_t)h | (uintptr_t)act | al) % 16 != 0 || (f && (!f->p1 || !f->o)))
+        return HRMT_OK;
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) return HRMT_OK;
+    if (m->hidden == 512 && m->inter == 1536)
+        return cgd_launch<32, 96>(m, fn, rows, h, wgu, act, wd, f, done);
+    if (m->hidden == 256 && m->inter == 768)
+        return cgd_launch<16, 48>(m, fn, rows, h, wgu, act, wd, f, done);
     return HRMT_OK;
 }
