@@ -97,18 +97,20 @@ struct cn_cfg {
     }
 };
 
-/* The gate_up + down_proj form's shared memory: the owner's form's (KP 4,
- * clusters of 16) and the SwiGLU table's window. */
-template <int WN>
-constexpr int cgd_smem = cn_cfg<WN, 16, 4>::SMEM_PUSH + SLUT_BYTES;
+/* The gate_up + down_proj form's shared memory: the owner's form's (KP 4)
+ * and the SwiGLU table's window. */
+template <int WN, int CL>
+constexpr int cgd_smem = cn_cfg<WN, CL, 4>::SMEM_PUSH + SLUT_BYTES;
 
-/* The gate_up + SwiGLU part of the gate_up + down_proj kernel: GBA act
- * columns a CTA of the row tile's cluster (GBA = I / CL), A = h's rows.
+/* The gate_up + SwiGLU part of the gate_up + down_proj kernel: a CTA of
+ * the row tile's cluster takes I / CL act columns in `passes` runs of GBA
+ * (each one product of N = 2 GBA over all of h's k blocks), A = h's rows.
  * GBA = 0: no such part, an unread placeholder. */
 template <int GBA>
 struct cn_glu {
     CUtensorMap tm_h, tm_wgu; /* h: boxes of 64 rows; W_gate_up: boxes of GBA rows */
     typename glu_epi<GBA>::args e;
+    int passes;
 };
 template <>
 struct cn_glu<0> {
@@ -143,6 +145,15 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 #endif
 
 #ifdef HRMT_SM90A
+/* A gate_up stage's bytes expected on its barrier and its W rows requested
+ * (stage g of cn_glu_down_feed). */
+template <class C, int GBA>
+__device__ __forceinline__ void glu_w_stage(uint8_t *w, uint64_t *bar, int g, int gkb, int gn0,
+                                            const cn_glu<GBA> &gq) {
+    mbar_expect_tx(bar, C::glu_stage(GBA));
+    glu_epi<GBA>::load_w(w, &gq.tm_wgu, bar, g % gkb, gn0 + g / gkb * GBA, gq.e);
+}
+
 /* The producer thread of the gate_up + down_proj form (cluster_norm_kernel
  * with GBA > 0): gate_up's stages (its W before the wait for the kernel
  * before), then down_proj's W into the stages as they come free, then its
@@ -154,23 +165,23 @@ __device__ __forceinline__ void cn_glu_down_feed(uint8_t *smem, uint64_t *full, 
                                                  const cn_glu<GBA> &gq, int m0, int n0,
                                                  uint32_t rank, int kb_n) {
     constexpr int S = C::STAGES, GB = C::glu_stage(GBA), W_OFF = CN_BM * ROW_BYTES;
-    const int gkb = gq.e.d.kblocks, gpre = gkb < S ? gkb : S, gn0 = (int)rank * GBA;
-    for (int c = 0; c < gpre; c++) {
-        mbar_expect_tx(&full[c], GB);
-        glu_epi<GBA>::load_w(smem + c * C::STAGE_BYTES + W_OFF, &gq.tm_wgu, &full[c], c, gn0, gq.e);
-    }
+    /* gate_up stage g: k block g % gkb of pass g / gkb, whose act columns
+     * start at gn0 + (g / gkb) GBA. */
+    const int gkb = gq.e.d.kblocks, gst = gq.passes * gkb, gpre = gst < S ? gst : S;
+    const int gn0 = (int)rank * GBA * gq.passes;
+    for (int g = 0; g < gpre; g++)
+        glu_w_stage<C, GBA>(smem + g * C::STAGE_BYTES + W_OFF, &full[g], g, gkb, gn0, gq);
     pdl_wait();
     pdl_trigger();
     int s = 0;
     unsigned ph = 0;
-    for (int c = 0; c < gkb; c++) {
+    for (int g = 0; g < gst; g++) {
         uint8_t *st = smem + s * C::STAGE_BYTES;
-        if (c >= gpre) {
+        if (g >= gpre) {
             mbar_wait(&empty[s], ph ^ 1);
-            mbar_expect_tx(&full[s], GB);
-            glu_epi<GBA>::load_w(st + W_OFF, &gq.tm_wgu, &full[s], c, gn0, gq.e);
+            glu_w_stage<C, GBA>(st + W_OFF, &full[s], g, gkb, gn0, gq);
         }
-        tma_load(st, &gq.tm_h, &full[s], c * BK, m0);
+        tma_load(st, &gq.tm_h, &full[s], (g % gkb) * BK, m0);
         ring_next(s, ph, S);
     }
     cl_wait();           /* barrier 0 */
@@ -211,15 +222,18 @@ __device__ __forceinline__ void cn_glu_part(const uint8_t *smem, uint64_t *full,
                                             uint32_t rank, int warp, int lane, int &s,
                                             unsigned &ph) {
     glu_epi<GBA>::epi_load(slut, (int)threadIdx.x - 128, 128, gq.e);
-    float acc[1][GBA];
+    const int gn0 = (int)rank * GBA * gq.passes;
+    for (int q = 0; q < gq.passes; q++) {
+        float acc[1][GBA];
 #pragma unroll
-    for (int i = 0; i < GBA; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[0][i]));
-    int prev = -1;
-    ring_products<2 * GBA>(acc[0], smem, C::STAGE_BYTES, CN_BM * ROW_BYTES, full, empty, C::STAGES,
-                           gq.e.d.kblocks, s, ph, prev, lane);
-    if (lane == 0) mbar_arrive(&empty[prev]);      /* down_proj's W goes there */
-    asm volatile("bar.sync 1, 128;" ::: "memory"); /* the table's window whole */
-    glu_epi<GBA>::template store<1>(acc, m0, (int)rank * GBA, warp, lane, gq.e, slut);
+        for (int i = 0; i < GBA; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[0][i]));
+        int prev = -1;
+        ring_products<2 * GBA>(acc[0], smem, C::STAGE_BYTES, CN_BM * ROW_BYTES, full, empty,
+                               C::STAGES, gq.e.d.kblocks, s, ph, prev, lane);
+        if (lane == 0) mbar_arrive(&empty[prev]); /* the next pass's or down_proj's */
+        if (q == 0) asm volatile("bar.sync 1, 128;" ::: "memory"); /* the table's window whole */
+        glu_epi<GBA>::template store<1>(acc, m0, gn0 + q * GBA, warp, lane, gq.e, slut);
+    }
     cl_wait();           /* barrier 0 */
     cl_arrive_release(); /* barrier 1: this CTA's act columns stored */
     cl_wait();
@@ -650,24 +664,22 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
 
 namespace {
 
-/* The gate_up + down_proj form (GBA = I / 16 act columns a CTA of a
- * cluster of 16): its shared-memory and cluster-size opt-in, and how many
- * of its clusters run at once (0: none). */
-template <int WN, int GBA>
+/* The gate_up + down_proj form over clusters of CL (I / CL act columns a
+ * CTA, in passes of GBA): its shared-memory and cluster-size opt-in, and
+ * how many of its clusters run at once (0: none). */
+template <int WN, int CL, int GBA>
 int cgd_fits(const hrmt_cuda *cu) {
-    using C = cn_cfg<WN, 16, 4>;
     size_t per_block = 0;
     hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = cluster_norm_kernel<WN, 16, true, 4, true, GBA>;
-    if (!cn_opt_in(kern, cgd_smem<WN>, per_block, 16)) return 0;
-    return cluster_fits(kern, 16, 256, cgd_smem<WN>);
+    auto kern = cluster_norm_kernel<WN, CL, true, 4, true, GBA>;
+    if (!cn_opt_in(kern, cgd_smem<WN, CL>, per_block, CL)) return 0;
+    return cluster_fits(kern, CL, 256, cgd_smem<WN, CL>);
 }
 
-template <int WN, int GBA>
+template <int WN, int CL, int GBA>
 hrmt_status cgd_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
                        void *h, const void *wgu, void *act, const void *wd, const cu_fold *f,
                        int *done) {
-    using C = cn_cfg<WN, 16, 4>;
     const struct hrmt_model_cuda *g = cu_model(m);
     const size_t H = m->hidden, I = m->inter;
     CUtensorMap ta, tw;
@@ -677,6 +689,7 @@ hrmt_status cgd_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
         !encode(fn, &gq.tm_wgu, wgu, 2 * I, H, H, GBA))
         return HRMT_OK; /* *done stays 0: the two kernels serve */
     gq.e = glu_args<GBA>(m, rows, act, g->glu_slut);
+    gq.passes = (int)(I / CL / GBA);
     const cn_args p{(int)rows,
                     (int)(I / BK),
                     (uint16_t *)h,
@@ -686,10 +699,10 @@ hrmt_status cgd_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
                     f ? (uint16_t *)f->o : nullptr,
                     f ? f->hz : 0,
                     f ? f->store : 0};
-    const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * 16);
+    const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * CL);
     const cudaError_t e =
-        cluster_launch(cluster_norm_kernel<WN, 16, true, 4, true, GBA>, 16, dim3(grid), dim3(256),
-                       cgd_smem<WN>, cu_stream(m), g->pdl, ta, tw, p, gq);
+        cluster_launch(cluster_norm_kernel<WN, CL, true, 4, true, GBA>, CL, dim3(grid), dim3(256),
+                       cgd_smem<WN, CL>, cu_stream(m), g->pdl, ta, tw, p, gq);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster gate_up + down_proj + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster gate_up + down_proj + norm");
@@ -697,28 +710,35 @@ hrmt_status cgd_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
 
 } // namespace
 
-int cu_glu_down_clusters(const hrmt_model *m) {
+/* The instances: hidden 512 with inter 1536 (HRM's size; clusters of 8
+ * take their 192 columns in two passes) and 256 with 768. */
+int cu_glu_down_clusters(const hrmt_model *m, int ctas) {
     const hrmt_cuda *cu = m->ctx->cuda;
     if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0 || !encode_fn()) return 0;
-    if (m->hidden == 512 && m->inter == 1536) return cgd_fits<32, 96>(cu);
-    if (m->hidden == 256 && m->inter == 768) return cgd_fits<16, 48>(cu);
+    if (m->hidden == 512 && m->inter == 1536)
+        return ctas == 16 ? cgd_fits<32, 16, 96>(cu) : cgd_fits<64, 8, 96>(cu);
+    if (m->hidden == 256 && m->inter == 768)
+        return ctas == 16 ? cgd_fits<16, 16, 48>(cu) : cgd_fits<32, 8, 96>(cu);
     return 0;
 }
 
-hrmt_status cu_glu_down(const hrmt_model *m, size_t rows, void *h, const void *wgu, void *act,
-                        const void *wd, const cu_fold *f, int *done) {
+hrmt_status cu_glu_down(const hrmt_model *m, int ctas, size_t rows, void *h, const void *wgu,
+                        void *act, const void *wd, const cu_fold *f, int *done) {
     *done = 0;
     /* 16-byte aligned h, act and fold operands (the owner's stores, the
      * copy engine's reads); sizes the kernel's int arithmetic holds. */
     const uintptr_t al = f ? (uintptr_t)f->p1 | (uintptr_t)f->p2 | (uintptr_t)f->o : 0;
-    if (rows == 0 || rows > (size_t)INT32_MAX / 2 ||
+    if ((ctas != 8 && ctas != 16) || rows == 0 || rows > (size_t)INT32_MAX / 2 ||
         ((uintptr_t)h | (uintptr_t)act | al) % 16 != 0 || (f && (!f->p1 || !f->o)))
         return HRMT_OK;
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) return HRMT_OK;
+    const int c16 = ctas == 16;
     if (m->hidden == 512 && m->inter == 1536)
-        return cgd_launch<32, 96>(m, fn, rows, h, wgu, act, wd, f, done);
+        return c16 ? cgd_launch<32, 16, 96>(m, fn, rows, h, wgu, act, wd, f, done)
+                   : cgd_launch<64, 8, 96>(m, fn, rows, h, wgu, act, wd, f, done);
     if (m->hidden == 256 && m->inter == 768)
-        return cgd_launch<16, 48>(m, fn, rows, h, wgu, act, wd, f, done);
+        return c16 ? cgd_launch<16, 16, 48>(m, fn, rows, h, wgu, act, wd, f, done)
+                   : cgd_launch<32, 8, 96>(m, fn, rows, h, wgu, act, wd, f, done);
     return HRMT_OK;
 }
