@@ -221,9 +221,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * one kernel where clusters of 16 serve (sm90a/cluster_norm_wgmma.cu),
      * same bits: one link fewer per block. Built on the owner's form with
      * four-block stages. */
-    const int gd = glud && g->glu && g->cnorm_own && g->cnorm_kb == 4;
-    g->glu_down16 = gd && g->cnorm16_max > 0 ? cu_glu_down_clusters(m, 16) : 0;
-    g->glu_down8 = gd && g->cnorm8_max > 0 ? cu_glu_down_clusters(m, 8) : 0;
+    g->glu_down =
+        glud && g->glu && g->glu_fast && g->cnorm_own && g->cnorm_kb == 4 && g->cnorm16_max > 0
+            ? cu_glu_down_clusters(m)
+            : 0;
     g->qa_kb = g->qa_push ? ring_kb : 1;
     /* The cluster qkv + attention's pushes as copy-engine transfers of
      * whole rows (sm90a/push_plan.cuh's qa_bulk_copy), same bits: built with
@@ -267,7 +268,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_CLUSTER_NORM_OWNER: return g->cnorm_own != 0;
-    case HRMT_PATH_GLU_DOWN: return g->glu_down16 != 0 || g->glu_down8 != 0;
+    case HRMT_PATH_GLU_DOWN: return g->glu_down != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_QKV_ATTN_BULK: return g->qa_bulk != 0 || g->qp_bulk != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;
