@@ -1118,29 +1118,6 @@ Test(cuda_model, cluster_norm_owner_equals_push_short_seq) {
     cluster_norm_owner_equals_push(256, 4, 63, batches, 3);
 }
 
-/* The fused gate_up and the cluster down_proj + norm as one kernel
- * (HRMT_CUDA_GLU_DOWN, opt-in) against the two kernels: the same bytes, both
- * schedules, halting samples, the next level's injection folded into each
- * level's last call. At T = 82 clusters of 16 serve batches 1, 2 and 4 (2,
- * 3 and 6 tiles of 64 rows, the last ragged); batch 7 (clusters of 8)
- * keeps the two kernels. At hidden 256, T = 61: batches 1, 3 and 6 (the
- * last tile's 46 rows ragged), and 8 with the two kernels. */
-static void glu_down_equals_two_kernels(int hidden, int heads, int seq_len, const int *batches,
-                                        int nb) {
-    need_cc90("the gate_up + down_proj cluster kernel is built for", 0);
-    early_halt_switch_keeps_bits("HRMT_CUDA_GLU_DOWN", HRMT_PATH_GLU_DOWN,
-                                 "gate_up + down_proj in one kernel vs two", hidden, heads, seq_len,
-                                 batches, nb);
-}
-Test(cuda_model, glu_down_equals_two_kernels_hrm_width) {
-    const int batches[] = {1, 2, 4, 7};
-    glu_down_equals_two_kernels(512, 8, 81, batches, 4);
-}
-Test(cuda_model, glu_down_equals_two_kernels_short_seq) {
-    const int batches[] = {1, 3, 6, 8};
-    glu_down_equals_two_kernels(256, 4, 60, batches, 4);
-}
-
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
  * default; model_inject.cu) against the row-op adds: the same bytes, both
  * schedules (the tiered one injects a tile's precomputed sum), at HRM's
@@ -1717,7 +1694,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_GLU_DOWN"};
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -98,8 +98,6 @@ struct hrmt_model_cuda {
     int cnorm_own;  /* HRMT_CUDA_CLUSTER_NORM_OWNER: with the pushes, each row normalised and
                        stored by the CTA that computes its inv */
     int cnorm_kb;   /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring (1, 2, 4) */
-    int glu_down;   /* HRMT_CUDA_GLU_DOWN: clusters of the gate_up + down_proj kernel that
-                       run at once (0: off) */
     int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: the CTA form's W q, k, v rows one copy a stage */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
     int qa_bulk;    /* HRMT_CUDA_QKV_ATTN_BULK: those pushes as copy-engine transfers */
@@ -339,18 +337,6 @@ typedef struct cu_fold {
 /* f: the fold for this call (NULL: none). */
 hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const void *a, size_t k,
                             const void *w, void *h, const cu_fold *f, int *done);
-/* The same kernel with the fused gate_up before its down_proj (clusters of
- * 16): act = SwiGLU(h W_gate_up^T) for the tile's rows, each CTA its I / 16
- * columns (their W resident), stored, one cluster barrier, then down_proj +
- * residual + RMSNorm as cu_cluster_norm over act: the bytes of cu_glu then
- * cu_cluster_norm in one link. For models whose SwiGLU needs no table
- * (HRMT_CUDA_GLU_FAST_SILU). cu_glu_down_clusters: how many of its clusters
- * run at once (0: not this model or device: BF16, hidden 512 with inter
- * 1536 or 256 with 768, compute capability 9.0). *done 0: not its case,
- * nothing launched. */
-int cu_glu_down_clusters(const hrmt_model *m);
-hrmt_status cu_glu_down(const hrmt_model *m, size_t rows, void *h, const void *wgu, void *act,
-                        const void *wd, const cu_fold *f, int *done);
 
 /* sm90a/qkv_attn_wgmma.cu: att = attention(RoPE(q), RoPE(k), v) with
  * [q k v] = h W_qkv^T for n samples' rows of h, one thread-block cluster per

@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
         nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
-        ctaw1 = 0, wres3 = 0, tstore = 0, glud = 0;
+        ctaw1 = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -56,8 +56,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_DOWN", 0, &glud)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -217,14 +216,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
                          env);
     const int ring_kb = env ? atoi(env) : 4;
     g->cnorm_kb = g->cnorm_push ? ring_kb : 1;
-    /* The fused gate_up and the down_proj's cluster projection + norm as
-     * one kernel where clusters of 16 serve (sm90a/cluster_norm_wgmma.cu),
-     * same bits: one link fewer per block. Built on the owner's form with
-     * four-block stages. */
-    g->glu_down =
-        glud && g->glu && g->glu_fast && g->cnorm_own && g->cnorm_kb == 4 && g->cnorm16_max > 0
-            ? cu_glu_down_clusters(m)
-            : 0;
     g->qa_kb = g->qa_push ? ring_kb : 1;
     /* The cluster qkv + attention's pushes as copy-engine transfers of
      * whole rows (sm90a/push_plan.cuh's qa_bulk_copy), same bits: built with
@@ -268,7 +259,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_CLUSTER_NORM_OWNER: return g->cnorm_own != 0;
-    case HRMT_PATH_GLU_DOWN: return g->glu_down != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_QKV_ATTN_BULK: return g->qa_bulk != 0 || g->qp_bulk != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;

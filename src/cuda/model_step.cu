@@ -200,17 +200,6 @@ static hrmt_status block(const hrmt_model *m, const hrmt_block_weights *b, void 
     }
     if (res == h) {
         if (!normed) TRY(resnorm(m, h, h, ws->proj, rows, sram));
-        /* gate_up, down_proj and the norm in one kernel where clusters of
-         * 16 serve and its clusters fit one wave. */
-        if (cnorm == 16 && (size_t)g->glu_down * 64 >= rows) {
-            const cu_fold *f = last ? fold : NULL;
-            int fused = 0;
-            TRY(cu_glu_down(m, rows, h, b->gate_up.dev, ws->act, b->down.dev, f, &fused));
-            if (fused) {
-                if (f) *folded = 1;
-                return HRMT_OK;
-            }
-        }
         if (g->glu) {
             TRY(cu_glu(m, rows, h, b->gate_up.dev, ws->act));
         } else {

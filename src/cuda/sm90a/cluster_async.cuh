@@ -35,11 +35,6 @@ __device__ __forceinline__ void cl_arrive_relaxed() {
     asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
 __device__ __forceinline__ void cl_wait() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
-/* An arrival releasing this thread's earlier memory operations at cluster
- * scope (a later wait acquires them). */
-__device__ __forceinline__ void cl_arrive_release() {
-    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-}
 /* 4 bytes into another CTA at cluster address a, counted on its barrier
  * at cluster address bar. */
 __device__ __forceinline__ void cl_st_async_f32(uint32_t a, float v, uint32_t bar) {
@@ -86,11 +81,6 @@ __device__ __forceinline__ void cl_copy_async(uint32_t dst, const void *src, uin
 /* This thread's shared-memory writes seen by the copy engine's reads. */
 __device__ __forceinline__ void fence_async_smem() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-/* Global memory written by ordinary stores (this or, once acquired, another
- * thread's) made visible to this thread's later copy-engine reads. */
-__device__ __forceinline__ void fence_async_global() {
-    asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 /* An arrival on another CTA's mbarrier at `remote` (cl_map), releasing
  * this thread's earlier distributed-shared-memory stores at cluster scope. */

@@ -63,7 +63,6 @@
 #include "cuda/rowops_common.cuh"
 #include "cuda/rowops_sumsq.cuh"
 #include "cuda/sm90a/cluster_async.cuh"
-#include "cuda/sm90a/glu_epi.cuh"
 #include "cuda/sm90a/norm_epilogue.cuh"
 #include "cuda/sm90a/push_plan.cuh"
 #include "cuda/sm90a/wgmma_common.cuh"
@@ -90,36 +89,6 @@ struct cn_cfg {
     /* The push form (cluster_async.cuh) adds the rows this CTA normalises,
      * as its CL peers' blocks [CL][RP][WN], and their two barriers. */
     static constexpr int SMEM_PUSH = SMEM + 16 + CN_BM * WN * 2;
-};
-
-/* The gate_up part of the gate_up + down_proj form (clusters of 16, the
- * owner's form with four-block stages): a CTA's GBA = I / 16 act columns,
- * W's 2 GBA gate and up rows of every k block resident in the ring's bytes
- * (requested before the wait for the kernel before: weights are never
- * written), h's rows streamed through a ring of GH one-k-block stages past
- * the push form's buffers; then its barriers (gw: W's k blocks; hfull /
- * hempty; gdone: the products read W, so down_proj's ring may take its
- * bytes). Shared memory leaves no room for the SwiGLU table's window: the
- * models whose s(g) needs no table (HRMT_CUDA_GLU_FAST_SILU). */
-template <int WN, int GBA>
-struct cgd_cfg {
-    using C = cn_cfg<WN, 16, 4>;
-    static constexpr int GKB = C::H / BK, WG_BYTES = 2 * GBA * ROW_BYTES;
-    static constexpr int GH = 3, H_BYTES = CN_BM * ROW_BYTES;
-    static_assert(GKB * WG_BYTES <= C::STAGES * C::STAGE_BYTES, "W resident in the ring's bytes");
-    static constexpr int BARS = GKB + 2 * GH + 1;
-    static constexpr int SMEM = C::SMEM_PUSH + 1024 + GH * H_BYTES + BARS * 8;
-};
-
-/* Its arguments (GBA = 0: none, an unread placeholder). */
-template <int GBA>
-struct cn_glu {
-    CUtensorMap tm_h, tm_wgu; /* h: boxes of 64 rows; W_gate_up: boxes of GBA rows */
-    typename glu_epi<GBA>::args e;
-};
-template <>
-struct cn_glu<0> {
-    int unused;
 };
 
 struct cn_args {
@@ -149,123 +118,18 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
 }
 #endif
 
-#ifdef HRMT_SM90A
-/* Where the gate_up part's h ring and barriers are (cgd_cfg). */
-template <class G>
-struct cgd_smem_at {
-    uint8_t *wg, *hring;
-    uint64_t *gw, *hfull, *hempty, *gdone;
-    __device__ cgd_smem_at(uint8_t *smem, uint16_t *xr_end) {
-        wg = smem;
-        hring = (uint8_t *)(((uintptr_t)xr_end + 1023) & ~(uintptr_t)1023);
-        gw = (uint64_t *)(hring + G::GH * G::H_BYTES);
-        hfull = gw + G::GKB;
-        hempty = hfull + G::GH;
-        gdone = hempty + G::GH;
-    }
-};
-
-/* The producer thread of the gate_up + down_proj form: all of gate_up's W,
- * then (after the wait) h's k blocks through the h ring; then, once the
- * products are done with W, down_proj's first W stages into the ring's
- * bytes, and its A (act) once every CTA of the cluster has stored its
- * columns of the tile's act (split cluster barrier 1; 0 is the start's). */
-template <class C, class G, int GBA, int KP>
-__device__ __forceinline__ void cn_glu_down_feed(uint8_t *smem, const cgd_smem_at<G> &at,
-                                                 uint64_t *full, uint64_t *empty,
-                                                 const CUtensorMap &tm_a, const CUtensorMap &tm_w,
-                                                 const cn_glu<GBA> &gq, int m0, int n0,
-                                                 uint32_t rank, int kb_n) {
-    constexpr int S = C::STAGES;
-    const int gn0 = (int)rank * GBA;
-    for (int c = 0; c < G::GKB; c++) {
-        mbar_expect_tx(&at.gw[c], G::WG_BYTES);
-        glu_epi<GBA>::load_w(at.wg + c * G::WG_BYTES, &gq.tm_wgu, &at.gw[c], c, gn0, gq.e);
-    }
-    pdl_wait();
-    pdl_trigger();
-    for (int c = 0; c < G::GKB; c++) {
-        const int hs = c % G::GH;
-        if (c >= G::GH) mbar_wait(&at.hempty[hs], (unsigned)(c / G::GH - 1) & 1);
-        mbar_expect_tx(&at.hfull[hs], G::H_BYTES);
-        tma_load(at.hring + hs * G::H_BYTES, &gq.tm_h, &at.hfull[hs], c * BK, m0);
-    }
-    cl_wait();           /* barrier 0 */
-    cl_arrive_relaxed(); /* barrier 1: this thread stores no act */
-    const int copies = kb_n / KP, pre = copies < S ? copies : S;
-    mbar_wait(at.gdone, 0);
-    for (int c = 0; c < pre; c++) {
-        mbar_expect_tx(&full[c], C::STAGE_BYTES);
-        tma_load_kb<KP>(smem + c * C::STAGE_BYTES + C::A_BYTES, &tm_w, &full[c], c * KP, n0);
-    }
-    cl_wait();            /* barrier 1: the tile's act stored */
-    fence_async_global(); /* ... and visible to the copy engine */
-    int s = 0;
-    unsigned ph = 0;
-    for (int c = 0; c < copies; c++) {
-        uint8_t *st = smem + s * C::STAGE_BYTES;
-        if (c >= pre) {
-            mbar_wait(&empty[s], ph ^ 1);
-            mbar_expect_tx(&full[s], C::STAGE_BYTES);
-            tma_load_kb<KP>(st + C::A_BYTES, &tm_w, &full[s], c * KP, n0);
-        }
-        tma_load_kb<KP>(st, &tm_a, &full[s], c * KP, m0);
-        ring_next(s, ph, S);
-    }
-}
-
-/* The consumer warpgroup's gate_up part of the same form: the fused
- * gate_up's products (each output's F32 chain of k16 steps in ascending k
- * from +0, as ring_products) and SwiGLU epilogue (glu_epi.cuh), so act's
- * bytes are the gate_up kernels'; W given back (gdone), this CTA's act
- * columns stored, then barrier 1 (release). */
-template <class G, int GBA>
-__device__ __forceinline__ void cn_glu_part(const cgd_smem_at<G> &at, const cn_glu<GBA> &gq, int m0,
-                                            uint32_t rank, int warp, int lane) {
-    float acc[1][GBA];
-#pragma unroll
-    for (int i = 0; i < GBA; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[0][i]));
-    for (int c = 0; c < G::GKB; c++) {
-        const int hs = c % G::GH;
-        mbar_wait(&at.gw[c], 0);
-        mbar_wait(&at.hfull[hs], (unsigned)(c / G::GH) & 1);
-        wg_fence();
-        const uint64_t da = desc_k128(at.hring + hs * G::H_BYTES),
-                       dw = desc_k128(at.wg + c * G::WG_BYTES);
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) wgmma_n<2 * GBA>(acc[0], da + 2 * kk, dw + 2 * kk);
-        wg_commit();
-        wg_wait<1>(); /* the k block before is read: its h stage back */
-        if (c > 0 && lane == 0) mbar_arrive(&at.hempty[(c - 1) % G::GH]);
-    }
-    wg_wait<0>();
-#pragma unroll
-    for (int i = 0; i < GBA; i++) asm volatile("" : "+f"(acc[0][i])::"memory");
-    if (lane == 0) mbar_arrive(at.gdone); /* down_proj's W may take W's bytes */
-    glu_epi<GBA>::template store<1>(acc, m0, (int)rank * GBA, warp, lane, gq.e);
-    LT_PHASE(6);         /* link trace: gate_up's act stored (1 and 2 are down_proj's) */
-    cl_wait();           /* barrier 0 */
-    cl_arrive_release(); /* barrier 1: this CTA's act columns stored */
-    cl_wait();
-    LT_PHASE(7);
-}
-#endif
-
 /* PUSH: the norm's exchanges pushed to where they are read and waited for
  * by byte counts (HRMT_CUDA_CLUSTER_NORM_PUSH, below), the same bits; else
  * pulled between two cluster barriers. OWN (with PUSH;
  * HRMT_CUDA_CLUSTER_NORM_OWNER): the CTA that computes a row's inv also
  * normalises and stores the whole row from the copy it was sent, so no inv
  * travels back and no CTA waits for one (3' below); the same bits. */
-template <int WN, int CL, bool PUSH, int KP = 1, bool OWN = false, int GBA = 0>
+template <int WN, int CL, bool PUSH, int KP = 1, bool OWN = false>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
-                        const __grid_constant__ CUtensorMap tm_w, const cn_args p,
-                        const __grid_constant__ cn_glu<GBA> gq) {
+                        const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
     static_assert(!OWN || PUSH, "the owner's stores take the pushed rows");
-    static_assert(GBA == 0 || (OWN && CL == 16 && KP == 4),
-                  "gate_up + down_proj: the owner's form, clusters of 16, four-block stages");
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
@@ -286,18 +150,6 @@ __global__ void __launch_bounds__(256, 1)
         mbar_init(xbar, 1);
         mbar_init(ibar, 1);
     }
-    if constexpr (GBA > 0) {
-        if (threadIdx.x == 0) {
-            using GC = cgd_cfg<WN, GBA>;
-            const cgd_smem_at<GC> at(smem, xr + CN_BM * WN);
-            for (int c = 0; c < GC::GKB; c++) mbar_init(&at.gw[c], 1);
-            for (int h = 0; h < GC::GH; h++) {
-                mbar_init(&at.hfull[h], 1);
-                mbar_init(&at.hempty[h], 4); /* one arrive per consumer warp */
-            }
-            mbar_init(at.gdone, 4);
-        }
-    }
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if constexpr (PUSH) {
         /* What this CTA is owed, expected before anyone may send (the
@@ -307,24 +159,6 @@ __global__ void __launch_bounds__(256, 1)
             if (!OWN) mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
         }
         cl_arrive_relaxed();
-    }
-    if constexpr (GBA > 0) {
-        /* gate_up + down_proj: its own feed (cn_glu_down_feed); the
-         * producer warpgroup's other threads only take part in the
-         * cluster's barriers 0 and 1. */
-        if (wg == 0) {
-            if (threadIdx.x == 0) {
-                using GC = cgd_cfg<WN, GBA>;
-                const cgd_smem_at<GC> at(smem, xr + CN_BM * WN);
-                cn_glu_down_feed<C, GC, GBA, KP>(smem, at, full, empty, tm_a, tm_w, gq, m0, n0,
-                                                 rank, kb_n);
-            } else {
-                cl_wait();
-                cl_arrive_relaxed();
-                cl_wait();
-            }
-            return;
-        }
     }
     if (wg == 0) {
         if (threadIdx.x == 0) {
@@ -416,15 +250,11 @@ __global__ void __launch_bounds__(256, 1)
     /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
      * accumulators as integers into the first wgmma and serialise every
      * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
-    int s = 0, prev = -1;
-    unsigned ph = 0;
-    if constexpr (GBA > 0) {
-        using GC = cgd_cfg<WN, GBA>;
-        cn_glu_part<GC, GBA>(cgd_smem_at<GC>(smem, xr + CN_BM * WN), gq, m0, rank, warp, lane);
-    }
     float acc[WN / 2];
 #pragma unroll
     for (int i = 0; i < WN / 2; i++) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
+    int s = 0, prev = -1;
+    unsigned ph = 0;
     ring_products<WN, KP>(acc, smem, C::STAGE_BYTES, C::A_BYTES, full, empty, S, kb_n, s, ph, prev,
                           lane, CN_BM * ROW_BYTES, WN * ROW_BYTES);
 
@@ -450,7 +280,7 @@ __global__ void __launch_bounds__(256, 1)
         const int tid = threadIdx.x - 128, mine = rows_of((int)rank);
         fence_async_smem();
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
-        if constexpr (GBA == 0) cl_wait(); /* every CTA's barriers made (GBA: long since) */
+        cl_wait();                                     /* every CTA's barriers made */
         if (tid < CL && tid != (int)rank && rows_of(tid) > 0)
             cl_copy_async(cl_map(xr + cn_push_dst((int)rank, WN, C::RP), (uint32_t)tid),
                           xs + cn_push_src(tid, WN, C::RP), (uint32_t)(rows_of(tid) * WN * 2),
@@ -645,8 +475,8 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
                         : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH
                                        : cn_cfg<WN, CL>::SMEM_PUSH;
     const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * CL);
-    const cudaError_t e = cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m),
-                                         g->pdl, ta, tw, p, cn_glu<0>{0});
+    const cudaError_t e =
+        cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m), g->pdl, ta, tw, p);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster projection + norm");
     *done = 1;
     return cu_check(m->ctx, "cuda cluster projection + norm");
@@ -684,79 +514,5 @@ hrmt_status cu_cluster_norm(const hrmt_model *m, int ctas, size_t rows, const vo
     if (m->hidden == 256)
         return c16 ? cn_launch<16, 16>(m, fn, rows, a, k, w, h, f, al16, done)
                    : cn_launch<32, 8>(m, fn, rows, a, k, w, h, f, al16, done);
-    return HRMT_OK;
-}
-
-namespace {
-
-/* The gate_up + down_proj form (clusters of 16, GBA = I / 16): its
- * shared-memory and cluster-size opt-in, and how many of its clusters run
- * at once (0: none). */
-template <int WN, int GBA>
-int cgd_fits(const hrmt_cuda *cu) {
-    size_t per_block = 0;
-    hrmt_cuda_limits(cu, &per_block, NULL, NULL, NULL);
-    auto kern = cluster_norm_kernel<WN, 16, true, 4, true, GBA>;
-    if (!cn_opt_in(kern, cgd_cfg<WN, GBA>::SMEM, per_block, 16)) return 0;
-    return cluster_fits(kern, 16, 256, cgd_cfg<WN, GBA>::SMEM);
-}
-
-template <int WN, int GBA>
-hrmt_status cgd_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                       void *h, const void *wgu, void *act, const void *wd, const cu_fold *f,
-                       int *done) {
-    const struct hrmt_model_cuda *g = cu_model(m);
-    const size_t H = m->hidden, I = m->inter;
-    CUtensorMap ta, tw;
-    cn_glu<GBA> gq;
-    if (!encode_kb(fn, &ta, act, rows, I, I, CN_BM, 4) || !encode_kb(fn, &tw, wd, H, I, I, WN, 4) ||
-        !encode(fn, &gq.tm_h, h, rows, H, H, CN_BM) ||
-        !encode(fn, &gq.tm_wgu, wgu, 2 * I, H, H, GBA))
-        return HRMT_OK;                    /* *done stays 0: the two kernels serve */
-    gq.e = glu_args<GBA>(m, rows, act, 0); /* no table window: s(g) without the table */
-    const cn_args p{(int)rows,
-                    (int)(I / BK),
-                    (uint16_t *)h,
-                    (float)m->cfg.rms_norm_eps,
-                    f ? (const uint16_t *)f->p1 : nullptr,
-                    f ? (const uint16_t *)f->p2 : nullptr,
-                    f ? (uint16_t *)f->o : nullptr,
-                    f ? f->hz : 0,
-                    f ? f->store : 0};
-    const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * 16);
-    const cudaError_t e =
-        cluster_launch(cluster_norm_kernel<WN, 16, true, 4, true, GBA>, 16, dim3(grid), dim3(256),
-                       cgd_cfg<WN, GBA>::SMEM, cu_stream(m), g->pdl, ta, tw, p, gq);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda cluster gate_up + down_proj + norm");
-    *done = 1;
-    return cu_check(m->ctx, "cuda cluster gate_up + down_proj + norm");
-}
-
-} // namespace
-
-/* The instances: hidden 512 with inter 1536 (HRM's size) and 256 with 768. */
-int cu_glu_down_clusters(const hrmt_model *m) {
-    const hrmt_cuda *cu = m->ctx->cuda;
-    if (m->dt != HRMT_BF16 || cu->prop.major != 9 || cu->prop.minor != 0 || !encode_fn()) return 0;
-    if (m->hidden == 512 && m->inter == 1536) return cgd_fits<32, 96>(cu);
-    if (m->hidden == 256 && m->inter == 768) return cgd_fits<16, 48>(cu);
-    return 0;
-}
-
-hrmt_status cu_glu_down(const hrmt_model *m, size_t rows, void *h, const void *wgu, void *act,
-                        const void *wd, const cu_fold *f, int *done) {
-    *done = 0;
-    /* 16-byte aligned h, act and fold operands (the owner's stores, the
-     * copy engine's reads); sizes the kernel's int arithmetic holds. */
-    const uintptr_t al = f ? (uintptr_t)f->p1 | (uintptr_t)f->p2 | (uintptr_t)f->o : 0;
-    if (rows == 0 || rows > (size_t)INT32_MAX / 2 ||
-        ((uintptr_t)h | (uintptr_t)act | al) % 16 != 0 || (f && (!f->p1 || !f->o)))
-        return HRMT_OK;
-    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
-    if (!fn) return HRMT_OK;
-    if (m->hidden == 512 && m->inter == 1536)
-        return cgd_launch<32, 96>(m, fn, rows, h, wgu, act, wd, f, done);
-    if (m->hidden == 256 && m->inter == 768)
-        return cgd_launch<16, 48>(m, fn, rows, h, wgu, act, wd, f, done);
     return HRMT_OK;
 }

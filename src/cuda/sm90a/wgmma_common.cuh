@@ -260,39 +260,7 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t 
         : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24)
         : "l"(da), "l"(db), "r"(1));
 }
-/* N = 96 and 192: the gate_up + down_proj cluster kernel's gate and up
- * rows of 48 or 96 act columns in one product (cluster_norm_wgmma.cu). */
-__device__ __forceinline__ void wgmma_n96(float (&d)[48], uint64_t da, uint64_t db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
-        "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
-        "%44, %45, %46, %47"
-        "}, %48, %49, p, 1, 1, 0, 0;\n}"
-        : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24), WG_R8(32), WG_R8(40)
-        : "l"(da), "l"(db), "r"(1));
-}
-__device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
-        "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
-        "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
-        "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "
-        "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "
-        "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-        "}, %96, %97, p, 1, 1, 0, 0;\n}"
-        : WG_R8(0), WG_R8(8), WG_R8(16), WG_R8(24), WG_R8(32), WG_R8(40), WG_R8(48), WG_R8(56),
-          WG_R8(64), WG_R8(72), WG_R8(80), WG_R8(88)
-        : "l"(da), "l"(db), "r"(1));
-}
-/* D[64 x N] += A B^T for N in 16, 32, 64, 96, 128, 192, 256 (N / 2 accumulators). */
+/* D[64 x N] += A B^T for N in 16, 32, 64, 128, 256 (N / 2 accumulators). */
 template <int N>
 __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t db) {
     if constexpr (N == 16)
@@ -301,12 +269,8 @@ __device__ __forceinline__ void wgmma_n(float (&d)[N / 2], uint64_t da, uint64_t
         wgmma_n32(d, da, db);
     else if constexpr (N == 64)
         wgmma_n64(d, da, db);
-    else if constexpr (N == 96)
-        wgmma_n96(d, da, db);
     else if constexpr (N == 128)
         wgmma_n128(d, da, db);
-    else if constexpr (N == 192)
-        wgmma_n192(d, da, db);
     else
         wgmma_n256(d, da, db);
 }
