@@ -70,10 +70,6 @@ static void check_stats(const cJSON *row, const char *key) {
     cr_expect(sd >= 0 && sd <= mx - mn, "%s.std %g within [0, max-min]", key, sd);
 }
 
-/* --rounds: a row per (batch, schedule) over all rounds, and each
- * schedule's tier statistics its own although the schedules' runs
- * alternate: the baseline keeps nothing in the SRAM tier and moves nothing
- * between tiers, the tiered schedule does both. */
 /* Runs `hrmt bench --mode compare OPTS --output F`, which must succeed and
  * report the schedules' outputs byte-identical; the text it printed in *out
  * (caller frees), its four JSON rows returned. */
@@ -94,6 +90,10 @@ static cJSON *compare_rows(const char *opts, char **out) {
     return arr;
 }
 
+/* --rounds: a row per (batch, schedule) over all rounds, and each
+ * schedule's tier statistics its own although the schedules' runs
+ * alternate: the baseline keeps nothing in the SRAM tier and moves nothing
+ * between tiers, the tiered schedule does both. */
 Test(cli_bench, compare_rounds_keep_each_schedules_tier_stats) {
     char *out;
     cJSON *arr = compare_rows(

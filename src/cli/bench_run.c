@@ -298,7 +298,8 @@ hrmt_status cli_bench_row_of(hrmt_context *ctx, hrmt_model *m, int batch,
     r.mode = a->schedule == HRMT_SCHEDULE_TIERED ? CLI_MODE_TIERED : CLI_MODE_BASELINE;
     r.batch_size = batch;
     r.seq_len = cfg->seq_len;
-    if (n == 0 || cli_stats_compute(a->l_us, n, &r.l_level_latency_us) ||
+    if (n == 0) return hrmt_fail(ctx, HRMT_ERR_INVALID_ARG, "bench: no timed steps to summarise");
+    if (cli_stats_compute(a->l_us, n, &r.l_level_latency_us) ||
         cli_stats_compute(a->h_us, n, &r.h_level_latency_us) ||
         cli_stats_compute(a->t_ms, n, &r.total_inference_latency_ms))
         return hrmt_fail(ctx, HRMT_ERR_NONFINITE, "timings are not finite");
