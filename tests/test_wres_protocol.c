@@ -11,7 +11,8 @@
  *  - no deadlock (some step can always run until all programs end);
  *  - a product reads a ring stage or a W block only once its copy has
  *    landed, and holding the tile's own data (row tile and k block; W
- *    generation);
+ *    generation), each W block waited for on its own barrier (wfull[kb],
+ *    session 54: a generation's first tile starts on its first block);
  *  - no copy is issued into, or lands in, a buffer that a product in flight
  *    still reads;
  *  - a copy lands in the fill of the buffer it was issued for;
@@ -64,7 +65,10 @@ typedef struct {
     /* probe: count protocol violations instead of failing (the tests that
      * show the model sees an error). */
     int probe, violations;
-    bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull, wempty;
+    /* lazy: copies land only when no program can step (as late as they may),
+     * the schedule that exposes a missing wait for a copy. */
+    int lazy;
+    bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull[MAX_KB], wempty;
     buf stage[MAX_S], w[MAX_KB];
     prog p[1 + MAX_WGS]; /* producer, consumer warpgroups */
     flight fl[MAX_WGS][2];
@@ -90,7 +94,7 @@ static bar *bar_of(cta *c, int kind, int idx) {
     case B_FULL: return &c->full[idx];
     case B_EMPTY: return &c->empty[idx];
     case B_ORDER: return &c->order[idx];
-    case B_WFULL: return &c->wfull;
+    case B_WFULL: return &c->wfull[idx];
     default: return &c->wempty;
     }
 }
@@ -147,12 +151,11 @@ static void consumer(cta *k, int cw) {
         unsigned ph = (base / (unsigned)k->S) & 1u;
         emit(p, o_wait(B_ORDER, cw, turn));
         turn ^= 1u;
-        if (g != have) {
-            emit(p, o_wait(B_WFULL, 0, (unsigned)g & 1u));
-            have = g;
-        }
+        const int wait_w = g != have; /* the generation's first tile here */
+        have = g;
         for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_FULL, s, ph));
+            if (wait_w) emit(p, o_wait(B_WFULL, kb, (unsigned)g & 1u));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
             emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
             if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
@@ -179,7 +182,7 @@ static void cta_init(cta *k, int S, int kb_n, int mt, int lo, int hi, int wgs) {
         k->stage[s].tag = -1;
     }
     for (int w = 0; w < wgs; w++) bar_init(&k->order[w], 1);
-    bar_init(&k->wfull, 1);
+    for (int kb = 0; kb < MAX_KB; kb++) bar_init(&k->wfull[kb], 1);
     bar_init(&k->wempty, 4 * wgs);
     bar_arrive(&k->order[0], 1); /* tile 0's turn */
     for (int kb = 0; kb < MAX_KB; kb++) k->w[kb].tag = -1;
@@ -212,7 +215,7 @@ static void issue_copy(cta *k, int is_w, int idx, int tag, int fill) {
 static void land(cta *k, int e) {
     const int is_w = k->ev[e].is_w, idx = k->ev[e].idx;
     buf *b = is_w ? &k->w[idx] : &k->stage[idx];
-    bar *fb = is_w ? &k->wfull : &k->full[idx];
+    bar *fb = is_w ? &k->wfull[idx] : &k->full[idx];
     CHECK(k, !read_in_flight(k, is_w, idx), "a copy landed in %s %d while a product reads it",
           is_w ? "W block" : "stage", idx);
     CHECK(k, fb->phase == (unsigned)k->ev[e].fill,
@@ -240,9 +243,11 @@ static void step(cta *k, int a) {
     switch (o->kind) {
     case OP_WAIT: break;
     case OP_ARRIVE: bar_arrive(bar_of(k, o->bar, o->idx), o->a); break;
-    case OP_LOAD_W:
-        bar_expect_tx(&k->wfull, k->kb_n);
-        for (int kb = 0; kb < k->kb_n; kb++) issue_copy(k, 1, kb, o->a, o->b);
+    case OP_LOAD_W: /* a copy per k block, each on its own barrier */
+        for (int kb = 0; kb < k->kb_n; kb++) {
+            bar_expect_tx(&k->wfull[kb], 1);
+            issue_copy(k, 1, kb, o->a, o->b);
+        }
         break;
     case OP_LOAD_A:
         bar_expect_tx(&k->full[o->idx], 1);
@@ -288,7 +293,8 @@ static int run_cta(cta *k, uint64_t seed) {
         int can[1 + MAX_WGS + MAX_EVENTS], n = 0;
         for (int a = 0; a < actors; a++)
             if (runnable(k, a)) can[n++] = a;
-        for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
+        if (!k->lazy || n == 0)
+            for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
         if (n == 0) {
             int done = k->nev == 0;
             for (int a = 0; a < actors; a++) done = done && k->p[a].pc == k->p[a].n;
@@ -361,37 +367,45 @@ Test(wres_protocol, random_interleavings_three_warpgroups) {
     cr_expect_gt(runs, 5000, "runs: %ld", runs);
 }
 
-/* Whether 200 random schedules of a broken protocol (made by `setup`)
- * show a violation: the model can see the error it guards against. */
+/* Whether 200 random schedules of a broken protocol (made by `setup`), then
+ * 200 that land the copies as late as they can, show a violation: the model
+ * can see the error it guards against. */
 static int caught(void (*setup)(cta *)) {
-    for (uint64_t seed = 1; seed <= 200; seed++) {
+    for (uint64_t seed = 1; seed <= 400; seed++) {
         static cta k;
         setup(&k);
         k.probe = 1;
+        k.lazy = seed > 200;
         run_cta(&k, seed);
         if (k.violations > 0) return 1;
     }
     return 0;
 }
 
-/* Consumers that wait for the W generation before their turn (the order
- * the kernel avoids) read a slice that is not theirs in some interleaving
- * (mt 1: every tile its own generation; a run of 6 tiles). */
+/* Consumers that wait for the W generation's first block before their turn
+ * (the order the kernel avoids) read a slice that is not theirs in some
+ * interleaving (mt 1: every tile its own generation; a run of 6 tiles; one
+ * k block, so that a tile's one W wait is the whole generation's). */
 static void early_w_wait(cta *k) {
     cta_init(k, 2, 1, 1, 0, 6, 2);
-    for (int w = 0; w < k->wgs; w++) { /* each consumer's W wait before its order wait */
+    for (int w = 0; w < k->wgs; w++) { /* each tile's W wait moved before its order wait */
         prog *p = &k->p[1 + w];
-        for (int i = 0; i + 1 < p->n; i++)
-            if (p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_ORDER &&
-                p->ops[i + 1].kind == OP_WAIT && p->ops[i + 1].bar == B_WFULL) {
-                const op t = p->ops[i];
-                p->ops[i] = p->ops[i + 1];
-                p->ops[i + 1] = t;
-            }
+        for (int i = 0; i < p->n; i++) {
+            if (p->ops[i].kind != OP_WAIT || p->ops[i].bar != B_ORDER) continue;
+            int j = i + 1;
+            while (j < p->n && !(p->ops[j].kind == OP_WAIT && p->ops[j].bar == B_WFULL) &&
+                   !(p->ops[j].kind == OP_WAIT && p->ops[j].bar == B_ORDER))
+                j++;
+            if (j >= p->n || p->ops[j].bar != B_WFULL) continue;
+            const op t = p->ops[j];
+            memmove(&p->ops[i + 1], &p->ops[i], (size_t)(j - i) * sizeof(op));
+            p->ops[i] = t;
+            i++; /* past the order wait, now at i + 1 */
+        }
     }
 }
 Test(wres_protocol, model_catches_an_early_w_wait) {
-    cr_expect(caught(early_w_wait), "reordering the waits went unnoticed in 200 schedules");
+    cr_expect(caught(early_w_wait), "reordering the waits went unnoticed in 400 schedules");
 }
 
 /* Three warpgroups with the two-warpgroup rule's arrivals (a lone tile
@@ -408,5 +422,24 @@ static void short_wempty(cta *k) {
     }
 }
 Test(wres_protocol, model_catches_short_wempty_arrivals) {
-    cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 200 schedules");
+    cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 400 schedules");
+}
+
+/* Consumers that wait for the generation's first W block only (the single
+ * barrier's rule read as "the first block has landed") read a later block
+ * before its copy lands in some interleaving: each block needs its wait. */
+static void first_block_wait_only(cta *k) {
+    cta_init(k, 3, 3, 2, 0, 6, 2);
+    for (int w = 0; w < k->wgs; w++) {
+        prog *p = &k->p[1 + w];
+        int n = 0;
+        for (int i = 0; i < p->n; i++)
+            if (!(p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_WFULL && p->ops[i].idx > 0))
+                p->ops[n++] = p->ops[i];
+        p->n = n;
+    }
+}
+Test(wres_protocol, model_catches_a_missing_block_wait) {
+    cr_expect(caught(first_block_wait_only),
+              "reading W blocks past the first unwaited went unnoticed in 400 schedules");
 }

@@ -19,11 +19,16 @@
  * tensor-core steps in ascending k from +0): only where the operands come
  * from differs.
  *
- * Synchronisation beyond ring_gemm.cuh's: wfull completes phase g when W
- * generation g (the run's g-th slice) has landed; a consumer waits for it
- * after its turn (order[]) comes, when the tile before (the other
- * warpgroup's) has issued all its products, so that wfull is never two
- * generations behind the wait. wempty completes phase g when every product
+ * Synchronisation beyond ring_gemm.cuh's: wfull[kb] completes phase g when k
+ * block kb of W generation g (the run's g-th slice) has landed; a consumer
+ * waits for each block just before its products, in its first tile of the
+ * generation, after its turn (order[]) comes, when the tile before (the
+ * other warpgroup's) has issued all its products, so that no wfull[kb] is
+ * ever two generations behind the wait. (Until session 54 one barrier
+ * covered the whole slice: a CTA that became resident only when the kernel
+ * before left its SM - 88 of 132 at batch 8 - waited for all 128 KB before
+ * its first product; now its products follow the blocks in.) wempty
+ * completes phase g when every product
  * reading generation g is done: each warpgroup's four warps arrive after
  * their last tile of g, and g's last tile in the run also for each
  * warpgroup that has none of g (wres_plan.h's wres_arrivals), 4 WGS
@@ -73,9 +78,9 @@ struct wres_cfg {
     static constexpr int A_BYTES = BM * ROW_BYTES;
     static constexpr int W_BYTES = WN * ROW_BYTES; /* one k block of the slice */
     static constexpr int W_RES = KBMAX * W_BYTES;
-    static constexpr int BAR_SLACK = 256;
+    static constexpr int BAR_SLACK = 320;
     static constexpr int STAGES = (WRES_SMEM_MAX - W_RES - EPI - 1024 - BAR_SLACK) / A_BYTES;
-    static constexpr int BAR_BYTES = ((2 * STAGES + WGS + 2) * 8 + 15) / 16 * 16;
+    static constexpr int BAR_BYTES = ((2 * STAGES + WGS + KBMAX + 1) * 8 + 15) / 16 * 16;
     static constexpr int SMEM = W_RES + STAGES * A_BYTES + 1024 + BAR_BYTES + EPI;
     static_assert(STAGES >= 2, "a ring of two stages at least");
     static_assert(BAR_BYTES <= BAR_SLACK, "barriers within their slack");
@@ -129,7 +134,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *wres = smem, *ring = smem + C::W_RES;
     uint64_t *full = (uint64_t *)(ring + S * C::A_BYTES), *empty = full + S, *order = empty + S;
-    uint64_t *wfull = order + WGS, *wempty = wfull + 1;
+    uint64_t *wfull = order + WGS, *wempty = wfull + KBMAX; /* wfull: one per k block */
     uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
     const int wg = warpgroup_idx(), mt = (p.d.M + C::BM - 1) / C::BM;
     int lo = 0, hi = 0;
@@ -140,7 +145,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         /* One arrive per warp of the consuming warpgroup. */
         ring_init(full, empty, S, 4);
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
-        mbar_init(wfull, 1);
+        for (int kb = 0; kb < KBMAX; kb++) mbar_init(&wfull[kb], 1);
         mbar_init(wempty, 4 * WGS);
         mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -152,9 +157,10 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         /* The first slice of W does not depend on the kernel before
          * (programmatic dependent launch): requested before waiting for it. */
         auto load_slice = [&](int col) {
-            mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
-            for (int kb = 0; kb < kb_n; kb++)
-                E::load_w(wres + kb * C::W_BYTES, &tm_w, wfull, kb, slice_n0(col), p);
+            for (int kb = 0; kb < kb_n; kb++) {
+                mbar_expect_tx(&wfull[kb], (unsigned)C::W_BYTES);
+                E::load_w(wres + kb * C::W_BYTES, &tm_w, &wfull[kb], kb, slice_n0(col), p);
+            }
         };
         if (lo < hi) load_slice(col0);
         pdl_wait();
@@ -212,12 +218,23 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS
         tile_zero<MSUB, WN>(acc);
         WRES_CT(c_turn, mbar_wait(&order[cw], turn));
         turn ^= 1;
-        if (g != have) { /* after the turn: wfull is at most one generation behind */
-            WRES_CT(c_wfull, mbar_wait(wfull, (unsigned)g & 1));
-            have = g;
-        }
+        /* The generation's first tile here waits for each W block before its
+         * products (after the turn: no wfull[kb] is two generations behind). */
+        const bool wait_w = g != have;
+        have = g;
         auto a_of = [&](int st) { return ring + st * C::A_BYTES; };
-        auto w_of = [&](int, int kb) { return wres + kb * C::W_BYTES; };
+        auto w_of = [&](int, int kb) {
+            if (wait_w) {
+#ifdef HRMT_WRES_PHASES /* inside tile_products: counted in issue too */
+                const long long w0 = clock64();
+                mbar_wait(&wfull[kb], (unsigned)g & 1);
+                c_wfull += clock64() - w0;
+#else
+                mbar_wait(&wfull[kb], (unsigned)g & 1);
+#endif
+            }
+            return wres + kb * C::W_BYTES;
+        };
         long long *full_cy = nullptr;
 #ifdef HRMT_WRES_PHASES
         full_cy = &c_full;
