@@ -1275,25 +1275,6 @@ Test(cuda_model, exact_m_tuning_keeps_bits) {
     hrmt_context_destroy(ctx);
 }
 
-/* The same with the tuner's own enumeration of cuBLASLt configurations at
- * the step's M (HRMT_CUDA_GEMM_TUNE_ENUM=1: from 2048 rows, so batches 26,
- * 40 and 64 of T = 82, 2132 to 5248 rows) against the launches with the
- * pinned algorithm: whatever configuration the timing picks, the bytes are
- * the pinned algorithm's, both schedules. */
-Test(cuda_model, enum_tuning_keeps_bits) {
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *ref = launches_model(ctx, &cfg, 41), *m = NULL;
-    setenv("HRMT_CUDA_GEMM_TUNE_ENUM", "1", 1);
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 41, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
-    unsetenv("HRMT_CUDA_GEMM_TUNE_ENUM");
-    const int batches[] = {26, 40, 64};
-    expect_same_steps(m, ref, batches, 3, "enumerated GEMM configurations vs launches");
-    hrmt_model_destroy(m);
-    hrmt_model_destroy(ref);
-    hrmt_context_destroy(ctx);
-}
-
 /* The block's qkv projection and attention as one kernel (HRMT_CUDA_QKV_ATTN,
  * on by default): over a cluster per (sample, head) while the batch's pairs
  * fit one wave of clusters, then over two CTAs per pair where T > 64
@@ -1713,7 +1694,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_GEMM_TUNE_ENUM"};
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

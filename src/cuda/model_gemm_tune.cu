@@ -50,21 +50,11 @@ constexpr size_t OWN_MAX_ROWS = (size_t)128 << OWN_MAX_BUCKET;
  * fused gate_up at 164 rows and the block GEMMs at 984 take other tiles
  * than at 256 and 1024 rows (docs/CUDA-KERNELS.md, session 46). */
 constexpr size_t EXACT_MIN_ROWS = 128, EXACT_MAX_ROWS = (size_t)1 << 15;
-/* HRMT_CUDA_GEMM_TUNE_ENUM: where a step's own M is tuned (cu_gemm_tune_rows)
- * at M >= ENUM_MIN_ROWS (cuBLASLt's tiles fill the SMs, and the heuristic's
- * short list may miss a faster tiling) the tuner also times configurations
- * it enumerates itself (every algorithm id x tile cuBLASLt lists, split-K
- * off), up to ENUM_MAX a shape; each must give the pinned algorithm's bits
- * like any other candidate. Not at load: 4 shapes x the large buckets x
- * ENUM_MAX candidates would add seconds to every model's load. */
-constexpr uint64_t ENUM_MIN_ROWS = 2048;
-constexpr int ENUM_MAX = 32, ENUM_IDS = 64, ENUM_TILES = 64;
 
 struct tune_ctx {
     hrmt_model *m;
     int own_shapes;                 /* gemm_wgmma.cu's tile shapes on this device */
     int verbose;                    /* HRMT_CUDA_GEMM_TUNE_LOG=1: each bucket's pick on stderr */
-    int enumerate;                  /* HRMT_CUDA_GEMM_TUNE_ENUM: own enumerated candidates */
     uint16_t *a, *w, *c0, *c1, *c2; /* device: random A and W, three outputs */
     unsigned char *h0, *h1, *h2;    /* host copies of c0..c2 */
     cudaEvent_t ev0, ev1;
@@ -180,66 +170,6 @@ hrmt_status checked_time(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row,
     return HRMT_OK;
 }
 
-/* cuBLASLt configurations for the slot at M rows beyond the heuristic's
- * list `have` (n of them): each algorithm id's tiles with split-K 1, no
- * reduction, stages and cluster shape left to cuBLASLt, kept where
- * cublasLtMatmulAlgoCheck accepts them within the workspace. Up to `max`
- * into out; the count into *got. Tiles are taken round-robin over the ids so
- * that a cap does not leave an id out. */
-void lt_enumerate(const tune_ctx *t, cu_lt_slot *sl, cublasLtMatrixLayoutOpaque_t *la,
-                  cublasLtMatrixLayoutOpaque_t *lc, const cublasLtMatmulHeuristicResult_t *have,
-                  int n, cublasLtMatmulAlgo_t *out, int max, int *got) {
-    hrmt_cuda *cu = t->m->ctx->cuda;
-    *got = 0;
-    int ids[ENUM_IDS], nids = 0;
-    if (cublasLtMatmulAlgoGetIds(cu->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF,
-                                 CUDA_R_16BF, CUDA_R_16BF, ENUM_IDS, ids,
-                                 &nids) != CUBLAS_STATUS_SUCCESS)
-        return;
-    uint32_t tiles[ENUM_IDS][ENUM_TILES]; /* 16 KB: host stack */
-    int ntiles[ENUM_IDS], most = 0;
-    for (int i = 0; i < nids; i++) {
-        cublasLtMatmulAlgo_t a;
-        size_t bytes = 0;
-        ntiles[i] = 0;
-        if (cublasLtMatmulAlgoInit(cu->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF,
-                                   CUDA_R_16BF, CUDA_R_16BF, ids[i], &a) != CUBLAS_STATUS_SUCCESS ||
-            cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_TILE_IDS, tiles[i],
-                                              sizeof tiles[i], &bytes) != CUBLAS_STATUS_SUCCESS)
-            continue;
-        /* A list longer than the buffer reports its size and fills nothing. */
-        ntiles[i] = bytes <= sizeof tiles[i] ? (int)(bytes / sizeof(uint32_t)) : 0;
-        most = ntiles[i] > most ? ntiles[i] : most;
-    }
-    for (int k = 0; k < most && *got < max; k++)
-        for (int i = 0; i < nids && *got < max; i++) {
-            if (k >= ntiles[i]) continue;
-            cublasLtMatmulAlgo_t a;
-            const uint32_t tile = tiles[i][k], none = CUBLASLT_REDUCTION_SCHEME_NONE;
-            const int32_t one = 1;
-            if (cublasLtMatmulAlgoInit(cu->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF,
-                                       CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, ids[i],
-                                       &a) != CUBLAS_STATUS_SUCCESS ||
-                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
-                                                     sizeof tile) != CUBLAS_STATUS_SUCCESS ||
-                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one,
-                                                     sizeof one) != CUBLAS_STATUS_SUCCESS ||
-                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                                     &none, sizeof none) != CUBLAS_STATUS_SUCCESS)
-                continue;
-            cublasLtMatmulHeuristicResult_t r;
-            memset(&r, 0, sizeof r);
-            if (cublasLtMatmulAlgoCheck(cu->lt, &sl->desc, &sl->lw, la, lc, lc, &a, &r) !=
-                    CUBLAS_STATUS_SUCCESS ||
-                r.workspaceSize > cu->ws_bytes)
-                continue;
-            int seen = 0;
-            for (int j = 0; j < n && !seen; j++) seen = !memcmp(&have[j].algo, &a, sizeof a);
-            for (int j = 0; j < *got && !seen; j++) seen = !memcmp(&out[j], &a, sizeof a);
-            if (!seen) out[(*got)++] = a;
-        }
-}
-
 /* The fastest at M rows ("rows <= M" for a bucket, "rows = M" for an exact
  * M in the log) of the pinned algorithm, the heuristic's candidates that
  * give its bits and, when own_ok, the own tile shapes: into *algo and *own
@@ -287,25 +217,6 @@ hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const ch
         if (us < best) {
             best = us;
             *algo = res[i].algo;
-        }
-    }
-    if (t->enumerate && M >= ENUM_MIN_ROWS && got >= 0) {
-        cublasLtMatmulAlgo_t en[ENUM_MAX];
-        int nen = 0;
-        if (cu_lt_layouts(sl, M, &la, &lc) == CUBLAS_STATUS_SUCCESS)
-            lt_enumerate(t, sl, &la, &lc, res, got, en, ENUM_MAX, &nen);
-        for (int i = 0; i < nen; i++) {
-            const cublasLtMatmulAlgo_t *al = &en[i];
-            auto cand = [&](uint64_t rows, void *c) { return run_lt(t, sl, al, rows, c); };
-            float us = 0.0f;
-            TRY(checked_time(t, pinned, cand, M, row, &us));
-            if (t->verbose)
-                fprintf(stderr, "hrmt gemm tuning: %zux%zu enumerated %d, rows %s %llu: %.2f us\n",
-                        sl->n, sl->k, i, le, (unsigned long long)M, us);
-            if (us < best) {
-                best = us;
-                *algo = *al;
-            }
         }
     }
     /* The own narrow tiles, where few rows leave cuBLASLt's tiles short of SMs. */
@@ -469,7 +380,6 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     struct hrmt_model_cuda *g = cu_model(m);
     int fw = -1, fg = -1, exact = 1;
     TRY(cu_env_switch(m, "HRMT_CUDA_GEMM_TUNE_EXACT", 1, &exact));
-    TRY(cu_env_switch(m, "HRMT_CUDA_GEMM_TUNE_ENUM", 0, &g->tune_enum));
     g->tune_exact = 0;
     TRY(forced_shape(m, "HRMT_CUDA_WGEMM_SHAPE", g->nlt ? cu_wgemm_shapes(m) : 0, &fw));
     TRY(forced_shape(m, "HRMT_CUDA_GLU_SHAPE", g->glu ? cu_glu_shapes(m) : 0, &fg));
@@ -545,14 +455,12 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     tune_ctx t;
     int skip = 0;
     hrmt_status s = tune_open(m, rows, &t, &skip);
-    /* The own narrow tiles where the buckets try them, and the enumerated
-     * configurations; neither for the gate_up GEMM when the fused MLP serves
-     * it (cu_gemm_tune's rule: the step never calls that GEMM). */
+    /* The own narrow tiles where the buckets try them; never for the gate_up
+     * GEMM when the fused MLP serves it (cu_gemm_tune's rule). */
     const int own_ok = rows <= OWN_MAX_ROWS;
     const int own_shapes = s == HRMT_OK && !skip && own_ok ? cu_wgemm_shapes(m) : 0;
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
         t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
-        t.enumerate = g->tune_enum && !(g->glu && i == CU_LT_GATE_UP);
         s = tune_m(&t, &g->lt[i], rows, own_ok, "=", &p.algo[i], &p.own[i]);
     }
     if (s == HRMT_OK && !skip && g->glu)

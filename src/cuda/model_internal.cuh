@@ -87,7 +87,6 @@ struct hrmt_model_cuda {
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
     int profile_steps; /* HRMT_CUDA_PROFILE_STEPS: each step's device work in a profiler range */
     int tune_exact;    /* the step's own M tuned (cu_gemm_tune_rows) */
-    int tune_enum;     /* HRMT_CUDA_GEMM_TUNE_ENUM: enumerated cuBLASLt configurations timed too */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
     int pnorm;      /* HRMT_CUDA_FUSED_NORM: clusters of the projection + norm kernel */
