@@ -11,15 +11,17 @@
  *  - no deadlock (some step can always run until all programs end);
  *  - a product reads a ring stage or a W block only once its copy has
  *    landed, and holding the tile's own data (row tile and k block; W
- *    generation), each W block waited for on its own barrier (wfull[kb],
- *    session 54: a generation's first tile starts on its first block);
+ *    generation);
  *  - no copy is issued into, or lands in, a buffer that a product in flight
  *    still reads;
  *  - a copy lands in the fill of the buffer it was issued for;
  *  - the CTAs' runs cover every tile once, in order.
  * The GPU tests (test_cuda_model's glu_wres_* and shape tests) check the
  * bytes; this checks the protocol where a GPU is not at hand, over run and
- * ring shapes the device tests do not reach. (Until session 45 it also
+ * ring shapes the device tests do not reach. Both forms of the W wait: one
+ * barrier for the whole slice (the default), and with kbw a barrier per k
+ * block waited for just before that block's products in the generation's
+ * first tile (HRMT_CUDA_GLU_WRES_KB, session 54). (Until session 45 it also
  * modelled the kernel's clusters sharing A by multicast, removed then.) */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -62,6 +64,7 @@ typedef struct { /* one product group in flight: stage s, W block kb */
 
 typedef struct {
     int S, kb_n, mt, lo, hi, wgs; /* wgs: consumer warpgroups (ring_wres.cuh's WGS) */
+    int kbw;                      /* ring_wres.cuh's KBW: wfull[kb] per k block, else wfull[0] */
     /* probe: count protocol violations instead of failing (the tests that
      * show the model sees an error). */
     int probe, violations;
@@ -153,9 +156,10 @@ static void consumer(cta *k, int cw) {
         turn ^= 1u;
         const int wait_w = g != have; /* the generation's first tile here */
         have = g;
+        if (wait_w && !k->kbw) emit(p, o_wait(B_WFULL, 0, (unsigned)g & 1u));
         for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_FULL, s, ph));
-            if (wait_w) emit(p, o_wait(B_WFULL, kb, (unsigned)g & 1u));
+            if (wait_w && k->kbw) emit(p, o_wait(B_WFULL, kb, (unsigned)g & 1u));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
             emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
             if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
@@ -173,9 +177,9 @@ static void consumer(cta *k, int cw) {
     }
 }
 
-static void cta_init(cta *k, int S, int kb_n, int mt, int lo, int hi, int wgs) {
+static void cta_init(cta *k, int S, int kb_n, int mt, int lo, int hi, int wgs, int kbw) {
     memset(k, 0, sizeof *k);
-    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->wgs = wgs;
+    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->wgs = wgs, k->kbw = kbw;
     for (int s = 0; s < S; s++) {
         bar_init(&k->full[s], 1);
         bar_init(&k->empty[s], 4); /* the consuming warpgroup's warps */
@@ -215,7 +219,7 @@ static void issue_copy(cta *k, int is_w, int idx, int tag, int fill) {
 static void land(cta *k, int e) {
     const int is_w = k->ev[e].is_w, idx = k->ev[e].idx;
     buf *b = is_w ? &k->w[idx] : &k->stage[idx];
-    bar *fb = is_w ? &k->wfull[idx] : &k->full[idx];
+    bar *fb = is_w ? &k->wfull[k->kbw ? idx : 0] : &k->full[idx];
     CHECK(k, !read_in_flight(k, is_w, idx), "a copy landed in %s %d while a product reads it",
           is_w ? "W block" : "stage", idx);
     CHECK(k, fb->phase == (unsigned)k->ev[e].fill,
@@ -243,9 +247,10 @@ static void step(cta *k, int a) {
     switch (o->kind) {
     case OP_WAIT: break;
     case OP_ARRIVE: bar_arrive(bar_of(k, o->bar, o->idx), o->a); break;
-    case OP_LOAD_W: /* a copy per k block, each on its own barrier */
+    case OP_LOAD_W: /* a copy per k block, on its own barrier or all on wfull[0] */
+        if (!k->kbw) bar_expect_tx(&k->wfull[0], k->kb_n);
         for (int kb = 0; kb < k->kb_n; kb++) {
-            bar_expect_tx(&k->wfull[kb], 1);
+            if (k->kbw) bar_expect_tx(&k->wfull[kb], 1);
             issue_copy(k, 1, kb, o->a, o->b);
         }
         break;
@@ -329,7 +334,7 @@ Test(wres_protocol, runs_cover_every_tile_once) {
 
 /* Every ring and run shape in the lists: tiles are row tiles x W slices,
  * each CTA's run that of wres_range over the grid. */
-static long sweep(int wgs, int seeds) {
+static long sweep(int wgs, int seeds, int kbw) {
     const int stages[] = {2, 3, 5}, kbs[] = {1, 2, 3, 4}, mts[] = {1, 2, 3, 5};
     const int nts[] = {1, 2, 3, 4}, grids[] = {1, 2, 3, 5, 7};
     static cta k;
@@ -346,7 +351,7 @@ static long sweep(int wgs, int seeds) {
                             int lo = 0, hi = 0;
                             wres_range(units, b, G, &lo, &hi);
                             for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++, runs++) {
-                                cta_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, wgs);
+                                cta_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, wgs, kbw);
                                 run_cta(&k, seed + 977 * (uint64_t)runs);
                             }
                         }
@@ -355,7 +360,13 @@ static long sweep(int wgs, int seeds) {
 }
 
 Test(wres_protocol, random_interleavings) {
-    const long runs = sweep(2, 12);
+    const long runs = sweep(2, 12, 0);
+    cr_expect_gt(runs, 10000, "runs: %ld", runs);
+}
+
+/* The same with a barrier per W block (HRMT_CUDA_GLU_WRES_KB). */
+Test(wres_protocol, random_interleavings_block_barriers) {
+    const long runs = sweep(2, 8, 1) + sweep(3, 6, 1);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -363,7 +374,7 @@ Test(wres_protocol, random_interleavings) {
  * runs with generations of one or two tiles, fewer than the warpgroups,
  * whose last tile arrives on wempty for those with none (wres_arrivals). */
 Test(wres_protocol, random_interleavings_three_warpgroups) {
-    const long runs = sweep(3, 8);
+    const long runs = sweep(3, 8, 0);
     cr_expect_gt(runs, 5000, "runs: %ld", runs);
 }
 
@@ -382,12 +393,12 @@ static int caught(void (*setup)(cta *)) {
     return 0;
 }
 
-/* Consumers that wait for the W generation's first block before their turn
- * (the order the kernel avoids) read a slice that is not theirs in some
- * interleaving (mt 1: every tile its own generation; a run of 6 tiles; one
- * k block, so that a tile's one W wait is the whole generation's). */
-static void early_w_wait(cta *k) {
-    cta_init(k, 2, 1, 1, 0, 6, 2);
+/* Consumers that wait for the W generation (its first block, with kbw)
+ * before their turn (the order the kernel avoids) read a slice that is not
+ * theirs in some interleaving (mt 1: every tile its own generation; a run
+ * of 6 tiles; one k block, so that a tile's one W wait is the whole
+ * generation's in both forms). */
+static void move_w_waits_before_turns(cta *k) {
     for (int w = 0; w < k->wgs; w++) { /* each tile's W wait moved before its order wait */
         prog *p = &k->p[1 + w];
         for (int i = 0; i < p->n; i++) {
@@ -404,8 +415,39 @@ static void early_w_wait(cta *k) {
         }
     }
 }
+static void early_w_wait(cta *k) {
+    cta_init(k, 2, 1, 1, 0, 6, 2, 0);
+    move_w_waits_before_turns(k);
+}
+static void early_w_wait_blocks(cta *k) {
+    cta_init(k, 2, 1, 1, 0, 6, 2, 1);
+    move_w_waits_before_turns(k);
+}
 Test(wres_protocol, model_catches_an_early_w_wait) {
     cr_expect(caught(early_w_wait), "reordering the waits went unnoticed in 400 schedules");
+    cr_expect(caught(early_w_wait_blocks),
+              "reordering the block waits went unnoticed in 400 schedules");
+}
+
+/* The lazy schedule itself reports nothing on the intact protocol (both
+ * forms, the breakers' shapes): what the breakers are caught with is theirs. */
+Test(wres_protocol, lazy_schedules_pass_the_intact_protocol) {
+    static cta k;
+    const int shapes[][6] = {{2, 1, 1, 6, 2, 0},
+                             {2, 1, 1, 6, 2, 1},
+                             {2, 1, 2, 6, 3, 0},
+                             {3, 3, 2, 6, 2, 1},
+                             {3, 3, 2, 6, 3, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (uint64_t seed = 1; seed <= 200; seed++) {
+            const int *v = shapes[i];
+            cta_init(&k, v[0], v[1], v[2], 0, v[3], v[4], v[5]);
+            k.probe = 1;
+            k.lazy = 1;
+            cr_expect_eq(run_cta(&k, seed), 1, "shape %zu seed %llu: not finished", i,
+                         (unsigned long long)seed);
+            cr_expect_eq(k.violations, 0, "shape %zu seed %llu", i, (unsigned long long)seed);
+        }
 }
 
 /* Three warpgroups with the two-warpgroup rule's arrivals (a lone tile
@@ -413,7 +455,7 @@ Test(wres_protocol, model_catches_an_early_w_wait) {
  * run whose generations hold two tiles leaves wempty one warpgroup short,
  * and the producer never loads the next slice. */
 static void short_wempty(cta *k) {
-    cta_init(k, 2, 1, 2, 0, 6, 3);
+    cta_init(k, 2, 1, 2, 0, 6, 3, 0);
     for (int w = 0; w < k->wgs; w++) {
         prog *p = &k->p[1 + w];
         for (int i = 0; i < p->n; i++)
@@ -425,11 +467,11 @@ Test(wres_protocol, model_catches_short_wempty_arrivals) {
     cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 400 schedules");
 }
 
-/* Consumers that wait for the generation's first W block only (the single
- * barrier's rule read as "the first block has landed") read a later block
- * before its copy lands in some interleaving: each block needs its wait. */
+/* With kbw, consumers that wait for the generation's first W block only
+ * read a later block before its copy lands in some interleaving: each
+ * block needs its wait. */
 static void first_block_wait_only(cta *k) {
-    cta_init(k, 3, 3, 2, 0, 6, 2);
+    cta_init(k, 3, 3, 2, 0, 6, 2, 1);
     for (int w = 0; w < k->wgs; w++) {
         prog *p = &k->p[1 + w];
         int n = 0;

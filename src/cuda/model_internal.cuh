@@ -82,6 +82,7 @@ struct hrmt_model_cuda {
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
     int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
+    int glu_wres_kb;   /* HRMT_CUDA_GLU_WRES_KB: its W slice's k blocks on barriers of their own */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
