@@ -263,6 +263,7 @@ int cu_glu_shapes(const hrmt_model *m);
  * W-resident one (6) with HRMT_CUDA_GLU_WRES, its TMA-storing form (7) with
  * HRMT_CUDA_GLU_WRES_TSTORE. */
 int cu_glu_shape_tuned(const hrmt_model *m, int shape);
+int cu_glu_wres_kb_applies(const hrmt_model *m);
 int cu_glu_wres_form_applies(const hrmt_model *m, int three);
 int cu_glu_wres_ts_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

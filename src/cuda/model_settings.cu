@@ -146,10 +146,10 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* HRMT_CUDA_GLU_WRES_KB (session 54, opt-in: written after the
      * session's last device call, not yet run on a GPU): the W-resident
      * forms wait for each k block of the slice on its own barrier, so that
-     * a CTA made resident only when the kernel before leaves its SM (88 of
-     * 132 at batch 8 in the link trace) starts its products as the blocks
+     * a CTA made resident only when the kernel before leaves its SM (84-88
+     * of 132 at batch 8 in the link trace) starts its products as the blocks
      * land; the same products in the same order, the same bits. */
-    g->glu_wres_kb = g->glu && wres_kb && cu_glu_wres_form_applies(m, 0);
+    g->glu_wres_kb = g->glu && wres_kb && cu_glu_wres_kb_applies(m);
     /* Opt-in: its product s(g) u by one mul.rn.bf16x2 a pair instead of
      * unpacking, two F32 products and a conversion, same bits: only where a
      * check of all 2^32 BF16 pairs on this device agrees. Level with the

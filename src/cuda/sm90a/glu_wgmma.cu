@@ -519,6 +519,16 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three) {
     return three ? wres_loads<1, 128, WRES_KB, E, 3>(per_block) : 1;
 }
 
+/* The W-resident forms' per-k-block barrier instances (KBW,
+ * HRMT_CUDA_GLU_WRES_KB) load with their shared memory, all three. */
+int cu_glu_wres_kb_applies(const hrmt_model *m) {
+    size_t per_block = 0;
+    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
+    return glu_wres_applies(m) && wres_loads<2, 128, WRES_KB, glu_epi<64>, 2, true>(per_block) &&
+           wres_loads<1, 128, WRES_KB, glu_epi<64>, 3, true>(per_block) &&
+           wres_loads<1, 128, WRES_KB, glu_epi_ts, 3, true>(per_block);
+}
+
 /* The W-resident shape's three-warpgroup form with TMA stores (GLU_WRES_TS,
  * glu_epi_ts): its image loads with its shared memory; it serves this model
  * where that and the shape's rule (glu_wres_applies) hold. */

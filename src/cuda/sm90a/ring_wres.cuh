@@ -27,14 +27,12 @@
  * opt-in: not yet run on a GPU) there is a wfull[kb] per k block and the
  * generation's first tile waits for each block just before its products,
  * under the same rule: a CTA that becomes resident only when the kernel
- * before leaves its SM (88 of 132 at batch 8, the link trace) starts its
- * products as the slice's blocks land instead of after all 128 KB. wempty
- * completes phase g when every product
- * reading generation g is done: each warpgroup's four warps arrive after
- * their last tile of g, and g's last tile in the run also for each
- * warpgroup that has none of g (wres_plan.h's wres_arrivals), 4 WGS
- * arrivals; the producer waits for it before it loads generation g + 1
- * over it.
+ * before leaves its SM (84-88 of 132 at batch 8, the link trace) starts
+ * its products as the slice's blocks land instead of after all 128 KB.
+ * wempty completes phase g when every product reading generation g is done: each warpgroup's four
+ * warps arrive after their last tile of g, and g's last tile in the run also for each warpgroup
+ * that has none of g (wres_plan.h's wres_arrivals), 4 WGS arrivals; the producer waits for it
+ * before it loads generation g + 1 over it.
  *
  * WGS (session 39): 2 (MSUB 2: 128-row tiles) or 3 (MSUB 1: 64-row tiles,
  * 8 KB stages, a ring of ten; HRMT_CUDA_GLU_WRES3, on by default). ncu
