@@ -6,8 +6,10 @@
 # session 33's HRMT_CUDA_CLUSTER_NORM_PUSH, HRMT_CUDA_QKV_ATTN_PUSH and
 # HRMT_CUDA_ROPE_EARLY; sessions 48-49's HRMT_CUDA_QKV_ATTN_BULK (first run
 # in session 50: TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK TRIAL_STEPS="tests
-# memcheck ab"; the default since session 51, after TRIAL_STEPS=suite); each
-# of the others is now a default or was measured.
+# memcheck ab"; the default since session 51, after TRIAL_STEPS=suite);
+# session 54's HRMT_CUDA_GLU_WRES_KB (not yet run: TRIAL_ONLY=HRMT_CUDA_GLU_WRES_KB
+# TRIAL_STEPS="tests memcheck ab"); each of the others is now a default or
+# was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
@@ -45,17 +47,20 @@ t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
 want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 # switch | its tests' name patterns (space-separated) | the batches it
-# serves | the kernels' name pattern for ncu.
+# serves | settings its memcheck run adds, space-separated (a tile shape the
+# untuned model would not take; mostly none) | the kernels' name pattern for
+# ncu (last: it may hold '|').
 switches=(
-  "HRMT_CUDA_FUSED_NORM|fused_norm_*|16,64,128,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
-  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|16,64,256|norm_"
-  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|64,256|attend_mma"
-  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|1,8,64,256|ring_gemm_kernel"
-  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|16,64,256|ring_(gemm|wres)_kernel"
-  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|1,2,4,8|cluster_norm"
-  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|1,2|qkv_attn_kernel"
-  "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|1,2,8|qkv_attn"
-  "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8|qkv_attn"
+  "HRMT_CUDA_FUSED_NORM|fused_norm_*|16,64,128,256||proj_norm|norm_|nvjet|xmma|gemm_kernel"
+  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|16,64,256||norm_"
+  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|64,256||attend_mma"
+  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|1,8,64,256||ring_gemm_kernel"
+  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|16,64,256||ring_(gemm|wres)_kernel"
+  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|1,2,4,8||cluster_norm"
+  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|1,2||qkv_attn_kernel"
+  "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|1,2,8||qkv_attn"
+  "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8||qkv_attn"
+  "HRMT_CUDA_GLU_WRES_KB|glu_wres_kb_equals_launches|4,8,16,64|HRMT_CUDA_GLU_SHAPE=7|ring_wres_kernel"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 # One bounded run of test_cuda_model: run_cases LIMIT_S WHAT [VAR=VALUE...]
@@ -76,7 +81,7 @@ run_cases() {
   rm -f "$log"
 }
 for s in "${switches[@]}"; do
-  IFS='|' read -r var pats batches kern <<<"$s"
+  IFS='|' read -r var pats batches menv kern <<<"$s"
   case " ${TRIAL_ONLY:-$var} " in *" $var "*) ;; *) continue ;; esac
   if want tests; then
     for pat in $pats; do
@@ -100,7 +105,8 @@ for s in "${switches[@]}"; do
     # A bound per run, so that one slow case cannot take the call's time.
     # Without the GEMM tuner's thousands of timing launches (as bench/gpu.sh's
     # sanitizer step).
-    env "$var=1" HRMT_CUDA_GEMM_TUNE=0 timeout "${TRIAL_MEMCHECK_S:-100}" \
+    # shellcheck disable=SC2086 # menv: settings, split on spaces
+    env "$var=1" HRMT_CUDA_GEMM_TUNE=0 ${menv:-} timeout "${TRIAL_MEMCHECK_S:-100}" \
       compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$build/hrmt" bench --backend cuda --mode compare --batch-sizes "$batches" --warmup 0 \
       --iterations 1 2>&1 | tail -3
