@@ -766,16 +766,19 @@ static void expect_switch_path(const char *env, hrmt_model_path p) {
 }
 
 /* expect_switch_path, and with env unset the model at HRM's width runs p
- * (`what` names the default in the message). */
-static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
+ * (on 1) or does not (on 0); `what` names the default in the message. */
+static void expect_switch_default(const char *env, hrmt_model_path p, int on, const char *what) {
     expect_switch_path(env, p);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
     hrmt_model *d = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, p), 1, "%s unset: %s", env, what);
+    cr_expect_eq(hrmt_model_uses(d, p), on, "%s unset: %s", env, what);
     hrmt_model_destroy(d);
     hrmt_context_destroy(ctx);
+}
+static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
+    expect_switch_default(env, p, 1, what);
 }
 
 /* The W-resident shape's two forms (ring_wres.cuh's WGS): 64-row tiles
@@ -820,14 +823,7 @@ Test(cuda_model, glu_wres_tstore) {
  * must say which it runs. */
 Test(cuda_model, glu_wres_kb_equals_launches) {
     need_cc90("the fused gate_up is built for", 0);
-    expect_switch_path("HRMT_CUDA_GLU_WRES_KB", HRMT_PATH_GLU_WRES_KB);
-    hrmt_context *ctx = cuda_ctx();
-    hrmt_model_config cfg = sized_cfg(512, 8, 81);
-    hrmt_model *d = NULL;
-    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, HRMT_PATH_GLU_WRES_KB), 0, "off by default");
-    hrmt_model_destroy(d);
-    hrmt_context_destroy(ctx);
+    expect_switch_default("HRMT_CUDA_GLU_WRES_KB", HRMT_PATH_GLU_WRES_KB, 0, "off by default");
     const int batches[] = {1, 8, 40, 100};
     setenv("HRMT_CUDA_GLU_WRES_KB", "1", 1);
     glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "W-resident gate_up, W blocks, 3 WGs");

@@ -157,15 +157,11 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::TH
         /* The first slice of W does not depend on the kernel before
          * (programmatic dependent launch): requested before waiting for it. */
         auto load_slice = [&](int col) {
-            if constexpr (KBW) {
-                for (int kb = 0; kb < kb_n; kb++) {
-                    mbar_expect_tx(&wfull[kb], (unsigned)C::W_BYTES);
-                    E::load_w(wres + kb * C::W_BYTES, &tm_w, &wfull[kb], kb, slice_n0(col), p);
-                }
-            } else {
-                mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
-                for (int kb = 0; kb < kb_n; kb++)
-                    E::load_w(wres + kb * C::W_BYTES, &tm_w, wfull, kb, slice_n0(col), p);
+            if constexpr (!KBW) mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
+            for (int kb = 0; kb < kb_n; kb++) {
+                uint64_t *bar = &wfull[KBW ? kb : 0]; /* the block's own, or the slice's */
+                if constexpr (KBW) mbar_expect_tx(bar, (unsigned)C::W_BYTES);
+                E::load_w(wres + kb * C::W_BYTES, &tm_w, bar, kb, slice_n0(col), p);
             }
         };
         if (lo < hi) load_slice(col0);
