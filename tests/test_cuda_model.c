@@ -766,19 +766,16 @@ static void expect_switch_path(const char *env, hrmt_model_path p) {
 }
 
 /* expect_switch_path, and with env unset the model at HRM's width runs p
- * (on 1) or does not (on 0); `what` names the default in the message. */
-static void expect_switch_default(const char *env, hrmt_model_path p, int on, const char *what) {
+ * (`what` names the default in the message). */
+static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
     expect_switch_path(env, p);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
     hrmt_model *d = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, p), on, "%s unset: %s", env, what);
+    cr_expect_eq(hrmt_model_uses(d, p), 1, "%s unset: %s", env, what);
     hrmt_model_destroy(d);
     hrmt_context_destroy(ctx);
-}
-static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
-    expect_switch_default(env, p, 1, what);
 }
 
 /* The W-resident shape's two forms (ring_wres.cuh's WGS): 64-row tiles
@@ -812,26 +809,6 @@ Test(cuda_model, glu_wres_tstore) {
                              "the tuner times it");
     const int batches[] = {1, 7, 40, 100};
     glu_forced_long_runs(GLU_SHAPE_WRES_TS, batches, 4, "W-resident gate_up, TMA stores");
-}
-
-/* The W-resident forms waiting for each k block of W on its own barrier
- * (HRMT_CUDA_GLU_WRES_KB, opt-in; session 54, written after its last device
- * call): each form forced against the launches, a ragged tile or a few a
- * CTA (1, 8: 82 and 656 rows, batch 8 being where CTAs start late in the
- * step) and long runs across W slices (40, 100: a generation's first tile
- * waits block by block, the later ones not). Off by default, and the model
- * must say which it runs. */
-Test(cuda_model, glu_wres_kb_equals_launches) {
-    need_cc90("the fused gate_up is built for", 0);
-    expect_switch_default("HRMT_CUDA_GLU_WRES_KB", HRMT_PATH_GLU_WRES_KB, 0, "off by default");
-    const int batches[] = {1, 8, 40, 100};
-    setenv("HRMT_CUDA_GLU_WRES_KB", "1", 1);
-    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "W-resident gate_up, W blocks, 3 WGs");
-    glu_forced_long_runs(GLU_SHAPE_WRES_TS, batches, 4, "W-resident gate_up, W blocks, TMA stores");
-    setenv("HRMT_CUDA_GLU_WRES3", "0", 1);
-    glu_forced_long_runs(GLU_SHAPE_WRES, batches, 4, "W-resident gate_up, W blocks, 2 WGs");
-    unsetenv("HRMT_CUDA_GLU_WRES3");
-    unsetenv("HRMT_CUDA_GLU_WRES_KB");
 }
 
 /* The tuner with the W-resident shape among its candidates
@@ -1717,7 +1694,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_GLU_WRES_KB"};
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

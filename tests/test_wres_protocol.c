@@ -18,10 +18,7 @@
  *  - the CTAs' runs cover every tile once, in order.
  * The GPU tests (test_cuda_model's glu_wres_* and shape tests) check the
  * bytes; this checks the protocol where a GPU is not at hand, over run and
- * ring shapes the device tests do not reach. Both forms of the W wait: one
- * barrier for the whole slice (the default), and with kbw a barrier per k
- * block waited for just before that block's products in the generation's
- * first tile (HRMT_CUDA_GLU_WRES_KB, session 54). (Until session 45 it also
+ * ring shapes the device tests do not reach. (Until session 45 it also
  * modelled the kernel's clusters sharing A by multicast, removed then.) */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -64,14 +61,10 @@ typedef struct { /* one product group in flight: stage s, W block kb */
 
 typedef struct {
     int S, kb_n, mt, lo, hi, wgs; /* wgs: consumer warpgroups (ring_wres.cuh's WGS) */
-    int kbw;                      /* ring_wres.cuh's KBW: wfull[kb] per k block, else wfull[0] */
     /* probe: count protocol violations instead of failing (the tests that
      * show the model sees an error). */
     int probe, violations;
-    /* lazy: copies land only when no program can step (as late as they may),
-     * the schedule that exposes a missing wait for a copy. */
-    int lazy;
-    bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull[MAX_KB], wempty;
+    bar full[MAX_S], empty[MAX_S], order[MAX_WGS], wfull, wempty;
     buf stage[MAX_S], w[MAX_KB];
     prog p[1 + MAX_WGS]; /* producer, consumer warpgroups */
     flight fl[MAX_WGS][2];
@@ -97,7 +90,7 @@ static bar *bar_of(cta *c, int kind, int idx) {
     case B_FULL: return &c->full[idx];
     case B_EMPTY: return &c->empty[idx];
     case B_ORDER: return &c->order[idx];
-    case B_WFULL: return &c->wfull[idx];
+    case B_WFULL: return &c->wfull;
     default: return &c->wempty;
     }
 }
@@ -154,12 +147,12 @@ static void consumer(cta *k, int cw) {
         unsigned ph = (base / (unsigned)k->S) & 1u;
         emit(p, o_wait(B_ORDER, cw, turn));
         turn ^= 1u;
-        const int wait_w = g != have; /* the generation's first tile here */
-        have = g;
-        if (wait_w && !k->kbw) emit(p, o_wait(B_WFULL, 0, (unsigned)g & 1u));
+        if (g != have) {
+            emit(p, o_wait(B_WFULL, 0, (unsigned)g & 1u));
+            have = g;
+        }
         for (int kb = 0; kb < k->kb_n; kb++) {
             emit(p, o_wait(B_FULL, s, ph));
-            if (wait_w && k->kbw) emit(p, o_wait(B_WFULL, kb, (unsigned)g & 1u));
             emit(p, (op){OP_ISSUE, 0, s, a_tag(j, kb), kb, g});
             emit(p, (op){OP_WAIT1, 0, 0, 0, 0, 0});
             if (prev >= 0) emit(p, o_arrive(B_EMPTY, prev, 4));
@@ -177,16 +170,16 @@ static void consumer(cta *k, int cw) {
     }
 }
 
-static void cta_init(cta *k, int S, int kb_n, int mt, int lo, int hi, int wgs, int kbw) {
+static void cta_init(cta *k, int S, int kb_n, int mt, int lo, int hi, int wgs) {
     memset(k, 0, sizeof *k);
-    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->wgs = wgs, k->kbw = kbw;
+    k->S = S, k->kb_n = kb_n, k->mt = mt, k->lo = lo, k->hi = hi, k->wgs = wgs;
     for (int s = 0; s < S; s++) {
         bar_init(&k->full[s], 1);
         bar_init(&k->empty[s], 4); /* the consuming warpgroup's warps */
         k->stage[s].tag = -1;
     }
     for (int w = 0; w < wgs; w++) bar_init(&k->order[w], 1);
-    for (int kb = 0; kb < MAX_KB; kb++) bar_init(&k->wfull[kb], 1);
+    bar_init(&k->wfull, 1);
     bar_init(&k->wempty, 4 * wgs);
     bar_arrive(&k->order[0], 1); /* tile 0's turn */
     for (int kb = 0; kb < MAX_KB; kb++) k->w[kb].tag = -1;
@@ -219,7 +212,7 @@ static void issue_copy(cta *k, int is_w, int idx, int tag, int fill) {
 static void land(cta *k, int e) {
     const int is_w = k->ev[e].is_w, idx = k->ev[e].idx;
     buf *b = is_w ? &k->w[idx] : &k->stage[idx];
-    bar *fb = is_w ? &k->wfull[k->kbw ? idx : 0] : &k->full[idx];
+    bar *fb = is_w ? &k->wfull : &k->full[idx];
     CHECK(k, !read_in_flight(k, is_w, idx), "a copy landed in %s %d while a product reads it",
           is_w ? "W block" : "stage", idx);
     CHECK(k, fb->phase == (unsigned)k->ev[e].fill,
@@ -247,12 +240,9 @@ static void step(cta *k, int a) {
     switch (o->kind) {
     case OP_WAIT: break;
     case OP_ARRIVE: bar_arrive(bar_of(k, o->bar, o->idx), o->a); break;
-    case OP_LOAD_W: /* a copy per k block, on its own barrier or all on wfull[0] */
-        if (!k->kbw) bar_expect_tx(&k->wfull[0], k->kb_n);
-        for (int kb = 0; kb < k->kb_n; kb++) {
-            if (k->kbw) bar_expect_tx(&k->wfull[kb], 1);
-            issue_copy(k, 1, kb, o->a, o->b);
-        }
+    case OP_LOAD_W:
+        bar_expect_tx(&k->wfull, k->kb_n);
+        for (int kb = 0; kb < k->kb_n; kb++) issue_copy(k, 1, kb, o->a, o->b);
         break;
     case OP_LOAD_A:
         bar_expect_tx(&k->full[o->idx], 1);
@@ -298,8 +288,7 @@ static int run_cta(cta *k, uint64_t seed) {
         int can[1 + MAX_WGS + MAX_EVENTS], n = 0;
         for (int a = 0; a < actors; a++)
             if (runnable(k, a)) can[n++] = a;
-        if (!k->lazy || n == 0)
-            for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
+        for (int e = 0; e < k->nev; e++) can[n++] = actors + e;
         if (n == 0) {
             int done = k->nev == 0;
             for (int a = 0; a < actors; a++) done = done && k->p[a].pc == k->p[a].n;
@@ -334,7 +323,7 @@ Test(wres_protocol, runs_cover_every_tile_once) {
 
 /* Every ring and run shape in the lists: tiles are row tiles x W slices,
  * each CTA's run that of wres_range over the grid. */
-static long sweep(int wgs, int seeds, int kbw) {
+static long sweep(int wgs, int seeds) {
     const int stages[] = {2, 3, 5}, kbs[] = {1, 2, 3, 4}, mts[] = {1, 2, 3, 5};
     const int nts[] = {1, 2, 3, 4}, grids[] = {1, 2, 3, 5, 7};
     static cta k;
@@ -351,7 +340,7 @@ static long sweep(int wgs, int seeds, int kbw) {
                             int lo = 0, hi = 0;
                             wres_range(units, b, G, &lo, &hi);
                             for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++, runs++) {
-                                cta_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, wgs, kbw);
+                                cta_init(&k, stages[si], kbs[ki], mts[mi], lo, hi, wgs);
                                 run_cta(&k, seed + 977 * (uint64_t)runs);
                             }
                         }
@@ -360,13 +349,7 @@ static long sweep(int wgs, int seeds, int kbw) {
 }
 
 Test(wres_protocol, random_interleavings) {
-    const long runs = sweep(2, 12, 0);
-    cr_expect_gt(runs, 10000, "runs: %ld", runs);
-}
-
-/* The same with a barrier per W block (HRMT_CUDA_GLU_WRES_KB). */
-Test(wres_protocol, random_interleavings_block_barriers) {
-    const long runs = sweep(2, 8, 1) + sweep(3, 6, 1);
+    const long runs = sweep(2, 12);
     cr_expect_gt(runs, 10000, "runs: %ld", runs);
 }
 
@@ -374,80 +357,41 @@ Test(wres_protocol, random_interleavings_block_barriers) {
  * runs with generations of one or two tiles, fewer than the warpgroups,
  * whose last tile arrives on wempty for those with none (wres_arrivals). */
 Test(wres_protocol, random_interleavings_three_warpgroups) {
-    const long runs = sweep(3, 8, 0);
+    const long runs = sweep(3, 8);
     cr_expect_gt(runs, 5000, "runs: %ld", runs);
 }
 
-/* Whether 200 random schedules of a broken protocol (made by `setup`), then
- * 200 that land the copies as late as they can, show a violation: the model
- * can see the error it guards against. */
+/* Whether 200 random schedules of a broken protocol (made by `setup`)
+ * show a violation: the model can see the error it guards against. */
 static int caught(void (*setup)(cta *)) {
-    for (uint64_t seed = 1; seed <= 400; seed++) {
+    for (uint64_t seed = 1; seed <= 200; seed++) {
         static cta k;
         setup(&k);
         k.probe = 1;
-        k.lazy = seed > 200;
         run_cta(&k, seed);
         if (k.violations > 0) return 1;
     }
     return 0;
 }
 
-/* Consumers that wait for the W generation (its first block, with kbw)
- * before their turn (the order the kernel avoids) read a slice that is not
- * theirs in some interleaving (mt 1: every tile its own generation; a run
- * of 6 tiles; one k block, so that a tile's one W wait is the whole
- * generation's in both forms). */
-static void move_w_waits_before_turns(cta *k) {
-    for (int w = 0; w < k->wgs; w++) { /* each tile's W wait moved before its order wait */
+/* Consumers that wait for the W generation before their turn (the order
+ * the kernel avoids) read a slice that is not theirs in some interleaving
+ * (mt 1: every tile its own generation; a run of 6 tiles). */
+static void early_w_wait(cta *k) {
+    cta_init(k, 2, 1, 1, 0, 6, 2);
+    for (int w = 0; w < k->wgs; w++) { /* each consumer's W wait before its order wait */
         prog *p = &k->p[1 + w];
-        for (int i = 0; i < p->n; i++) {
-            if (p->ops[i].kind != OP_WAIT || p->ops[i].bar != B_ORDER) continue;
-            int j = i + 1;
-            while (j < p->n && !(p->ops[j].kind == OP_WAIT && p->ops[j].bar == B_WFULL) &&
-                   !(p->ops[j].kind == OP_WAIT && p->ops[j].bar == B_ORDER))
-                j++;
-            if (j >= p->n || p->ops[j].bar != B_WFULL) continue;
-            const op t = p->ops[j];
-            memmove(&p->ops[i + 1], &p->ops[i], (size_t)(j - i) * sizeof(op));
-            p->ops[i] = t;
-            i++; /* past the order wait, now at i + 1 */
-        }
+        for (int i = 0; i + 1 < p->n; i++)
+            if (p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_ORDER &&
+                p->ops[i + 1].kind == OP_WAIT && p->ops[i + 1].bar == B_WFULL) {
+                const op t = p->ops[i];
+                p->ops[i] = p->ops[i + 1];
+                p->ops[i + 1] = t;
+            }
     }
 }
-static void early_w_wait(cta *k) {
-    cta_init(k, 2, 1, 1, 0, 6, 2, 0);
-    move_w_waits_before_turns(k);
-}
-static void early_w_wait_blocks(cta *k) {
-    cta_init(k, 2, 1, 1, 0, 6, 2, 1);
-    move_w_waits_before_turns(k);
-}
 Test(wres_protocol, model_catches_an_early_w_wait) {
-    cr_expect(caught(early_w_wait), "reordering the waits went unnoticed in 400 schedules");
-    cr_expect(caught(early_w_wait_blocks),
-              "reordering the block waits went unnoticed in 400 schedules");
-}
-
-/* The lazy schedule itself reports nothing on the intact protocol (both
- * forms, the breakers' shapes): what the breakers are caught with is theirs. */
-Test(wres_protocol, lazy_schedules_pass_the_intact_protocol) {
-    static cta k;
-    const int shapes[][6] = {{2, 1, 1, 6, 2, 0},
-                             {2, 1, 1, 6, 2, 1},
-                             {2, 1, 2, 6, 3, 0},
-                             {3, 3, 2, 6, 2, 1},
-                             {3, 3, 2, 6, 3, 1}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (uint64_t seed = 1; seed <= 200; seed++) {
-            const int *v = shapes[i];
-            cta_init(&k, v[0], v[1], v[2], 0, v[3], v[4], v[5]);
-            k.probe = 1;
-            k.lazy = 1;
-            cr_expect_eq(run_cta(&k, seed), 1, "shape %zu seed %llu: not finished", i,
-                         (unsigned long long)seed);
-            cr_expect_eq(k.violations, 0, "shape %zu seed %llu", i, (unsigned long long)seed);
-        }
+    cr_expect(caught(early_w_wait), "reordering the waits went unnoticed in 200 schedules");
 }
 
 /* Three warpgroups with the two-warpgroup rule's arrivals (a lone tile
@@ -455,7 +399,7 @@ Test(wres_protocol, lazy_schedules_pass_the_intact_protocol) {
  * run whose generations hold two tiles leaves wempty one warpgroup short,
  * and the producer never loads the next slice. */
 static void short_wempty(cta *k) {
-    cta_init(k, 2, 1, 2, 0, 6, 3, 0);
+    cta_init(k, 2, 1, 2, 0, 6, 3);
     for (int w = 0; w < k->wgs; w++) {
         prog *p = &k->p[1 + w];
         for (int i = 0; i < p->n; i++)
@@ -464,24 +408,5 @@ static void short_wempty(cta *k) {
     }
 }
 Test(wres_protocol, model_catches_short_wempty_arrivals) {
-    cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 400 schedules");
-}
-
-/* With kbw, consumers that wait for the generation's first W block only
- * read a later block before its copy lands in some interleaving: each
- * block needs its wait. */
-static void first_block_wait_only(cta *k) {
-    cta_init(k, 3, 3, 2, 0, 6, 2, 1);
-    for (int w = 0; w < k->wgs; w++) {
-        prog *p = &k->p[1 + w];
-        int n = 0;
-        for (int i = 0; i < p->n; i++)
-            if (!(p->ops[i].kind == OP_WAIT && p->ops[i].bar == B_WFULL && p->ops[i].idx > 0))
-                p->ops[n++] = p->ops[i];
-        p->n = n;
-    }
-}
-Test(wres_protocol, model_catches_a_missing_block_wait) {
-    cr_expect(caught(first_block_wait_only),
-              "reading W blocks past the first unwaited went unnoticed in 400 schedules");
+    cr_expect(caught(short_wempty), "a wempty one warpgroup short went unnoticed in 200 schedules");
 }

@@ -82,7 +82,6 @@ struct hrmt_model_cuda {
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
     int glu_wres_ts;   /* HRMT_CUDA_GLU_WRES_TSTORE: the tuner times its TMA-storing form */
-    int glu_wres_kb;   /* HRMT_CUDA_GLU_WRES_KB: its W slice's k blocks on barriers of their own */
     int pin_io;        /* HRMT_CUDA_PINNED_IO: a step's transfers through page-locked staging */
     int fused_reset;   /* HRMT_CUDA_FUSED_RESET: reset + embedding as one kernel */
     int fold_inject;   /* HRMT_CUDA_FOLD_INJECT: injections folded into the kernel before */
@@ -263,7 +262,6 @@ int cu_glu_shapes(const hrmt_model *m);
  * W-resident one (6) with HRMT_CUDA_GLU_WRES, its TMA-storing form (7) with
  * HRMT_CUDA_GLU_WRES_TSTORE. */
 int cu_glu_shape_tuned(const hrmt_model *m, int shape);
-int cu_glu_wres_kb_applies(const hrmt_model *m);
 int cu_glu_wres_form_applies(const hrmt_model *m, int three);
 int cu_glu_wres_ts_applies(const hrmt_model *m);
 hrmt_status cu_glu_shape(const hrmt_model *m, int shape, size_t rows, const void *a, const void *w,

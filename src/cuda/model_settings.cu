@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
         nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
-        ctaw1 = 0, wres3 = 0, tstore = 0, wres_kb = 0;
+        ctaw1 = 0, wres3 = 0, tstore = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -56,8 +56,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_KB", 0, &wres_kb)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -143,13 +142,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * tuner weighs per row count rather than a form that replaces the
      * plain one. */
     g->glu_wres_ts = g->glu_wres && tstore && cu_glu_wres_ts_applies(m);
-    /* HRMT_CUDA_GLU_WRES_KB (session 54, opt-in: written after the
-     * session's last device call, not yet run on a GPU): the W-resident
-     * forms wait for each k block of the slice on its own barrier, so that
-     * a CTA made resident only when the kernel before leaves its SM (84-88
-     * of 132 at batch 8 in the link trace) starts its products as the blocks
-     * land; the same products in the same order, the same bits. */
-    g->glu_wres_kb = g->glu && wres_kb && cu_glu_wres_kb_applies(m);
     /* Opt-in: its product s(g) u by one mul.rn.bf16x2 a pair instead of
      * unpacking, two F32 products and a conversion, same bits: only where a
      * check of all 2^32 BF16 pairs on this device agrees. Level with the
@@ -273,7 +265,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_QKV_ATTN_CTA_W1: return g->qa_cta_w1 != 0;
     case HRMT_PATH_GLU_WRES3: return g->glu_wres3 != 0;
     case HRMT_PATH_GLU_WRES_TSTORE: return g->glu_wres_ts != 0;
-    case HRMT_PATH_GLU_WRES_KB: return g->glu_wres_kb != 0;
     case HRMT_PATH_QKV_ATTN_PAIR: return g->qa_pairs > 0;
     }
     return 0;

@@ -129,10 +129,8 @@ typedef enum hrmt_model_path {
                                      (sm90a/qkv_attn_pair_wgmma.cu) */
     HRMT_PATH_CLUSTER_NORM_OWNER, /* the cluster projection + norm's rows normalised and
                                      stored by the CTA that computes their inv */
-    HRMT_PATH_QKV_ATTN_BULK,      /* the cluster and pair qkv + attention's pushes as
+    HRMT_PATH_QKV_ATTN_BULK       /* the cluster and pair qkv + attention's pushes as
                                      copy-engine transfers (sm90a/push_plan.cuh) */
-    HRMT_PATH_GLU_WRES_KB         /* the W-resident gate_up waiting for each k block of
-                                     its W slice on its own barrier */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

@@ -291,13 +291,12 @@ hrmt_status glu_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn
 }
 
 /* 128 x 64 tiles with each CTA's W slice resident (ring_wres.cuh): a
- * contiguous run of tiles per CTA, one CTA per SM at most. KBW: a barrier
- * per k block of W (HRMT_CUDA_GLU_WRES_KB). */
-template <int MSUB, int WGS, bool TS, bool KBW>
-hrmt_status glu_wres_run(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                         const void *a, const void *w, void *act) {
+ * contiguous run of tiles per CTA, one CTA per SM at most. */
+template <int MSUB = 2, int WGS = 2, bool TS = false>
+hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
+                            const void *a, const void *w, void *act) {
     using E = std::conditional_t<TS, glu_epi_ts, glu_epi<64>>;
-    using C = wres_cfg_for<MSUB, 128, WRES_KB, E, WGS, KBW>;
+    using C = wres_cfg_for<MSUB, 128, WRES_KB, E, WGS>;
     const size_t H = m->hidden, I = m->inter;
     if (H / BK > (size_t)WRES_KB)
         return hrmt_fail(m->ctx, HRMT_ERR_UNSUPPORTED,
@@ -308,7 +307,7 @@ hrmt_status glu_wres_run(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 
     bool mapped = encode(fn, &ta, a, rows, H, H, C::BM) && encode(fn, &tw, w, 2 * I, H, H, 64);
     if constexpr (TS) mapped = mapped && encode(fn, &to, act, rows, I, I, 64);
     if (!mapped) return hrmt_fail(m->ctx, HRMT_ERR_CUDA, "cuda fused gate_up: tensor map refused");
-    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, WGS, KBW>();
+    cudaError_t e = wres_prepare<MSUB, 128, WRES_KB, E, WGS>();
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up: shared memory");
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
@@ -316,16 +315,10 @@ hrmt_status glu_wres_run(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 
     const size_t tiles = (rows + C::BM - 1) / C::BM * (I / 64);
     const unsigned grid = (unsigned)(tiles < (size_t)sms ? tiles : (size_t)sms);
     const typename E::args p = glu_args<64>(m, rows, act, cu_model(m)->glu_slut);
-    e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, WGS, KBW>, dim3(grid), dim3(C::THREADS),
+    e = pdl_launch(ring_wres_kernel<MSUB, 128, WRES_KB, E, WGS>, dim3(grid), dim3(C::THREADS),
                    C::SMEM, cu_stream(m), cu_model(m)->pdl, ta, tw, p, to);
     if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda fused gate_up (W resident)");
     return cu_check(m->ctx, "cuda fused gate_up (W resident)");
-}
-template <int MSUB = 2, int WGS = 2, bool TS = false>
-hrmt_status glu_wres_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn, size_t rows,
-                            const void *a, const void *w, void *act) {
-    if (cu_model(m)->glu_wres_kb) return glu_wres_run<MSUB, WGS, TS, true>(m, fn, rows, a, w, act);
-    return glu_wres_run<MSUB, WGS, TS, false>(m, fn, rows, a, w, act);
 }
 
 /* The same with A = rmsnorm(x + r) formed in the prologue
@@ -517,16 +510,6 @@ int cu_glu_wres_form_applies(const hrmt_model *m, int three) {
     hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
     if (!glu_wres_applies(m)) return 0;
     return three ? wres_loads<1, 128, WRES_KB, E, 3>(per_block) : 1;
-}
-
-/* The W-resident forms' per-k-block barrier instances (KBW,
- * HRMT_CUDA_GLU_WRES_KB) load with their shared memory, all three. */
-int cu_glu_wres_kb_applies(const hrmt_model *m) {
-    size_t per_block = 0;
-    hrmt_cuda_limits(m->ctx->cuda, &per_block, NULL, NULL, NULL);
-    return glu_wres_applies(m) && wres_loads<2, 128, WRES_KB, glu_epi<64>, 2, true>(per_block) &&
-           wres_loads<1, 128, WRES_KB, glu_epi<64>, 3, true>(per_block) &&
-           wres_loads<1, 128, WRES_KB, glu_epi_ts, 3, true>(per_block);
 }
 
 /* The W-resident shape's three-warpgroup form with TMA stores (GLU_WRES_TS,

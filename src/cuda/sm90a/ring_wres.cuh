@@ -23,16 +23,12 @@
  * generation g (the run's g-th slice) has landed; a consumer waits for it
  * after its turn (order[]) comes, when the tile before (the other
  * warpgroup's) has issued all its products, so that wfull is never two
- * generations behind the wait. With KBW (HRMT_CUDA_GLU_WRES_KB, session 54,
- * opt-in: not yet run on a GPU) there is a wfull[kb] per k block and the
- * generation's first tile waits for each block just before its products,
- * under the same rule: a CTA that becomes resident only when the kernel
- * before leaves its SM (84-88 of 132 at batch 8, the link trace) starts
- * its products as the slice's blocks land instead of after all 128 KB.
- * wempty completes phase g when every product reading generation g is done: each warpgroup's four
- * warps arrive after their last tile of g, and g's last tile in the run also for each warpgroup
- * that has none of g (wres_plan.h's wres_arrivals), 4 WGS arrivals; the producer waits for it
- * before it loads generation g + 1 over it.
+ * generations behind the wait. wempty completes phase g when every product
+ * reading generation g is done: each warpgroup's four warps arrive after
+ * their last tile of g, and g's last tile in the run also for each
+ * warpgroup that has none of g (wres_plan.h's wres_arrivals), 4 WGS
+ * arrivals; the producer waits for it before it loads generation g + 1
+ * over it.
  *
  * WGS (session 39): 2 (MSUB 2: 128-row tiles) or 3 (MSUB 1: 64-row tiles,
  * 8 KB stages, a ring of ten; HRMT_CUDA_GLU_WRES3, on by default). ncu
@@ -69,7 +65,7 @@ namespace {
 
 constexpr int WRES_SMEM_MAX = 227 * 1024; /* opt-in shared memory per block on sm_90 */
 
-template <int MSUB, int WN, int KBMAX, int EPI = 0, int WGS_ = 2, bool KBW = false>
+template <int MSUB, int WN, int KBMAX, int EPI = 0, int WGS_ = 2>
 struct wres_cfg {
     static constexpr int WGS = WGS_;
     static constexpr int BM = 64 * MSUB;
@@ -77,17 +73,16 @@ struct wres_cfg {
     static constexpr int A_BYTES = BM * ROW_BYTES;
     static constexpr int W_BYTES = WN * ROW_BYTES; /* one k block of the slice */
     static constexpr int W_RES = KBMAX * W_BYTES;
-    static constexpr int WFULL = KBW ? KBMAX : 1; /* W barriers: per k block, or one */
-    static constexpr int BAR_SLACK = KBW ? 320 : 256;
+    static constexpr int BAR_SLACK = 256;
     static constexpr int STAGES = (WRES_SMEM_MAX - W_RES - EPI - 1024 - BAR_SLACK) / A_BYTES;
-    static constexpr int BAR_BYTES = ((2 * STAGES + WGS + WFULL + 1) * 8 + 15) / 16 * 16;
+    static constexpr int BAR_BYTES = ((2 * STAGES + WGS + 2) * 8 + 15) / 16 * 16;
     static constexpr int SMEM = W_RES + STAGES * A_BYTES + 1024 + BAR_BYTES + EPI;
     static_assert(STAGES >= 2, "a ring of two stages at least");
     static_assert(BAR_BYTES <= BAR_SLACK, "barriers within their slack");
     static_assert(SMEM <= WRES_SMEM_MAX, "within the opt-in limit");
 };
-template <int MSUB, int WN, int KBMAX, class E, int WGS = 2, bool KBW = false>
-using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value, WGS, KBW>;
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
+using wres_cfg_for = wres_cfg<MSUB, WN, KBMAX, epi_smem<E>::value, WGS>;
 
 /* Whether policy E stages its tiles for a TMA store (E::TMA_STORE,
  * E::tile_buf, E::stage: glu_wgmma.cu's glu_epi_ts) instead of storing
@@ -122,19 +117,19 @@ __device__ __forceinline__ void mbar_arrive_n(uint64_t *b, unsigned n) {
  * checks). Grid: at most one CTA per tile; CTA b takes tiles
  * [b T / G, (b + 1) T / G) of the T = column tiles x row tiles, tile j
  * being row tile j % mt of column tile j / mt. */
-template <int MSUB, int WN, int KBMAX, class E, int WGS = 2, bool KBW = false>
-__global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::THREADS, 1)
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
+__global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::THREADS, 1)
     ring_wres_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_w, const typename E::args p,
                      const __grid_constant__ typename wres_out<E>::map tm_o) {
 #ifdef HRMT_SM90A
-    using C = wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>;
+    using C = wres_cfg_for<MSUB, WN, KBMAX, E, WGS>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *wres = smem, *ring = smem + C::W_RES;
     uint64_t *full = (uint64_t *)(ring + S * C::A_BYTES), *empty = full + S, *order = empty + S;
-    uint64_t *wfull = order + WGS, *wempty = wfull + C::WFULL;
+    uint64_t *wfull = order + WGS, *wempty = wfull + 1;
     uint8_t *epi = ring + S * C::A_BYTES + C::BAR_BYTES;
     const int wg = warpgroup_idx(), mt = (p.d.M + C::BM - 1) / C::BM;
     int lo = 0, hi = 0;
@@ -145,7 +140,7 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::TH
         /* One arrive per warp of the consuming warpgroup. */
         ring_init(full, empty, S, 4);
         for (int w = 0; w < WGS; w++) mbar_init(&order[w], 1);
-        for (int b = 0; b < C::WFULL; b++) mbar_init(&wfull[b], 1);
+        mbar_init(wfull, 1);
         mbar_init(wempty, 4 * WGS);
         mbar_arrive(&order[0]); /* tile 0's turn */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -157,12 +152,9 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::TH
         /* The first slice of W does not depend on the kernel before
          * (programmatic dependent launch): requested before waiting for it. */
         auto load_slice = [&](int col) {
-            if constexpr (!KBW) mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
-            for (int kb = 0; kb < kb_n; kb++) {
-                uint64_t *bar = &wfull[KBW ? kb : 0]; /* the block's own, or the slice's */
-                if constexpr (KBW) mbar_expect_tx(bar, (unsigned)C::W_BYTES);
-                E::load_w(wres + kb * C::W_BYTES, &tm_w, bar, kb, slice_n0(col), p);
-            }
+            mbar_expect_tx(wfull, (unsigned)(kb_n * C::W_BYTES));
+            for (int kb = 0; kb < kb_n; kb++)
+                E::load_w(wres + kb * C::W_BYTES, &tm_w, wfull, kb, slice_n0(col), p);
         };
         if (lo < hi) load_slice(col0);
         pdl_wait();
@@ -220,25 +212,12 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::TH
         tile_zero<MSUB, WN>(acc);
         WRES_CT(c_turn, mbar_wait(&order[cw], turn));
         turn ^= 1;
-        /* After the turn: wfull (each wfull[kb]) is at most one generation
-         * behind. KBW: the generation's first tile here waits for each W
-         * block just before its products (w_of). */
-        const bool wait_w = KBW && g != have;
-        if (!KBW && g != have) WRES_CT(c_wfull, mbar_wait(wfull, (unsigned)g & 1));
-        have = g;
+        if (g != have) { /* after the turn: wfull is at most one generation behind */
+            WRES_CT(c_wfull, mbar_wait(wfull, (unsigned)g & 1));
+            have = g;
+        }
         auto a_of = [&](int st) { return ring + st * C::A_BYTES; };
-        auto w_of = [&](int, int kb) {
-            if (wait_w) {
-#ifdef HRMT_WRES_PHASES /* inside tile_products: counted in issue too */
-                const long long w0 = clock64();
-                mbar_wait(&wfull[kb], (unsigned)g & 1);
-                c_wfull += clock64() - w0;
-#else
-                mbar_wait(&wfull[kb], (unsigned)g & 1);
-#endif
-            }
-            return wres + kb * C::W_BYTES;
-        };
+        auto w_of = [&](int, int kb) { return wres + kb * C::W_BYTES; };
         long long *full_cy = nullptr;
 #ifdef HRMT_WRES_PHASES
         full_cy = &c_full;
@@ -298,15 +277,15 @@ __global__ void __launch_bounds__(wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::TH
 }
 
 /* Host side: the image check and shared-memory opt-in. */
-template <int MSUB, int WN, int KBMAX, class E, int WGS = 2, bool KBW = false>
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 int wres_loads(size_t per_block) {
-    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, WGS, KBW>,
-                       wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::SMEM, per_block);
+    return image_loads(ring_wres_kernel<MSUB, WN, KBMAX, E, WGS>,
+                       wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM, per_block);
 }
-template <int MSUB, int WN, int KBMAX, class E, int WGS = 2, bool KBW = false>
+template <int MSUB, int WN, int KBMAX, class E, int WGS = 2>
 cudaError_t wres_prepare() {
-    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, WGS, KBW>,
-                       wres_cfg_for<MSUB, WN, KBMAX, E, WGS, KBW>::SMEM);
+    return smem_opt_in(ring_wres_kernel<MSUB, WN, KBMAX, E, WGS>,
+                       wres_cfg_for<MSUB, WN, KBMAX, E, WGS>::SMEM);
 }
 
 } // namespace
