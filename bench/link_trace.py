@@ -147,7 +147,7 @@ def main(argv):
         )
     if any(grp["points"] for grp in gs.values()):
         print("points inside the kernels (LT_PHASE; 1 first operands landed, 2 products done, "
-              "3-5 epilogue steps, 8 end), us after the kernel's first wait return, "
+              "3-7 epilogue steps, 8 end), us after the kernel's first wait return, "
               "mean over its calls of the first / last warpgroup to pass it:")
         for key, grp in order:
             if not grp["points"]:

@@ -8,7 +8,7 @@
  * (ncu) or one the GPU machine lacks (nsys). The records of kernel k+1 all
  * follow kernel k's: its waits return only once k has finished.
  * LT_PHASE(id) marks points inside the small batches' kernels (1: the first
- * stage of operands landed, 2: the products done, 3-5: steps of the
+ * stage of operands landed, 2: the products done, 3-7: steps of the
  * epilogue, each kernel's comments say which, 8: the end; a persistent
  * kernel's 1 and 2 are its last tile's), stored in the
  * record of the warpgroup leader's wait, found through 128 bytes of static

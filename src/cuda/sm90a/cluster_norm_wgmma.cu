@@ -25,7 +25,11 @@
  * a bulk copy may not target the executing CTA), in 2 the invs to every CTA by st.async,
  * each receiver waiting on a barrier counting the bytes it is owed
  * (cluster_async.cuh; a release arrive of a cluster barrier is a GPU-scope
- * memory barrier in the SASS).
+ * memory barrier in the SASS). With OWN a CTA's own rows go straight into
+ * its receive buffer beside xs, at the offset they have there. Link-trace
+ * points of the push form: 6 x whole in xs, 3 the rows sent, 5 the rows
+ * owed landed (OWN: then 7 its first row's inv, 4 its stores done) or 4
+ * the invs sent and 5 those owed landed.
  *
  * Bits: the GEMM is each output's F32 chain of k16 steps in ascending k
  * from +0 rounded to BF16 (the pinned cuBLASLt algorithms' arithmetic, as
@@ -133,7 +137,7 @@ __global__ void __launch_bounds__(256, 1)
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = smem_align1024(smem_raw);
     uint16_t *xs = (uint16_t *)(smem + S * C::STAGE_BYTES); /* [64][WN] */
     float *xinv = (float *)(xs + CN_BM * WN);
     uint64_t *full = (uint64_t *)(xinv + CN_BM), *empty = full + S;
@@ -266,8 +270,13 @@ __global__ void __launch_bounds__(256, 1)
             const int col = 8 * i + 2 * c;
             residual_pair(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1], res[i][hf]);
             /* acc holds BF16 values now: the pair packs exactly. */
-            *(uint32_t *)(xs + (lr0 + 8 * hf) * WN + col) =
-                rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]);
+            const int r = lr0 + 8 * hf;
+            const uint32_t x2 = rc::pack_bf16x2_arith(acc[4 * i + 2 * hf], acc[4 * i + 2 * hf + 1]);
+            *(uint32_t *)(xs + r * WN + col) = x2;
+            /* OWN: this CTA's own rows also straight into xr, where the
+             * copy below put them (cn_push_dst(rank) + j WN = r WN), so
+             * that no copy and no barrier follow the one after xs. */
+            if (OWN && r / C::RP == (int)rank) *(uint32_t *)(xr + r * WN + col) = x2;
         }
     if constexpr (PUSH) {
         /* 2'. Each owner's rows of the block to it by the copy engine (one
@@ -280,22 +289,25 @@ __global__ void __launch_bounds__(256, 1)
         const int tid = threadIdx.x - 128, mine = rows_of((int)rank);
         fence_async_smem();
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
-        cl_wait();                                     /* every CTA's barriers made */
+        LT_PHASE(6);
+        cl_wait(); /* every CTA's barriers made */
         if (tid < CL && tid != (int)rank && rows_of(tid) > 0)
             cl_copy_async(cl_map(xr + cn_push_dst((int)rank, WN, C::RP), (uint32_t)tid),
                           xs + cn_push_src(tid, WN, C::RP), (uint32_t)(rows_of(tid) * WN * 2),
                           cl_map(xbar, (uint32_t)tid));
         /* This CTA's own block of its rows by ordinary stores: a bulk copy
-         * from a CTA's shared memory must go to another CTA's. */
-        {
+         * from a CTA's shared memory must go to another CTA's (OWN: stored
+         * with xs, before the barrier above). */
+        if constexpr (!OWN) {
             const uint4 *from = (const uint4 *)(xs + cn_push_src((int)rank, WN, C::RP));
             uint4 *to = (uint4 *)(xr + cn_push_dst((int)rank, WN, C::RP));
             for (int i = tid; i < mine * WN / 8; i += 128) to[i] = from[i];
+            asm volatile("bar.sync 1, 128;" ::: "memory"); /* own block in xr */
         }
-        asm volatile("bar.sync 1, 128;" ::: "memory"); /* own block in xr */
         LT_PHASE(3);
         if (mine > 0) mbar_wait_cluster(xbar, 0);
         if constexpr (OWN) {
+            LT_PHASE(5);
             /* Every byte owed to this CTA has landed, so the copies its
              * senders made have been read: each may exit once every CTA
              * has arrived here (the wait at the end). */
@@ -312,6 +324,7 @@ __global__ void __launch_bounds__(256, 1)
                 /* 3'. out = bf16(x inv) over the whole row, in place in xr
                  * (lane l's columns g 32 + l; 3.'s product and rounding),
                  * then stored in 16-byte chunks, the fold's likewise. */
+                if (u == 0) LT_PHASE(7);
 #pragma unroll
                 for (int g = 0; g < G; g++)
                     xr[cn_push_at(j, g * 32 + lane, WN, C::RP)] =

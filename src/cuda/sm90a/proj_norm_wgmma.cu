@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(PN_THREADS, 1)
     constexpr int S = C::STAGES, H = C::H, NI = NH / 8, GH = NH / 32;
     static_assert(NI % 4 == 0, "whole quads of 16-byte chunks");
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = smem_align1024(smem_raw);
     float *xpart = (float *)(smem + S * C::STAGE_BYTES), *xinv = xpart + PN_BM * 32;
     uint64_t *full = (uint64_t *)(xinv + PN_BM), *empty = full + S;
     uint64_t *xready = empty + S, *invready = xready + 1;

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(QP_THREADS, 1)
 #ifdef HRMT_SM90A
     constexpr int S = QP_STAGES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = smem_align1024(smem_raw);
     uint16_t *Qs = (uint16_t *)(smem + S * QP_STAGE_BYTES);
     uint16_t *Ks = (uint16_t *)((uint8_t *)Qs + QP_Q), *Vs = (uint16_t *)((uint8_t *)Ks + QP_KV);
     uint64_t *full = (uint64_t *)((uint8_t *)Vs + QP_KV), *empty = full + S;

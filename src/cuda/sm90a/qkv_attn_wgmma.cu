@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(256, 1)
     /* S stages of KP k blocks: [KP][64][64] of A, then [KP][64][64] of W. */
     constexpr int CL = 3 * RT, S = QA_STAGES / KP, SB = KP * QA_STAGE_BYTES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = smem_align1024(smem_raw);
     uint16_t *xs = (uint16_t *)(smem + QA_STAGES * QA_STAGE_BYTES);
     uint16_t *Ks = (uint16_t *)((uint8_t *)xs + QA_X), *Vs = (uint16_t *)((uint8_t *)Ks + QA_KV);
     uint16_t *Qs = (uint16_t *)((uint8_t *)Vs + QA_KV);

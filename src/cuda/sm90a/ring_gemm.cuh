@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(ring_cfg_for<MSUB, WGS, WN, E>::THREADS, 1)
     using C = ring_cfg_for<MSUB, WGS, WN, E>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = smem_align1024(smem_raw);
     uint64_t *full = (uint64_t *)(smem + S * C::STAGE_BYTES), *empty = full + S, *order = empty + S;
     uint8_t *epi = smem + S * C::STAGE_BYTES + C::BAR_BYTES;
     const int wg = warpgroup_idx(), nt = p.d.nt, mt = (p.d.M + C::BM - 1) / C::BM;

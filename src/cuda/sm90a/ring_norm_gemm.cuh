@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(ring_norm_cfg<WN>::THREADS, 1)
     using C = ring_norm_cfg<WN>;
     constexpr int S = C::STAGES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *smem = smem_align1024(smem_raw);
     uint8_t *a = smem, *ring = smem + NORM_A_BYTES;
     uint64_t *full = (uint64_t *)(ring + S * C::W_BYTES), *empty = full + S;
     const int wg = warpgroup_idx(), nt = p.d.nt, mt = (p.d.M + 63) / 64;

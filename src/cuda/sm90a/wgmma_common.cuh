@@ -24,6 +24,19 @@ constexpr int ROW_BYTES = BK * 2;
 __device__ __forceinline__ uint32_t smem_u32(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
+/* The dynamic shared memory from its first 1024-byte boundary (the 128-byte
+ * swizzle's period), as an offset from the __shared__ array itself: the
+ * compiler then still knows every pointer made from it is shared and emits
+ * LDS / STS. Rounding the address as an integer (as every sm90a kernel did
+ * until session 55; ring_wres.cuh still does, measured faster so) made each
+ * access through it generic (LD.E / ST.E): in the cluster norm's owner
+ * epilogue a row's 16-byte loads come after the previous chunk's global
+ * store, and the link trace put that epilogue at 1.47 us generic against
+ * 1.09 shared (H100, batch 8). The same boundary either way: the shared
+ * window's generic base is aligned far beyond 1024 bytes. */
+__device__ __forceinline__ uint8_t *smem_align1024(uint8_t *raw) {
+    return raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u);
+}
 __device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
 }
