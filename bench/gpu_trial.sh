@@ -8,7 +8,9 @@
 # in session 50: TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK TRIAL_STEPS="tests
 # memcheck ab"; the default since session 51, after TRIAL_STEPS=suite);
 # session 54's HRMT_CUDA_GLU_WRES_KB (run in session 55, dropped: no gain,
-# docs/CUDA-KERNELS.md); each of the others is now a default or was measured.
+# docs/CUDA-KERNELS.md); session 55's HRMT_CUDA_CLUSTER_NORM_OWNER8 (not yet
+# run: TRIAL_ONLY=HRMT_CUDA_CLUSTER_NORM_OWNER8 TRIAL_STEPS="tests memcheck
+# ab"); each of the others is now a default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
@@ -59,6 +61,7 @@ switches=(
   "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|1,2||qkv_attn_kernel"
   "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|1,2,8||qkv_attn"
   "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8||qkv_attn"
+  "HRMT_CUDA_CLUSTER_NORM_OWNER8|cluster_norm_owner8_equals_owner_*|1,4,8,11||cluster_norm"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 # One bounded run of test_cuda_model: run_cases LIMIT_S WHAT [VAR=VALUE...]

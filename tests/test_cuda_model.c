@@ -766,16 +766,19 @@ static void expect_switch_path(const char *env, hrmt_model_path p) {
 }
 
 /* expect_switch_path, and with env unset the model at HRM's width runs p
- * (`what` names the default in the message). */
-static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
+ * (on = 1) or does not (on = 0); `what` names the default in the message. */
+static void expect_switch_default(const char *env, hrmt_model_path p, int on, const char *what) {
     expect_switch_path(env, p);
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = sized_cfg(512, 8, 81);
     hrmt_model *d = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &d), HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_expect_eq(hrmt_model_uses(d, p), 1, "%s unset: %s", env, what);
+    cr_expect_eq(hrmt_model_uses(d, p), on, "%s unset: %s", env, what);
     hrmt_model_destroy(d);
     hrmt_context_destroy(ctx);
+}
+static void expect_switch_default_on(const char *env, hrmt_model_path p, const char *what) {
+    expect_switch_default(env, p, 1, what);
 }
 
 /* The W-resident shape's two forms (ring_wres.cuh's WGS): 64-row tiles
@@ -1116,6 +1119,32 @@ Test(cuda_model, cluster_norm_owner_equals_push_hrm_width) {
 Test(cuda_model, cluster_norm_owner_equals_push_short_seq) {
     const int batches[] = {1, 3, 8};
     cluster_norm_owner_equals_push(256, 4, 63, batches, 3);
+}
+
+/* The owner's rows over all eight warps (HRMT_CUDA_CLUSTER_NORM_OWNER8,
+ * opt-in, session 55: the producer warpgroup's warps take rows 4-7 of the
+ * eight a CTA owns in clusters of 8) against the consumer's four alone: the
+ * same bytes, both schedules, halting samples. Clusters of 16 (batch 1 and
+ * 2 at T = 82: four rows a CTA, the producer's warps without rows; 1 and 3
+ * at T = 64) and of 8 (batch 7: the last tile's 62 rows end inside owner
+ * 7's eight, row 6 a producer warp's; batches 8 and 11, the latter 15
+ * tiles), the next level's injection folded into the level's last call. */
+static void cluster_norm_owner8_equals_owner(int hidden, int heads, int seq_len, const int *batches,
+                                             int nb) {
+    need_cc90("the cluster projection + norm is built for", 0);
+    expect_switch_default("HRMT_CUDA_CLUSTER_NORM_OWNER8", HRMT_PATH_CLUSTER_NORM_OWNER8, 0,
+                          "opt-in");
+    early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_OWNER8", HRMT_PATH_CLUSTER_NORM_OWNER8,
+                                 "owner's rows over eight warps vs four", hidden, heads, seq_len,
+                                 batches, nb);
+}
+Test(cuda_model, cluster_norm_owner8_equals_owner_hrm_width) {
+    const int batches[] = {1, 2, 7, 8, 11};
+    cluster_norm_owner8_equals_owner(512, 8, 81, batches, 5);
+}
+Test(cuda_model, cluster_norm_owner8_equals_owner_short_seq) {
+    const int batches[] = {1, 3, 8};
+    cluster_norm_owner8_equals_owner(256, 4, 63, batches, 3);
 }
 
 /* A level's input injection as one kernel (HRMT_CUDA_FUSED_INJECT, on by
@@ -1685,16 +1714,33 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[] = {
-        "HRMT_CUDA_FUSED_GLU",       "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
-        "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
-        "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
-        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
-        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
-        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
-        "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
-        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
-        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE"};
+    const char *names[] = {"HRMT_CUDA_FUSED_GLU",
+                           "HRMT_CUDA_FUSED_NORM",
+                           "HRMT_CUDA_FUSED_INJECT",
+                           "HRMT_CUDA_CLUSTER_NORM",
+                           "HRMT_CUDA_CLUSTER_NORM_CTAS",
+                           "HRMT_CUDA_ATTN_TEAMS",
+                           "HRMT_CUDA_FUSED_HEADS",
+                           "HRMT_CUDA_QKV_ATTN",
+                           "HRMT_CUDA_GLU_SMEM_TABLE",
+                           "HRMT_CUDA_GEMM_TUNE_EXACT",
+                           "HRMT_CUDA_PINNED_IO",
+                           "HRMT_CUDA_FUSED_RESET",
+                           "HRMT_CUDA_FOLD_INJECT",
+                           "HRMT_CUDA_PROFILE_STEPS",
+                           "HRMT_CUDA_QKV_ATTN_CTA",
+                           "HRMT_CUDA_GLU_FAST_SILU",
+                           "HRMT_CUDA_NORM_VEC",
+                           "HRMT_CUDA_ATTN_ROPE_ONCE",
+                           "HRMT_CUDA_GLU_MUL",
+                           "HRMT_CUDA_GLU_WRES",
+                           "HRMT_CUDA_CLUSTER_NORM_PUSH",
+                           "HRMT_CUDA_QKV_ATTN_PUSH",
+                           "HRMT_CUDA_ROPE_EARLY",
+                           "HRMT_CUDA_QKV_ATTN_CTA_W1",
+                           "HRMT_CUDA_GLU_WRES3",
+                           "HRMT_CUDA_GLU_WRES_TSTORE",
+                           "HRMT_CUDA_CLUSTER_NORM_OWNER8"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

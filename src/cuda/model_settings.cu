@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
         nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
-        ctaw1 = 0, wres3 = 0, tstore = 0;
+        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -56,7 +56,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ROPE_EARLY", 1, &early)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_QKV_ATTN_CTA_W1", 0, &ctaw1)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_OWNER8", 0, &cown8)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -203,6 +204,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * stores the whole row from the rows it was sent, so no inv goes back
      * to the row's other CTAs (sm90a/cluster_norm_wgmma.cu, OWN), same bits. */
     g->cnorm_own = g->cnorm_push && cown;
+    /* HRMT_CUDA_CLUSTER_NORM_OWNER8 (session 55, opt-in: written after the
+     * session's last device call, not yet run on a GPU): the producer
+     * warpgroup's warps take owned rows too, one a warp where a CTA owns
+     * eight, the same rows' arithmetic, the same bits. */
+    g->cnorm_own8 = g->cnorm_own && cown8;
     /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
      * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
      * encode_kb), same bits: their push forms only. Four by default since
@@ -259,6 +265,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
     case HRMT_PATH_CLUSTER_NORM_OWNER: return g->cnorm_own != 0;
+    case HRMT_PATH_CLUSTER_NORM_OWNER8: return g->cnorm_own8 != 0;
     case HRMT_PATH_QKV_ATTN_PUSH: return g->qa_push != 0;
     case HRMT_PATH_QKV_ATTN_BULK: return g->qa_bulk != 0 || g->qp_bulk != 0;
     case HRMT_PATH_RING_KB: return g->cnorm_kb > 1 || g->qa_kb > 1;

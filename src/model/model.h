@@ -129,8 +129,9 @@ typedef enum hrmt_model_path {
                                      (sm90a/qkv_attn_pair_wgmma.cu) */
     HRMT_PATH_CLUSTER_NORM_OWNER, /* the cluster projection + norm's rows normalised and
                                      stored by the CTA that computes their inv */
-    HRMT_PATH_QKV_ATTN_BULK       /* the cluster and pair qkv + attention's pushes as
+    HRMT_PATH_QKV_ATTN_BULK,      /* the cluster and pair qkv + attention's pushes as
                                      copy-engine transfers (sm90a/push_plan.cuh) */
+    HRMT_PATH_CLUSTER_NORM_OWNER8 /* ... the owner's rows over all eight of its warps */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

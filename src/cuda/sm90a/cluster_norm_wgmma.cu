@@ -127,13 +127,19 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
  * pulled between two cluster barriers. OWN (with PUSH;
  * HRMT_CUDA_CLUSTER_NORM_OWNER): the CTA that computes a row's inv also
  * normalises and stores the whole row from the copy it was sent, so no inv
- * travels back and no CTA waits for one (3' below); the same bits. */
-template <int WN, int CL, bool PUSH, int KP = 1, bool OWN = false>
+ * travels back and no CTA waits for one (3' below); the same bits. OWN 2
+ * (HRMT_CUDA_CLUSTER_NORM_OWNER8, opt-in, session 55, not yet run on a
+ * GPU): the producer warpgroup's four warps take rows too, one a warp
+ * where a CTA owns eight (clusters of 8), instead of idling while the
+ * consumer's warps take two each: the link trace put those two rows at
+ * ~1.3 us (H100, batch 8) against ~0.5 for one (batch 1). */
+template <int WN, int CL, bool PUSH, int KP = 1, int OWN = 0>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
                         const __grid_constant__ CUtensorMap tm_w, const cn_args p) {
 #ifdef HRMT_SM90A
     static_assert(!OWN || PUSH, "the owner's stores take the pushed rows");
+    static_assert(OWN >= 0 && OWN <= 2, "no owner, the consumer's warps, or all eight");
     using C = cn_cfg<WN, CL, KP>;
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
@@ -164,6 +170,65 @@ __global__ void __launch_bounds__(256, 1)
         }
         cl_arrive_relaxed();
     }
+    /* OWN: row j (ow, ow + NOW, ...) of the RP this CTA owns, ow the owner
+     * warp (the consumer's warps 0-3; OWN 2: the producer's 4-7), NOW of
+     * them; 16-byte chunk q (lane, lane + 32, ...) of H / 8: at most two
+     * rows and two chunks (RP <= 8, H <= 512). */
+    constexpr int NOW = OWN == 2 ? 8 : 4;
+    constexpr int OJ = (C::RP + NOW - 1) / NOW, OQ = (H / 8 + 31) / 32;
+    static_assert(!OWN || (OJ <= 2 && OQ <= 2), "the owner's rows and chunks a thread");
+    using owner_ops = uint4[OWN ? OJ : 1][OWN ? OQ : 1]; /* of1, of2: the fold's */
+    const int own_base = m0 + (int)rank * C::RP;         /* the owned rows' first, of M */
+    /* The folded injection's operands of owner warp ow's rows, read while
+     * the products run (after the wait for the kernel before). */
+    auto owner_prefetch = [&](int ow, int lane, int mine_rows, owner_ops &of1, owner_ops &of2) {
+#pragma unroll
+        for (int u = 0; u < OJ; u++)
+#pragma unroll
+            for (int v = 0; v < OQ; v++) {
+                const int j = ow + NOW * u, q = lane + 32 * v;
+                const bool go = p.fo && j < mine_rows && q < H / 8;
+                const size_t at = (size_t)(own_base + j) * H + 8 * q;
+                of1[u][v] = go ? *(const uint4 *)(p.fp1 + at) : make_uint4(0, 0, 0, 0);
+                of2[u][v] = go && p.fp2 ? *(const uint4 *)(p.fp2 + at) : make_uint4(0, 0, 0, 0);
+            }
+    };
+    /* 3'. Owner warp ow's rows of the `mine` this CTA owns, every byte of
+     * them in xr: inv as 2.'s chain, out = bf16(x inv) over the whole row,
+     * in place in xr (lane l's columns g 32 + l; 3.'s product and
+     * rounding), then stored in 16-byte chunks, the fold's likewise. */
+    auto owner_rows = [&](int ow, int lane, int mine, const owner_ops &of1, const owner_ops &of2) {
+#pragma unroll
+        for (int u = 0; u < OJ; u++) {
+            const int j = ow + NOW * u;
+            if (j >= mine) break;
+            float xv[G];
+#pragma unroll
+            for (int g = 0; g < G; g++)
+                xv[g] = rc::bf16_to_f(xr[cn_push_at(j, g * 32 + lane, WN, C::RP)]);
+            const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
+            if (u == 0) LT_PHASE(7);
+#pragma unroll
+            for (int g = 0; g < G; g++)
+                xr[cn_push_at(j, g * 32 + lane, WN, C::RP)] =
+                    rc::bf16_bits_arith(rc::fmul(xv[g], inv));
+            __syncwarp();
+            const size_t rb = (size_t)(own_base + j) * H;
+#pragma unroll
+            for (int v = 0; v < OQ; v++) {
+                const int q = lane + 32 * v;
+                if (q >= H / 8) break;
+                const uint4 hv = *(const uint4 *)(xr + cn_push_at(j, 8 * q, WN, C::RP));
+                if (!p.fo || p.fstore) *(uint4 *)(p.h + rb + 8 * q) = hv;
+                if (p.fo) {
+                    const uint4 a = of1[u][v], b = of2[u][v];
+                    *(uint4 *)(p.fo + rb + 8 * q) =
+                        make_uint4(fold_pair(p, hv.x, a.x, b.x), fold_pair(p, hv.y, a.y, b.y),
+                                   fold_pair(p, hv.z, a.z, b.z), fold_pair(p, hv.w, a.w, b.w));
+                }
+            }
+        }
+    };
     if (wg == 0) {
         if (threadIdx.x == 0) {
             /* W is never written: its first stages go out before the wait
@@ -193,7 +258,25 @@ __global__ void __launch_bounds__(256, 1)
          * (PUSH: the one split barrier), its first warp converged first
          * (lane 0 issued the loads). */
         __syncwarp();
-        if constexpr (PUSH) {
+        if constexpr (OWN == 2) {
+            /* Its rows' stores overwrite h and read the fold's operands,
+             * which the kernel before wrote: each thread waits for it
+             * (thread 0 has, before its loads; once, for the link trace's
+             * one record a thread). */
+            if (threadIdx.x != 0) pdl_wait();
+            const int ow = 4 + (int)(threadIdx.x / 32), lane = threadIdx.x & 31;
+            const int mine = rows_of((int)rank);
+            owner_ops of1, of2;
+            owner_prefetch(ow, lane, mine, of1, of2);
+            cl_wait();
+            /* The rows the consumer stored in xr (its own block), and
+             * every byte pushed to this CTA where this warp has a row. */
+            asm volatile("bar.sync 2, 256;" ::: "memory");
+            if (ow < mine) mbar_wait_cluster(xbar, 0);
+            cl_arrive_relaxed(); /* as the consumer's, below */
+            owner_rows(ow, lane, mine, of1, of2);
+            cl_wait();
+        } else if constexpr (PUSH) {
             cl_wait();
         } else {
             cl_sync();
@@ -231,26 +314,8 @@ __global__ void __launch_bounds__(256, 1)
                 f2[i][hf] = go && p.fp2 ? *(const uint32_t *)(p.fp2 + off[hf] + 8 * i + 2 * c) : 0u;
             }
     }
-    /* OWN: row j (warp, warp + 4, ...) of the RP this CTA owns, 16-byte
-     * chunk q (lane, lane + 32, ...) of H / 8: at most two rows and two
-     * chunks (RP <= 8, H <= 512). */
-    constexpr int OJ = (C::RP + 3) / 4, OQ = (H / 8 + 31) / 32;
-    static_assert(!OWN || (OJ <= 2 && OQ <= 2), "the owner's rows and chunks a thread");
-    uint4 of1[OWN ? OJ : 1][OWN ? OQ : 1], of2[OWN ? OJ : 1][OWN ? OQ : 1];
-    const int own_base = m0 + (int)rank * C::RP; /* the owned rows' first, of M */
-    if constexpr (OWN) {
-        const int mine_rows = rows_of((int)rank);
-#pragma unroll
-        for (int u = 0; u < OJ; u++)
-#pragma unroll
-            for (int v = 0; v < OQ; v++) {
-                const int j = warp + 4 * u, q = lane + 32 * v;
-                const bool go = p.fo && j < mine_rows && q < H / 8;
-                const size_t at = (size_t)(own_base + j) * H + 8 * q;
-                of1[u][v] = go ? *(const uint4 *)(p.fp1 + at) : make_uint4(0, 0, 0, 0);
-                of2[u][v] = go && p.fp2 ? *(const uint4 *)(p.fp2 + at) : make_uint4(0, 0, 0, 0);
-            }
-    }
+    owner_ops of1, of2;
+    if constexpr (OWN) owner_prefetch(warp, lane, rows_of((int)rank), of1, of2);
     /* Zeros the compiler cannot see through: a plain 0.0f let it carry the
      * accumulators as integers into the first wgmma and serialise every
      * wgmma of <64, 8> (ptxas C7520; qkv_attn_wgmma.cu's C7514 finding). */
@@ -289,6 +354,8 @@ __global__ void __launch_bounds__(256, 1)
         const int tid = threadIdx.x - 128, mine = rows_of((int)rank);
         fence_async_smem();
         asm volatile("bar.sync 1, 128;" ::: "memory"); /* xs whole */
+        /* OWN 2: the own rows stored above, to the producer's warps. */
+        if constexpr (OWN == 2) asm volatile("bar.arrive 2, 256;" ::: "memory");
         LT_PHASE(6);
         cl_wait(); /* every CTA's barriers made */
         if (tid < CL && tid != (int)rank && rows_of(tid) > 0)
@@ -312,39 +379,7 @@ __global__ void __launch_bounds__(256, 1)
              * senders made have been read: each may exit once every CTA
              * has arrived here (the wait at the end). */
             cl_arrive_relaxed();
-#pragma unroll
-            for (int u = 0; u < OJ; u++) {
-                const int j = warp + 4 * u;
-                if (j >= mine) break;
-                float xv[G];
-#pragma unroll
-                for (int g = 0; g < G; g++)
-                    xv[g] = rc::bf16_to_f(xr[cn_push_at(j, g * 32 + lane, WN, C::RP)]);
-                const float inv = rc::rmsnorm_lanes_inv<G>(xv, G, (float)H, p.eps);
-                /* 3'. out = bf16(x inv) over the whole row, in place in xr
-                 * (lane l's columns g 32 + l; 3.'s product and rounding),
-                 * then stored in 16-byte chunks, the fold's likewise. */
-                if (u == 0) LT_PHASE(7);
-#pragma unroll
-                for (int g = 0; g < G; g++)
-                    xr[cn_push_at(j, g * 32 + lane, WN, C::RP)] =
-                        rc::bf16_bits_arith(rc::fmul(xv[g], inv));
-                __syncwarp();
-                const size_t rb = (size_t)(own_base + j) * H;
-#pragma unroll
-                for (int v = 0; v < OQ; v++) {
-                    const int q = lane + 32 * v;
-                    if (q >= H / 8) break;
-                    const uint4 hv = *(const uint4 *)(xr + cn_push_at(j, 8 * q, WN, C::RP));
-                    if (!p.fo || p.fstore) *(uint4 *)(p.h + rb + 8 * q) = hv;
-                    if (p.fo) {
-                        const uint4 a = of1[u][v], b = of2[u][v];
-                        *(uint4 *)(p.fo + rb + 8 * q) =
-                            make_uint4(fold_pair(p, hv.x, a.x, b.x), fold_pair(p, hv.y, a.y, b.y),
-                                       fold_pair(p, hv.z, a.z, b.z), fold_pair(p, hv.w, a.w, b.w));
-                    }
-                }
-            }
+            owner_rows(warp, lane, mine, of1, of2);
             LT_PHASE(4);
             cl_wait();
         } else {
@@ -441,11 +476,16 @@ int cn_fits(const hrmt_cuda *cu) {
                    CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
                    CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, true>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, true>, cn_cfg<WN, CL, 2>::SMEM_PUSH,
-                   per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, true>, cn_cfg<WN, CL, 4>::SMEM_PUSH,
-                   per_block, CL))
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, 1>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, 1>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
+                   CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, 1>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
+                   CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, 2>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
+                   CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, 2>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
+                   CL))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
     return cluster_fits(cluster_norm_kernel<WN, CL, true>, CL, 256, C::SMEM_PUSH);
@@ -476,13 +516,17 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
      * chunks: with h and the fold's operands 16-byte aligned (al16), else
      * the push form. */
     const bool own = g->cnorm_push && g->cnorm_own && al16;
-    auto kern = !g->cnorm_push   ? cluster_norm_kernel<WN, CL, false>
-                : own && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, true>
-                : own && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, true>
-                : own            ? cluster_norm_kernel<WN, CL, true, 1, true>
-                : kp == 4        ? cluster_norm_kernel<WN, CL, true, 4>
-                : kp == 2        ? cluster_norm_kernel<WN, CL, true, 2>
-                                 : cluster_norm_kernel<WN, CL, true>;
+    const bool own8 = own && g->cnorm_own8; /* HRMT_CUDA_CLUSTER_NORM_OWNER8 */
+    auto kern = !g->cnorm_push    ? cluster_norm_kernel<WN, CL, false>
+                : own8 && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, 2>
+                : own8 && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, 2>
+                : own8            ? cluster_norm_kernel<WN, CL, true, 1, 2>
+                : own && kp == 4  ? cluster_norm_kernel<WN, CL, true, 4, 1>
+                : own && kp == 2  ? cluster_norm_kernel<WN, CL, true, 2, 1>
+                : own             ? cluster_norm_kernel<WN, CL, true, 1, 1>
+                : kp == 4         ? cluster_norm_kernel<WN, CL, true, 4>
+                : kp == 2         ? cluster_norm_kernel<WN, CL, true, 2>
+                                  : cluster_norm_kernel<WN, CL, true>;
     const size_t smem = !g->cnorm_push ? cn_cfg<WN, CL>::SMEM
                         : kp == 4      ? cn_cfg<WN, CL, 4>::SMEM_PUSH
                         : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH
