@@ -162,8 +162,11 @@ __global__ void __launch_bounds__(256, 1)
     }
     ring_setup(full, empty, S, 4); /* one arrive per consumer warp */
     if constexpr (PUSH) {
-        /* What this CTA is owed, expected before anyone may send (the
-         * cluster barrier's arrive below, its wait before the first push). */
+        /* What this CTA is owed, by one arrival. Nobody sends before the
+         * cluster barrier's wait, so the barriers' fenced init comes first;
+         * the relaxed arrive below does not order this expectation before
+         * a peer's sends, so bytes may land first, which the barrier allows
+         * (cluster_async.cuh; tests/test_cn_protocol.c lets them). */
         if (threadIdx.x == 128) {
             mbar_expect_tx(xbar, (unsigned)cn_push_owed_rows(tile_live, (int)rank, C::RP, WN, H));
             if (!OWN) mbar_expect_tx(ibar, (unsigned)(tile_live * 4));
