@@ -97,7 +97,7 @@ struct hrmt_model_cuda {
     int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
     int cnorm_own;  /* HRMT_CUDA_CLUSTER_NORM_OWNER: with the pushes, each row normalised and
                        stored by the CTA that computes its inv */
-    int cnorm_own8; /* HRMT_CUDA_CLUSTER_NORM_OWNER8: ... by all eight of its warps */
+    int cnorm_own8; /* HRMT_CUDA_CLUSTER_NORM_OWNER8: the owned rows over all eight warps */
     int cnorm_kb;   /* HRMT_CUDA_RING_KB: k blocks a TMA copy in its ring (1, 2, 4) */
     int qa_cta_w1;  /* HRMT_CUDA_QKV_ATTN_CTA_W1: the CTA form's W q, k, v rows one copy a stage */
     int qa_push;    /* HRMT_CUDA_QKV_ATTN_PUSH: qkv + attention's pushes by st.async */
