@@ -12,7 +12,15 @@ o_proj + norm, gate_up, down_proj + norm, which share shapes).
 
   HRMT_CUDA_LINK_TRACE_OUT=/tmp/t.csv BUILD/hrmt bench --backend cuda \\
       --mode baseline --batch-sizes 1 --warmup 3 --iterations 5
-  python3 bench/link_trace.py /tmp/t.csv [--all] [--period N]
+  python3 bench/link_trace.py /tmp/t.csv [--all] [--period N] [--steps 1,2,6,3,5,7,4,8]
+
+--steps ORDER adds, per kernel shape (or position), each warpgroup's own
+time from its wait's return to the first point of ORDER it passed and from
+each point it passed to the next one of ORDER it passed (median and 10th /
+90th percentiles over the records that passed both, us): where the first /
+last columns mix CTAs that run different rows (one with no rows passes a
+kernel's late points early), these follow each warpgroup (session 55 found
+the cluster norm's owner epilogue this way).
 
 Kernels that never call pdl_wait() (cuBLASLt's) do not appear: their time
 is in the span of the kernel before them. tests/link_trace_check.py checks
@@ -48,10 +56,11 @@ def kernels(rows):
         sig = (r["grid"], r["block"], r["smem"])
         key = (r["cta"], r["thread"])
         if cur is None or sig != cur["sig"] or key in seen:
-            cur = {"sig": sig, "calls": [], "passes": [], "points": {}}
+            cur = {"sig": sig, "calls": [], "passes": [], "points": {}, "recs": []}
             out.append(cur)
             seen = set()
         seen.add(key)
+        cur["recs"].append(r)
         cur["calls"].append(r["t_call"])
         cur["passes"].append(r["t_pass"])
         for pid in range(1, POINTS + 1):
@@ -101,6 +110,32 @@ def mean(v):
     return sum(v) / len(v)
 
 
+def pct(v, q):
+    """The q-quantile of v (sorted): its element at 0-based rank floor(q n)."""
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def steps(ks, order, period=0):
+    """Per kernel shape (or position; the last kernel left out, as in
+    groups): for each warpgroup record, the step from its wait's return
+    ("pass") to the first point of `order` it passed, and from each point
+    it passed to the next of `order` it passed; {key: {"sig": ..., "steps":
+    {(a, b): [ns, ...]}}}, the steps in order of first appearance."""
+    out = {}
+    for i, k in enumerate(ks[:-1]):
+        key = i % period if period else k["sig"]
+        g = out.setdefault(key, {"sig": k["sig"], "steps": {}})
+        for r in k["recs"]:
+            prev, t0 = "pass", r["t_pass"]
+            for p in order:
+                t = r.get(f"ph{p}", 0)
+                if not t:
+                    continue
+                g["steps"].setdefault((prev, p), []).append(t - t0)
+                prev, t0 = p, t
+    return out
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -108,8 +143,12 @@ def main(argv):
     period = 0
     if "--period" in argv:
         period = int(argv[argv.index("--period") + 1])
+    step_order = []
+    if "--steps" in argv:
+        step_order = [int(x) for x in argv[argv.index("--steps") + 1].split(",")]
     head, rows = read_trace(argv[0])
-    tl = timeline(kernels(rows))
+    ks = kernels(rows)
+    tl = timeline(ks)
     if not tl:
         print("no records")
         return 1
@@ -160,6 +199,19 @@ def main(argv):
             tag = f"#{key} " if period else ""
             print(f"  {tag}{g:5d} x {b:4d} {s / 1024:6.1f} KB "
                   f"(span {mean(grp['spans']) / 1e3:.2f}): {cells}")
+    if step_order:
+        print("steps of each warpgroup (--steps), us: median (10th-90th percentile), records")
+        st = steps(ks, step_order, period)
+        for key, grp in sorted(st.items(), key=lambda kv: kv[0] if period else str(kv[0])):
+            if not any(len(v) for v in grp["steps"].values()):
+                continue
+            g, b, s = grp["sig"]
+            tag = f"#{key} " if period else ""
+            print(f"  {tag}{g:5d} x {b:4d} {s / 1024:6.1f} KB:")
+            for (a, z), v in grp["steps"].items():
+                v = sorted(v)
+                print(f"    {a}->{z}: {pct(v, 0.5) / 1e3:.2f} ({pct(v, 0.1) / 1e3:.2f}-"
+                      f"{pct(v, 0.9) / 1e3:.2f}), {len(v)}")
     return 0
 
 

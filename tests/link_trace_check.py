@@ -3,8 +3,11 @@
 here by hand, with the expected kernels, spans and points worked out by hand
 (not by the script): the cut into kernels (a new shape; the same shape whose
 (CTA, thread) waits again; records out of slot order), spans, per-shape and
-per-position grouping, and the points. Exit 0 when all hold."""
+per-position grouping, the points, and the per-warpgroup steps (--steps).
+Exit 0 when all hold."""
+import contextlib
 import importlib.util
+import io
 import os
 import sys
 import tempfile
@@ -75,7 +78,27 @@ try:
     by_pos = lt.groups(tl, 2)
     check("spans by position", {k: g["spans"] for k, g in by_pos.items()},
           {0: [2000, 800], 1: [1200]})
+    # Steps per warpgroup, order 1, 2, 8: kernel 0's two records that
+    # passed points (2 then 8; none passed 1), kernel 1's one (8 only);
+    # kernel 3 is the last, left out as in groups.
+    ks = lt.kernels(rows)
+    st = lt.steps(ks, [1, 2, 8])
+    check("steps by shape", {k: g["steps"] for k, g in st.items()},
+          {(2, 256, 4096): {("pass", 2): [490, 670], (2, 8): [500, 900],
+                            ("pass", 8): [850]},
+           (1, 128, 0): {("pass", 1): [100]}})
+    check("steps by position", {k: g["steps"] for k, g in lt.steps(ks, [1, 2, 8], 2).items()},
+          {0: {("pass", 2): [490, 670], (2, 8): [500, 900], ("pass", 1): [100]},
+           1: {("pass", 8): [850]}})
+    check("quantiles", [lt.pct([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], q) for q in (0.1, 0.5, 0.9)],
+          [2, 6, 10])
     check("main", lt.main([path, "--period", "2"]), 0)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        check("main with steps", lt.main([path, "--steps", "1,2,8"]), 0)
+    check("steps printed", [ln.strip() for ln in out.getvalue().splitlines() if "->" in ln],
+          ["pass->1: 0.10 (0.10-0.10), 1", "pass->2: 0.67 (0.49-0.67), 2",
+           "2->8: 0.90 (0.50-0.90), 2", "pass->8: 0.85 (0.85-0.85), 1"])
 finally:
     os.unlink(path)
 print("link_trace_check:", "FAIL" if fails else "ok")
