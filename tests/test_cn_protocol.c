@@ -189,7 +189,8 @@ static void producer(model *m, int k, int w) {
     emit(g, O_CL_WAIT, 0, 0);
     if (m->own != 2) return; /* OWN 0, 1: exit after phase 1 */
     if (m->mut != M_NO_BAR2) nb_sync(g, 2, 256);
-    if (mine > 0 && m->mut != M_NO_XBAR_WAIT) emit(g, O_MB_WAIT, B_X, 0);
+    /* Only a warp with a row waits for the bytes (ow < mine). */
+    if (4 + w < mine && m->mut != M_NO_XBAR_WAIT) emit(g, O_MB_WAIT, B_X, 0);
     if (m->mut != M_NO_PROD_ARRIVE2) emit(g, O_CL_ARRIVE, 0, 0);
     for (int u = 0; u < oj; u++) { /* owner warp 4 + w, NOW 8 */
         const int j = 4 + w + 8 * u;
