@@ -48,20 +48,18 @@ t0=$SECONDS
 stamp() { echo "=== [$((SECONDS - t0)) s] $*"; }
 want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 # switch | its tests' name patterns (space-separated) | the batches it
-# serves | settings its memcheck run adds, space-separated (a tile shape the
-# untuned model would not take; mostly none) | the kernels' name pattern for
-# ncu (last: it may hold '|').
+# serves | the kernels' name pattern for ncu.
 switches=(
-  "HRMT_CUDA_FUSED_NORM|fused_norm_*|16,64,128,256||proj_norm|norm_|nvjet|xmma|gemm_kernel"
-  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|16,64,256||norm_"
-  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|64,256||attend_mma"
-  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|1,8,64,256||ring_gemm_kernel"
-  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|16,64,256||ring_(gemm|wres)_kernel"
-  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|1,2,4,8||cluster_norm"
-  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|1,2||qkv_attn_kernel"
-  "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|1,2,8||qkv_attn"
-  "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8||qkv_attn"
-  "HRMT_CUDA_CLUSTER_NORM_OWNER8|cluster_norm_owner8_equals_owner_*|1,4,8,11||cluster_norm"
+  "HRMT_CUDA_FUSED_NORM|fused_norm_*|16,64,128,256|proj_norm|norm_|nvjet|xmma|gemm_kernel"
+  "HRMT_CUDA_NORM_VEC|norm_vec_equals_reg_*|16,64,256|norm_"
+  "HRMT_CUDA_ATTN_ROPE_ONCE|attn_rope_once_equals_twice_*|64,256|attend_mma"
+  "HRMT_CUDA_GLU_MUL|glu_mul_equals_f32_product_*|1,8,64,256|ring_gemm_kernel"
+  "HRMT_CUDA_GLU_WRES|glu_wres_* glu_shapes_equal_launches_*|16,64,256|ring_(gemm|wres)_kernel"
+  "HRMT_CUDA_CLUSTER_NORM_PUSH|cluster_norm_push_equals_barriers_*|1,2,4,8|cluster_norm"
+  "HRMT_CUDA_QKV_ATTN_PUSH|qkv_attn_push_equals_barrier_*|1,2|qkv_attn_kernel"
+  "HRMT_CUDA_ROPE_EARLY|rope_early_equals_late_*|1,2,8|qkv_attn"
+  "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8|qkv_attn"
+  "HRMT_CUDA_CLUSTER_NORM_OWNER8|cluster_norm_owner8_equals_owner_*|1,4,8,11|cluster_norm"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 # One bounded run of test_cuda_model: run_cases LIMIT_S WHAT [VAR=VALUE...]
@@ -82,7 +80,7 @@ run_cases() {
   rm -f "$log"
 }
 for s in "${switches[@]}"; do
-  IFS='|' read -r var pats batches menv kern <<<"$s"
+  IFS='|' read -r var pats batches kern <<<"$s"
   case " ${TRIAL_ONLY:-$var} " in *" $var "*) ;; *) continue ;; esac
   if want tests; then
     for pat in $pats; do
@@ -106,8 +104,7 @@ for s in "${switches[@]}"; do
     # A bound per run, so that one slow case cannot take the call's time.
     # Without the GEMM tuner's thousands of timing launches (as bench/gpu.sh's
     # sanitizer step).
-    # shellcheck disable=SC2086 # menv: settings, split on spaces
-    env "$var=1" HRMT_CUDA_GEMM_TUNE=0 ${menv:-} timeout "${TRIAL_MEMCHECK_S:-100}" \
+    env "$var=1" HRMT_CUDA_GEMM_TUNE=0 timeout "${TRIAL_MEMCHECK_S:-100}" \
       compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$build/hrmt" bench --backend cuda --mode compare --batch-sizes "$batches" --warmup 0 \
       --iterations 1 2>&1 | tail -3

@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/sm90a/cn_plan.h"
 #include "support/mbar_model.h"
 
 #define TILE 64
@@ -63,23 +64,6 @@
 #define MAX_PH 3  /* cluster barrier phases: the kernel uses two */
 #define MAX_GEN 4 /* named barrier generations: at most two */
 #define MAX_RP 8
-
-/* ---- the kernel's plan (sm90a/push_plan.cuh) ------------------------------
- * Re-derived, not included: that header is C++ (an anonymous namespace,
- * rowops_common.cuh's HRMT_HD), which this C test cannot compile; the same
- * bodies. */
-static int cn_push_rows(int live, int k, int rp) {
-    const int n = live - k * rp;
-    return n < 0 ? 0 : n < rp ? n : rp;
-}
-static int cn_push_src(int owner, int wn, int rp) { return owner * rp * wn; }
-static int cn_push_dst(int sender, int wn, int rp) { return sender * rp * wn; }
-static int cn_push_at(int j, int col, int wn, int rp) {
-    return (col / wn) * rp * wn + j * wn + col % wn;
-}
-static int cn_push_owed_rows(int live, int k, int rp, int wn, int h) {
-    return cn_push_rows(live, k, rp) * (h - wn) * 2;
-}
 
 /* ---- what a warp has seen of its CTA's shared memory -------------------- */
 

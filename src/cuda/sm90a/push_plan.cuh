@@ -8,34 +8,9 @@
 #define HRMT_CUDA_SM90A_PUSH_PLAN_CUH
 
 #include "cuda/rowops_common.cuh"
+#include "cuda/sm90a/cn_plan.h" /* the cluster projection + norm's */
 
 namespace {
-
-/* Cluster projection + norm: of a 64-row tile's `live` rows (1-64), those
- * CTA k normalises (rows k rp .. k rp + rp - 1, rp = 64 / CL), 0 to rp. */
-HRMT_HD int cn_push_rows(int live, int k, int rp) {
-    const int n = live - k * rp;
-    return n < 0 ? 0 : n < rp ? n : rp;
-}
-
-/* Where the rows travel, in BF16 elements: a CTA's x block is [64][WN]
- * (tile row, its column); the block owner k's rows start at cn_push_src(k)
- * in it and land in k's [CL][RP][WN] buffer at cn_push_dst(sender), so the
- * owner finds its row j, column col (of H) at cn_push_at(j, col). */
-HRMT_HD int cn_push_src(int owner, int wn, int rp) { return owner * rp * wn; }
-HRMT_HD int cn_push_dst(int sender, int wn, int rp) { return sender * rp * wn; }
-HRMT_HD int cn_push_at(int j, int col, int wn, int rp) {
-    return (col / wn) * rp * wn + j * wn + col % wn;
-}
-
-/* The bytes of rows owner k is sent: its rows of the other CTAs' blocks
- * (its own block's rows it stores itself: a bulk copy from a CTA's shared
- * memory must go to another CTA's, PTX ISA cp.async.bulk; st.async, which
- * carries the invs, may target the executing CTA in a cluster of more
- * than one). */
-HRMT_HD int cn_push_owed_rows(int live, int k, int rp, int wn, int h) {
-    return cn_push_rows(live, k, rp) * (h - wn) * 2;
-}
 
 /* qkv + attention over a cluster of cl CTAs whose `rows` computed key rows
  * (64 a row tile) are pushed to every CTA: the bytes CTA `rank` is owed,
