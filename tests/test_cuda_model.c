@@ -1122,18 +1122,19 @@ Test(cuda_model, cluster_norm_owner_equals_push_short_seq) {
 }
 
 /* The owner's rows over all eight warps (HRMT_CUDA_CLUSTER_NORM_OWNER8,
- * opt-in, session 55: the producer warpgroup's warps take rows 4-7 of the
- * eight a CTA owns in clusters of 8) against the consumer's four alone: the
- * same bytes, both schedules, halting samples. Clusters of 16 (batch 1 and
- * 2 at T = 82: four rows a CTA, the producer's warps without rows; 1 and 3
- * at T = 64) and of 8 (batch 7: the last tile's 62 rows end inside owner
- * 7's eight, row 6 a producer warp's; batches 8 and 11, the latter 15
- * tiles), the next level's injection folded into the level's last call. */
+ * on by default since session 56: the producer warpgroup's warps take rows
+ * 4-7 of the eight a CTA owns in clusters of 8) against the consumer's four
+ * alone: the same bytes, both schedules, halting samples. Clusters of 8
+ * (batch 7: the last tile's 62 rows end inside owner 7's eight, row 6 a
+ * producer warp's; batches 8 and 11, the latter 15 tiles; 8 at T = 64),
+ * the next level's injection folded into the level's last call; clusters
+ * of 16 (batch 1 and 2 at T = 82, 1 and 3 at T = 64: four rows a CTA) run
+ * the consumer's form either way. */
 static void cluster_norm_owner8_equals_owner(int hidden, int heads, int seq_len, const int *batches,
                                              int nb) {
     need_cc90("the cluster projection + norm is built for", 0);
-    expect_switch_default("HRMT_CUDA_CLUSTER_NORM_OWNER8", HRMT_PATH_CLUSTER_NORM_OWNER8, 0,
-                          "opt-in");
+    expect_switch_default_on("HRMT_CUDA_CLUSTER_NORM_OWNER8", HRMT_PATH_CLUSTER_NORM_OWNER8,
+                             "on by default");
     early_halt_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM_OWNER8", HRMT_PATH_CLUSTER_NORM_OWNER8,
                                  "owner's rows over eight warps vs four", hidden, heads, seq_len,
                                  batches, nb);

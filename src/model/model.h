@@ -132,7 +132,7 @@ typedef enum hrmt_model_path {
     HRMT_PATH_QKV_ATTN_BULK,      /* the cluster and pair qkv + attention's pushes as
                                      copy-engine transfers (sm90a/push_plan.cuh) */
     HRMT_PATH_CLUSTER_NORM_OWNER8 /* the cluster projection + norm's owned rows over all
-                                     eight of a CTA's warps */
+                                     eight of a CTA's warps (in its clusters of 8) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);

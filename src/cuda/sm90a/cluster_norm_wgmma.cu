@@ -95,6 +95,13 @@ struct cn_cfg {
     static constexpr int SMEM_PUSH = SMEM + 16 + CN_BM * WN * 2;
 };
 
+/* The owner form over all eight warps (OWN 2) where a CTA owns more rows
+ * than the consumer has warps (clusters of 8), else the consumer's (OWN 1). */
+template <int WN, int CL>
+constexpr int cn_own8() {
+    return cn_cfg<WN, CL>::RP > 4 ? 2 : 1;
+}
+
 struct cn_args {
     int M, kblocks;
     uint16_t *h;
@@ -128,11 +135,12 @@ __device__ __forceinline__ uint16_t cl_ld_u16(uint32_t a) {
  * HRMT_CUDA_CLUSTER_NORM_OWNER): the CTA that computes a row's inv also
  * normalises and stores the whole row from the copy it was sent, so no inv
  * travels back and no CTA waits for one (3' below); the same bits. OWN 2
- * (HRMT_CUDA_CLUSTER_NORM_OWNER8, opt-in, session 55, not yet run on a
- * GPU): the producer warpgroup's four warps take rows too, one a warp
- * where a CTA owns eight (clusters of 8), instead of idling while the
- * consumer's warps take two each: the link trace put those two rows at
- * ~1.3 us (H100, batch 8) against ~0.5 for one (batch 1). */
+ * (HRMT_CUDA_CLUSTER_NORM_OWNER8, on by default since session 56): where a
+ * CTA owns eight rows (clusters of 8), the producer warpgroup's four warps
+ * take rows too, one a warp, instead of idling while the consumer's warps
+ * take two each: the link trace put those two rows at ~1.1 us (H100, batch
+ * 8) against ~0.3 for one (batch 1). Where a CTA owns four (clusters of
+ * 16) the producer's warps would have none and only wait: not built. */
 template <int WN, int CL, bool PUSH, int KP = 1, int OWN = 0>
 __global__ void __launch_bounds__(256, 1)
     cluster_norm_kernel(const __grid_constant__ CUtensorMap tm_a,
@@ -141,6 +149,7 @@ __global__ void __launch_bounds__(256, 1)
     static_assert(!OWN || PUSH, "the owner's stores take the pushed rows");
     static_assert(OWN >= 0 && OWN <= 2, "no owner, the consumer's warps, or all eight");
     using C = cn_cfg<WN, CL, KP>;
+    static_assert(OWN != 2 || C::RP > 4, "the producer's warps own rows only past four a CTA");
     constexpr int S = C::STAGES, H = C::H, G = H / 32;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = smem_align1024(smem_raw);
@@ -473,6 +482,7 @@ int cn_fits(const hrmt_cuda *cu) {
     static_assert(cn_cfg<WN, CL, 2>::SMEM_PUSH <= C::SMEM_PUSH &&
                       cn_cfg<WN, CL, 4>::SMEM_PUSH <= C::SMEM_PUSH,
                   "one cluster count for every KP");
+    constexpr int O8 = cn_own8<WN, CL>(); /* OWN 2 where built, else OWN 1 again */
     if (!cn_opt_in(cluster_norm_kernel<WN, CL, false>, C::SMEM, per_block, CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, true>, C::SMEM_PUSH, per_block, CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
@@ -484,11 +494,11 @@ int cn_fits(const hrmt_cuda *cu) {
                    CL) ||
         !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, 1>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
                    CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, 2>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
-                   CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, 2>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
-                   CL))
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, O8>, C::SMEM_PUSH, per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, O8>, cn_cfg<WN, CL, 2>::SMEM_PUSH,
+                   per_block, CL) ||
+        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, O8>, cn_cfg<WN, CL, 4>::SMEM_PUSH,
+                   per_block, CL))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
     return cluster_fits(cluster_norm_kernel<WN, CL, true>, CL, 256, C::SMEM_PUSH);
@@ -519,11 +529,13 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
      * chunks: with h and the fold's operands 16-byte aligned (al16), else
      * the push form. */
     const bool own = g->cnorm_push && g->cnorm_own && al16;
-    const bool own8 = own && g->cnorm_own8; /* HRMT_CUDA_CLUSTER_NORM_OWNER8 */
+    /* HRMT_CUDA_CLUSTER_NORM_OWNER8, where a CTA owns more than four rows. */
+    constexpr int O8 = cn_own8<WN, CL>();
+    const bool own8 = own && g->cnorm_own8 && O8 == 2;
     auto kern = !g->cnorm_push    ? cluster_norm_kernel<WN, CL, false>
-                : own8 && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, 2>
-                : own8 && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, 2>
-                : own8            ? cluster_norm_kernel<WN, CL, true, 1, 2>
+                : own8 && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, O8>
+                : own8 && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, O8>
+                : own8            ? cluster_norm_kernel<WN, CL, true, 1, O8>
                 : own && kp == 4  ? cluster_norm_kernel<WN, CL, true, 4, 1>
                 : own && kp == 2  ? cluster_norm_kernel<WN, CL, true, 2, 1>
                 : own             ? cluster_norm_kernel<WN, CL, true, 1, 1>
