@@ -8,9 +8,9 @@
 # in session 50: TRIAL_ONLY=HRMT_CUDA_QKV_ATTN_BULK TRIAL_STEPS="tests
 # memcheck ab"; the default since session 51, after TRIAL_STEPS=suite);
 # session 54's HRMT_CUDA_GLU_WRES_KB (run in session 55, dropped: no gain,
-# docs/CUDA-KERNELS.md); session 55's HRMT_CUDA_CLUSTER_NORM_OWNER8 (not yet
-# run: TRIAL_ONLY=HRMT_CUDA_CLUSTER_NORM_OWNER8 TRIAL_STEPS="tests memcheck
-# ab"); each of the others is now a default or was measured.
+# docs/CUDA-KERNELS.md); session 55's HRMT_CUDA_CLUSTER_NORM_OWNER8 (run in
+# session 56, a default in clusters of 8 since); each of the others is now a
+# default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
