@@ -209,8 +209,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * producer warpgroup's warps take owned rows too, one a warp; the same
      * rows' arithmetic, the same bits. H100: 0.981 / 0.982 of the step at
      * batch 8 / 11; clusters of 16 (four rows a CTA) keep the consumer's
-     * four warps, where the eight-warp form was 1.012 / 1.013 at 1 / 4. */
-    g->cnorm_own8 = g->cnorm_own && cown8;
+     * four warps, where the eight-warp form was 1.012 / 1.013 at 1 / 4.
+     * Only where clusters of 8 serve, so the path query says whether it runs. */
+    g->cnorm_own8 = g->cnorm_own && cown8 && g->cnorm8_max > 0;
     /* Its ring's stages, and the cluster qkv + attention's, as one TMA copy
      * of A and one of W over 1, 2 or 4 k blocks (wgmma_common.cuh's
      * encode_kb), same bits: their push forms only. Four by default since
