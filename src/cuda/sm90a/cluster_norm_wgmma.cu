@@ -469,6 +469,29 @@ int cn_opt_in(K *kern, size_t smem, size_t per_block, int cl) {
     return 1;
 }
 
+/* The push form's instance (OWN 0, 1 or 2) for KP k blocks a copy, and
+ * its shared memory. */
+template <int WN, int CL, int OWN>
+auto cn_push_kernel(int kp) {
+    return kp == 4   ? cluster_norm_kernel<WN, CL, true, 4, OWN>
+           : kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, OWN>
+                     : cluster_norm_kernel<WN, CL, true, 1, OWN>;
+}
+template <int WN, int CL>
+size_t cn_push_smem(int kp) {
+    return kp == 4   ? cn_cfg<WN, CL, 4>::SMEM_PUSH
+           : kp == 2 ? cn_cfg<WN, CL, 2>::SMEM_PUSH
+                     : cn_cfg<WN, CL>::SMEM_PUSH;
+}
+/* Every KP's instance of push form OWN opted in. */
+template <int WN, int CL, int OWN>
+int cn_push_opt_in(size_t per_block) {
+    for (int kp : {1, 2, 4})
+        if (!cn_opt_in(cn_push_kernel<WN, CL, OWN>(kp), cn_push_smem<WN, CL>(kp), per_block, CL))
+            return 0;
+    return 1;
+}
+
 /* How many clusters of CL such CTAs can run at once (0: none); every
  * instance (barriers, push) opted in, the push form's larger shared memory
  * counted (the cluster count is that of the larger, which the settings then
@@ -482,23 +505,10 @@ int cn_fits(const hrmt_cuda *cu) {
     static_assert(cn_cfg<WN, CL, 2>::SMEM_PUSH <= C::SMEM_PUSH &&
                       cn_cfg<WN, CL, 4>::SMEM_PUSH <= C::SMEM_PUSH,
                   "one cluster count for every KP");
-    constexpr int O8 = cn_own8<WN, CL>(); /* OWN 2 where built, else OWN 1 again */
+    constexpr int O8 = cn_own8<WN, CL>(); /* OWN 2 where built */
     if (!cn_opt_in(cluster_norm_kernel<WN, CL, false>, C::SMEM, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
-                   CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
-                   CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, 1>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, 1>, cn_cfg<WN, CL, 2>::SMEM_PUSH, per_block,
-                   CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, 1>, cn_cfg<WN, CL, 4>::SMEM_PUSH, per_block,
-                   CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 1, O8>, C::SMEM_PUSH, per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 2, O8>, cn_cfg<WN, CL, 2>::SMEM_PUSH,
-                   per_block, CL) ||
-        !cn_opt_in(cluster_norm_kernel<WN, CL, true, 4, O8>, cn_cfg<WN, CL, 4>::SMEM_PUSH,
-                   per_block, CL))
+        !cn_push_opt_in<WN, CL, 0>(per_block) || !cn_push_opt_in<WN, CL, 1>(per_block) ||
+        (O8 == 2 && !cn_push_opt_in<WN, CL, O8>(per_block)))
         return 0;
     /* Whether a cluster of CL such CTAs can be resident at all. */
     return cluster_fits(cluster_norm_kernel<WN, CL, true>, CL, 256, C::SMEM_PUSH);
@@ -529,23 +539,14 @@ hrmt_status cn_launch(const hrmt_model *m, PFN_cuTensorMapEncodeTiled_v12000 fn,
      * chunks: with h and the fold's operands 16-byte aligned (al16), else
      * the push form. */
     const bool own = g->cnorm_push && g->cnorm_own && al16;
-    /* HRMT_CUDA_CLUSTER_NORM_OWNER8, where a CTA owns more than four rows. */
+    /* HRMT_CUDA_CLUSTER_NORM_OWNER8 where a CTA owns more than four rows
+     * (cn_own8: elsewhere OWN 1 again). */
     constexpr int O8 = cn_own8<WN, CL>();
-    const bool own8 = own && g->cnorm_own8 && O8 == 2;
-    auto kern = !g->cnorm_push    ? cluster_norm_kernel<WN, CL, false>
-                : own8 && kp == 4 ? cluster_norm_kernel<WN, CL, true, 4, O8>
-                : own8 && kp == 2 ? cluster_norm_kernel<WN, CL, true, 2, O8>
-                : own8            ? cluster_norm_kernel<WN, CL, true, 1, O8>
-                : own && kp == 4  ? cluster_norm_kernel<WN, CL, true, 4, 1>
-                : own && kp == 2  ? cluster_norm_kernel<WN, CL, true, 2, 1>
-                : own             ? cluster_norm_kernel<WN, CL, true, 1, 1>
-                : kp == 4         ? cluster_norm_kernel<WN, CL, true, 4>
-                : kp == 2         ? cluster_norm_kernel<WN, CL, true, 2>
-                                  : cluster_norm_kernel<WN, CL, true>;
-    const size_t smem = !g->cnorm_push ? cn_cfg<WN, CL>::SMEM
-                        : kp == 4      ? cn_cfg<WN, CL, 4>::SMEM_PUSH
-                        : kp == 2      ? cn_cfg<WN, CL, 2>::SMEM_PUSH
-                                       : cn_cfg<WN, CL>::SMEM_PUSH;
+    auto kern = !g->cnorm_push         ? cluster_norm_kernel<WN, CL, false>
+                : own && g->cnorm_own8 ? cn_push_kernel<WN, CL, O8>(kp)
+                : own                  ? cn_push_kernel<WN, CL, 1>(kp)
+                                       : cn_push_kernel<WN, CL, 0>(kp);
+    const size_t smem = !g->cnorm_push ? cn_cfg<WN, CL>::SMEM : cn_push_smem<WN, CL>(kp);
     const unsigned grid = (unsigned)((rows + CN_BM - 1) / CN_BM * CL);
     const cudaError_t e =
         cluster_launch(kern, CL, dim3(grid), dim3(256), smem, cu_stream(m), g->pdl, ta, tw, p);
