@@ -999,6 +999,26 @@ Test(cuda_model, attn_rope_once_equals_twice_head_dim_32) {
     attn_rope_once_equals_twice(64, 2, 100);
 }
 
+/* The register attention kernel's blocks taking the samples last first
+ * (HRMT_CUDA_ATTN_DESCEND, opt-in) against first first: the same bytes,
+ * both schedules, halting samples. The qkv + attention kernels are off, so
+ * that every batch runs the register kernel: one sample (1), blocks holding
+ * some of a head's query tiles (5) and all of them (40); head_dim 64 with
+ * T = 82 and 61, head_dim 32 with T = 101. */
+static void attn_descend_equals_ascend(int hidden, int heads, int seq_len) {
+    const int batches[] = {1, 5, 40};
+    setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
+    early_halt_switch_keeps_bits("HRMT_CUDA_ATTN_DESCEND", HRMT_PATH_ATTN_DESCEND,
+                                 "attention samples last first", hidden, heads, seq_len, batches,
+                                 3);
+    unsetenv("HRMT_CUDA_QKV_ATTN");
+}
+Test(cuda_model, attn_descend_equals_ascend_hrm_width) { attn_descend_equals_ascend(512, 8, 81); }
+Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
+Test(cuda_model, attn_descend_equals_ascend_head_dim_32) {
+    attn_descend_equals_ascend(64, 2, 100);
+}
+
 /* The fused gate_up's s(g) by the special-function units
  * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
  * check of all 65536 gates against the table passed) against the table's
@@ -1741,7 +1761,8 @@ Test(cuda_model, bad_fused_settings) {
                            "HRMT_CUDA_QKV_ATTN_CTA_W1",
                            "HRMT_CUDA_GLU_WRES3",
                            "HRMT_CUDA_GLU_WRES_TSTORE",
-                           "HRMT_CUDA_CLUSTER_NORM_OWNER8"};
+                           "HRMT_CUDA_CLUSTER_NORM_OWNER8",
+                           "HRMT_CUDA_ATTN_DESCEND"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

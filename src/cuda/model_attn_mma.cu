@@ -62,16 +62,17 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * idle); two at MAX_KT. */
 template <int D, int KT, bool FULL, bool ONCE>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
-    attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,
-               void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
-               float scale) {
+    attend_mma(int T, int hidden, int W, int groups, int team, int desc,
+               const void *__restrict__ qkv, void *__restrict__ att, const float *__restrict__ cs,
+               const float *__restrict__ sn, float scale) {
     extern __shared__ __align__(128) unsigned char mma_smem[];
     pdl_wait(); /* qkv is the kernel before's (pdl.cuh) */
     pdl_trigger();
     const mma_layout L = mma_plan(T, D, W);
     const int h = blockIdx.x / groups, grp = blockIdx.x % groups;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const size_t s = blockIdx.y, ld3 = 3 * (size_t)hidden;
+    /* desc: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND). */
+    const size_t s = desc ? gridDim.y - 1 - blockIdx.y : blockIdx.y, ld3 = 3 * (size_t)hidden;
     uint16_t *Ks = (uint16_t *)mma_smem, *Vs = (uint16_t *)(mma_smem + L.v_off);
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
     /* The block's query tiles (consecutive 16-row slabs of the Q area)
@@ -111,11 +112,16 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
     /* Small batches (one or two query tiles a block): the load warps share
      * the tiles' column passes (HRMT_CUDA_ATTN_TEAMS). */
     const int team = cu_model(m)->attn_teams && W <= 2 ? LOAD_WARPS / W : 1;
-    for (size_t s0 = 0; s0 < n && e == cudaSuccess; s0 += 65535) {
+    /* Launches of at most 65535 samples (the grid's y limit), the last
+     * first when the kernel takes its samples last first. */
+    const int desc = cu_model(m)->attn_descend;
+    const size_t chunks = (n + 65534) / 65535;
+    for (size_t c = 0; c < chunks && e == cudaSuccess; c++) {
+        const size_t s0 = (desc ? chunks - 1 - c : c) * 65535;
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
         e = pdl_launch(attend_mma<D, KT, FULL, ONCE>, grid, dim3(threads), bytes, cu_stream(m),
-                       cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team,
+                       cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team, desc,
                        (const void *)((const char *)qkv + s0 * rows3),
                        (void *)((char *)att + s0 * rows1), cs, sn, scale);
     }

@@ -131,8 +131,9 @@ typedef enum hrmt_model_path {
                                      stored by the CTA that computes their inv */
     HRMT_PATH_QKV_ATTN_BULK,      /* the cluster and pair qkv + attention's pushes as
                                      copy-engine transfers (sm90a/push_plan.cuh) */
-    HRMT_PATH_CLUSTER_NORM_OWNER8 /* the cluster projection + norm's owned rows over all
-                                     eight of a CTA's warps (in its clusters of 8) */
+    HRMT_PATH_CLUSTER_NORM_OWNER8, /* the cluster projection + norm's owned rows over all
+                                      eight of a CTA's warps (in its clusters of 8) */
+    HRMT_PATH_ATTN_DESCEND /* the register attention kernel's samples in descending order */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
