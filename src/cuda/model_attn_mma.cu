@@ -60,19 +60,21 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * SM, so that one block's loads overlap the others' arithmetic (at 112, two
  * blocks did; ncu: 2.8 active warps per scheduler, half the issue slots
  * idle); two at MAX_KT. */
-template <int D, int KT, bool FULL, bool ONCE>
+/* DESC: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND); a
+ * template argument, so that the default's code is what it was (as a run-time
+ * argument ptxas kept s live across the tile and spilled more under the cap). */
+template <int D, int KT, bool FULL, bool ONCE, bool DESC>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
-    attend_mma(int T, int hidden, int W, int groups, int team, int desc,
-               const void *__restrict__ qkv, void *__restrict__ att, const float *__restrict__ cs,
-               const float *__restrict__ sn, float scale) {
+    attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,
+               void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
+               float scale) {
     extern __shared__ __align__(128) unsigned char mma_smem[];
     pdl_wait(); /* qkv is the kernel before's (pdl.cuh) */
     pdl_trigger();
     const mma_layout L = mma_plan(T, D, W);
     const int h = blockIdx.x / groups, grp = blockIdx.x % groups;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    /* desc: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND). */
-    const size_t s = desc ? gridDim.y - 1 - blockIdx.y : blockIdx.y, ld3 = 3 * (size_t)hidden;
+    const size_t s = DESC ? gridDim.y - 1 - blockIdx.y : blockIdx.y, ld3 = 3 * (size_t)hidden;
     uint16_t *Ks = (uint16_t *)mma_smem, *Vs = (uint16_t *)(mma_smem + L.v_off);
     const uint16_t *base = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
     /* The block's query tiles (consecutive 16-row slabs of the Q area)
@@ -102,10 +104,10 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     }
 }
 
-template <int D, int KT, bool FULL, bool ONCE>
+template <int D, int KT, bool FULL, bool ONCE, bool DESC>
 cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_t n, int W,
                           int groups, size_t bytes, const float *cs, const float *sn, float scale) {
-    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT, FULL, ONCE>,
+    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT, FULL, ONCE, DESC>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
     const int threads = 32 * (W > LOAD_WARPS ? W : LOAD_WARPS);
@@ -114,18 +116,28 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
     const int team = cu_model(m)->attn_teams && W <= 2 ? LOAD_WARPS / W : 1;
     /* Launches of at most 65535 samples (the grid's y limit), the last
      * first when the kernel takes its samples last first. */
-    const int desc = cu_model(m)->attn_descend;
     const size_t chunks = (n + 65534) / 65535;
     for (size_t c = 0; c < chunks && e == cudaSuccess; c++) {
-        const size_t s0 = (desc ? chunks - 1 - c : c) * 65535;
+        const size_t s0 = (DESC ? chunks - 1 - c : c) * 65535;
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
-        e = pdl_launch(attend_mma<D, KT, FULL, ONCE>, grid, dim3(threads), bytes, cu_stream(m),
-                       cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team, desc,
+        e = pdl_launch(attend_mma<D, KT, FULL, ONCE, DESC>, grid, dim3(threads), bytes,
+                       cu_stream(m), cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team,
                        (const void *)((const char *)qkv + s0 * rows3),
                        (void *)((char *)att + s0 * rows1), cs, sn, scale);
     }
     return e;
+}
+
+/* The samples last first where the model asks (HRMT_CUDA_ATTN_DESCEND). */
+template <int D, int KT, bool FULL, bool ONCE>
+cudaError_t launch_dir(const hrmt_model *m, const void *qkv, void *att, size_t n, int W,
+                       int groups, size_t bytes, const float *cs, const float *sn, float scale) {
+    if (cu_model(m)->attn_descend)
+        return launch_kernel<D, KT, FULL, ONCE, true>(m, qkv, att, n, W, groups, bytes, cs, sn,
+                                                      scale);
+    return launch_kernel<D, KT, FULL, ONCE, false>(m, qkv, att, n, W, groups, bytes, cs, sn,
+                                                   scale);
 }
 
 /* The factor loads shared by K and Q where the model asks
@@ -134,8 +146,8 @@ template <int D, int KT, bool FULL>
 cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
                    size_t bytes, const float *cs, const float *sn, float scale) {
     if (cu_model(m)->attn_rope_once && cs)
-        return launch_kernel<D, KT, FULL, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
-    return launch_kernel<D, KT, FULL, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+        return launch_dir<D, KT, FULL, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    return launch_dir<D, KT, FULL, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
 }
 
 } // namespace
