@@ -1015,9 +1015,7 @@ static void attn_descend_equals_ascend(int hidden, int heads, int seq_len) {
 }
 Test(cuda_model, attn_descend_equals_ascend_hrm_width) { attn_descend_equals_ascend(512, 8, 81); }
 Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
-Test(cuda_model, attn_descend_equals_ascend_head_dim_32) {
-    attn_descend_equals_ascend(64, 2, 100);
-}
+Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 
 /* The fused gate_up's s(g) by the special-function units
  * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
@@ -1735,34 +1733,17 @@ Test(cuda_model, bad_shape_and_pdl_settings) {
 Test(cuda_model, bad_fused_settings) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
-    const char *names[] = {"HRMT_CUDA_FUSED_GLU",
-                           "HRMT_CUDA_FUSED_NORM",
-                           "HRMT_CUDA_FUSED_INJECT",
-                           "HRMT_CUDA_CLUSTER_NORM",
-                           "HRMT_CUDA_CLUSTER_NORM_CTAS",
-                           "HRMT_CUDA_ATTN_TEAMS",
-                           "HRMT_CUDA_FUSED_HEADS",
-                           "HRMT_CUDA_QKV_ATTN",
-                           "HRMT_CUDA_GLU_SMEM_TABLE",
-                           "HRMT_CUDA_GEMM_TUNE_EXACT",
-                           "HRMT_CUDA_PINNED_IO",
-                           "HRMT_CUDA_FUSED_RESET",
-                           "HRMT_CUDA_FOLD_INJECT",
-                           "HRMT_CUDA_PROFILE_STEPS",
-                           "HRMT_CUDA_QKV_ATTN_CTA",
-                           "HRMT_CUDA_GLU_FAST_SILU",
-                           "HRMT_CUDA_NORM_VEC",
-                           "HRMT_CUDA_ATTN_ROPE_ONCE",
-                           "HRMT_CUDA_GLU_MUL",
-                           "HRMT_CUDA_GLU_WRES",
-                           "HRMT_CUDA_CLUSTER_NORM_PUSH",
-                           "HRMT_CUDA_QKV_ATTN_PUSH",
-                           "HRMT_CUDA_ROPE_EARLY",
-                           "HRMT_CUDA_QKV_ATTN_CTA_W1",
-                           "HRMT_CUDA_GLU_WRES3",
-                           "HRMT_CUDA_GLU_WRES_TSTORE",
-                           "HRMT_CUDA_CLUSTER_NORM_OWNER8",
-                           "HRMT_CUDA_ATTN_DESCEND"};
+    const char *names[] = {
+        "HRMT_CUDA_FUSED_GLU",       "HRMT_CUDA_FUSED_NORM",        "HRMT_CUDA_FUSED_INJECT",
+        "HRMT_CUDA_CLUSTER_NORM",    "HRMT_CUDA_CLUSTER_NORM_CTAS", "HRMT_CUDA_ATTN_TEAMS",
+        "HRMT_CUDA_FUSED_HEADS",     "HRMT_CUDA_QKV_ATTN",          "HRMT_CUDA_GLU_SMEM_TABLE",
+        "HRMT_CUDA_GEMM_TUNE_EXACT", "HRMT_CUDA_PINNED_IO",         "HRMT_CUDA_FUSED_RESET",
+        "HRMT_CUDA_FOLD_INJECT",     "HRMT_CUDA_PROFILE_STEPS",     "HRMT_CUDA_QKV_ATTN_CTA",
+        "HRMT_CUDA_GLU_FAST_SILU",   "HRMT_CUDA_NORM_VEC",          "HRMT_CUDA_ATTN_ROPE_ONCE",
+        "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
+        "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
+        "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_CLUSTER_NORM_OWNER8",
+        "HRMT_CUDA_ATTN_DESCEND"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

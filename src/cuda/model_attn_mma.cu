@@ -131,13 +131,12 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
 
 /* The samples last first where the model asks (HRMT_CUDA_ATTN_DESCEND). */
 template <int D, int KT, bool FULL, bool ONCE>
-cudaError_t launch_dir(const hrmt_model *m, const void *qkv, void *att, size_t n, int W,
-                       int groups, size_t bytes, const float *cs, const float *sn, float scale) {
+cudaError_t launch_dir(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
+                       size_t bytes, const float *cs, const float *sn, float scale) {
     if (cu_model(m)->attn_descend)
         return launch_kernel<D, KT, FULL, ONCE, true>(m, qkv, att, n, W, groups, bytes, cs, sn,
                                                       scale);
-    return launch_kernel<D, KT, FULL, ONCE, false>(m, qkv, att, n, W, groups, bytes, cs, sn,
-                                                   scale);
+    return launch_kernel<D, KT, FULL, ONCE, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
 }
 
 /* The factor loads shared by K and Q where the model asks

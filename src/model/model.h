@@ -112,28 +112,28 @@ typedef enum hrmt_model_path {
     HRMT_PATH_NORM_VEC,      /* residual + RMSNorm with 16-byte accesses (rowops_norm.cu) */
     HRMT_PATH_ATTN_ROPE_ONCE, /* attention's K and Q rotated from one factor load (attn_rope.cuh) */
     HRMT_PATH_GLU_MUL,        /* the fused gate_up's s(g) u by mul.rn.bf16x2 (silu_fast.cuh) */
-    HRMT_PATH_CLUSTER_NORM_PUSH,  /* the cluster projection + norm's exchanges pushed into
-                                     byte-counted barriers (cluster_async.cuh) */
-    HRMT_PATH_QKV_ATTN_PUSH,      /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
-    HRMT_PATH_ROPE_EARLY,         /* qkv + attention's RoPE factors loaded before the products */
-    HRMT_PATH_RING_KB,            /* the cluster projection + norm's ring (or the cluster
-                                     qkv + attention's) copying two or four k blocks at a
-                                     time (HRMT_CUDA_RING_KB) */
-    HRMT_PATH_QKV_ATTN_CTA_W1,    /* qkv + attention's CTA form's ring copying W's q, k and
-                                     v rows of a stage at once */
-    HRMT_PATH_GLU_WRES3,          /* the W-resident gate_up as 64-row tiles over three
-                                     consumer warpgroups (sm90a/ring_wres.cuh) */
-    HRMT_PATH_GLU_WRES_TSTORE,    /* the W-resident gate_up's three-warpgroup form with
-                                     TMA-stored act tiles among the tuner's shapes */
-    HRMT_PATH_QKV_ATTN_PAIR,      /* qkv + attention over a pair of CTAs per (sample, head)
-                                     (sm90a/qkv_attn_pair_wgmma.cu) */
-    HRMT_PATH_CLUSTER_NORM_OWNER, /* the cluster projection + norm's rows normalised and
-                                     stored by the CTA that computes their inv */
-    HRMT_PATH_QKV_ATTN_BULK,      /* the cluster and pair qkv + attention's pushes as
-                                     copy-engine transfers (sm90a/push_plan.cuh) */
+    HRMT_PATH_CLUSTER_NORM_PUSH,   /* the cluster projection + norm's exchanges pushed into
+                                      byte-counted barriers (cluster_async.cuh) */
+    HRMT_PATH_QKV_ATTN_PUSH,       /* qkv + attention's pushes likewise (qkv_attn_wgmma.cu) */
+    HRMT_PATH_ROPE_EARLY,          /* qkv + attention's RoPE factors loaded before the products */
+    HRMT_PATH_RING_KB,             /* the cluster projection + norm's ring (or the cluster
+                                      qkv + attention's) copying two or four k blocks at a
+                                      time (HRMT_CUDA_RING_KB) */
+    HRMT_PATH_QKV_ATTN_CTA_W1,     /* qkv + attention's CTA form's ring copying W's q, k and
+                                      v rows of a stage at once */
+    HRMT_PATH_GLU_WRES3,           /* the W-resident gate_up as 64-row tiles over three
+                                      consumer warpgroups (sm90a/ring_wres.cuh) */
+    HRMT_PATH_GLU_WRES_TSTORE,     /* the W-resident gate_up's three-warpgroup form with
+                                      TMA-stored act tiles among the tuner's shapes */
+    HRMT_PATH_QKV_ATTN_PAIR,       /* qkv + attention over a pair of CTAs per (sample, head)
+                                      (sm90a/qkv_attn_pair_wgmma.cu) */
+    HRMT_PATH_CLUSTER_NORM_OWNER,  /* the cluster projection + norm's rows normalised and
+                                      stored by the CTA that computes their inv */
+    HRMT_PATH_QKV_ATTN_BULK,       /* the cluster and pair qkv + attention's pushes as
+                                      copy-engine transfers (sm90a/push_plan.cuh) */
     HRMT_PATH_CLUSTER_NORM_OWNER8, /* the cluster projection + norm's owned rows over all
                                       eight of a CTA's warps (in its clusters of 8) */
-    HRMT_PATH_ATTN_DESCEND /* the register attention kernel's samples in descending order */
+    HRMT_PATH_ATTN_DESCEND         /* the register attention kernel's samples in descending order */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
