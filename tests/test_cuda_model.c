@@ -1019,13 +1019,11 @@ Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_a
 
 /* Its blocks asking the L2 for a later block's rows (HRMT_CUDA_ATTN_PREFETCH,
  * opt-in) against not: the same bytes, both schedules, halting samples, in
- * either sample order. Batches whose blocks hold all of a head's query
- * tiles and span more than a wave of resident blocks on a 132-SM GPU (100
- * and 300 samples at hidden 512: 66 grid rows a wave; 300 for head_dim 32:
- * 132), so that the first blocks ask for rows and the last find none, and
- * one whose blocks hold some tiles (5: no prefetch). */
+ * either sample order; batches whose blocks hold all of a head's query tiles
+ * (40, 100: the prefetch runs; 100 spans more than a wave, so that blocks
+ * of the last wave find no row to ask for) and one whose do not (5). */
 static void attn_prefetch_keeps_bits(int hidden, int heads, int seq_len) {
-    const int batches[] = {5, 100, 300};
+    const int batches[] = {5, 40, 100};
     setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
     switch_keeps_bits_with(NULL, NULL, "HRMT_CUDA_ATTN_PREFETCH", HRMT_PATH_ATTN_PREFETCH,
                            "attention prefetch", hidden, heads, seq_len, batches, 3);
