@@ -1017,24 +1017,6 @@ Test(cuda_model, attn_descend_equals_ascend_hrm_width) { attn_descend_equals_asc
 Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 
-/* Its blocks asking the L2 for a later block's rows (HRMT_CUDA_ATTN_PREFETCH,
- * opt-in) against not: the same bytes, both schedules, halting samples, in
- * either sample order; batches whose blocks hold all of a head's query tiles
- * (40, 100: the prefetch runs; 100 spans more than a wave, so that blocks
- * of the last wave find no row to ask for) and one whose do not (5). */
-static void attn_prefetch_keeps_bits(int hidden, int heads, int seq_len) {
-    const int batches[] = {5, 40, 100};
-    setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
-    switch_keeps_bits_with(NULL, NULL, "HRMT_CUDA_ATTN_PREFETCH", HRMT_PATH_ATTN_PREFETCH,
-                           "attention prefetch", hidden, heads, seq_len, batches, 3);
-    switch_keeps_bits_with("HRMT_CUDA_ATTN_DESCEND", "1", "HRMT_CUDA_ATTN_PREFETCH",
-                           HRMT_PATH_ATTN_PREFETCH, "attention prefetch", hidden, heads, seq_len,
-                           batches, 3);
-    unsetenv("HRMT_CUDA_QKV_ATTN");
-}
-Test(cuda_model, attn_prefetch_keeps_bits_hrm_width) { attn_prefetch_keeps_bits(512, 8, 81); }
-Test(cuda_model, attn_prefetch_keeps_bits_head_dim_32) { attn_prefetch_keeps_bits(64, 2, 100); }
-
 /* The fused gate_up's s(g) by the special-function units
  * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
  * check of all 65536 gates against the table passed) against the table's
@@ -1761,7 +1743,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
         "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_CLUSTER_NORM_OWNER8",
-        "HRMT_CUDA_ATTN_DESCEND",    "HRMT_CUDA_ATTN_PREFETCH"};
+        "HRMT_CUDA_ATTN_DESCEND"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -60,31 +60,12 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * SM, so that one block's loads overlap the others' arithmetic (at 112, two
  * blocks did; ncu: 2.8 active warps per scheduler, half the issue slots
  * idle); two at MAX_KT. */
-/* pf > 0 (HRMT_CUDA_ATTN_PREFETCH; blocks holding all of a head's query
- * tiles): the block asks the L2 for the q, k and v rows of the block pf
- * rows of the grid on (the same head), which starts about when this one
- * ends, so that their DRAM reads overlap this block's work instead of
- * starting when that block does (ncu at batch 256: 1.5 TB/s from DRAM, the
- * long scoreboard the top stall). A hint only: nothing is read into
- * registers, no value changes. */
-template <int D, bool DESC>
-__device__ __forceinline__ void prefetch_ahead(const void *qkv, int T, int hidden, int h, int pf) {
-    const unsigned y = blockIdx.y + (unsigned)pf;
-    if (y >= gridDim.y) return;
-    const size_t s = DESC ? gridDim.y - 1 - y : y, ld3 = 3 * (size_t)hidden;
-    const uint16_t *b = (const uint16_t *)qkv + s * T * ld3 + (size_t)h * D;
-    /* D * 2 bytes (a 128- or 64-byte line) of q, k and v in each row. */
-    for (int i = threadIdx.x; i < 3 * T; i += blockDim.x)
-        asm volatile(
-            "prefetch.global.L2 [%0];" ::"l"(b + (size_t)(i / 3) * ld3 + (i % 3) * hidden));
-}
-
 /* DESC: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND); a
  * template argument, so that the default's code is what it was (as a run-time
  * argument ptxas kept s live across the tile and spilled more under the cap). */
 template <int D, int KT, bool FULL, bool ONCE, bool DESC>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
-    attend_mma(int T, int hidden, int W, int groups, int team, int pf, const void *__restrict__ qkv,
+    attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
                float scale) {
     extern __shared__ __align__(128) unsigned char mma_smem[];
@@ -92,7 +73,6 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     pdl_trigger();
     const mma_layout L = mma_plan(T, D, W);
     const int h = blockIdx.x / groups, grp = blockIdx.x % groups;
-    if (pf) prefetch_ahead<D, DESC>(qkv, T, hidden, h, pf);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const size_t s = DESC ? gridDim.y - 1 - blockIdx.y : blockIdx.y, ld3 = 3 * (size_t)hidden;
     uint16_t *Ks = (uint16_t *)mma_smem, *Vs = (uint16_t *)(mma_smem + L.v_off);
@@ -134,18 +114,6 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
     /* Small batches (one or two query tiles a block): the load warps share
      * the tiles' column passes (HRMT_CUDA_ATTN_TEAMS). */
     const int team = cu_model(m)->attn_teams && W <= 2 ? LOAD_WARPS / W : 1;
-    /* The prefetch distance: the grid rows one wave of resident blocks
-     * spans, where a block holds all of a head's query tiles. */
-    int pf = 0;
-    if (e == cudaSuccess && cu_model(m)->attn_prefetch && groups == 1) {
-        size_t per_block = 0, per_sm = 0, l2 = 0;
-        int sms = 0, resident = 0;
-        hrmt_cuda_limits(m->ctx->cuda, &per_block, &per_sm, &sms, &l2);
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &resident, attend_mma<D, KT, FULL, ONCE, DESC>, threads, bytes);
-        const size_t wave = (size_t)(sms > 0 ? sms : 1) * (size_t)resident / m->heads;
-        pf = wave < 1 ? 1 : wave > 65535 ? 65535 : (int)wave;
-    }
     /* Launches of at most 65535 samples (the grid's y limit), the last
      * first when the kernel takes its samples last first. */
     const size_t chunks = (n + 65534) / 65535;
@@ -155,7 +123,7 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
         e = pdl_launch(attend_mma<D, KT, FULL, ONCE, DESC>, grid, dim3(threads), bytes,
                        cu_stream(m), cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team,
-                       pf, (const void *)((const char *)qkv + s0 * rows3),
+                       (const void *)((const char *)qkv + s0 * rows3),
                        (void *)((char *)att + s0 * rows1), cs, sn, scale);
     }
     return e;

@@ -110,14 +110,13 @@ struct hrmt_model_cuda {
     int attn_teams;     /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int attn_rope_once; /* HRMT_CUDA_ATTN_ROPE_ONCE: K and Q rotated from one factor load */
     int attn_descend;   /* HRMT_CUDA_ATTN_DESCEND: the register kernel's samples last first */
-    int attn_prefetch; /* HRMT_CUDA_ATTN_PREFETCH: its blocks ask the L2 for a later block's rows */
-    int heads;         /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
-    int qa;            /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (a form below) */
-    int qa_clusters;   /* ... a cluster per (sample, head) while the pairs fit this many */
-    int qa_pairs;      /* ... then two CTAs per pair while they fit this many clusters (0: off) */
-    int qa_ctas;       /* ... then one CTA per pair while they fit this many CTAs (0: off) */
-    int grid;          /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
-    int grid_tile;     /* its GEMM unit: 0 by M, 1 small, 2 large */
+    int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
+    int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (a form below) */
+    int qa_clusters; /* ... a cluster per (sample, head) while the pairs fit this many */
+    int qa_pairs;    /* ... then two CTAs per pair while they fit this many clusters (0: off) */
+    int qa_ctas;     /* ... then one CTA per pair while they fit this many CTAs (0: off) */
+    int grid;        /* baseline levels as model_grid.cu's kernel: 0 off, 1 on, 2 small batches */
+    int grid_tile;   /* its GEMM unit: 0 by M, 1 small, 2 large */
     unsigned long long *grid_trace; /* HRMT_CUDA_GRID_TRACE=1: per-stage times (device) */
     int branches;    /* HRMT_CUDA_BRANCHES: parallel graph branches asked for (model_branch.cu) */
     void *lt_ws_now; /* cuBLASLt workspace of the branch being captured; NULL: the context's */

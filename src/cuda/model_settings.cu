@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
         nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
-        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0, desc = 0, apf = 0;
+        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0, desc = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -58,8 +58,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_OWNER8", 1, &cown8)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 0, &desc)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_PREFETCH", 0, &apf)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 0, &desc)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -118,12 +117,6 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * first should turn part of those reads into hits. A row's arithmetic
      * depends on its (sample, head) only: same bits. */
     g->attn_descend = desc && cu_attention_mma_applies(m);
-    /* ... and each of its blocks asking the L2 for the q, k and v rows of
-     * the block a wave later (prefetch.global.L2; session 57, opt-in until
-     * measured): ncu had the kernel at 1.5 TB/s from DRAM with global loads'
-     * latency its top stall, so that earlier requests should overlap the
-     * waves. A hint, no value read: same bits. */
-    g->attn_prefetch = apf && cu_attention_mma_applies(m);
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA-KERNELS.md). */
     g->glu = glu && cu_glu_applies(m);
@@ -280,7 +273,6 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_NORM_VEC: return g->norm_vec != 0;
     case HRMT_PATH_ATTN_ROPE_ONCE: return g->attn_rope_once != 0;
     case HRMT_PATH_ATTN_DESCEND: return g->attn_descend != 0;
-    case HRMT_PATH_ATTN_PREFETCH: return g->attn_prefetch != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
