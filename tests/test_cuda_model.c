@@ -1000,7 +1000,7 @@ Test(cuda_model, attn_rope_once_equals_twice_head_dim_32) {
 }
 
 /* The register attention kernel's blocks taking the samples last first
- * (HRMT_CUDA_ATTN_DESCEND, opt-in) against first first: the same bytes,
+ * (HRMT_CUDA_ATTN_DESCEND, on by default) against first first: the same bytes,
  * both schedules, halting samples. The qkv + attention kernels are off, so
  * that every batch runs the register kernel: one sample (1), blocks holding
  * some of a head's query tiles (5) and all of them (40); head_dim 64 with
@@ -1013,7 +1013,11 @@ static void attn_descend_equals_ascend(int hidden, int heads, int seq_len) {
                                  3);
     unsetenv("HRMT_CUDA_QKV_ATTN");
 }
-Test(cuda_model, attn_descend_equals_ascend_hrm_width) { attn_descend_equals_ascend(512, 8, 81); }
+Test(cuda_model, attn_descend_equals_ascend_hrm_width) {
+    expect_switch_default_on("HRMT_CUDA_ATTN_DESCEND", HRMT_PATH_ATTN_DESCEND,
+                             "the samples last first");
+    attn_descend_equals_ascend(512, 8, 81);
+}
 Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 

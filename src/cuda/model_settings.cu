@@ -58,7 +58,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES3", 1, &wres3)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_GLU_WRES_TSTORE", 1, &tstore)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_OWNER8", 1, &cown8)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 0, &desc)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 1, &desc)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -110,12 +110,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * 0.987 of the step at batch 64 / 256; docs/CUDA-KERNELS.md). */
     g->attn_rope_once =
         once && m->cfg.pos_encodings == HRMT_POS_ROPE && cu_attention_mma_applies(m);
-    /* ... and its blocks taking the samples last first (session 57, opt-in
-     * until measured): at batch 256 the qkv GEMM's 64 MB output outgrows
-     * the 50 MB L2, and ncu had attention reading nearly all of it from
-     * DRAM; the rows written last are the ones still in L2, so reading them
-     * first should turn part of those reads into hits. A row's arithmetic
-     * depends on its (sample, head) only: same bits. */
+    /* ... and its blocks taking the samples last first (session 57, on by
+     * default): at batch 256 the qkv GEMM's 64 MB output outgrows the 50 MB
+     * L2, and the rows it wrote last are the ones still there, so reading
+     * them first turns part of the reads into hits (H100: 0.983 of the step
+     * at batch 256, 1.001 at 64). A row's arithmetic depends on its
+     * (sample, head) only: same bits. */
     g->attn_descend = desc && cu_attention_mma_applies(m);
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA-KERNELS.md). */
