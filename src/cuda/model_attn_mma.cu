@@ -60,9 +60,9 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * SM, so that one block's loads overlap the others' arithmetic (at 112, two
  * blocks did; ncu: 2.8 active warps per scheduler, half the issue slots
  * idle); two at MAX_KT. */
-/* DESC: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND); a
- * template argument, so that the default's code is what it was (as a run-time
- * argument ptxas kept s live across the tile and spilled more under the cap). */
+/* DESC: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND). A
+ * template argument: as a run-time one, ptxas kept s live across the tile
+ * and spilled two to three times the bytes under the cap. */
 template <int D, int KT, bool FULL, bool ONCE, bool DESC>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,
