@@ -534,16 +534,17 @@ static int built(int own, int cl) { return own != 2 || TILE / cl > 4; }
 static long sweep(int own) {
     static model m;
     long runs = 0;
-    for (int si = 0; si < NSHAPE; si++)
-        if (built(own, k_shapes[si][1]))
-            for (int li = 0; li < NLIVE; li++)
-                for (uint64_t seed = 1; seed <= SEEDS; seed++, runs++) {
-                    model_init(&m, k_shapes[si][1], k_shapes[si][0], k_lives[li], own, M_NONE);
-                    const char *problem = run(&m, seed + 7919 * (uint64_t)runs);
-                    cr_assert_null(problem, "OWN %d WN %d CL %d live %d seed %llu: %s", own,
-                                   k_shapes[si][0], k_shapes[si][1], k_lives[li],
-                                   (unsigned long long)seed, problem);
-                }
+    for (int si = 0; si < NSHAPE; si++) {
+        if (!built(own, k_shapes[si][1])) continue;
+        for (int li = 0; li < NLIVE; li++)
+            for (uint64_t seed = 1; seed <= SEEDS; seed++, runs++) {
+                model_init(&m, k_shapes[si][1], k_shapes[si][0], k_lives[li], own, M_NONE);
+                const char *problem = run(&m, seed + 7919 * (uint64_t)runs);
+                cr_assert_null(problem, "OWN %d WN %d CL %d live %d seed %llu: %s", own,
+                               k_shapes[si][0], k_shapes[si][1], k_lives[li],
+                               (unsigned long long)seed, problem);
+            }
+    }
     return runs;
 }
 
@@ -561,13 +562,15 @@ Test(cn_protocol, random_interleavings_owner8) {
  * with the problem it causes. */
 static int caught(int own, int mut, const char *want) {
     static model m;
-    for (int si = 0; si < NSHAPE; si++)
-        for (int li = 0; li < NLIVE && built(own, k_shapes[si][1]); li++)
+    for (int si = 0; si < NSHAPE; si++) {
+        if (!built(own, k_shapes[si][1])) continue;
+        for (int li = 0; li < NLIVE; li++)
             for (uint64_t seed = 1; seed <= 32; seed++) {
                 model_init(&m, k_shapes[si][1], k_shapes[si][0], k_lives[li], own, mut);
                 const char *problem = run(&m, seed);
                 if (problem && !strcmp(problem, want)) return 1;
             }
+    }
     return 0;
 }
 #define CATCHES(name, own, mut, want)                                                          \
