@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A/B of one environment switch on the ACT step: `hrmt bench` run once per
 # value per round, the values alternating within each round (machines are
-# shared and noisy: side by side in one run), then one table of the median
+# shared and noisy: side by side in one run; even rounds run the values in
+# reverse order, so that a drift over the run, or a value's place after
+# another, does not favour one value), then one table of the median
 # ms per step, a column per value, a line per (batch, round), and the ratio
 # of each value's median over the rounds to the first value's.
 #   bash bench/ab.sh BUILD_DIR VAR "V1 V2 ..." [BATCHES] [ROUNDS] [-- extra hrmt bench args]
@@ -20,7 +22,7 @@
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
   exit 2
 fi
@@ -43,7 +45,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc_all=0
 for r in $(seq 1 "$rounds"); do
-  for i in "${!vals[@]}"; do
+  order=("${!vals[@]}")
+  if [ $((r % 2)) -eq 0 ]; then
+    for ((j = 0; j < ${#vals[@]}; j++)); do order[j]=$((${#vals[@]} - 1 - j)); done
+  fi
+  for i in "${order[@]}"; do
     v=${vals[$i]} out="$tmp/r${r}_v${i}.json"
     if [ "$var" = BUILD ]; then
       "$v/hrmt" bench "${extra[@]}" --batch-sizes "$batches" --quiet --output "$out" \
