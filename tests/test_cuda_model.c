@@ -1021,6 +1021,23 @@ Test(cuda_model, attn_descend_equals_ascend_hrm_width) {
 Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 
+/* The block's residual + RMSNorm kernel taking the rows last first
+ * (HRMT_CUDA_NORM_DESCEND, opt-in) against first first: the same bytes,
+ * both schedules, halting samples. The cluster projection + norm is off, so
+ * that every batch runs the row kernel after o_proj and down_proj: one
+ * sample, rows ending inside a block of the kernel (5 x 61) and 40 samples;
+ * hidden 512 and 256 (the 16-byte form) and 64 (the 2-byte form). */
+static void norm_descend_equals_ascend(int hidden, int heads, int seq_len) {
+    const int batches[] = {1, 5, 40};
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
+    early_halt_switch_keeps_bits("HRMT_CUDA_NORM_DESCEND", HRMT_PATH_NORM_DESCEND,
+                                 "norm rows last first", hidden, heads, seq_len, batches, 3);
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+}
+Test(cuda_model, norm_descend_equals_ascend_hrm_width) { norm_descend_equals_ascend(512, 8, 81); }
+Test(cuda_model, norm_descend_equals_ascend_short_seq) { norm_descend_equals_ascend(256, 4, 60); }
+Test(cuda_model, norm_descend_equals_ascend_narrow) { norm_descend_equals_ascend(64, 2, 100); }
+
 /* The fused gate_up's s(g) by the special-function units
  * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
  * check of all 65536 gates against the table passed) against the table's
@@ -1747,7 +1764,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
         "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_CLUSTER_NORM_OWNER8",
-        "HRMT_CUDA_ATTN_DESCEND"};
+        "HRMT_CUDA_ATTN_DESCEND",    "HRMT_CUDA_NORM_DESCEND"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

@@ -127,7 +127,10 @@ __global__ void norm_kernel(size_t rows, size_t cols, const void *x, size_t ldx,
  * form. */
 #define HRMT_NORM_REG_G 16 /* groups of 32 a lane keeps in registers at most */
 
-template <int BF, bool RES>
+/* DESC: the rows last first (HRMT_CUDA_NORM_DESCEND): row i is rows - 1 - i,
+ * so that the kernel starts on the rows the GEMM before wrote last, the
+ * ones most likely still in L2. A row's arithmetic is its own: same bits. */
+template <int BF, bool RES, bool DESC = false>
 __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     norm_reg_kernel(size_t rows, unsigned G, const void *x, size_t ldx, const void *r, size_t ldr,
                     const float *w, float eps, void *out, size_t ldo, int nt) {
@@ -143,8 +146,9 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
         return BF ? ((const uint16_t *)p)[g * 32] : ((const uint32_t *)p)[g * 32];
     };
     auto val = [&](uint32_t u) { return BF ? bf16_to_f((uint16_t)u) : ffrom(u); };
-    for (size_t row = (size_t)blockIdx.x * HRMT_NORM_WARPS + warp; row < rows;
-         row += (size_t)gridDim.x * HRMT_NORM_WARPS) {
+    for (size_t i = (size_t)blockIdx.x * HRMT_NORM_WARPS + warp; i < rows;
+         i += (size_t)gridDim.x * HRMT_NORM_WARPS) {
+        const size_t row = DESC ? rows - 1 - i : i;
         const char *xr = (const char *)x + (row * ldx + lane) * es;
         const char *rr = RES ? (const char *)r + (row * ldr + lane) * es : nullptr;
         /* h[g] = f32(x) or bf16(x + r), all loads issued before any use. */
@@ -209,7 +213,7 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
  * is the same rmsnorm_reg_inv and each output bf16(h inv) is rounded by
  * the same conversion. Same bits, every operation the same, in a
  * different lane. */
-template <int C>
+template <int C, bool DESC>
 __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     norm_vec_kernel(size_t rows, const void *x, size_t ldx, const void *r, size_t ldr, float eps,
                     void *out, size_t ldo) {
@@ -218,8 +222,9 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     pdl_wait(); /* launched that way by the model's step (pdl.cuh) */
     pdl_trigger();
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (size_t row = (size_t)blockIdx.x * HRMT_NORM_WARPS + warp; row < rows;
-         row += (size_t)gridDim.x * HRMT_NORM_WARPS) {
+    for (size_t i = (size_t)blockIdx.x * HRMT_NORM_WARPS + warp; i < rows;
+         i += (size_t)gridDim.x * HRMT_NORM_WARPS) {
+        const size_t row = DESC ? rows - 1 - i : i; /* norm_reg_kernel's DESC */
         const uint4 *xr = (const uint4 *)((const uint16_t *)x + row * ldx);
         const uint4 *rr = (const uint4 *)((const uint16_t *)r + row * ldr);
         uint4 h[C];
@@ -326,17 +331,18 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int pdl, int vec, cudaStream_t st) {
+                                   size_t ldo, int pdl, int vec, int desc, cudaStream_t st) {
     if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
     const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
     const int vcols = vec ? norm_vec_cols(cols, x, ldx, r, ldr, out, ldo) : 0;
     if (vcols) {
-        auto kv = vcols == 512 ? norm_vec_kernel<2> : norm_vec_kernel<1>;
+        auto kv = vcols == 512 ? (desc ? norm_vec_kernel<2, true> : norm_vec_kernel<2, false>)
+                               : (desc ? norm_vec_kernel<1, true> : norm_vec_kernel<1, false>);
         (void)pdl_launch(kv, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, x, ldx, r,
                          ldr, eps, out, ldo);
         return 1;
     }
-    auto kern = norm_reg_kernel<1, true>;
+    auto kern = desc ? norm_reg_kernel<1, true, true> : norm_reg_kernel<1, true, false>;
     const float *w = nullptr;
     const int nt = 0;
     (void)pdl_launch(kern, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, G, x, ldx, r,
