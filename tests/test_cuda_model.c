@@ -1038,6 +1038,22 @@ Test(cuda_model, norm_descend_equals_ascend_hrm_width) { norm_descend_equals_asc
 Test(cuda_model, norm_descend_equals_ascend_short_seq) { norm_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, norm_descend_equals_ascend_narrow) { norm_descend_equals_ascend(64, 2, 100); }
 
+/* The 16-byte norm kernel's loads as streaming data (HRMT_CUDA_NORM_STREAM,
+ * opt-in) against plain loads, with the rows in either order: the same
+ * bytes, as above (hidden 512 and 256: the 16-byte form's widths). */
+static void norm_stream_equals_plain(int hidden, int heads, int seq_len) {
+    const int batches[] = {1, 5, 40};
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
+    switch_keeps_bits_with(NULL, NULL, "HRMT_CUDA_NORM_STREAM", HRMT_PATH_NORM_STREAM,
+                           "norm loads streaming", hidden, heads, seq_len, batches, 3);
+    switch_keeps_bits_with("HRMT_CUDA_NORM_DESCEND", "1", "HRMT_CUDA_NORM_STREAM",
+                           HRMT_PATH_NORM_STREAM, "norm loads streaming", hidden, heads, seq_len,
+                           batches, 3);
+    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+}
+Test(cuda_model, norm_stream_equals_plain_hrm_width) { norm_stream_equals_plain(512, 8, 81); }
+Test(cuda_model, norm_stream_equals_plain_short_seq) { norm_stream_equals_plain(256, 4, 60); }
+
 /* The fused gate_up's s(g) by the special-function units
  * (HRMT_CUDA_GLU_FAST_SILU, on where the fused gate_up runs and the model's
  * check of all 65536 gates against the table passed) against the table's
@@ -1764,7 +1780,7 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
         "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_CLUSTER_NORM_OWNER8",
-        "HRMT_CUDA_ATTN_DESCEND",    "HRMT_CUDA_NORM_DESCEND"};
+        "HRMT_CUDA_ATTN_DESCEND",    "HRMT_CUDA_NORM_DESCEND",      "HRMT_CUDA_NORM_STREAM"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

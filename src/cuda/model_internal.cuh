@@ -79,6 +79,7 @@ struct hrmt_model_cuda {
     int glu_fast;                         /* HRMT_CUDA_GLU_FAST_SILU: s(g) without the table */
     int norm_vec;                         /* HRMT_CUDA_NORM_VEC: the 16-byte norm kernel */
     int norm_descend;  /* HRMT_CUDA_NORM_DESCEND: the norm kernel's rows last first */
+    int norm_stream;   /* HRMT_CUDA_NORM_STREAM: the 16-byte norm's loads evict-first */
     int glu_mul;       /* HRMT_CUDA_GLU_MUL: SwiGLU's product by mul.bf16x2 */
     int glu_wres;      /* HRMT_CUDA_GLU_WRES: the tuner times the W-resident gate_up shape */
     int glu_wres3;     /* HRMT_CUDA_GLU_WRES3: ... as 64-row tiles over three consumer warpgroups */
@@ -373,11 +374,13 @@ hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const 
  * programmatic dependent launch when pdl is set (src/cuda/pdl.cuh): the row
  * op's bits. vec: rows of 256 or 512 columns, 16-byte aligned, by the
  * 16-byte form (HRMT_CUDA_NORM_VEC), same bits. desc: the rows last first
- * (HRMT_CUDA_NORM_DESCEND), same bits. 1: launched (a launch error is pending for the
+ * (HRMT_CUDA_NORM_DESCEND), same bits. stream: with vec, x and r loaded as
+ * streaming data (HRMT_CUDA_NORM_STREAM), same bits. 1: launched (a launch error is pending for the
  * caller's check); 0: other rows or dtypes, nothing launched (use the row-op table). */
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int pdl, int vec, int desc, cudaStream_t st);
+                                   size_t ldo, int pdl, int vec, int desc, int stream,
+                                   cudaStream_t st);
 
 /* model_attn.cu: non-causal attention of n samples, qkv [n*T, 3*hidden] ->
  * att [n*T, hidden], RoPE on Q and K fused (rope models); F32 scores and

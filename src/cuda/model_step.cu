@@ -133,8 +133,9 @@ static hrmt_status resnorm(const hrmt_model *m, void *out, const void *x, const 
     const size_t H = m->hidden;
     const float eps = (float)m->cfg.rms_norm_eps;
     const struct hrmt_model_cuda *g = cu_model(m);
-    if (g->pdl && hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, x, H, r, H, eps, out, H, 1,
-                                                 g->norm_vec, g->norm_descend, cu_stream(m)))
+    if (g->pdl &&
+        hrmt_cuda_residual_rmsnorm_pdl(m->dt, rows, H, x, H, r, H, eps, out, H, 1, g->norm_vec,
+                                       g->norm_descend, g->norm_stream, cu_stream(m)))
         return row_check(m, "cuda residual_rmsnorm");
     if (sram)
         k->residual_rmsnorm_sram[m->dt](rows, H, x, H, r, H, eps, out, H);

@@ -213,7 +213,10 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
  * is the same rmsnorm_reg_inv and each output bf16(h inv) is rounded by
  * the same conversion. Same bits, every operation the same, in a
  * different lane. */
-template <int C, bool DESC>
+/* CS: x and r loaded as streaming data (ld.global.cs: evict-first in L2;
+ * HRMT_CUDA_NORM_STREAM): the block's norms read each of them for the last
+ * time, so they should leave the L2 before the output the next GEMM reads. */
+template <int C, bool DESC, bool CS>
 __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
     norm_vec_kernel(size_t rows, const void *x, size_t ldx, const void *r, size_t ldr, float eps,
                     void *out, size_t ldo) {
@@ -232,8 +235,8 @@ __global__ void __launch_bounds__(HRMT_NORM_WARPS * 32)
             uint4 a[C], b[C];
             HRMT_UNROLL
             for (int c = 0; c < C; c++) {
-                a[c] = xr[lane + 32 * c];
-                b[c] = rr[lane + 32 * c];
+                a[c] = CS ? __ldcs(xr + lane + 32 * c) : xr[lane + 32 * c];
+                b[c] = CS ? __ldcs(rr + lane + 32 * c) : rr[lane + 32 * c];
             }
             HRMT_UNROLL
             for (int c = 0; c < C; c++)
@@ -331,13 +334,19 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
-                                   size_t ldo, int pdl, int vec, int desc, cudaStream_t st) {
+                                   size_t ldo, int pdl, int vec, int desc, int stream,
+                                   cudaStream_t st) {
     if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
     const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
     const int vcols = vec ? norm_vec_cols(cols, x, ldx, r, ldr, out, ldo) : 0;
     if (vcols) {
-        auto kv = vcols == 512 ? (desc ? norm_vec_kernel<2, true> : norm_vec_kernel<2, false>)
-                               : (desc ? norm_vec_kernel<1, true> : norm_vec_kernel<1, false>);
+        using kv_t = decltype(&norm_vec_kernel<1, false, false>);
+        static const kv_t kvs[2][2][2] = {
+            {{norm_vec_kernel<1, false, false>, norm_vec_kernel<1, false, true>},
+             {norm_vec_kernel<1, true, false>, norm_vec_kernel<1, true, true>}},
+            {{norm_vec_kernel<2, false, false>, norm_vec_kernel<2, false, true>},
+             {norm_vec_kernel<2, true, false>, norm_vec_kernel<2, true, true>}}};
+        const kv_t kv = kvs[vcols == 512][desc != 0][stream != 0];
         (void)pdl_launch(kv, dim3(blocks), dim3(HRMT_NORM_WARPS * 32), 0, st, pdl, rows, x, ldx, r,
                          ldr, eps, out, ldo);
         return 1;
