@@ -1022,7 +1022,7 @@ Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_asc
 Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 
 /* The block's residual + RMSNorm kernel taking the rows last first
- * (HRMT_CUDA_NORM_DESCEND, opt-in) against first first: the same bytes,
+ * (HRMT_CUDA_NORM_DESCEND, on by default) against first first: the same bytes,
  * both schedules, halting samples. The cluster projection + norm is off, so
  * that every batch runs the row kernel after o_proj and down_proj: one
  * sample, rows ending inside a block of the kernel (5 x 61) and 40 samples;
@@ -1034,12 +1034,16 @@ static void norm_descend_equals_ascend(int hidden, int heads, int seq_len) {
                                  "norm rows last first", hidden, heads, seq_len, batches, 3);
     unsetenv("HRMT_CUDA_CLUSTER_NORM");
 }
-Test(cuda_model, norm_descend_equals_ascend_hrm_width) { norm_descend_equals_ascend(512, 8, 81); }
+Test(cuda_model, norm_descend_equals_ascend_hrm_width) {
+    expect_switch_default_on("HRMT_CUDA_NORM_DESCEND", HRMT_PATH_NORM_DESCEND,
+                             "the norm's rows last first");
+    norm_descend_equals_ascend(512, 8, 81);
+}
 Test(cuda_model, norm_descend_equals_ascend_short_seq) { norm_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, norm_descend_equals_ascend_narrow) { norm_descend_equals_ascend(64, 2, 100); }
 
 /* The 16-byte norm kernel's loads as streaming data (HRMT_CUDA_NORM_STREAM,
- * opt-in) against plain loads, with the rows in either order: the same
+ * on by default) against plain loads, with the rows in either order: the same
  * bytes, as above (hidden 512 and 256: the 16-byte form's widths). */
 static void norm_stream_equals_plain(int hidden, int heads, int seq_len) {
     const int batches[] = {1, 5, 40};
@@ -1051,7 +1055,11 @@ static void norm_stream_equals_plain(int hidden, int heads, int seq_len) {
                            batches, 3);
     unsetenv("HRMT_CUDA_CLUSTER_NORM");
 }
-Test(cuda_model, norm_stream_equals_plain_hrm_width) { norm_stream_equals_plain(512, 8, 81); }
+Test(cuda_model, norm_stream_equals_plain_hrm_width) {
+    expect_switch_default_on("HRMT_CUDA_NORM_STREAM", HRMT_PATH_NORM_STREAM,
+                             "the norm's streaming loads");
+    norm_stream_equals_plain(512, 8, 81);
+}
 Test(cuda_model, norm_stream_equals_plain_short_seq) { norm_stream_equals_plain(256, 4, 60); }
 
 /* The fused gate_up's s(g) by the special-function units
