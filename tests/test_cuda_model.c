@@ -1021,6 +1021,23 @@ Test(cuda_model, attn_descend_equals_ascend_hrm_width) {
 Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 
+/* The register attention kernel's q, k and v copies evict-first in L2
+ * (HRMT_CUDA_ATTN_STREAM, opt-in) against plain copies, with the samples in
+ * either order: the same bytes, as above. */
+static void attn_stream_equals_plain(int hidden, int heads, int seq_len) {
+    const int batches[] = {1, 5, 40};
+    setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
+    switch_keeps_bits_with(NULL, NULL, "HRMT_CUDA_ATTN_STREAM", HRMT_PATH_ATTN_STREAM,
+                           "attention copies evict-first", hidden, heads, seq_len, batches, 3);
+    switch_keeps_bits_with("HRMT_CUDA_ATTN_DESCEND", "0", "HRMT_CUDA_ATTN_STREAM",
+                           HRMT_PATH_ATTN_STREAM, "attention copies evict-first", hidden, heads,
+                           seq_len, batches, 3);
+    unsetenv("HRMT_CUDA_QKV_ATTN");
+}
+Test(cuda_model, attn_stream_equals_plain_hrm_width) { attn_stream_equals_plain(512, 8, 81); }
+Test(cuda_model, attn_stream_equals_plain_short_seq) { attn_stream_equals_plain(256, 4, 60); }
+Test(cuda_model, attn_stream_equals_plain_head_dim_32) { attn_stream_equals_plain(64, 2, 100); }
+
 /* The block's residual + RMSNorm kernel taking the rows last first
  * (HRMT_CUDA_NORM_DESCEND, on by default) against first first: the same bytes,
  * both schedules, halting samples. The cluster projection + norm is off, so
@@ -1788,7 +1805,8 @@ Test(cuda_model, bad_fused_settings) {
         "HRMT_CUDA_GLU_MUL",         "HRMT_CUDA_GLU_WRES",          "HRMT_CUDA_CLUSTER_NORM_PUSH",
         "HRMT_CUDA_QKV_ATTN_PUSH",   "HRMT_CUDA_ROPE_EARLY",        "HRMT_CUDA_QKV_ATTN_CTA_W1",
         "HRMT_CUDA_GLU_WRES3",       "HRMT_CUDA_GLU_WRES_TSTORE",   "HRMT_CUDA_CLUSTER_NORM_OWNER8",
-        "HRMT_CUDA_ATTN_DESCEND",    "HRMT_CUDA_NORM_DESCEND",      "HRMT_CUDA_NORM_STREAM"};
+        "HRMT_CUDA_ATTN_DESCEND",    "HRMT_CUDA_NORM_DESCEND",      "HRMT_CUDA_NORM_STREAM",
+        "HRMT_CUDA_ATTN_STREAM"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         hrmt_model *m = NULL;
         setenv(names[i], "on", 1);

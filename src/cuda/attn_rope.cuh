@@ -242,23 +242,32 @@ struct rope_kq {
  * shared memory with the same arithmetic. One memory round trip per block
  * instead of one per loop pass. Same arguments, same bytes; the caller
  * synchronises. ONCE: K's and Q's rotations share each factor load
- * (rope_kq; HRMT_CUDA_ATTN_ROPE_ONCE). */
-template <int D, bool ONCE = false>
+ * (rope_kq; HRMT_CUDA_ATTN_ROPE_ONCE). EF: the copies evict-first in L2
+ * (HRMT_CUDA_ATTN_STREAM: q, k and v are read here for the last time). */
+template <int D, bool ONCE = false, bool EF = false>
 __device__ __forceinline__ void load_qkv_async(const uint16_t *base, int T, int Tp, int hidden,
                                                int ld, const float *cs, const float *sn,
                                                uint16_t *Ks, uint16_t *Vs, int q0, int q1,
                                                uint16_t *Qs, int ldq) {
     constexpr int CH = D / 8; /* 16-byte chunks per row */
     const size_t ld3 = 3 * (size_t)hidden;
+    uint64_t pol = 0;
+    if (EF) pol = l2_evict_first_policy();
+    auto copy = [&](void *dst, const void *src, int n) {
+        if (EF)
+            cp_async16_hint(dst, src, n, pol);
+        else
+            cp_async16(dst, src, n);
+    };
 #pragma unroll 1
     for (int e = threadIdx.x; e < Tp * CH; e += blockDim.x) {
         const int t = e / CH, c = e % CH * 8;
         const bool real = t < T;
         const uint16_t *row = base + (size_t)(real ? t : 0) * ld3;
         const int n = real ? 16 : 0;
-        cp_async16(Ks + t * ld + c, row + hidden + c, n);
-        cp_async16(Vs + t * ld + c, row + 2 * hidden + c, n);
-        if (t >= q0 && t < q1) cp_async16(Qs + (t - q0) * ldq + c, row + c, n);
+        copy(Ks + t * ld + c, row + hidden + c, n);
+        copy(Vs + t * ld + c, row + 2 * hidden + c, n);
+        if (t >= q0 && t < q1) copy(Qs + (t - q0) * ldq + c, row + c, n);
     }
     cp_async_commit();
     rope_kq<D> rk;

@@ -63,7 +63,8 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
 /* DESC: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND). A
  * template argument: as a run-time one, ptxas kept s live across the tile
  * and spilled two to three times the bytes under the cap. */
-template <int D, int KT, bool FULL, bool ONCE, bool DESC>
+/* EF: the q, k and v copies evict-first in L2 (HRMT_CUDA_ATTN_STREAM). */
+template <int D, int KT, bool FULL, bool ONCE, bool DESC, bool EF>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,
                void *__restrict__ att, const float *__restrict__ cs, const float *__restrict__ sn,
@@ -87,8 +88,8 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     const int r0 = rt * 16;
     const int q0 = grp * W * 16, q1 = min(q0 + W * 16, L.Tp);
     uint16_t *Qs = (uint16_t *)(mma_smem + L.q_off) + (size_t)slot * 16 * L.ldk;
-    load_qkv_async<D, ONCE>(base, T, L.Tp, hidden, L.ldk, cs, sn, Ks, Vs, q0, q1,
-                            (uint16_t *)(mma_smem + L.q_off), L.ldk);
+    load_qkv_async<D, ONCE, EF>(base, T, L.Tp, hidden, L.ldk, cs, sn, Ks, Vs, q0, q1,
+                                (uint16_t *)(mma_smem + L.q_off), L.ldk);
     __syncthreads();
     if (!active) return; /* only the team's named barrier follows */
     attend_tile<D, KT, FULL>(T, L.nkt, Ks, Vs, L.ldk, Qs, L.ldk, 16, scale, mate, team, 1 + slot);
@@ -104,10 +105,10 @@ __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     }
 }
 
-template <int D, int KT, bool FULL, bool ONCE, bool DESC>
+template <int D, int KT, bool FULL, bool ONCE, bool DESC, bool EF>
 cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_t n, int W,
                           int groups, size_t bytes, const float *cs, const float *sn, float scale) {
-    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT, FULL, ONCE, DESC>,
+    cudaError_t e = cudaFuncSetAttribute(attend_mma<D, KT, FULL, ONCE, DESC, EF>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     const size_t rows3 = 3 * m->hidden * m->esz * m->T, rows1 = m->hidden * m->esz * m->T;
     const int threads = 32 * (W > LOAD_WARPS ? W : LOAD_WARPS);
@@ -121,7 +122,7 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
         const size_t s0 = (DESC ? chunks - 1 - c : c) * 65535;
         const size_t cnt = n - s0 < 65535 ? n - s0 : 65535;
         dim3 grid((unsigned)(m->heads * (size_t)groups), (unsigned)cnt);
-        e = pdl_launch(attend_mma<D, KT, FULL, ONCE, DESC>, grid, dim3(threads), bytes,
+        e = pdl_launch(attend_mma<D, KT, FULL, ONCE, DESC, EF>, grid, dim3(threads), bytes,
                        cu_stream(m), cu_model(m)->pdl, (int)m->T, (int)m->hidden, W, groups, team,
                        (const void *)((const char *)qkv + s0 * rows3),
                        (void *)((char *)att + s0 * rows1), cs, sn, scale);
@@ -129,14 +130,24 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
     return e;
 }
 
+/* The copies evict-first where the model asks (HRMT_CUDA_ATTN_STREAM). */
+template <int D, int KT, bool FULL, bool ONCE, bool DESC>
+cudaError_t launch_ef(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
+                      size_t bytes, const float *cs, const float *sn, float scale) {
+    if (cu_model(m)->attn_stream)
+        return launch_kernel<D, KT, FULL, ONCE, DESC, true>(m, qkv, att, n, W, groups, bytes, cs,
+                                                            sn, scale);
+    return launch_kernel<D, KT, FULL, ONCE, DESC, false>(m, qkv, att, n, W, groups, bytes, cs, sn,
+                                                         scale);
+}
+
 /* The samples last first where the model asks (HRMT_CUDA_ATTN_DESCEND). */
 template <int D, int KT, bool FULL, bool ONCE>
 cudaError_t launch_dir(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
                        size_t bytes, const float *cs, const float *sn, float scale) {
     if (cu_model(m)->attn_descend)
-        return launch_kernel<D, KT, FULL, ONCE, true>(m, qkv, att, n, W, groups, bytes, cs, sn,
-                                                      scale);
-    return launch_kernel<D, KT, FULL, ONCE, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+        return launch_ef<D, KT, FULL, ONCE, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    return launch_ef<D, KT, FULL, ONCE, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
 }
 
 /* The factor loads shared by K and Q where the model asks

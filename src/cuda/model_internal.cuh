@@ -112,6 +112,7 @@ struct hrmt_model_cuda {
     int attn_teams;     /* HRMT_CUDA_ATTN_TEAMS: small batches' query tiles shared by warp teams */
     int attn_rope_once; /* HRMT_CUDA_ATTN_ROPE_ONCE: K and Q rotated from one factor load */
     int attn_descend;   /* HRMT_CUDA_ATTN_DESCEND: the register kernel's samples last first */
+    int attn_stream;    /* HRMT_CUDA_ATTN_STREAM: its q, k, v copies evict-first in L2 */
     int heads;       /* HRMT_CUDA_FUSED_HEADS: lm_head, q_head and the ACT finish as one kernel */
     int qa;          /* HRMT_CUDA_QKV_ATTN: qkv + attention as one kernel (a form below) */
     int qa_clusters; /* ... a cluster per (sample, head) while the pairs fit this many */

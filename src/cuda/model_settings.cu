@@ -26,7 +26,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
         nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
-        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0, desc = 0, ndesc = 0, nstream = 0;
+        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0, desc = 0, ndesc = 0, nstream = 0, astream = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -60,7 +60,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_CLUSTER_NORM_OWNER8", 1, &cown8)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 1, &desc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_DESCEND", 1, &ndesc)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_NORM_STREAM", 1, &nstream)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_NORM_STREAM", 1, &nstream)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_STREAM", 0, &astream)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -119,6 +120,11 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * at batch 256, 1.001 at 64). A row's arithmetic depends on its
      * (sample, head) only: same bits. */
     g->attn_descend = desc && cu_attention_mma_applies(m);
+    /* ... and its q, k and v copies evict-first in L2 (session 58, opt-in
+     * until measured): each is read there for the last time, and o_proj
+     * reads att next, so att rather than qkv should stay in the L2. The
+     * same bytes copied: same bits. */
+    g->attn_stream = astream && cu_attention_mma_applies(m);
     /* Fused gate_up: on wherever it applies (faster than cuBLASLt + the table
      * kernel, or level with it, at every batch on the H200: docs/CUDA-KERNELS.md). */
     g->glu = glu && cu_glu_applies(m);
@@ -290,6 +296,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_ATTN_DESCEND: return g->attn_descend != 0;
     case HRMT_PATH_NORM_DESCEND: return g->norm_descend != 0;
     case HRMT_PATH_NORM_STREAM: return g->norm_stream != 0;
+    case HRMT_PATH_ATTN_STREAM: return g->attn_stream != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;
