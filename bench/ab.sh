@@ -4,8 +4,9 @@
 # shared and noisy: side by side in one run; even rounds run the values in
 # reverse order, so that a drift over the run, or a value's place after
 # another, does not favour one value), then one table of the median
-# ms per step, a column per value, a line per (batch, round), and the ratio
-# of each value's median over the rounds to the first value's.
+# ms per step, a column per value, a line per (batch, round), the ratio
+# of each value's median over the rounds to the first value's, and in how
+# many rounds each value beat the first.
 #   bash bench/ab.sh BUILD_DIR VAR "V1 V2 ..." [BATCHES] [ROUNDS] [-- extra hrmt bench args]
 # BATCHES defaults to 1,8,64,256 and ROUNDS to 2; the extra arguments default
 # to `--backend cuda --mode baseline --warmup 300 --iterations 20` (the GPU's
@@ -22,7 +23,7 @@
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
   exit 2
 fi
@@ -96,5 +97,15 @@ for mode, b in keys:
         continue
     base = statistics.median(per[0])
     print(f"{mode:8} {b:5}       | " + " | ".join(f"{statistics.median(x) / base:8.3f}" if x else "       -" for x in per))
+# Whether a ratio is more than the noise: in how many rounds each value ran
+# faster than the first value in the same round (a 1% ratio with 3 of 6 is noise).
+print("rounds in which the value was faster than the first value in the same round:")
+for mode, b in keys:
+    cells = []
+    for i in range(len(vals)):
+        pairs = [(med[(i, r, mode, b)], med[(0, r, mode, b)]) for r in range(1, rounds + 1)
+                 if (i, r, mode, b) in med and (0, r, mode, b) in med]
+        cells.append(f"{sum(v < f for v, f in pairs)} of {len(pairs)}" if i and pairs else "-")
+    print(f"{mode:8} {b:5}       | " + " | ".join(f"{c:>8}" for c in cells))
 PY
 exit $rc_all
