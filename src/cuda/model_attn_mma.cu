@@ -62,8 +62,8 @@ __host__ __device__ inline mma_layout mma_plan(int T, int d, int warps) {
  * idle); two at MAX_KT. */
 /* DESC: the launch's samples last first (HRMT_CUDA_ATTN_DESCEND). A
  * template argument: as a run-time one, ptxas kept s live across the tile
- * and spilled two to three times the bytes under the cap. */
-/* EF: the q, k and v copies evict-first in L2 (HRMT_CUDA_ATTN_STREAM). */
+ * and spilled two to three times the bytes under the cap. EF: the q, k and
+ * v copies evict-first in L2 (HRMT_CUDA_ATTN_STREAM). */
 template <int D, int KT, bool FULL, bool ONCE, bool DESC, bool EF>
 __global__ void __launch_bounds__(KT * 32) __maxnreg__(KT <= MID_KT ? 80 : 128)
     attend_mma(int T, int hidden, int W, int groups, int team, const void *__restrict__ qkv,

@@ -116,8 +116,9 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     /* ... and its blocks taking the samples last first (session 57, on by
      * default): at batch 256 the qkv GEMM's 64 MB output outgrows the 50 MB
      * L2, and the rows it wrote last are the ones still there, so reading
-     * them first turns part of the reads into hits (H100: 0.983 of the step
-     * at batch 256, 1.001 at 64). A row's arithmetic depends on its
+     * them first should turn part of the reads into hits (H100: 0.983 of the
+     * step at batch 256 in session 57; 0.998 in session 58's alternating
+     * rounds, within the noise). A row's arithmetic depends on its
      * (sample, head) only: same bits. */
     g->attn_descend = desc && cu_attention_mma_applies(m);
     /* ... and its q, k and v copies evict-first in L2 (session 58, opt-in
