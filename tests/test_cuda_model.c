@@ -1021,18 +1021,26 @@ Test(cuda_model, attn_descend_equals_ascend_hrm_width) {
 Test(cuda_model, attn_descend_equals_ascend_short_seq) { attn_descend_equals_ascend(256, 4, 60); }
 Test(cuda_model, attn_descend_equals_ascend_head_dim_32) { attn_descend_equals_ascend(64, 2, 100); }
 
-/* The register attention kernel's q, k and v copies evict-first in L2
- * (HRMT_CUDA_ATTN_STREAM, opt-in) against plain copies, with the samples in
- * either order: the same bytes, as above. */
-static void attn_stream_equals_plain(int hidden, int heads, int seq_len) {
+/* A switch of a kernel's cache hints (`env`, path p) against plain loads,
+ * with that kernel's row order (`order`, on by default) on and off: the
+ * same bytes, both schedules, halting samples, batches 1, 5 and 40; `other`
+ * set to 0 so that every batch runs that kernel. */
+static void hint_keeps_bits(const char *other, const char *order, const char *env,
+                            hrmt_model_path p, const char *label, int hidden, int heads,
+                            int seq_len) {
     const int batches[] = {1, 5, 40};
-    setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
-    switch_keeps_bits_with(NULL, NULL, "HRMT_CUDA_ATTN_STREAM", HRMT_PATH_ATTN_STREAM,
-                           "attention copies evict-first", hidden, heads, seq_len, batches, 3);
-    switch_keeps_bits_with("HRMT_CUDA_ATTN_DESCEND", "0", "HRMT_CUDA_ATTN_STREAM",
-                           HRMT_PATH_ATTN_STREAM, "attention copies evict-first", hidden, heads,
-                           seq_len, batches, 3);
-    unsetenv("HRMT_CUDA_QKV_ATTN");
+    setenv(other, "0", 1);
+    switch_keeps_bits_with(NULL, NULL, env, p, label, hidden, heads, seq_len, batches, 3);
+    switch_keeps_bits_with(order, "0", env, p, label, hidden, heads, seq_len, batches, 3);
+    unsetenv(other);
+}
+
+/* The register attention kernel's q, k and v copies evict-first in L2
+ * (HRMT_CUDA_ATTN_STREAM, opt-in) against plain copies, the qkv +
+ * attention kernels off, as above. */
+static void attn_stream_equals_plain(int hidden, int heads, int seq_len) {
+    hint_keeps_bits("HRMT_CUDA_QKV_ATTN", "HRMT_CUDA_ATTN_DESCEND", "HRMT_CUDA_ATTN_STREAM",
+                    HRMT_PATH_ATTN_STREAM, "attention copies evict-first", hidden, heads, seq_len);
 }
 Test(cuda_model, attn_stream_equals_plain_hrm_width) { attn_stream_equals_plain(512, 8, 81); }
 Test(cuda_model, attn_stream_equals_plain_short_seq) { attn_stream_equals_plain(256, 4, 60); }
@@ -1060,17 +1068,11 @@ Test(cuda_model, norm_descend_equals_ascend_short_seq) { norm_descend_equals_asc
 Test(cuda_model, norm_descend_equals_ascend_narrow) { norm_descend_equals_ascend(64, 2, 100); }
 
 /* The 16-byte norm kernel's loads as streaming data (HRMT_CUDA_NORM_STREAM,
- * on by default) against plain loads, with the rows in either order: the same
- * bytes, as above (hidden 512 and 256: the 16-byte form's widths). */
+ * on by default) against plain loads, the cluster projection + norm off, as
+ * above (hidden 512 and 256: the 16-byte form's widths). */
 static void norm_stream_equals_plain(int hidden, int heads, int seq_len) {
-    const int batches[] = {1, 5, 40};
-    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
-    switch_keeps_bits_with(NULL, NULL, "HRMT_CUDA_NORM_STREAM", HRMT_PATH_NORM_STREAM,
-                           "norm loads streaming", hidden, heads, seq_len, batches, 3);
-    switch_keeps_bits_with("HRMT_CUDA_NORM_DESCEND", "1", "HRMT_CUDA_NORM_STREAM",
-                           HRMT_PATH_NORM_STREAM, "norm loads streaming", hidden, heads, seq_len,
-                           batches, 3);
-    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+    hint_keeps_bits("HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_NORM_DESCEND", "HRMT_CUDA_NORM_STREAM",
+                    HRMT_PATH_NORM_STREAM, "norm loads streaming", hidden, heads, seq_len);
 }
 Test(cuda_model, norm_stream_equals_plain_hrm_width) {
     expect_switch_default_on("HRMT_CUDA_NORM_STREAM", HRMT_PATH_NORM_STREAM,
