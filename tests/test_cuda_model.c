@@ -999,6 +999,16 @@ Test(cuda_model, attn_rope_once_equals_twice_head_dim_32) {
     attn_rope_once_equals_twice(64, 2, 100);
 }
 
+/* early_halt_switch_keeps_bits at batches 1, 5 and 40 with `other` set to
+ * 0, so that every batch runs the kernel `env` changes. */
+static void off_switch_keeps_bits(const char *other, const char *env, hrmt_model_path p,
+                                  const char *label, int hidden, int heads, int seq_len) {
+    const int batches[] = {1, 5, 40};
+    setenv(other, "0", 1);
+    early_halt_switch_keeps_bits(env, p, label, hidden, heads, seq_len, batches, 3);
+    unsetenv(other);
+}
+
 /* The register attention kernel's blocks taking the samples last first
  * (HRMT_CUDA_ATTN_DESCEND, on by default) against first first: the same bytes,
  * both schedules, halting samples. The qkv + attention kernels are off, so
@@ -1006,12 +1016,8 @@ Test(cuda_model, attn_rope_once_equals_twice_head_dim_32) {
  * some of a head's query tiles (5) and all of them (40); head_dim 64 with
  * T = 82 and 61, head_dim 32 with T = 101. */
 static void attn_descend_equals_ascend(int hidden, int heads, int seq_len) {
-    const int batches[] = {1, 5, 40};
-    setenv("HRMT_CUDA_QKV_ATTN", "0", 1);
-    early_halt_switch_keeps_bits("HRMT_CUDA_ATTN_DESCEND", HRMT_PATH_ATTN_DESCEND,
-                                 "attention samples last first", hidden, heads, seq_len, batches,
-                                 3);
-    unsetenv("HRMT_CUDA_QKV_ATTN");
+    off_switch_keeps_bits("HRMT_CUDA_QKV_ATTN", "HRMT_CUDA_ATTN_DESCEND", HRMT_PATH_ATTN_DESCEND,
+                          "attention samples last first", hidden, heads, seq_len);
 }
 Test(cuda_model, attn_descend_equals_ascend_hrm_width) {
     expect_switch_default_on("HRMT_CUDA_ATTN_DESCEND", HRMT_PATH_ATTN_DESCEND,
@@ -1053,11 +1059,8 @@ Test(cuda_model, attn_stream_equals_plain_head_dim_32) { attn_stream_equals_plai
  * sample, rows ending inside a block of the kernel (5 x 61) and 40 samples;
  * hidden 512 and 256 (the 16-byte form) and 64 (the 2-byte form). */
 static void norm_descend_equals_ascend(int hidden, int heads, int seq_len) {
-    const int batches[] = {1, 5, 40};
-    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
-    early_halt_switch_keeps_bits("HRMT_CUDA_NORM_DESCEND", HRMT_PATH_NORM_DESCEND,
-                                 "norm rows last first", hidden, heads, seq_len, batches, 3);
-    unsetenv("HRMT_CUDA_CLUSTER_NORM");
+    off_switch_keeps_bits("HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_NORM_DESCEND",
+                          HRMT_PATH_NORM_DESCEND, "norm rows last first", hidden, heads, seq_len);
 }
 Test(cuda_model, norm_descend_equals_ascend_hrm_width) {
     expect_switch_default_on("HRMT_CUDA_NORM_DESCEND", HRMT_PATH_NORM_DESCEND,
