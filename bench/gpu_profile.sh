@@ -16,31 +16,37 @@
 # thousands of timing launches at load run unprofiled. They still run under
 # ncu, whose presence changes their times and so, at times, the picks
 # (H200, session 26: batch 64's gate_up took 64 x 32 tiles, 60 us a call,
-# under ncu and 128 x 64, 42 us, without it). Compare the kernel names with
-# HRMT_CUDA_GEMM_TUNE_LOG=1's picks in a plain run; forcing an own shape
-# (HRMT_CUDA_GLU_SHAPE, HRMT_CUDA_WGEMM_SHAPE) turns the tuner off, the
-# cuBLASLt GEMMs then on their pinned algorithms. ncu also empties the
-# caches before each kernel, so memory-bound kernels read cold.
+# under ncu and 128 x 64, 42 us, without it), so the script prints a plain
+# run's picks beside those made under ncu (HRMT_CUDA_GEMM_TUNE_LOG=1's lines
+# for the step's rows: the cuBLASLt algorithm's id, tile, stages, cluster).
+# Forcing an own shape (HRMT_CUDA_GLU_SHAPE, HRMT_CUDA_WGEMM_SHAPE) turns the
+# tuner off, the cuBLASLt GEMMs then on their pinned algorithms. ncu also
+# empties the caches before each kernel, so memory-bound kernels read cold.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "$1" = --help ]; then
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && exit 0
   exit 2
 fi
 build=$1 batch=${2:-256} mode=${3:-baseline} dtype=${4:-bf16}
-csv=$(mktemp)
+csv=$(mktemp) plain=$(mktemp) under=$(mktemp)
 # HMMA and HGMMA (wgmma) both count here on sm_90.
 TENSOR=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
-trap 'rm -f "$csv"' EXIT
-HRMT_CUDA_PROFILE_STEPS=1 ncu --clock-control none --profile-from-start off \
+trap 'rm -f "$csv" "$plain" "$under"' EXIT
+# The tuner's picks of a plain run, to set beside those it made under ncu.
+HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda --mode "$mode" \
+  --batch-sizes "$batch" --dtype "$dtype" --warmup 0 --iterations 1 --quiet \
+  >/dev/null 2>"$plain" || echo "the plain run failed; its picks are missing below"
+HRMT_CUDA_GEMM_TUNE_LOG=1 HRMT_CUDA_PROFILE_STEPS=1 ncu --clock-control none \
+  --profile-from-start off \
   --metrics gpu__time_duration.sum,lts__t_bytes.sum,dram__bytes.sum,$TENSOR --csv \
   "$build/hrmt" bench --backend cuda --mode "$mode" --batch-sizes "$batch" --dtype "$dtype" \
-  --warmup 0 --iterations 1 --quiet >"$csv" 2>/dev/null
+  --warmup 0 --iterations 1 --quiet >"$csv" 2>"$under"
 rc=$?
-[ $rc -eq 0 ] || { echo "ncu failed (rc $rc)"; tail -n 5 "$csv"; exit $rc; }
-python3 - "$csv" "$batch" "$mode" "$dtype" "$TENSOR" <<'PY'
+[ $rc -eq 0 ] || { echo "ncu failed (rc $rc)"; tail -n 5 "$csv" "$under"; exit $rc; }
+python3 - "$csv" "$batch" "$mode" "$dtype" "$TENSOR" "$plain" "$under" <<'PY'
 import csv, sys, collections, re
-path, batch, mode, dtype, tensor = sys.argv[1:6]
+path, batch, mode, dtype, tensor, plain, under = sys.argv[1:8]
 TIME_UNIT = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
 BYTE_UNIT = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 def short(name):  # without the parameter list, the anonymous namespace kept
@@ -90,6 +96,26 @@ for name, (n, us, l2, dram, g, b, pus, cus) in sorted(agg.items(), key=lambda kv
     # The bare name: no return type, anonymous namespace or template arguments.
     bare = re.split(r"[<( ]", name.removeprefix("void ").replace("<unnamed>::", ""))[0]
     top.append(f"{bare[:22]} {100 * us / total:.1f}% (tensor {pipe.strip()})")
+# The tuner's picks for the step's rows (the exact-M lines, "rows = M"),
+# plain and under ncu: ncu's presence changes the timings the picks rest on.
+def picks(p):
+    out = collections.OrderedDict()
+    for l in open(p, errors="replace"):
+        m = re.match(r"hrmt gemm tuning: (.*), rows = (\d+): (.*)$", l.strip())
+        if m:
+            out[(m.group(1), m.group(2))] = m.group(3)
+    return out
+a, b = picks(plain), picks(under)
+if a or b:
+    print("GEMM picks at the step's rows, plain run / under ncu (HRMT_CUDA_GEMM_TUNE_LOG=1):")
+    for k in list(a) + [k for k in b if k not in a]:
+        pa, pb = a.get(k, "-"), b.get(k, "-")
+        same = re.sub(r"\([^:]*:?", "(", pa) == re.sub(r"\([^:]*:?", "(", pb)
+        print(f"  {k[0]}, rows {k[1]}: {'same' if same else 'DIFFERENT'}")
+        print(f"    plain: {pa}")
+        print(f"    ncu:   {pb}")
+else:
+    print("GEMM picks: no exact-M tuning at these rows (the buckets' picks serve)")
 # One line for bench/gpu.sh's summary: the three costliest kernels.
 print("costliest: " + "; ".join(top[:3]))
 PY

@@ -170,6 +170,38 @@ hrmt_status checked_time(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row,
     return HRMT_OK;
 }
 
+/* "id I tile T stages S cluster C swizzle W custom O" of a cuBLASLt algorithm, for
+ * the log: which of the candidates won, so that two processes' (or a plain
+ * and an ncu run's) picks can be compared. */
+void algo_desc(const cublasLtMatmulAlgo_t *a, char *buf, size_t len) {
+    /* Each attribute's width is cublasLt.h's: a get of another size fails. */
+    const struct {
+        cublasLtMatmulAlgoConfigAttributes_t at;
+        const char *name;
+        size_t bytes;
+    } f[] = {{CUBLASLT_ALGO_CONFIG_ID, "id", 4},
+             {CUBLASLT_ALGO_CONFIG_TILE_ID, "tile", 4},
+             {CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages", 4},
+             {CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster", 2},
+             {CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "swizzle", 4},
+             {CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, "custom", 4}};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof f / sizeof f[0] && used < len; i++) {
+        uint32_t v32 = 0;
+        uint16_t v16 = 0;
+        size_t wr = 0;
+        void *dst = f[i].bytes == 2 ? (void *)&v16 : (void *)&v32;
+        if (cublasLtMatmulAlgoConfigGetAttribute(a, f[i].at, dst, f[i].bytes, &wr) !=
+            CUBLAS_STATUS_SUCCESS)
+            continue;
+        const unsigned v = f[i].bytes == 2 ? v16 : v32;
+        const int n = snprintf(buf + used, len - used, "%s%s %u", used ? " " : "", f[i].name, v);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+}
+
 /* The fastest at M rows ("rows <= M" for a bucket, "rows = M" for an exact
  * M in the log) of the pinned algorithm, the heuristic's candidates that
  * give its bits and, when own_ok, the own tile shapes: into *algo and *own
@@ -234,10 +266,14 @@ hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const ch
             *own = (signed char)(i + 1);
         }
     }
-    if (t->verbose)
-        fprintf(stderr, "hrmt gemm tuning: %zux%zu, rows %s %llu: %s (%.2f us; cuBLASLt %.2f)\n",
-                sl->n, sl->k, le, (unsigned long long)M,
-                *own ? cu_wgemm_name(*own - 1) : "cuBLASLt", best, best_lt);
+    if (t->verbose) {
+        char desc[128];
+        algo_desc(algo, desc, sizeof desc);
+        fprintf(stderr,
+                "hrmt gemm tuning: %zux%zu, rows %s %llu: %s (%.2f us; cuBLASLt %.2f: %s)\n", sl->n,
+                sl->k, le, (unsigned long long)M, *own ? cu_wgemm_name(*own - 1) : "cuBLASLt", best,
+                best_lt, desc);
+    }
     return HRMT_OK;
 }
 
