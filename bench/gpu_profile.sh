@@ -101,7 +101,8 @@ for name, (n, us, l2, dram, g, b, pus, cus) in sorted(agg.items(), key=lambda kv
 def picks(p):
     out = collections.OrderedDict()
     for l in open(p, errors="replace"):
-        m = re.match(r"hrmt gemm tuning: (.*), rows = (\d+): (.*)$", l.strip())
+        # Pick lines only ("WINNER (times...)"), not each candidate's time.
+        m = re.match(r"hrmt gemm tuning: (.*), rows = (\d+): (\S[^(]*\(.*\))$", l.strip())
         if m:
             out[(m.group(1), m.group(2))] = m.group(3)
     return out
