@@ -130,34 +130,22 @@ cudaError_t launch_kernel(const hrmt_model *m, const void *qkv, void *att, size_
     return e;
 }
 
-/* The copies evict-first where the model asks (HRMT_CUDA_ATTN_STREAM). */
-template <int D, int KT, bool FULL, bool ONCE, bool DESC>
-cudaError_t launch_ef(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
-                      size_t bytes, const float *cs, const float *sn, float scale) {
-    if (cu_model(m)->attn_stream)
-        return launch_kernel<D, KT, FULL, ONCE, DESC, true>(m, qkv, att, n, W, groups, bytes, cs,
-                                                            sn, scale);
-    return launch_kernel<D, KT, FULL, ONCE, DESC, false>(m, qkv, att, n, W, groups, bytes, cs, sn,
-                                                         scale);
-}
-
-/* The samples last first where the model asks (HRMT_CUDA_ATTN_DESCEND). */
-template <int D, int KT, bool FULL, bool ONCE>
-cudaError_t launch_dir(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
-                       size_t bytes, const float *cs, const float *sn, float scale) {
-    if (cu_model(m)->attn_descend)
-        return launch_ef<D, KT, FULL, ONCE, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
-    return launch_ef<D, KT, FULL, ONCE, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
-}
-
-/* The factor loads shared by K and Q where the model asks
- * (HRMT_CUDA_ATTN_ROPE_ONCE) and the model has RoPE. */
-template <int D, int KT, bool FULL>
+/* The model's switches as the kernel's template flags, one bool at a time:
+ * ONCE, the factor loads shared by K and Q (HRMT_CUDA_ATTN_ROPE_ONCE, models
+ * with RoPE); DESC, the samples last first (HRMT_CUDA_ATTN_DESCEND); EF, the
+ * copies evict-first (HRMT_CUDA_ATTN_STREAM). */
+template <int D, int KT, bool FULL, bool... F>
 cudaError_t launch(const hrmt_model *m, const void *qkv, void *att, size_t n, int W, int groups,
                    size_t bytes, const float *cs, const float *sn, float scale) {
-    if (cu_model(m)->attn_rope_once && cs)
-        return launch_dir<D, KT, FULL, true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
-    return launch_dir<D, KT, FULL, false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    if constexpr (sizeof...(F) == 3) {
+        return launch_kernel<D, KT, FULL, F...>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    } else {
+        const struct hrmt_model_cuda *g = cu_model(m);
+        const bool flag[3] = {g->attn_rope_once && cs, g->attn_descend != 0, g->attn_stream != 0};
+        if (flag[sizeof...(F)])
+            return launch<D, KT, FULL, F..., true>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+        return launch<D, KT, FULL, F..., false>(m, qkv, att, n, W, groups, bytes, cs, sn, scale);
+    }
 }
 
 } // namespace

@@ -186,8 +186,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * and the next GEMM then reads first the rows the norm wrote last. A
      * row's arithmetic is its own: same bits. Where the block launches the
      * row kernel with PDL (hrmt_cuda_residual_rmsnorm_pdl). */
-    g->norm_descend =
-        ndesc && g->pdl && m->dt == HRMT_BF16 && m->hidden % 32 == 0 && m->hidden <= 512;
+    g->norm_descend = ndesc && g->pdl && hrmt_cuda_residual_rmsnorm_pdl_applies(m->dt, m->hidden);
     /* ld.global.cs (evict-first in L2): both inputs are read for the last
      * time there and the output is the next GEMM's input, so the inputs
      * should be the lines the L2 gives up first. Same values: same bits. */

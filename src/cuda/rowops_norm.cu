@@ -332,11 +332,15 @@ static void resid_dram_cuda(size_t rows, size_t cols, const void *x, size_t ldx,
 
 } // namespace
 
+int hrmt_cuda_residual_rmsnorm_pdl_applies(hrmt_dtype dt, size_t cols) {
+    return dt == HRMT_BF16 && cols % 32 == 0 && cols <= 32 * HRMT_NORM_REG_G;
+}
+
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
                                    size_t ldo, int pdl, int vec, int desc, int stream,
                                    cudaStream_t st) {
-    if (dt != HRMT_BF16 || rows == 0 || cols % 32 != 0 || cols > 32 * HRMT_NORM_REG_G) return 0;
+    if (rows == 0 || !hrmt_cuda_residual_rmsnorm_pdl_applies(dt, cols)) return 0;
     const unsigned blocks = row_blocks(rows, HRMT_NORM_WARPS), G = (unsigned)(cols / 32);
     const int vcols = vec ? norm_vec_cols(cols, x, ldx, r, ldr, out, ldo) : 0;
     if (vcols) {
