@@ -216,6 +216,9 @@ hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const ch
     float best = 0.0f;
     TRY(time_us(
         t, [&] { return pinned(M, t->c1); }, &best));
+    if (t->verbose)
+        fprintf(stderr, "hrmt gemm tuning: %zux%zu pinned, rows %s %llu: %.2f us\n", sl->n, sl->k,
+                le, (unsigned long long)M, best);
     cublasLtMatrixLayoutOpaque_t la, lc;
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t st = cu_lt_layouts(sl, M, &la, &lc);
@@ -246,6 +249,14 @@ hrmt_status tune_m(tune_ctx *t, cu_lt_slot *sl, uint64_t M, int own_ok, const ch
         auto cand = [&](uint64_t rows, void *c) { return run_lt(t, sl, al, rows, c); };
         float us = 0.0f;
         TRY(checked_time(t, pinned, cand, M, row, &us));
+        if (t->verbose) {
+            /* Each candidate's time, so that two runs' picks can be told apart
+             * from noise: the line ends in "us", not in the pick lines' ")". */
+            char desc[128];
+            algo_desc(al, desc, sizeof desc);
+            fprintf(stderr, "hrmt gemm tuning: %zux%zu candidate %d [%s], rows %s %llu: %.2f us\n",
+                    sl->n, sl->k, i, desc, le, (unsigned long long)M, us);
+        }
         if (us < best) {
             best = us;
             *algo = res[i].algo;
