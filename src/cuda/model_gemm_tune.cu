@@ -55,6 +55,8 @@ struct tune_ctx {
     hrmt_model *m;
     int own_shapes;                 /* gemm_wgmma.cu's tile shapes on this device */
     int verbose;                    /* HRMT_CUDA_GEMM_TUNE_LOG=1: each bucket's pick on stderr */
+    int gaps;                       /* HRMT_CUDA_GEMM_TUNE_GAPS=1: see time_us */
+    float gap_us;                   /* a gap kernel's own time, taken off each call's */
     uint16_t *a, *w, *c0, *c1, *c2; /* device: random A and W, three outputs */
     unsigned char *h0, *h1, *h2;    /* host copies of c0..c2 */
     cudaEvent_t ev0, ev1;
@@ -118,6 +120,12 @@ hrmt_status same_bits(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row, in
  * as the step runs: calls timed from the host measured the host's launch
  * rate at small M (~5-10 us a cublasLtMatmul call against kernels of a few
  * us), so the pick was noise and two processes could differ by 0.2 ms a step. */
+/* With gaps, an empty kernel follows each timed call: in the step a GEMM is
+ * followed by another kernel, so its last wave's tail is exposed, where a
+ * call that follows its own twin may start into it (a development switch,
+ * to see whether that biases the picks; the gap's time is taken off). */
+__global__ void tune_gap_kernel() {}
+
 template <class F>
 hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     cudaStream_t st = cu_stream(t->m);
@@ -129,7 +137,13 @@ hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     TRY(cuda_err(t, cudaStreamSynchronize(st), what));
     TRY(cuda_err(t, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), what));
     int ok = 1;
-    for (int i = 0; i < TIMED_RUNS && ok; i++) ok = call();
+    for (int i = 0; i < TIMED_RUNS && ok; i++) {
+        ok = call();
+        if (ok && t->gaps) {
+            tune_gap_kernel<<<1, 32, 0, st>>>();
+            ok = cudaPeekAtLastError() == cudaSuccess;
+        }
+    }
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(st, &graph);
     cudaGraphExec_t exec = NULL;
@@ -153,7 +167,7 @@ hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     const cudaError_t e2 = cudaGraphExecDestroy(exec);
     TRY(cuda_err(t, e, what));
     TRY(cuda_err(t, e2, what));
-    *us = best * 1000.0f / TIMED_RUNS;
+    *us = best * 1000.0f / TIMED_RUNS - (t->gaps ? t->gap_us : 0.0f);
     return HRMT_OK;
 }
 
@@ -406,6 +420,21 @@ hrmt_status tune_open(hrmt_model *m, size_t rows, tune_ctx *t, int *skip) {
         s = cuda_err(t, cudaEventCreate(&t->ev0), "cuda gemm tuning: event");
     if (s == HRMT_OK && !*skip)
         s = cuda_err(t, cudaEventCreate(&t->ev1), "cuda gemm tuning: event");
+    const char *gaps = getenv("HRMT_CUDA_GEMM_TUNE_GAPS");
+    if (s == HRMT_OK && !*skip && gaps && !strcmp(gaps, "1")) {
+        cudaStream_t st = cu_stream(m);
+        s = time_us(
+            t,
+            [&] {
+                tune_gap_kernel<<<1, 32, 0, st>>>();
+                return cudaPeekAtLastError() == cudaSuccess;
+            },
+            &t->gap_us);
+        t->gaps = s == HRMT_OK && isfinite(t->gap_us); /* else timed without gaps */
+        if (!t->gaps) (void)cudaGetLastError();
+        if (t->verbose && t->gaps)
+            fprintf(stderr, "hrmt gemm tuning: gap kernel %.2f us a call\n", t->gap_us);
+    }
     return s;
 }
 
