@@ -115,17 +115,17 @@ hrmt_status same_bits(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row, in
     return HRMT_OK;
 }
 
-/* Microseconds of `call()` (1: it ran): the best of TIMED_REPLAYS replays of
- * a graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph,
- * as the step runs: calls timed from the host measured the host's launch
- * rate at small M (~5-10 us a cublasLtMatmul call against kernels of a few
- * us), so the pick was noise and two processes could differ by 0.2 ms a step. */
 /* With gaps, an empty kernel follows each timed call: in the step a GEMM is
  * followed by another kernel, so its last wave's tail is exposed, where a
  * call that follows its own twin may start into it (a development switch,
  * to see whether that biases the picks; the gap's time is taken off). */
 __global__ void tune_gap_kernel() {}
 
+/* Microseconds of `call()` (1: it ran): the best of TIMED_REPLAYS replays of
+ * a graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph,
+ * as the step runs: calls timed from the host measured the host's launch
+ * rate at small M (~5-10 us a cublasLtMatmul call against kernels of a few
+ * us), so the pick was noise and two processes could differ by 0.2 ms a step. */
 template <class F>
 hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     cudaStream_t st = cu_stream(t->m);
