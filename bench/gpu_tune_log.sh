@@ -26,15 +26,11 @@ trap 'rm -rf "$dir"' EXIT
 rc=0 logs=()
 for r in $(seq 1 "$runs"); do
   for v in $values; do
-    f="$dir/run$r.$v.log"
-    if [ "$v" = - ]; then
-      env HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda --mode baseline \
-        --batch-sizes "$batch" --warmup 0 --iterations 1 --quiet >/dev/null 2>"$f" || rc=1
-    else
-      env HRMT_CUDA_GEMM_TUNE_LOG=1 "$var=$v" "$build/hrmt" bench --backend cuda \
-        --mode baseline --batch-sizes "$batch" --warmup 0 --iterations 1 --quiet \
-        >/dev/null 2>"$f" || rc=1
-    fi
+    f="$dir/run$r.$v.log" set=()
+    [ "$v" = - ] || set=("$var=$v")
+    env HRMT_CUDA_GEMM_TUNE_LOG=1 "${set[@]}" "$build/hrmt" bench --backend cuda \
+      --mode baseline --batch-sizes "$batch" --warmup 0 --iterations 1 --quiet \
+      >/dev/null 2>"$f" || rc=1
     logs+=("$f")
   done
 done

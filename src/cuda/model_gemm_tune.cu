@@ -121,6 +121,12 @@ hrmt_status same_bits(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row, in
  * to see whether that biases the picks; the gap's time is taken off). */
 __global__ void tune_gap_kernel() {}
 
+/* One gap kernel on `st`; 1: launched. */
+int launch_gap(cudaStream_t st) {
+    tune_gap_kernel<<<1, 32, 0, st>>>();
+    return cudaPeekAtLastError() == cudaSuccess;
+}
+
 /* Microseconds of `call()` (1: it ran): the best of TIMED_REPLAYS replays of
  * a graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph,
  * as the step runs: calls timed from the host measured the host's launch
@@ -139,10 +145,7 @@ hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     int ok = 1;
     for (int i = 0; i < TIMED_RUNS && ok; i++) {
         ok = call();
-        if (ok && t->gaps) {
-            tune_gap_kernel<<<1, 32, 0, st>>>();
-            ok = cudaPeekAtLastError() == cudaSuccess;
-        }
+        if (ok && t->gaps) ok = launch_gap(st);
     }
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(st, &graph);
@@ -422,14 +425,8 @@ hrmt_status tune_open(hrmt_model *m, size_t rows, tune_ctx *t, int *skip) {
         s = cuda_err(t, cudaEventCreate(&t->ev1), "cuda gemm tuning: event");
     const char *gaps = getenv("HRMT_CUDA_GEMM_TUNE_GAPS");
     if (s == HRMT_OK && !*skip && gaps && !strcmp(gaps, "1")) {
-        cudaStream_t st = cu_stream(m);
         s = time_us(
-            t,
-            [&] {
-                tune_gap_kernel<<<1, 32, 0, st>>>();
-                return cudaPeekAtLastError() == cudaSuccess;
-            },
-            &t->gap_us);
+            t, [&] { return launch_gap(cu_stream(m)); }, &t->gap_us);
         t->gaps = s == HRMT_OK && isfinite(t->gap_us); /* else timed without gaps */
         if (!t->gaps) (void)cudaGetLastError();
         if (t->verbose && t->gaps)

@@ -369,6 +369,9 @@ hrmt_status cu_qkv_attn_pair(const hrmt_model *m, size_t n, const void *h, const
 hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const void *w, void *att,
                             int *done);
 
+/* rowops_norm.cu: 1 when hrmt_cuda_residual_rmsnorm_pdl launches rows of `cols` columns. */
+int hrmt_cuda_residual_rmsnorm_pdl_applies(hrmt_dtype dt, size_t cols);
+
 /* rowops_norm.cu: the BF16 residual + RMSNorm row op (out = rmsnorm(x + r),
  * no weight; at these widths the SRAM and DRAM forms are one kernel) of rows
  * whose width is a multiple of 32 up to 512, launched on `st` by
@@ -378,8 +381,6 @@ hrmt_status cu_qkv_attn_cta(const hrmt_model *m, size_t n, const void *h, const 
  * (HRMT_CUDA_NORM_DESCEND), same bits. stream: with vec, x and r loaded as
  * streaming data (HRMT_CUDA_NORM_STREAM), same bits. 1: launched (a launch error is pending for the
  * caller's check); 0: other rows or dtypes, nothing launched (use the row-op table). */
-/* 1 when hrmt_cuda_residual_rmsnorm_pdl launches rows of `cols` columns. */
-int hrmt_cuda_residual_rmsnorm_pdl_applies(hrmt_dtype dt, size_t cols);
 int hrmt_cuda_residual_rmsnorm_pdl(hrmt_dtype dt, size_t rows, size_t cols, const void *x,
                                    size_t ldx, const void *r, size_t ldr, float eps, void *out,
                                    size_t ldo, int pdl, int vec, int desc, int stream,
