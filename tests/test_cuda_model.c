@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/safetensors.h"
 #include "model/model.h"
@@ -2157,6 +2159,300 @@ Test(cuda_model, gemm_tuning_keeps_bits) { expect_tuned_equals_pinned(NULL); }
 /* The tuner timed with an empty kernel after each call (a development
  * switch): its picks still give the pinned algorithm's bytes. */
 Test(cuda_model, gemm_tuning_gaps_keep_bits) { expect_tuned_equals_pinned("1"); }
+
+/* ---- HRMT_CUDA_GEMM_TUNE_CACHE: the tuner's picks kept in a file ---------- */
+
+/* The environment of the cache tests: the tuner on, every projection
+ * through the tuned GEMMs (as expect_tuned_equals_pinned), its log on (what
+ * the tests read) and the cache at `path` (NULL: unset). */
+static void cache_env(const char *path) {
+    setenv("HRMT_CUDA_GEMM_TUNE", "1", 1);
+    setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
+    setenv("HRMT_CUDA_GEMM_TUNE_LOG", "1", 1);
+    unsetenv("HRMT_CUDA_GEMM_TUNE_GAPS");
+    if (path)
+        setenv("HRMT_CUDA_GEMM_TUNE_CACHE", path, 1);
+    else
+        unsetenv("HRMT_CUDA_GEMM_TUNE_CACHE");
+}
+
+static void cache_env_clear(void) {
+    const char *v[] = {"HRMT_CUDA_GEMM_TUNE", "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_GEMM_TUNE_LOG",
+                       "HRMT_CUDA_GEMM_TUNE_CACHE"};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) unsetenv(v[i]);
+}
+
+/* A fresh directory for a test's files; dir gets its path. */
+static void cache_dir(char *dir, size_t len) {
+    snprintf(dir, len, "%s/hrmt-tune-cache-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
+/* The whole of a small text file, NUL-terminated (malloc'd); NULL: none. */
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(1 << 20);
+    cr_assert_not_null(buf);
+    const size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void spit(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "%s", path);
+}
+
+/* stderr into `path` until capture_end (the tuner's log is what shows
+ * whether it timed candidates or took the file's picks). */
+static int capture_begin(const char *path) {
+    fflush(stderr);
+    const int saved = dup(2);
+    FILE *f = fopen(path, "wb");
+    cr_assert(saved >= 0 && f, "capturing stderr into %s", path);
+    cr_assert(dup2(fileno(f), 2) >= 0);
+    fclose(f);
+    return saved;
+}
+
+static char *capture_end(int saved, const char *path) {
+    fflush(stderr);
+    cr_assert(dup2(saved, 2) >= 0);
+    close(saved);
+    char *log = slurp(path);
+    cr_assert_not_null(log, "%s", path);
+    return log;
+}
+
+/* Loads small_cfg's model (seed 11) with the cache at `path` and runs two
+ * steps at batch B (B T past 128 rows: tuned at its exact rows too), stderr
+ * captured: the log (malloc'd) and the steps' outputs into xs. */
+static char *cached_run(hrmt_context *ctx, const char *dir, const char *path, int B, outs *xs) {
+    char logp[512];
+    snprintf(logp, sizeof logp, "%s/log", dir);
+    cache_env(path);
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *m = NULL;
+    const int saved = capture_begin(logp);
+    const hrmt_status s = hrmt_model_create_random(ctx, &cfg, 11, &m);
+    if (s == HRMT_OK) run_steps(m, B, HRMT_SCHEDULE_BASELINE, 2, xs);
+    char *log = capture_end(saved, logp);
+    cr_assert_eq(s, HRMT_OK, "%s", hrmt_last_error(ctx));
+    cr_assert_gt(m->T * (size_t)B, 128);
+    hrmt_model_destroy(m);
+    return log;
+}
+
+/* The pinned algorithm's outputs of the same model (the bits every pick
+ * must give) against xs. */
+static void expect_pinned_bits(hrmt_context *ctx, int B, const outs *xs, const char *what) {
+    cache_env(NULL);
+    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    outs y[2];
+    run_steps(m, B, HRMT_SCHEDULE_BASELINE, 2, y);
+    for (int s = 0; s < 2; s++) {
+        expect_same_outs(&xs[s], &y[s], B, what);
+        outs_free(&y[s]);
+    }
+    hrmt_model_destroy(m);
+}
+
+static void outs_free2(outs *x) {
+    outs_free(&x[0]);
+    outs_free(&x[1]);
+}
+
+/* A second load with the file takes every pick from it (no candidate timed,
+ * at load or at the step's exact rows), checked, and gives the pinned bits. */
+Test(cuda_model, gemm_tune_cache_reuses_picks) {
+    hrmt_context *ctx = cuda_ctx();
+    char dir[256], path[300], want[64];
+    cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/picks", dir);
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    hrmt_model *probe = NULL;
+    setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &probe), HRMT_OK);
+    const size_t rows = 2 * probe->T;
+    hrmt_model_destroy(probe);
+    outs x[2];
+    char *log = cached_run(ctx, dir, path, 2, x);
+    cr_expect_not_null(strstr(log, " pinned, rows"), "the first load timed nothing:\n%s", log);
+    cr_expect_not_null(strstr(log, "': written"), "%s", log);
+    outs_free2(x);
+    free(log);
+    char *file = slurp(path);
+    cr_assert_not_null(file, "no file at %s", path);
+    cr_expect_eq(strncmp(file, "hrmt-gemm-tune 1\nkey ", 21), 0, "%.200s", file);
+    cr_expect_not_null(strstr(file, "\nbucket 0 0 "), "%.400s", file);
+    snprintf(want, sizeof want, "\nexact %zu 0 ", rows);
+    cr_expect_not_null(strstr(file, want), "no '%s' in the file", want + 1);
+    free(file);
+    log = cached_run(ctx, dir, path, 2, x);
+    cr_expect_not_null(strstr(log, "buckets read and checked"), "%s", log);
+    snprintf(want, sizeof want, "rows = %zu read and checked", rows);
+    cr_expect_not_null(strstr(log, want), "no '%s' in the log:\n%s", want, log);
+    cr_expect_null(strstr(log, " candidate "), "the second load timed candidates:\n%s", log);
+    cr_expect_null(strstr(log, " pinned, rows"), "the second load timed:\n%s", log);
+    cr_expect_null(strstr(log, "': written"), "the second load rewrote the file:\n%s", log);
+    free(log);
+    expect_pinned_bits(ctx, 2, x, "picks from the file");
+    outs_free2(x);
+    cache_env_clear();
+    hrmt_context_destroy(ctx);
+}
+
+/* Picks the file names that cuBLASLt refuses, or own shapes out of range,
+ * are tuned again: the load works, the bits are the pinned ones and the
+ * file is rewritten; so are files with malformed records. */
+Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
+    hrmt_context *ctx = cuda_ctx();
+    char dir[256], path[300];
+    cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/picks", dir);
+    outs x[2];
+    free(cached_run(ctx, dir, path, 2, x));
+    outs_free2(x);
+    char *good = slurp(path);
+    cr_assert_not_null(good);
+    /* Every algorithm's first 16 hex digits to f (an id cuBLASLt has not)
+     * and every own shape to 99. */
+    char *bad = strdup(good);
+    cr_assert_not_null(bad);
+    int edited = 0;
+    for (char *l = strstr(bad, "\nbucket "); l; l = strstr(l + 1, "\nbucket ")) {
+        char *sp = l + 1;
+        for (int k = 0; k < 3 && sp; k++) sp = strchr(sp + 1, ' ');
+        cr_assert_not_null(sp);
+        memset(sp + 1, 'f', 16);
+        edited++;
+    }
+    cr_assert_gt(edited, 0);
+    spit(path, bad);
+    char *log = cached_run(ctx, dir, path, 2, x);
+    cr_expect_not_null(strstr(log, "buckets give other bits: tuned again"), "%s", log);
+    cr_expect_not_null(strstr(log, "': written"), "%s", log);
+    free(log);
+    expect_pinned_bits(ctx, 2, x, "refused algorithms, tuned again");
+    outs_free2(x);
+    char *now = slurp(path);
+    cr_expect_neq(strcmp(now, bad), 0, "the bad picks stayed in the file");
+    free(now);
+    /* An own shape out of range (98: no device has that many). */
+    free(bad);
+    const char *b00 = strstr(good, "\nbucket 0 0 ");
+    cr_assert_not_null(b00);
+    const char *algo = strchr(b00 + strlen("\nbucket 0 0 "), ' ');
+    cr_assert_not_null(algo);
+    bad = malloc(strlen(good) + 8);
+    cr_assert_not_null(bad);
+    sprintf(bad, "%.*s\nbucket 0 0 99%s", (int)(b00 - good), good, algo);
+    spit(path, bad);
+    log = cached_run(ctx, dir, path, 2, x);
+    cr_expect_not_null(strstr(log, "buckets give other bits: tuned again"), "%s", log);
+    free(log);
+    expect_pinned_bits(ctx, 2, x, "own shape 98, tuned again");
+    outs_free2(x);
+    /* Malformed records: a line over the reader's length, a bad token. */
+    const char *texts[] = {"hrmt-gemm-tune 1\nkey x\n", "hrmt-gemm-tune 1\n", "hrmt-gemm-tune 2\n",
+                           ""};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        spit(path, texts[i]);
+        log = cached_run(ctx, dir, path, 1, x);
+        cr_expect_not_null(strstr(log, " pinned, rows"), "file %zu: nothing timed:\n%s", i, log);
+        cr_expect_not_null(strstr(log, "': written"), "file %zu: %s", i, log);
+        free(log);
+        outs_free2(x);
+    }
+    char *longl = malloc(4096);
+    cr_assert_not_null(longl);
+    const char *hdr = strchr(strchr(good, '\n') + 1, '\n') + 1; /* magic and key lines */
+    memcpy(longl, good, (size_t)(hdr - good));
+    memset(longl + (hdr - good), 'b', 3000);
+    strcpy(longl + (hdr - good) + 3000, "\n");
+    spit(path, longl);
+    log = cached_run(ctx, dir, path, 1, x);
+    cr_expect_not_null(strstr(log, " pinned, rows"), "a long line: nothing timed:\n%s", log);
+    free(log);
+    expect_pinned_bits(ctx, 1, x, "after a long line");
+    outs_free2(x);
+    free(longl);
+    free(bad);
+    free(good);
+    cache_env_clear();
+    hrmt_context_destroy(ctx);
+}
+
+/* A file made for another model (another key) is tuned again and rewritten
+ * for this one. */
+Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
+    hrmt_context *ctx = cuda_ctx();
+    char dir[256], path[300];
+    cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/picks", dir);
+    cache_env(path);
+    hrmt_model_config wide = sized_cfg(256, 4, 81);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &wide, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    hrmt_model_destroy(m);
+    char *first = slurp(path);
+    cr_assert_not_null(first);
+    outs x[2];
+    char *log = cached_run(ctx, dir, path, 2, x);
+    cr_expect_not_null(strstr(log, " pinned, rows"), "the other model's picks served:\n%s", log);
+    free(log);
+    expect_pinned_bits(ctx, 2, x, "after another model's file");
+    outs_free2(x);
+    char *now = slurp(path);
+    cr_expect_neq(strcmp(first, now), 0, "the file was not rewritten");
+    free(now);
+    free(first);
+    cache_env_clear();
+    hrmt_context_destroy(ctx);
+}
+
+/* A path that is another kind of file is refused, and left as it was; a
+ * directory, or a file in a missing directory, is an IO error naming it. */
+Test(cuda_model, gemm_tune_cache_bad_paths) {
+    hrmt_context *ctx = cuda_ctx();
+    char dir[256], path[300];
+    cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+    spit(path, "not a tuning cache\n");
+    hrmt_model_config cfg = small_cfg(HRMT_BF16);
+    const char *paths[3] = {path, dir, NULL};
+    char missing[320];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/picks", dir);
+    paths[2] = missing;
+    for (int i = 0; i < 3; i++) {
+        cache_env(paths[i]);
+        unsetenv("HRMT_CUDA_GEMM_TUNE_LOG");
+        hrmt_model *m = NULL;
+        cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_ERR_IO, "%s: %s", paths[i],
+                     hrmt_last_error(ctx));
+        cr_expect_null(m);
+        hrmt_model_destroy(m);
+        cr_expect_not_null(strstr(hrmt_last_error(ctx), "HRMT_CUDA_GEMM_TUNE_CACHE"), "%s",
+                           hrmt_last_error(ctx));
+        cr_expect_not_null(strstr(hrmt_last_error(ctx), paths[i]), "%s", hrmt_last_error(ctx));
+    }
+    char *text = slurp(path);
+    cr_expect_str_eq(text, "not a tuning cache\n");
+    free(text);
+    /* The context still loads a model after the refusals. */
+    cache_env(NULL);
+    hrmt_model *m = NULL;
+    cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    hrmt_model_destroy(m);
+    cache_env_clear();
+    hrmt_context_destroy(ctx);
+}
 
 Test(cuda_model, bad_gemm_tune_setting) {
     hrmt_context *ctx = cuda_ctx();

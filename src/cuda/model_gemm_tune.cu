@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cuda/cuda_internal.cuh"
+#include "cuda/model_gemm_tune_cache.cuh"
 #include "cuda/model_internal.cuh"
 
 #define TRY(expr)                     \
@@ -309,18 +310,24 @@ hrmt_status tune_bucket(tune_ctx *t, cu_lt_slot *sl, int b) {
     return tune_m(t, sl, (uint64_t)128 << b, b <= OWN_MAX_BUCKET, "<=", &sl->small[b], &sl->own[b]);
 }
 
+/* The unfused gate_up GEMM (pinned) and SwiGLU launches at `rows` rows into
+ * c: the bytes every fused gate_up shape must give. 1: they ran. */
+int glu_launches(const tune_ctx *t, cu_lt_slot *gu, uint64_t rows, void *c) {
+    hrmt_model *m = t->m;
+    const size_t I = m->inter;
+    if (!run_lt(t, gu, &gu->algo, rows, t->c2)) return 0;
+    hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, t->c2, 2 * I, c, I, 0);
+    return own_ran(t, cu_check(m->ctx, "cuda swiglu"));
+}
+
 /* The fused gate_up + SwiGLU's tile shapes at M rows: each must give the
  * launches' bytes (the pinned gate_up GEMM, then the SwiGLU table kernel);
  * the fastest (1 + its index) into *shape. */
 hrmt_status tune_glu_m(tune_ctx *t, cu_lt_slot *gu, uint64_t M, const char *le,
                        signed char *shape) {
     hrmt_model *m = t->m;
-    const size_t I = m->inter, row = I * 2;
-    auto launches = [&](uint64_t rows, void *c) {
-        if (!run_lt(t, gu, &gu->algo, rows, t->c2)) return 0;
-        hrmt_cuda_swiglu(m->ctx->cuda, m->dt, rows, I, t->c2, 2 * I, c, I, 0);
-        return own_ran(t, cu_check(m->ctx, "cuda swiglu"));
-    };
+    const size_t row = m->inter * 2;
+    auto launches = [&](uint64_t rows, void *c) { return glu_launches(t, gu, rows, c); };
     float best = INFINITY;
     *shape = 0;
     const int shapes = cu_glu_shapes(m); /* image checks: once, not per shape */
@@ -435,6 +442,130 @@ hrmt_status tune_open(hrmt_model *m, size_t rows, tune_ctx *t, int *skip) {
     return s;
 }
 
+/* What the picks depend on, for the pick file's key: the device, the
+ * libraries, the slots' shapes and the options that change which candidates
+ * are timed or how (a file made under other ones is tuned again). */
+void tune_key(hrmt_model *m, int lt_only, char *key, size_t len) {
+    const struct hrmt_model_cuda *g = cu_model(m);
+    const cudaDeviceProp *p = &m->ctx->cuda->prop;
+    int rt = 0;
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = -1;
+    const char *gaps = getenv("HRMT_CUDA_GEMM_TUNE_GAPS");
+    unsigned glu_mask = 0;
+    const int glu_shapes = g->glu && !lt_only ? cu_glu_shapes(m) : 0;
+    for (int i = 0; i < glu_shapes && i < 32; i++)
+        if (cu_glu_shape_tuned(m, i)) glu_mask |= 1u << i;
+    int n = snprintf(key, len, "%s|sm %d.%d|sms %d|cublasLt %zu|cudart %d|hrmt %d.%d.%d|T %zu",
+                     p->name, p->major, p->minor, p->multiProcessorCount, cublasLtGetVersion(), rt,
+                     HRMT_VERSION_MAJOR, HRMT_VERSION_MINOR, HRMT_VERSION_PATCH, m->T);
+    for (int i = 0; i < g->nlt && n > 0 && (size_t)n < len; i++)
+        n += snprintf(key + n, len - n, "|%zux%zu/%zu/%zu", g->lt[i].n, g->lt[i].k, g->lt[i].lda,
+                      g->lt[i].ldc);
+    if (n > 0 && (size_t)n < len)
+        snprintf(key + n, len - n, "|lt %d|own %d|glu %d %x|gaps %d", lt_only,
+                 lt_only ? 0 : cu_wgemm_shapes(m), g->glu, glu_mask, gaps && !strcmp(gaps, "1"));
+    for (char *c = key; *c; c++)
+        if (*c == '\n' || *c == ' ') *c = '_'; /* one line, one token */
+}
+
+/* *ok = 1 when a cuBLASLt algorithm and own shape (1 + it; 0: none) read
+ * from the pick file may serve slot sl at M rows: cuBLASLt accepts the
+ * algorithm, the own shape is one the tuner would try there (below
+ * own_shapes), and both give the pinned algorithm's bits. */
+hrmt_status cached_gemm_ok(tune_ctx *t, cu_lt_slot *sl, const cublasLtMatmulAlgo_t *al, int own,
+                           int own_shapes, uint64_t M, int *ok) {
+    *ok = 0;
+    hrmt_cuda *cu = t->m->ctx->cuda;
+    cublasLtMatrixLayoutOpaque_t la, lc;
+    cublasLtMatmulHeuristicResult_t res;
+    if (own < 0 || own > own_shapes || cu_lt_layouts(sl, M, &la, &lc) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoCheck(cu->lt, &sl->desc, &sl->lw, &la, &lc, &lc, al, &res) !=
+            CUBLAS_STATUS_SUCCESS ||
+        res.workspaceSize > cu->ws_bytes)
+        return HRMT_OK;
+    const size_t row = sl->ldc * 2;
+    auto pinned = [&](uint64_t rows, void *c) { return run_lt(t, sl, &sl->algo, rows, c); };
+    auto lt = [&](uint64_t rows, void *c) { return run_lt(t, sl, al, rows, c); };
+    auto mine = [&](uint64_t rows, void *c) { return run_own(t, sl, own - 1, rows, c); };
+    TRY(same_bits(t, pinned, lt, M, row, ok));
+    if (*ok && own) TRY(same_bits(t, pinned, mine, M, row, ok));
+    return HRMT_OK;
+}
+
+/* The same for a fused gate_up shape (1 + it; 0: untuned, the launches). */
+hrmt_status cached_glu_ok(tune_ctx *t, cu_lt_slot *gu, int shape, uint64_t M, int *ok) {
+    hrmt_model *m = t->m;
+    *ok = shape == 0;
+    if (shape <= 0 || shape > cu_glu_shapes(m) || !cu_glu_shape_tuned(m, shape - 1)) return HRMT_OK;
+    auto launches = [&](uint64_t rows, void *c) { return glu_launches(t, gu, rows, c); };
+    auto cand = [&](uint64_t rows, void *c) {
+        return own_ran(t, cu_glu_shape(m, shape - 1, rows, t->a, t->w, c));
+    };
+    return same_bits(t, launches, cand, M, m->inter * 2, ok);
+}
+
+/* The buckets' picks from the pick file, each checked (cached_gemm_ok,
+ * cached_glu_ok): *used 1 when all passed and now serve; 0 leaves the model
+ * untouched (the tuner then times the candidates). */
+hrmt_status cached_buckets(tune_ctx *t, int own_shapes, int lt_only, int *used) {
+    struct hrmt_model_cuda *g = cu_model(t->m);
+    const cu_tune_cache *c = g->tcache;
+    *used = 0;
+    int ok = 1;
+    for (int i = 0; i < g->nlt && ok; i++)
+        for (int b = 0; b < CU_LT_BUCKETS && ok; b++) {
+            const int own = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+            TRY(cached_gemm_ok(t, &g->lt[i], &c->small[i][b], c->own[i][b],
+                               b <= OWN_MAX_BUCKET ? own : 0, (uint64_t)128 << b, &ok));
+        }
+    for (int b = 0; b < CU_LT_BUCKETS && ok && g->glu && !lt_only; b++)
+        TRY(cached_glu_ok(t, &g->lt[CU_LT_GATE_UP], c->glu_shape[b], (uint64_t)128 << b, &ok));
+    if (t->verbose)
+        fprintf(stderr, "hrmt gemm tuning: cache '%s': buckets %s\n", c->path,
+                ok ? "read and checked" : "give other bits: tuned again");
+    if (!ok) return HRMT_OK;
+    for (int i = 0; i < g->nlt; i++) {
+        memcpy(g->lt[i].small, c->small[i], sizeof g->lt[i].small);
+        memcpy(g->lt[i].own, c->own[i], sizeof g->lt[i].own);
+        g->lt[i].nsmall = CU_LT_BUCKETS;
+    }
+    if (g->glu && !lt_only) memcpy(g->glu_shape, c->glu_shape, sizeof g->glu_shape);
+    *used = 1;
+    return HRMT_OK;
+}
+
+/* The tuned buckets into the pick file and the file written. */
+hrmt_status store_buckets(tune_ctx *t, int lt_only) {
+    struct hrmt_model_cuda *g = cu_model(t->m);
+    cu_tune_cache *c = g->tcache;
+    for (int i = 0; i < g->nlt; i++) {
+        memcpy(c->small[i], g->lt[i].small, sizeof g->lt[i].small);
+        memcpy(c->own[i], g->lt[i].own, sizeof g->lt[i].own);
+    }
+    if (g->glu && !lt_only) memcpy(c->glu_shape, g->glu_shape, sizeof c->glu_shape);
+    c->have_buckets = 1;
+    TRY(cu_tune_cache_write(t->m, c, g->nlt));
+    if (t->verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", c->path);
+    return HRMT_OK;
+}
+
+/* An exact entry from the pick file checked at its rows as cached_buckets
+ * checks the buckets: *used 1 when every pick passed. */
+hrmt_status cached_exact(tune_ctx *t, const cu_exact_pick *p, int own_shapes, int *used) {
+    struct hrmt_model_cuda *g = cu_model(t->m);
+    int ok = 1;
+    for (int i = 0; i < g->nlt && ok; i++) {
+        const int own = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+        TRY(cached_gemm_ok(t, &g->lt[i], &p->algo[i], p->own[i], own, p->rows, &ok));
+    }
+    if (ok && g->glu) TRY(cached_glu_ok(t, &g->lt[CU_LT_GATE_UP], p->glu_shape, p->rows, &ok));
+    if (t->verbose)
+        fprintf(stderr, "hrmt gemm tuning: cache '%s': rows = %zu %s\n", g->tcache->path, p->rows,
+                ok ? "read and checked" : "give other bits: tuned again");
+    *used = ok;
+    return HRMT_OK;
+}
+
 void tune_close(tune_ctx *t) {
     hrmt_cuda *cu = t->m->ctx->cuda;
     if (t->ev0) (void)cudaEventDestroy(t->ev0);
@@ -476,19 +607,26 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
     const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);
     if (m->T > rows) return HRMT_OK; /* one sample fills the buckets: the pinned one serves */
+    char key[CU_TUNE_CACHE_KEY];
+    tune_key(m, lt_only, key, sizeof key);
+    TRY(cu_tune_cache_open(m, key, g->nlt, g->glu && !lt_only, &g->tcache));
     tune_ctx t;
-    int skip = 0;
+    int skip = 0, cached = 0;
     hrmt_status s = tune_open(m, rows, &t, &skip);
     if (s == HRMT_OK && !skip) t.own_shapes = lt_only ? 0 : cu_wgemm_shapes(m);
     const int own_shapes = t.own_shapes;
-    for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
+    if (s == HRMT_OK && !skip && g->tcache && g->tcache->have_buckets)
+        s = cached_buckets(&t, own_shapes, lt_only, &cached);
+    for (int i = 0; i < g->nlt && s == HRMT_OK && !skip && !cached; i++) {
         /* The fused MLP never calls the gate_up GEMM: no own tiles for it. */
         t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
         for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK; b++) s = tune_bucket(&t, &g->lt[i], b);
         if (s == HRMT_OK) g->lt[i].nsmall = CU_LT_BUCKETS;
     }
-    for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK && !skip && g->glu && !lt_only; b++)
+    for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK && !skip && !cached && g->glu && !lt_only;
+         b++)
         s = tune_glu_m(&t, &g->lt[CU_LT_GATE_UP], (uint64_t)128 << b, "<=", &g->glu_shape[b]);
+    if (s == HRMT_OK && !skip && !cached && g->tcache) s = store_buckets(&t, lt_only);
     if (s != HRMT_OK) {
         for (int i = 0; i < g->nlt; i++) {
             g->lt[i].nsmall = 0;
@@ -532,17 +670,28 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
      * GEMM when the fused MLP serves it (cu_gemm_tune's rule). */
     const int own_ok = rows <= OWN_MAX_ROWS;
     const int own_shapes = s == HRMT_OK && !skip && own_ok ? cu_wgemm_shapes(m) : 0;
-    for (int i = 0; i < g->nlt && s == HRMT_OK && !skip; i++) {
+    /* A pick from the pick file serves once its bits are checked. */
+    const cu_exact_pick *from = cu_tune_cache_exact(g->tcache, rows);
+    int cached = 0;
+    if (s == HRMT_OK && !skip && from) s = cached_exact(&t, from, own_shapes, &cached);
+    if (cached) p = *from;
+    for (int i = 0; i < g->nlt && s == HRMT_OK && !skip && !cached; i++) {
         t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
         s = tune_m(&t, &g->lt[i], rows, own_ok, "=", &p.algo[i], &p.own[i]);
     }
-    if (s == HRMT_OK && !skip && g->glu)
+    if (s == HRMT_OK && !skip && !cached && g->glu)
         s = tune_glu_m(&t, &g->lt[CU_LT_GATE_UP], rows, "=", &p.glu_shape);
+    const int verbose = t.verbose;
     tune_close(&t);
     if (s != HRMT_OK) return s;
     /* Scratch the device cannot spare: the buckets serve these rows (and
      * the entry says so, so that the next step does not try again). */
     p.tuned = !skip;
     g->exact[g->exact_made++ % CU_EXACT] = p;
+    if (g->tcache && p.tuned && !cached) {
+        cu_tune_cache_put_exact(g->tcache, &p);
+        TRY(cu_tune_cache_write(m, g->tcache, g->nlt));
+        if (verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", g->tcache->path);
+    }
     return HRMT_OK;
 }
