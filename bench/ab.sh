@@ -20,10 +20,16 @@
 #   bash bench/ab.sh build HRMT_CUDA_CLUSTER_NORM "0 1" 1,2,4 3
 #   bash bench/ab.sh - BUILD "build-new build-old" 8,64,256 3
 #   bash bench/ab.sh build ENV "- HRMT_CUDA_GLU_MUL=1,HRMT_CUDA_NORM_VEC=1" 64,256 2
+# With HRMT_CUDA_GEMM_TUNE_CACHE=FILE in the environment every run takes the
+# GEMM tuner's picks from one file (the first run writes it), so that the
+# values are not compared on different GEMM kernels; leave it out for a
+# switch that changes the GEMMs or their tuning (one value's picks would
+# serve the other, or, for the options in the file's key, each run would
+# tune again and rewrite the file).
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && [ "$1" = --help ] && exit 0
   exit 2
 fi
