@@ -23,8 +23,15 @@
 #include <string.h>
 
 #include "cuda/cuda_internal.cuh"
-#include "cuda/model_gemm_tune_cache.cuh"
 #include "cuda/model_internal.cuh"
+
+extern "C" {
+#include "core/gemm_tune_file.h"
+}
+
+static_assert(sizeof(cublasLtMatmulAlgo_t) == HRMT_TUNE_ALGO_BYTES, "pick file's algorithm size");
+static_assert(CU_LT_SLOTS == HRMT_TUNE_SLOTS && CU_LT_BUCKETS == HRMT_TUNE_BUCKETS,
+              "pick file's slots and buckets");
 
 #define TRY(expr)                     \
     do {                              \
@@ -509,13 +516,15 @@ hrmt_status cached_glu_ok(tune_ctx *t, cu_lt_slot *gu, int shape, uint64_t M, in
  * untouched (the tuner then times the candidates). */
 hrmt_status cached_buckets(tune_ctx *t, int own_shapes, int lt_only, int *used) {
     struct hrmt_model_cuda *g = cu_model(t->m);
-    const cu_tune_cache *c = g->tcache;
+    const hrmt_tune_file *c = g->tcache;
     *used = 0;
     int ok = 1;
     for (int i = 0; i < g->nlt && ok; i++)
         for (int b = 0; b < CU_LT_BUCKETS && ok; b++) {
             const int own = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
-            TRY(cached_gemm_ok(t, &g->lt[i], &c->small[i][b], c->own[i][b],
+            cublasLtMatmulAlgo_t al; /* copied: the file's bytes are not aligned for it */
+            memcpy(&al, c->bucket[i][b].algo, sizeof al);
+            TRY(cached_gemm_ok(t, &g->lt[i], &al, c->bucket[i][b].own,
                                b <= OWN_MAX_BUCKET ? own : 0, (uint64_t)128 << b, &ok));
         }
     for (int b = 0; b < CU_LT_BUCKETS && ok && g->glu && !lt_only; b++)
@@ -525,8 +534,10 @@ hrmt_status cached_buckets(tune_ctx *t, int own_shapes, int lt_only, int *used) 
                 ok ? "read and checked" : "give other bits: tuned again");
     if (!ok) return HRMT_OK;
     for (int i = 0; i < g->nlt; i++) {
-        memcpy(g->lt[i].small, c->small[i], sizeof g->lt[i].small);
-        memcpy(g->lt[i].own, c->own[i], sizeof g->lt[i].own);
+        for (int b = 0; b < CU_LT_BUCKETS; b++) {
+            memcpy(&g->lt[i].small[b], c->bucket[i][b].algo, HRMT_TUNE_ALGO_BYTES);
+            g->lt[i].own[b] = c->bucket[i][b].own;
+        }
         g->lt[i].nsmall = CU_LT_BUCKETS;
     }
     if (g->glu && !lt_only) memcpy(g->glu_shape, c->glu_shape, sizeof g->glu_shape);
@@ -537,33 +548,56 @@ hrmt_status cached_buckets(tune_ctx *t, int own_shapes, int lt_only, int *used) 
 /* The tuned buckets into the pick file and the file written. */
 hrmt_status store_buckets(tune_ctx *t, int lt_only) {
     struct hrmt_model_cuda *g = cu_model(t->m);
-    cu_tune_cache *c = g->tcache;
-    for (int i = 0; i < g->nlt; i++) {
-        memcpy(c->small[i], g->lt[i].small, sizeof g->lt[i].small);
-        memcpy(c->own[i], g->lt[i].own, sizeof g->lt[i].own);
-    }
+    hrmt_tune_file *c = g->tcache;
+    for (int i = 0; i < g->nlt; i++)
+        for (int b = 0; b < CU_LT_BUCKETS; b++) {
+            memcpy(c->bucket[i][b].algo, &g->lt[i].small[b], HRMT_TUNE_ALGO_BYTES);
+            c->bucket[i][b].own = g->lt[i].own[b];
+        }
     if (g->glu && !lt_only) memcpy(c->glu_shape, g->glu_shape, sizeof c->glu_shape);
     c->have_buckets = 1;
-    TRY(cu_tune_cache_write(t->m, c, g->nlt));
+    TRY(hrmt_tune_file_write(t->m->ctx, c));
     if (t->verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", c->path);
     return HRMT_OK;
 }
 
 /* An exact entry from the pick file checked at its rows as cached_buckets
- * checks the buckets: *used 1 when every pick passed. */
-hrmt_status cached_exact(tune_ctx *t, const cu_exact_pick *p, int own_shapes, int *used) {
+ * checks the buckets: *used 1 when every pick passed, *p then filled. */
+hrmt_status cached_exact(tune_ctx *t, const hrmt_tune_exact *e, int own_shapes, cu_exact_pick *p,
+                         int *used) {
     struct hrmt_model_cuda *g = cu_model(t->m);
     int ok = 1;
     for (int i = 0; i < g->nlt && ok; i++) {
         const int own = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
-        TRY(cached_gemm_ok(t, &g->lt[i], &p->algo[i], p->own[i], own, p->rows, &ok));
+        cublasLtMatmulAlgo_t al;
+        memcpy(&al, e->slot[i].algo, sizeof al);
+        TRY(cached_gemm_ok(t, &g->lt[i], &al, e->slot[i].own, own, e->rows, &ok));
     }
-    if (ok && g->glu) TRY(cached_glu_ok(t, &g->lt[CU_LT_GATE_UP], p->glu_shape, p->rows, &ok));
+    if (ok && g->glu) TRY(cached_glu_ok(t, &g->lt[CU_LT_GATE_UP], e->glu_shape, e->rows, &ok));
     if (t->verbose)
-        fprintf(stderr, "hrmt gemm tuning: cache '%s': rows = %zu %s\n", g->tcache->path, p->rows,
+        fprintf(stderr, "hrmt gemm tuning: cache '%s': rows = %zu %s\n", g->tcache->path, e->rows,
                 ok ? "read and checked" : "give other bits: tuned again");
     *used = ok;
+    if (!ok) return HRMT_OK;
+    for (int i = 0; i < g->nlt; i++) {
+        memcpy(&p->algo[i], e->slot[i].algo, HRMT_TUNE_ALGO_BYTES);
+        p->own[i] = e->slot[i].own;
+    }
+    p->glu_shape = e->glu_shape;
     return HRMT_OK;
+}
+
+/* An exact pick into the pick file's form. */
+hrmt_tune_exact to_file_entry(const struct hrmt_model_cuda *g, const cu_exact_pick *p) {
+    hrmt_tune_exact e;
+    memset(&e, 0, sizeof e);
+    e.rows = p->rows;
+    for (int i = 0; i < g->nlt; i++) {
+        memcpy(e.slot[i].algo, &p->algo[i], HRMT_TUNE_ALGO_BYTES);
+        e.slot[i].own = p->own[i];
+    }
+    e.glu_shape = p->glu_shape;
+    return e;
 }
 
 void tune_close(tune_ctx *t) {
@@ -607,9 +641,12 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     if (g->nlt == 0 || (env && !strcmp(env, "0"))) return HRMT_OK;
     const size_t rows = (size_t)128 << (CU_LT_BUCKETS - 1);
     if (m->T > rows) return HRMT_OK; /* one sample fills the buckets: the pinned one serves */
-    char key[CU_TUNE_CACHE_KEY];
-    tune_key(m, lt_only, key, sizeof key);
-    TRY(cu_tune_cache_open(m, key, g->nlt, g->glu && !lt_only, &g->tcache));
+    const char *cache = getenv("HRMT_CUDA_GEMM_TUNE_CACHE");
+    if (cache && *cache) {
+        char key[HRMT_TUNE_KEY];
+        tune_key(m, lt_only, key, sizeof key);
+        TRY(hrmt_tune_file_open(m->ctx, cache, key, g->nlt, g->glu && !lt_only, &g->tcache));
+    }
     tune_ctx t;
     int skip = 0, cached = 0;
     hrmt_status s = tune_open(m, rows, &t, &skip);
@@ -671,10 +708,9 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     const int own_ok = rows <= OWN_MAX_ROWS;
     const int own_shapes = s == HRMT_OK && !skip && own_ok ? cu_wgemm_shapes(m) : 0;
     /* A pick from the pick file serves once its bits are checked. */
-    const cu_exact_pick *from = cu_tune_cache_exact(g->tcache, rows);
+    const hrmt_tune_exact *from = hrmt_tune_file_exact(g->tcache, rows);
     int cached = 0;
-    if (s == HRMT_OK && !skip && from) s = cached_exact(&t, from, own_shapes, &cached);
-    if (cached) p = *from;
+    if (s == HRMT_OK && !skip && from) s = cached_exact(&t, from, own_shapes, &p, &cached);
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip && !cached; i++) {
         t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
         s = tune_m(&t, &g->lt[i], rows, own_ok, "=", &p.algo[i], &p.own[i]);
@@ -689,8 +725,9 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     p.tuned = !skip;
     g->exact[g->exact_made++ % CU_EXACT] = p;
     if (g->tcache && p.tuned && !cached) {
-        cu_tune_cache_put_exact(g->tcache, &p);
-        TRY(cu_tune_cache_write(m, g->tcache, g->nlt));
+        const hrmt_tune_exact e = to_file_entry(g, &p);
+        hrmt_tune_file_put_exact(g->tcache, &e);
+        TRY(hrmt_tune_file_write(m->ctx, g->tcache));
         if (verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", g->tcache->path);
     }
     return HRMT_OK;

@@ -91,7 +91,7 @@ struct hrmt_model_cuda {
     int tune_exact;    /* the step's own M tuned (cu_gemm_tune_rows) */
     cu_exact_pick exact[CU_EXACT]; /* ... the last CU_EXACT of them */
     unsigned exact_made;           /* picks made: the next goes to % CU_EXACT */
-    struct cu_tune_cache *tcache;  /* HRMT_CUDA_GEMM_TUNE_CACHE's picks (NULL: unset) */
+    struct hrmt_tune_file *tcache; /* HRMT_CUDA_GEMM_TUNE_CACHE's picks (NULL: unset) */
     int pnorm;      /* HRMT_CUDA_FUSED_NORM: clusters of the projection + norm kernel */
     int pdl;        /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;       /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */

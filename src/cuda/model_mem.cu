@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "cuda/cuda_internal.cuh"
-#include "cuda/model_gemm_tune_cache.cuh"
 #include "cuda/model_grid.h"
 #include "cuda/model_internal.cuh"
 #include "cuda/model_l_persist.h"
 
 extern "C" {
 #include "core/checked.h"
+#include "core/gemm_tune_file.h"
 }
 
 hrmt_status cu_fail(hrmt_context *ctx, cudaError_t e, const char *what) {
@@ -102,7 +102,7 @@ void hrmt_cuda_model_free(hrmt_model *m) {
     for (int i = 0; i < 7; i++)
         if (ps[i]) hrmt_cuda_free(m->ctx->cuda, ps[i]);
     if (g->grid_trace) hrmt_cuda_free(m->ctx->cuda, g->grid_trace);
-    cu_tune_cache_free(g->tcache);
+    hrmt_tune_file_free(g->tcache);
     free(g);
     m->cu = NULL;
 }
