@@ -19,25 +19,32 @@
 # under ncu and 128 x 64, 42 us, without it), so the script prints a plain
 # run's picks beside those made under ncu (HRMT_CUDA_GEMM_TUNE_LOG=1's lines
 # for the step's rows: the cuBLASLt algorithm's id, tile, stages, cluster).
+# Since session 60 the plain run writes its picks to a pick file
+# (HRMT_CUDA_GEMM_TUNE_CACHE) and the run under ncu takes them from it, each
+# checked for bits, so the profile shows the plain run's GEMM kernels;
+# PROFILE_OWN_PICKS=1 lets the run under ncu tune for itself as before.
 # Forcing an own shape (HRMT_CUDA_GLU_SHAPE, HRMT_CUDA_WGEMM_SHAPE) turns the
 # tuner off, the cuBLASLt GEMMs then on their pinned algorithms. ncu also
 # empties the caches before each kernel, so memory-bound kernels read cold.
 set -uo pipefail
 if [ $# -lt 1 ] || [ "$1" = --help ]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
   [ $# -ge 1 ] && exit 0
   exit 2
 fi
 build=$1 batch=${2:-256} mode=${3:-baseline} dtype=${4:-bf16}
-csv=$(mktemp) plain=$(mktemp) under=$(mktemp)
+csv=$(mktemp) plain=$(mktemp) under=$(mktemp) picks=$(mktemp)
 # HMMA and HGMMA (wgmma) both count here on sm_90.
 TENSOR=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
-trap 'rm -f "$csv" "$plain" "$under"' EXIT
-# The tuner's picks of a plain run, to set beside those it made under ncu.
-HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda --mode "$mode" \
+trap 'rm -f "$csv" "$plain" "$under" "$picks"' EXIT
+# An empty file is a pick file with no picks: the plain run fills it.
+share=(HRMT_CUDA_GEMM_TUNE_CACHE="$picks")
+[ "${PROFILE_OWN_PICKS:-0}" = 1 ] && share=()
+# The tuner's picks of a plain run, to set beside those made under ncu.
+env "${share[@]}" HRMT_CUDA_GEMM_TUNE_LOG=1 "$build/hrmt" bench --backend cuda --mode "$mode" \
   --batch-sizes "$batch" --dtype "$dtype" --warmup 0 --iterations 1 --quiet \
   >/dev/null 2>"$plain" || echo "the plain run failed; its picks are missing below"
-HRMT_CUDA_GEMM_TUNE_LOG=1 HRMT_CUDA_PROFILE_STEPS=1 ncu --clock-control none \
+env "${share[@]}" HRMT_CUDA_GEMM_TUNE_LOG=1 HRMT_CUDA_PROFILE_STEPS=1 ncu --clock-control none \
   --profile-from-start off \
   --metrics gpu__time_duration.sum,lts__t_bytes.sum,dram__bytes.sum,$TENSOR --csv \
   "$build/hrmt" bench --backend cuda --mode "$mode" --batch-sizes "$batch" --dtype "$dtype" \
@@ -107,7 +114,13 @@ def picks(p):
             out[(m.group(1), m.group(2))] = m.group(3)
     return out
 a, b = picks(plain), picks(under)
-if a or b:
+shared = [l.strip() for l in open(under, errors="replace") if "read and checked" in l]
+if a and shared:
+    print("GEMM picks at the step's rows, plain run, which the run under ncu took from the "
+          "plain run's pick file (" + "; ".join(re.sub(r".*: ", "", l) for l in shared) + "):")
+    for k, v in a.items():
+        print(f"  {k[0]}, rows {k[1]}: {v}")
+elif a or b:
     print("GEMM picks at the step's rows, plain run / under ncu (HRMT_CUDA_GEMM_TUNE_LOG=1):")
     for k in list(a) + [k for k in b if k not in a]:
         pa, pb = a.get(k, "-"), b.get(k, "-")
