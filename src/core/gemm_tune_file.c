@@ -30,7 +30,7 @@ static int hex_digit(char c) {
 /* 1: `s` was exactly ALGO_HEX lower-case hex digits, decoded into algo. */
 static int parse_algo(const char *s, unsigned char *algo) {
     if (strlen(s) != ALGO_HEX) return 0;
-    for (int i = 0; i < HRMT_TUNE_ALGO_BYTES; i++) {
+    for (size_t i = 0; i < HRMT_TUNE_ALGO_BYTES; i++) {
         const int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
         if (hi < 0 || lo < 0) return 0;
         algo[i] = (unsigned char)(hi << 4 | lo);
@@ -164,7 +164,7 @@ hrmt_status hrmt_tune_file_open(hrmt_context *ctx, const char *path, const char 
         hrmt_tune_file_free(f);
         return hrmt_fail(ctx, HRMT_ERR_OUT_OF_MEMORY, "HRMT_CUDA_GEMM_TUNE_CACHE '%s'", path);
     }
-    strcpy(f->key, key);
+    memcpy(f->key, key, strlen(key) + 1); /* fits: checked above */
     f->nslots = nslots;
     f->glu_lines = glu_lines;
     const char *why = NULL;
