@@ -2228,7 +2228,7 @@ static char *capture_end(int saved, const char *path) {
 }
 
 /* Loads small_cfg's model (seed 11) with the cache at `path` and runs two
- * steps at batch B (B T past 128 rows: tuned at its exact rows too), stderr
+ * steps at batch B (B T past 128 rows: also tuned at its exact rows), stderr
  * captured: the log (malloc'd) and the steps' outputs into xs. */
 static char *cached_run(hrmt_context *ctx, const char *dir, const char *path, int B, outs *xs) {
     char logp[512];
@@ -2241,7 +2241,6 @@ static char *cached_run(hrmt_context *ctx, const char *dir, const char *path, in
     if (s == HRMT_OK) run_steps(m, B, HRMT_SCHEDULE_BASELINE, 2, xs);
     char *log = capture_end(saved, logp);
     cr_assert_eq(s, HRMT_OK, "%s", hrmt_last_error(ctx));
-    cr_assert_gt(m->T * (size_t)B, 128);
     hrmt_model_destroy(m);
     return log;
 }
@@ -2327,8 +2326,8 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     cr_assert_not_null(bad);
     int edited = 0;
     for (char *l = strstr(bad, "\nbucket "); l; l = strstr(l + 1, "\nbucket ")) {
-        char *sp = l + 1;
-        for (int k = 0; k < 3 && sp; k++) sp = strchr(sp + 1, ' ');
+        char *sp = l + 1; /* "bucket S B O ALGO": the fourth space precedes ALGO */
+        for (int k = 0; k < 4 && sp; k++) sp = strchr(sp + 1, ' ');
         cr_assert_not_null(sp);
         memset(sp + 1, 'f', 16);
         edited++;
