@@ -1044,13 +1044,17 @@ static void hint_keeps_bits(const char *other, const char *order, const char *en
 }
 
 /* The register attention kernel's q, k and v copies evict-first in L2
- * (HRMT_CUDA_ATTN_STREAM, opt-in) against plain copies, the qkv +
- * attention kernels off, as above. */
+ * (HRMT_CUDA_ATTN_STREAM, on by default since session 60) against plain
+ * copies, the qkv + attention kernels off, as above. */
 static void attn_stream_equals_plain(int hidden, int heads, int seq_len) {
     hint_keeps_bits("HRMT_CUDA_QKV_ATTN", "HRMT_CUDA_ATTN_DESCEND", "HRMT_CUDA_ATTN_STREAM",
                     HRMT_PATH_ATTN_STREAM, "attention copies evict-first", hidden, heads, seq_len);
 }
-Test(cuda_model, attn_stream_equals_plain_hrm_width) { attn_stream_equals_plain(512, 8, 81); }
+Test(cuda_model, attn_stream_equals_plain_hrm_width) {
+    expect_switch_default_on("HRMT_CUDA_ATTN_STREAM", HRMT_PATH_ATTN_STREAM,
+                             "the attention copies evict-first");
+    attn_stream_equals_plain(512, 8, 81);
+}
 Test(cuda_model, attn_stream_equals_plain_short_seq) { attn_stream_equals_plain(256, 4, 60); }
 Test(cuda_model, attn_stream_equals_plain_head_dim_32) { attn_stream_equals_plain(64, 2, 100); }
 

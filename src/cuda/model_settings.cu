@@ -61,7 +61,7 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 1, &desc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_DESCEND", 1, &ndesc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_STREAM", 1, &nstream)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_STREAM", 0, &astream)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_STREAM", 1, &astream)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
