@@ -10,11 +10,9 @@
 # session 54's HRMT_CUDA_GLU_WRES_KB (run in session 55, dropped: no gain,
 # docs/CUDA-KERNELS.md); session 55's HRMT_CUDA_CLUSTER_NORM_OWNER8 (run in
 # session 56, a default in clusters of 8 since); session 58's
-# HRMT_CUDA_ATTN_STREAM (TRIAL_ONLY=HRMT_CUDA_ATTN_STREAM TRIAL_STEPS="tests
-# memcheck ab"); session 59's HRMT_CUDA_GEMM_TUNE_GAPS, a tuner timing switch
-# (its tests and A/B; its memcheck, run without the tuner, says nothing; see
-# bench/gpu_tune_log.sh for its picks); each of the others is now a default
-# or was measured.
+# HRMT_CUDA_ATTN_STREAM (run in session 60, a default since); session 59's
+# HRMT_CUDA_GEMM_TUNE_GAPS (run in session 60, removed: the picks did not
+# move); each of the others is now a default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
@@ -65,7 +63,6 @@ switches=(
   "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8|qkv_attn"
   "HRMT_CUDA_CLUSTER_NORM_OWNER8|cluster_norm_owner8_equals_owner_*|1,4,8,11|cluster_norm"
   "HRMT_CUDA_ATTN_STREAM|attn_stream_equals_plain_*|40,128,256|attend_mma"
-  "HRMT_CUDA_GEMM_TUNE_GAPS|gemm_tuning_gaps_keep_bits|8,128,256|nvjet"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 # One bounded run of test_cuda_model: run_cases LIMIT_S WHAT [VAR=VALUE...]

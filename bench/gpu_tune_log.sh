@@ -7,8 +7,8 @@
 # pick of each run marked with '*'. A pick that moves between runs of one
 # value is a near tie or noise; one that moves with the value is the value's.
 #   bash bench/gpu_tune_log.sh BUILD_DIR [BATCH] [RUNS] [VAR] [VALUES]
-# BATCH defaults to 256, RUNS to 2, VAR to HRMT_CUDA_GEMM_TUNE_GAPS and
-# VALUES to "0 1" (VAR=- runs plain processes only). The step must be past
+# BATCH defaults to 256, RUNS to 2 and VAR to - (plain processes only,
+# VALUES unused; VALUES defaults to "0 1"). The step must be past
 # the first row bucket (more than 128 rows) for exact-M tuning to run.
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
@@ -17,7 +17,7 @@ if [ $# -lt 1 ] || [ "$1" = --help ]; then
   [ $# -ge 1 ] && exit 0
   exit 2
 fi
-build=$1 batch=${2:-256} runs=${3:-2} var=${4:-HRMT_CUDA_GEMM_TUNE_GAPS} values=${5:-0 1}
+build=$1 batch=${2:-256} runs=${3:-2} var=${4:--} values=${5:-0 1}
 [ "$var" = - ] && values=-
 case $batch$runs in *[!0-9]*) echo "BATCH and RUNS must be whole numbers" >&2; exit 2 ;; esac
 [ -x "$build/hrmt" ] || { echo "no $build/hrmt (the target is hrmt_cli)" >&2; exit 2; }

@@ -2118,18 +2118,12 @@ Test(cuda_model, bad_tile_samples_setting) {
 /* The small-M GEMM algorithms chosen at load (model_gemm_tune.cu) against
  * the pinned algorithm alone (HRMT_CUDA_GEMM_TUNE=0): the same bytes at
  * batches whose rows fall in different buckets. */
-/* Tuned (with HRMT_CUDA_GEMM_TUNE_GAPS at `gaps`, NULL: unset) against
- * pinned models, batches 1 / 2 / 13 / 50. */
-static void expect_tuned_equals_pinned(const char *gaps) {
+Test(cuda_model, gemm_tuning_keeps_bits) {
     hrmt_context *ctx = cuda_ctx();
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     hrmt_model *tuned = NULL, *pinned = NULL;
     setenv("HRMT_CUDA_GEMM_TUNE", "1", 1);    /* whatever the caller's environment says */
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1); /* every projection through the tuned GEMMs */
-    if (gaps)
-        setenv("HRMT_CUDA_GEMM_TUNE_GAPS", gaps, 1);
-    else
-        unsetenv("HRMT_CUDA_GEMM_TUNE_GAPS");
     cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 11, &tuned), HRMT_OK, "%s",
                  hrmt_last_error(ctx));
     setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
@@ -2140,29 +2134,21 @@ static void expect_tuned_equals_pinned(const char *gaps) {
     const int batches[] = {1, 2, 13, 50};
     for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
         outs x[2], y[2];
-        /* A first step at more than 128 rows also tunes at its exact rows,
-         * gaps still set. */
+        /* A first step at more than 128 rows also tunes at its exact rows. */
         run_steps(tuned, batches[b], HRMT_SCHEDULE_BASELINE, 2, x);
         run_steps(pinned, batches[b], HRMT_SCHEDULE_BASELINE, 2, y);
         for (int s = 0; s < 2; s++) {
             for (int f = 0; f < 5; f++)
-                EXPECT_SAME_FIELD(&x[s], &y[s], f, "gaps %s, batch %d step %d %s: tuned != pinned",
-                                  gaps ? gaps : "unset", batches[b], s, k_fields[f]);
+                EXPECT_SAME_FIELD(&x[s], &y[s], f, "batch %d step %d %s: tuned != pinned",
+                                  batches[b], s, k_fields[f]);
             outs_free(&x[s]);
             outs_free(&y[s]);
         }
     }
-    unsetenv("HRMT_CUDA_GEMM_TUNE_GAPS");
     hrmt_model_destroy(tuned);
     hrmt_model_destroy(pinned);
     hrmt_context_destroy(ctx);
 }
-
-Test(cuda_model, gemm_tuning_keeps_bits) { expect_tuned_equals_pinned(NULL); }
-
-/* The tuner timed with an empty kernel after each call (a development
- * switch): its picks still give the pinned algorithm's bytes. */
-Test(cuda_model, gemm_tuning_gaps_keep_bits) { expect_tuned_equals_pinned("1"); }
 
 /* ---- HRMT_CUDA_GEMM_TUNE_CACHE: the tuner's picks kept in a file ---------- */
 
@@ -2173,7 +2159,6 @@ static void cache_env(const char *path) {
     setenv("HRMT_CUDA_GEMM_TUNE", "1", 1);
     setenv("HRMT_CUDA_CLUSTER_NORM", "0", 1);
     setenv("HRMT_CUDA_GEMM_TUNE_LOG", "1", 1);
-    unsetenv("HRMT_CUDA_GEMM_TUNE_GAPS");
     if (path)
         setenv("HRMT_CUDA_GEMM_TUNE_CACHE", path, 1);
     else

@@ -63,8 +63,6 @@ struct tune_ctx {
     hrmt_model *m;
     int own_shapes;                 /* gemm_wgmma.cu's tile shapes on this device */
     int verbose;                    /* HRMT_CUDA_GEMM_TUNE_LOG=1: each bucket's pick on stderr */
-    int gaps;                       /* HRMT_CUDA_GEMM_TUNE_GAPS=1: see time_us */
-    float gap_us;                   /* a gap kernel's own time, taken off each call's */
     uint16_t *a, *w, *c0, *c1, *c2; /* device: random A and W, three outputs */
     unsigned char *h0, *h1, *h2;    /* host copies of c0..c2 */
     cudaEvent_t ev0, ev1;
@@ -123,18 +121,6 @@ hrmt_status same_bits(tune_ctx *t, R &&ref, F &&cand, uint64_t M, size_t row, in
     return HRMT_OK;
 }
 
-/* With gaps, an empty kernel follows each timed call: in the step a GEMM is
- * followed by another kernel, so its last wave's tail is exposed, where a
- * call that follows its own twin may start into it (a development switch,
- * to see whether that biases the picks; the gap's time is taken off). */
-__global__ void tune_gap_kernel() {}
-
-/* One gap kernel on `st`; 1: launched. */
-int launch_gap(cudaStream_t st) {
-    tune_gap_kernel<<<1, 32, 0, st>>>();
-    return cudaPeekAtLastError() == cudaSuccess;
-}
-
 /* Microseconds of `call()` (1: it ran): the best of TIMED_REPLAYS replays of
  * a graph of TIMED_RUNS calls, after one warm-up replay. Timed as a graph,
  * as the step runs: calls timed from the host measured the host's launch
@@ -151,10 +137,7 @@ hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     TRY(cuda_err(t, cudaStreamSynchronize(st), what));
     TRY(cuda_err(t, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), what));
     int ok = 1;
-    for (int i = 0; i < TIMED_RUNS && ok; i++) {
-        ok = call();
-        if (ok && t->gaps) ok = launch_gap(st);
-    }
+    for (int i = 0; i < TIMED_RUNS && ok; i++) ok = call();
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(st, &graph);
     cudaGraphExec_t exec = NULL;
@@ -178,7 +161,7 @@ hrmt_status time_us(tune_ctx *t, F &&call, float *us) {
     const cudaError_t e2 = cudaGraphExecDestroy(exec);
     TRY(cuda_err(t, e, what));
     TRY(cuda_err(t, e2, what));
-    *us = best * 1000.0f / TIMED_RUNS - (t->gaps ? t->gap_us : 0.0f);
+    *us = best * 1000.0f / TIMED_RUNS;
     return HRMT_OK;
 }
 
@@ -437,15 +420,6 @@ hrmt_status tune_open(hrmt_model *m, size_t rows, tune_ctx *t, int *skip) {
         s = cuda_err(t, cudaEventCreate(&t->ev0), "cuda gemm tuning: event");
     if (s == HRMT_OK && !*skip)
         s = cuda_err(t, cudaEventCreate(&t->ev1), "cuda gemm tuning: event");
-    const char *gaps = getenv("HRMT_CUDA_GEMM_TUNE_GAPS");
-    if (s == HRMT_OK && !*skip && gaps && !strcmp(gaps, "1")) {
-        s = time_us(
-            t, [&] { return launch_gap(cu_stream(m)); }, &t->gap_us);
-        t->gaps = s == HRMT_OK && isfinite(t->gap_us); /* else timed without gaps */
-        if (!t->gaps) (void)cudaGetLastError();
-        if (t->verbose && t->gaps)
-            fprintf(stderr, "hrmt gemm tuning: gap kernel %.2f us a call\n", t->gap_us);
-    }
     return s;
 }
 
@@ -457,7 +431,6 @@ void tune_key(hrmt_model *m, int lt_only, char *key, size_t len) {
     const cudaDeviceProp *p = &m->ctx->cuda->prop;
     int rt = 0;
     if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = -1;
-    const char *gaps = getenv("HRMT_CUDA_GEMM_TUNE_GAPS");
     unsigned glu_mask = 0;
     const int glu_shapes = g->glu && !lt_only ? cu_glu_shapes(m) : 0;
     for (int i = 0; i < glu_shapes && i < 32; i++)
@@ -469,8 +442,8 @@ void tune_key(hrmt_model *m, int lt_only, char *key, size_t len) {
         n += snprintf(key + n, len - n, "|%zux%zu/%zu/%zu", g->lt[i].n, g->lt[i].k, g->lt[i].lda,
                       g->lt[i].ldc);
     if (n > 0 && (size_t)n < len)
-        snprintf(key + n, len - n, "|lt %d|own %d|glu %d %x|gaps %d", lt_only,
-                 lt_only ? 0 : cu_wgemm_shapes(m), g->glu, glu_mask, gaps && !strcmp(gaps, "1"));
+        snprintf(key + n, len - n, "|lt %d|own %d|glu %d %x", lt_only,
+                 lt_only ? 0 : cu_wgemm_shapes(m), g->glu, glu_mask);
     for (char *c = key; *c; c++)
         if (*c == '\n' || *c == ' ') *c = '_'; /* one line, one token */
 }
