@@ -2324,7 +2324,7 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     cr_assert_gt(edited, 0);
     spit(path, bad);
     char *log = cached_run(ctx, dir, path, 2, x);
-    cr_expect_not_null(strstr(log, "buckets give other bits: tuned again"), "%s", log);
+    cr_expect_not_null(strstr(log, "buckets fail their check: tuned again"), "%s", log);
     cr_expect_not_null(strstr(log, "': written"), "%s", log);
     free(log);
     expect_pinned_bits(ctx, 2, x, "refused algorithms, tuned again");
@@ -2343,7 +2343,7 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     sprintf(bad, "%.*s\nbucket 0 0 99%s", (int)(b00 - good), good, algo);
     spit(path, bad);
     log = cached_run(ctx, dir, path, 2, x);
-    cr_expect_not_null(strstr(log, "buckets give other bits: tuned again"), "%s", log);
+    cr_expect_not_null(strstr(log, "buckets fail their check: tuned again"), "%s", log);
     free(log);
     expect_pinned_bits(ctx, 2, x, "own shape 98, tuned again");
     outs_free2(x);

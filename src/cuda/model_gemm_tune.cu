@@ -504,7 +504,7 @@ hrmt_status cached_buckets(tune_ctx *t, int own_shapes, int lt_only, int *used) 
         TRY(cached_glu_ok(t, &g->lt[CU_LT_GATE_UP], c->glu_shape[b], (uint64_t)128 << b, &ok));
     if (t->verbose)
         fprintf(stderr, "hrmt gemm tuning: cache '%s': buckets %s\n", c->path,
-                ok ? "read and checked" : "give other bits: tuned again");
+                ok ? "read and checked" : "fail their check: tuned again");
     if (!ok) return HRMT_OK;
     for (int i = 0; i < g->nlt; i++) {
         for (int b = 0; b < CU_LT_BUCKETS; b++) {
@@ -549,7 +549,7 @@ hrmt_status cached_exact(tune_ctx *t, const hrmt_tune_exact *e, int own_shapes, 
     if (ok && g->glu) TRY(cached_glu_ok(t, &g->lt[CU_LT_GATE_UP], e->glu_shape, e->rows, &ok));
     if (t->verbose)
         fprintf(stderr, "hrmt gemm tuning: cache '%s': rows = %zu %s\n", g->tcache->path, e->rows,
-                ok ? "read and checked" : "give other bits: tuned again");
+                ok ? "read and checked" : "fail their check: tuned again");
     *used = ok;
     if (!ok) return HRMT_OK;
     for (int i = 0; i < g->nlt; i++) {
