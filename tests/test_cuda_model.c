@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/safetensors.h"
@@ -2171,28 +2170,10 @@ static void cache_env_clear(void) {
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) unsetenv(v[i]);
 }
 
-/* A fresh directory for a test's files; dir gets its path. */
-static void cache_dir(char *dir, size_t len) {
-    snprintf(dir, len, "%s/hrmt-tune-cache-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
-}
-
-/* The whole of a small text file, NUL-terminated (malloc'd); NULL: none. */
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    cr_assert_not_null(buf);
-    const size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "%s", path);
+/* A fresh directory for a test's files, and the pick file's path in it. */
+static void cache_paths(char *dir, size_t dl, char *path, size_t pl) {
+    hrmt_test_temp_dir(dir, dl, "hrmt-tune-cache");
+    snprintf(path, pl, "%s/picks", dir);
 }
 
 /* stderr into `path` until capture_end (the tuner's log is what shows
@@ -2211,7 +2192,7 @@ static char *capture_end(int saved, const char *path) {
     fflush(stderr);
     cr_assert(dup2(saved, 2) >= 0);
     close(saved);
-    char *log = slurp(path);
+    char *log = hrmt_test_slurp(path);
     cr_assert_not_null(log, "%s", path);
     return log;
 }
@@ -2261,8 +2242,7 @@ static void outs_free2(outs *x) {
 Test(cuda_model, gemm_tune_cache_reuses_picks) {
     hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300], want[64];
-    cache_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/picks", dir);
+    cache_paths(dir, sizeof dir, path, sizeof path);
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     hrmt_model *probe = NULL;
     setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
@@ -2275,7 +2255,7 @@ Test(cuda_model, gemm_tune_cache_reuses_picks) {
     cr_expect_not_null(strstr(log, "': written"), "%s", log);
     outs_free2(x);
     free(log);
-    char *file = slurp(path);
+    char *file = hrmt_test_slurp(path);
     cr_assert_not_null(file, "no file at %s", path);
     cr_expect_eq(strncmp(file, "hrmt-gemm-tune 1\nkey ", 21), 0, "%.200s", file);
     cr_expect_not_null(strstr(file, "\nbucket 0 0 "), "%.400s", file);
@@ -2302,12 +2282,11 @@ Test(cuda_model, gemm_tune_cache_reuses_picks) {
 Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    cache_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/picks", dir);
+    cache_paths(dir, sizeof dir, path, sizeof path);
     outs x[2];
     free(cached_run(ctx, dir, path, 2, x));
     outs_free2(x);
-    char *good = slurp(path);
+    char *good = hrmt_test_slurp(path);
     cr_assert_not_null(good);
     /* Every algorithm's first 16 hex digits to f (an id cuBLASLt has not)
      * and every own shape to 99. */
@@ -2322,14 +2301,14 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
         edited++;
     }
     cr_assert_gt(edited, 0);
-    spit(path, bad);
+    hrmt_test_spit(path, bad);
     char *log = cached_run(ctx, dir, path, 2, x);
     cr_expect_not_null(strstr(log, "buckets fail their check: tuned again"), "%s", log);
     cr_expect_not_null(strstr(log, "': written"), "%s", log);
     free(log);
     expect_pinned_bits(ctx, 2, x, "refused algorithms, tuned again");
     outs_free2(x);
-    char *now = slurp(path);
+    char *now = hrmt_test_slurp(path);
     cr_expect_neq(strcmp(now, bad), 0, "the bad picks stayed in the file");
     free(now);
     /* An own shape out of range (98: no device has that many). */
@@ -2341,7 +2320,7 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     bad = malloc(strlen(good) + 8);
     cr_assert_not_null(bad);
     sprintf(bad, "%.*s\nbucket 0 0 99%s", (int)(b00 - good), good, algo);
-    spit(path, bad);
+    hrmt_test_spit(path, bad);
     log = cached_run(ctx, dir, path, 2, x);
     cr_expect_not_null(strstr(log, "buckets fail their check: tuned again"), "%s", log);
     free(log);
@@ -2351,7 +2330,7 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     const char *texts[] = {"hrmt-gemm-tune 1\nkey x\n", "hrmt-gemm-tune 1\n", "hrmt-gemm-tune 2\n",
                            ""};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        spit(path, texts[i]);
+        hrmt_test_spit(path, texts[i]);
         log = cached_run(ctx, dir, path, 1, x);
         cr_expect_not_null(strstr(log, " pinned, rows"), "file %zu: nothing timed:\n%s", i, log);
         cr_expect_not_null(strstr(log, "': written"), "file %zu: %s", i, log);
@@ -2364,7 +2343,7 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     memcpy(longl, good, (size_t)(hdr - good));
     memset(longl + (hdr - good), 'b', 3000);
     strcpy(longl + (hdr - good) + 3000, "\n");
-    spit(path, longl);
+    hrmt_test_spit(path, longl);
     log = cached_run(ctx, dir, path, 1, x);
     cr_expect_not_null(strstr(log, " pinned, rows"), "a long line: nothing timed:\n%s", log);
     free(log);
@@ -2382,14 +2361,13 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
 Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
     hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    cache_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/picks", dir);
+    cache_paths(dir, sizeof dir, path, sizeof path);
     cache_env(path);
     hrmt_model_config wide = sized_cfg(256, 4, 81);
     hrmt_model *m = NULL;
     cr_assert_eq(hrmt_model_create_random(ctx, &wide, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     hrmt_model_destroy(m);
-    char *first = slurp(path);
+    char *first = hrmt_test_slurp(path);
     cr_assert_not_null(first);
     outs x[2];
     char *log = cached_run(ctx, dir, path, 2, x);
@@ -2397,7 +2375,7 @@ Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
     free(log);
     expect_pinned_bits(ctx, 2, x, "after another model's file");
     outs_free2(x);
-    char *now = slurp(path);
+    char *now = hrmt_test_slurp(path);
     cr_expect_neq(strcmp(first, now), 0, "the file was not rewritten");
     free(now);
     free(first);
@@ -2410,9 +2388,9 @@ Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
 Test(cuda_model, gemm_tune_cache_bad_paths) {
     hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    cache_dir(dir, sizeof dir);
+    hrmt_test_temp_dir(dir, sizeof dir, "hrmt-tune-cache");
     snprintf(path, sizeof path, "%s/weights.safetensors", dir);
-    spit(path, "not a tuning cache\n");
+    hrmt_test_spit(path, "not a tuning cache\n");
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     const char *paths[3] = {path, dir, NULL};
     char missing[320];
@@ -2430,7 +2408,7 @@ Test(cuda_model, gemm_tune_cache_bad_paths) {
                            hrmt_last_error(ctx));
         cr_expect_not_null(strstr(hrmt_last_error(ctx), paths[i]), "%s", hrmt_last_error(ctx));
     }
-    char *text = slurp(path);
+    char *text = hrmt_test_slurp(path);
     cr_expect_str_eq(text, "not a tuning cache\n");
     free(text);
     /* The context still loads a model after the refusals. */

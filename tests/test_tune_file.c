@@ -15,30 +15,16 @@
 #include <unistd.h>
 
 #include "core/gemm_tune_file.h"
+#include "support/test_common.h"
 
 static const char KEY[] = "NVIDIA_H200|sm_9.0|sms_132|cublasLt_130000|T_82";
 
-static void fresh_dir(char *dir, size_t len) {
-    snprintf(dir, len, "%s/hrmt-tune-file-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
-}
+static void fresh_dir(char *dir, size_t len) { hrmt_test_temp_dir(dir, len, "hrmt-tune-file"); }
 
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    char *buf = malloc(1 << 21);
-    cr_assert_not_null(buf);
-    const size_t n = fread(buf, 1, (1 << 21) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    cr_assert(fputs(text, f) >= 0);
-    cr_assert_eq(fclose(f), 0);
+    char *text = hrmt_test_slurp(path);
+    cr_assert_not_null(text, "%s", path);
+    return text;
 }
 
 /* Picks with every byte spelled out (not the reader's own output): slot i,
@@ -119,6 +105,16 @@ static hrmt_tune_file *reopen(const char *path, int glu) {
     return f;
 }
 
+/* `text` written to path reads as holding nothing; frees text. */
+static void expect_nothing_read(const char *path, char *text, int glu, const char *what) {
+    hrmt_test_spit(path, text);
+    hrmt_tune_file *f = reopen(path, glu);
+    cr_expect_eq(f->have_buckets, 0, "%s: buckets read", what);
+    cr_expect_eq(f->nexact, 0, "%s: exact entries read", what);
+    hrmt_tune_file_free(f);
+    free(text);
+}
+
 Test(tune_file, round_trip) {
     char dir[256], path[300];
     fresh_dir(dir, sizeof dir);
@@ -189,7 +185,7 @@ Test(tune_file, incomplete_parts_dropped) {
     char *text = write_full(dir, path, sizeof path, 1);
     /* A missing bucket line: no buckets, the exact entries kept. */
     char *t = edit_line(text, "bucket 3 7 ", NULL);
-    spit(path, t);
+    hrmt_test_spit(path, t);
     hrmt_tune_file *f = reopen(path, 1);
     cr_expect_eq(f->have_buckets, 0);
     cr_expect_eq(f->nexact, 3);
@@ -198,7 +194,7 @@ Test(tune_file, incomplete_parts_dropped) {
     free(t);
     /* A missing exact line: that entry dropped, the rest kept. */
     t = edit_line(text, "exact 984 2 ", NULL);
-    spit(path, t);
+    hrmt_test_spit(path, t);
     f = reopen(path, 1);
     expect_buckets(f, 1);
     cr_expect_eq(f->nexact, 2);
@@ -208,7 +204,7 @@ Test(tune_file, incomplete_parts_dropped) {
     hrmt_tune_file_free(f);
     free(t);
     t = edit_line(text, "exact_glu 20992 ", NULL);
-    spit(path, t);
+    hrmt_test_spit(path, t);
     f = reopen(path, 1);
     cr_expect_eq(f->nexact, 2);
     cr_expect_null(hrmt_tune_file_exact(f, 20992));
@@ -245,57 +241,28 @@ Test(tune_file, malformed_holds_nothing) {
     };
     for (size_t i = 0; i < sizeof bad_buckets / sizeof bad_buckets[0]; i++) {
         snprintf(line, sizeof line, bad_buckets[i], hex);
-        char *t = edit_line(text, "bucket 0 0 ", line);
-        spit(path, t);
-        hrmt_tune_file *f = reopen(path, 1);
-        cr_expect_eq(f->have_buckets, 0, "'%s' read", line);
-        cr_expect_eq(f->nexact, 0, "'%s' read", line);
-        hrmt_tune_file_free(f);
-        free(t);
+        expect_nothing_read(path, edit_line(text, "bucket 0 0 ", line), 1, line);
     }
     const char *bad_glu[] = {"glu 8 0", "glu 0", "glu 0 0 0", "exact_glu 0 1", "exact_glu 164"};
     for (size_t i = 0; i < sizeof bad_glu / sizeof bad_glu[0]; i++) {
-        char *t = edit_line(text, "glu 0 ", bad_glu[i]);
-        spit(path, t);
-        hrmt_tune_file *f = reopen(path, 1);
-        cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "'%s' read", bad_glu[i]);
-        hrmt_tune_file_free(f);
-        free(t);
+        expect_nothing_read(path, edit_line(text, "glu 0 ", bad_glu[i]), 1, bad_glu[i]);
     }
     /* An empty line, a last line without its newline, a line past the
      * reader's length, a key line with more after it. */
-    char *t = edit_line(text, "glu 3 ", "");
-    spit(path, t);
-    hrmt_tune_file *f = reopen(path, 1);
-    cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "an empty line read");
-    hrmt_tune_file_free(f);
-    free(t);
-    t = strdup(text);
+    expect_nothing_read(path, edit_line(text, "glu 3 ", ""), 1, "an empty line");
+    char *t = strdup(text);
+    cr_assert_not_null(t);
     t[strlen(t) - 1] = '\0';
-    spit(path, t);
-    f = reopen(path, 1);
-    cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "a last line without newline read");
-    hrmt_tune_file_free(f);
-    free(t);
+    expect_nothing_read(path, t, 1, "a last line without its newline");
     char *longl = malloc(5000);
     cr_assert_not_null(longl);
     memset(longl, '7', 4000);
     longl[4000] = '\0';
-    t = edit_line(text, "glu 5 ", longl);
-    spit(path, t);
-    f = reopen(path, 1);
-    cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "a 4000-character line read");
-    hrmt_tune_file_free(f);
-    free(t);
+    expect_nothing_read(path, edit_line(text, "glu 5 ", longl), 1, "a 4000-character line");
     free(longl);
     char keyl[600];
     snprintf(keyl, sizeof keyl, "key %s more", KEY);
-    t = edit_line(text, "key ", keyl);
-    spit(path, t);
-    f = reopen(path, 1);
-    cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "a longer key read");
-    hrmt_tune_file_free(f);
-    free(t);
+    expect_nothing_read(path, edit_line(text, "key ", keyl), 1, "a longer key");
     free(text);
 }
 
@@ -305,25 +272,18 @@ Test(tune_file, too_many_holds_nothing) {
     char dir[256], path[300];
     fresh_dir(dir, sizeof dir);
     char *text = write_full(dir, path, sizeof path, 0);
-    size_t cap = strlen(text) + 100000 * 16;
+    const size_t cap = strlen(text) + 100000 * 16;
     char *big = malloc(cap);
     cr_assert_not_null(big);
     strcpy(big, text);
     size_t n = strlen(big);
     for (int r = 0; r < HRMT_TUNE_EXACT + 1; r++)
         n += (size_t)sprintf(big + n, "exact %d 0 0 %0128d\n", 200 + r, 0);
-    spit(path, big);
-    hrmt_tune_file *f = reopen(path, 0);
-    cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "65 new exact entries read");
-    hrmt_tune_file_free(f);
+    expect_nothing_read(path, strdup(big), 0, "65 new exact entries");
     strcpy(big, text);
     n = strlen(big);
     for (int r = 0; r < 9000; r++) n += (size_t)sprintf(big + n, "glu %d 0\n", r % 8);
-    spit(path, big);
-    f = reopen(path, 0);
-    cr_expect_eq(f->have_buckets + (int)f->nexact, 0, "9000 more lines read");
-    hrmt_tune_file_free(f);
-    free(big);
+    expect_nothing_read(path, big, 0, "9000 more lines");
     free(text);
 }
 
@@ -335,17 +295,14 @@ Test(tune_file, foreign_files) {
     snprintf(path, sizeof path, "%s/picks", dir);
     const char *ours[] = {"", "hrmt-gemm-tune 2\nkey x\n", "hrmt-gemm-tune 1\n"};
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
-        spit(path, ours[i]);
-        hrmt_tune_file *f = reopen(path, 0);
-        cr_expect_eq(f->have_buckets + (int)f->nexact, 0);
-        hrmt_tune_file_free(f);
+        expect_nothing_read(path, strdup(ours[i]), 0, ours[i]);
     }
     const char *theirs[] = {"{\"weights\": 1}\n", "hrmt-gemm-tun", "\n"};
     hrmt_context_options o = hrmt_context_default_options();
     hrmt_context *ctx = NULL;
     cr_assert_eq(hrmt_context_create(&o, &ctx, NULL, 0), HRMT_OK);
     for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
-        spit(path, theirs[i]);
+        hrmt_test_spit(path, theirs[i]);
         hrmt_tune_file *f = NULL;
         cr_expect_eq(hrmt_tune_file_open(ctx, path, KEY, 4, 0, &f), HRMT_ERR_IO, "'%s'", theirs[i]);
         cr_expect_null(f);

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "support/test_common.h"
 
 #include <criterion/criterion.h>
@@ -72,4 +73,29 @@ const char *hrmt_test_data(const char *rel) {
 int hrmt_test_cuda_required(void) {
     const char *v = getenv("HRMT_TEST_REQUIRE_CUDA");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+void hrmt_test_temp_dir(char *dir, size_t len, const char *stem) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, len, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
+char *hrmt_test_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    const size_t cap = (size_t)1 << 21;
+    char *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    const size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+void hrmt_test_spit(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert(fputs(text, f) >= 0, "%s", path);
+    cr_assert_eq(fclose(f), 0, "%s", path);
 }
