@@ -24,6 +24,7 @@
 
 #include "core/safetensors.h"
 #include "model/model.h"
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 /* A case whose kernel hangs (a new kernel's first device run) fails alone
@@ -2164,15 +2165,17 @@ static void cache_env(const char *path) {
         unsetenv("HRMT_CUDA_GEMM_TUNE_CACHE");
 }
 
-static void cache_env_clear(void) {
+/* The end of a cache test: its environment unset, its directory removed. */
+static void cache_done(const char *dir) {
     const char *v[] = {"HRMT_CUDA_GEMM_TUNE", "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_GEMM_TUNE_LOG",
                        "HRMT_CUDA_GEMM_TUNE_CACHE"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) unsetenv(v[i]);
+    hrmt_test_rmtree(dir);
 }
 
 /* A fresh directory for a test's files, and the pick file's path in it. */
 static void cache_paths(char *dir, size_t dl, char *path, size_t pl) {
-    hrmt_test_temp_dir(dir, dl, "hrmt-tune-cache");
+    hrmt_test_mkdtemp(dir, dl, "tune_cache");
     snprintf(path, pl, "%s/picks", dir);
 }
 
@@ -2272,7 +2275,7 @@ Test(cuda_model, gemm_tune_cache_reuses_picks) {
     free(log);
     expect_pinned_bits(ctx, 2, x, "picks from the file");
     outs_free2(x);
-    cache_env_clear();
+    cache_done(dir);
     hrmt_context_destroy(ctx);
 }
 
@@ -2352,7 +2355,7 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     free(longl);
     free(bad);
     free(good);
-    cache_env_clear();
+    cache_done(dir);
     hrmt_context_destroy(ctx);
 }
 
@@ -2379,7 +2382,7 @@ Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
     cr_expect_neq(strcmp(first, now), 0, "the file was not rewritten");
     free(now);
     free(first);
-    cache_env_clear();
+    cache_done(dir);
     hrmt_context_destroy(ctx);
 }
 
@@ -2388,7 +2391,7 @@ Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
 Test(cuda_model, gemm_tune_cache_bad_paths) {
     hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    hrmt_test_temp_dir(dir, sizeof dir, "hrmt-tune-cache");
+    hrmt_test_mkdtemp(dir, sizeof dir, "tune_cache");
     snprintf(path, sizeof path, "%s/weights.safetensors", dir);
     hrmt_test_spit(path, "not a tuning cache\n");
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
@@ -2416,7 +2419,7 @@ Test(cuda_model, gemm_tune_cache_bad_paths) {
     hrmt_model *m = NULL;
     cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     hrmt_model_destroy(m);
-    cache_env_clear();
+    cache_done(dir);
     hrmt_context_destroy(ctx);
 }
 

@@ -15,11 +15,16 @@
 #include <unistd.h>
 
 #include "core/gemm_tune_file.h"
+#include "support/run_cmd.h"
 #include "support/test_common.h"
 
 static const char KEY[] = "NVIDIA_H200|sm_9.0|sms_132|cublasLt_130000|T_82";
 
-static void fresh_dir(char *dir, size_t len) { hrmt_test_temp_dir(dir, len, "hrmt-tune-file"); }
+/* Each test (its own process) works in a fresh directory, removed after. */
+static char dir[256];
+static void make_dir(void) { hrmt_test_mkdtemp(dir, sizeof dir, "tune_file"); }
+static void remove_dir(void) { hrmt_test_rmtree(dir); }
+TestSuite(tune_file, .init = make_dir, .fini = remove_dir);
 
 static char *slurp(const char *path) {
     char *text = hrmt_test_slurp(path);
@@ -76,9 +81,9 @@ static void expect_exact(const hrmt_tune_file *f, size_t rows) {
     if (f->glu_lines) cr_assert_eq(e->glu_shape, want.glu_shape);
 }
 
-/* A cache at dir/picks with the buckets and exact entries at 164, 984 and
+/* A cache at the test's dir/picks with the buckets and exact entries at 164, 984 and
  * 20992 rows, written; its text (malloc'd) returned. */
-static char *write_full(const char *dir, char *path, size_t plen, int glu) {
+static char *write_full(char *path, size_t plen, int glu) {
     snprintf(path, plen, "%s/picks", dir);
     (void)unlink(path);
     hrmt_tune_file *f = NULL;
@@ -116,10 +121,9 @@ static void expect_nothing_read(const char *path, char *text, int glu, const cha
 }
 
 Test(tune_file, round_trip) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
+    char path[300];
     for (int glu = 0; glu < 2; glu++) {
-        char *text = write_full(dir, path, sizeof path, glu);
+        char *text = write_full(path, sizeof path, glu);
         cr_expect_eq(strncmp(text, "hrmt-gemm-tune 1\nkey ", 21), 0, "%.80s", text);
         /* slot 1, bucket 2: bytes 31 + 14 + j = 0x2d, 0x2e, ...; own 3 */
         cr_expect_not_null(strstr(text, "\nbucket 1 2 3 2d2e2f30"), "%.300s", text);
@@ -149,9 +153,8 @@ Test(tune_file, round_trip) {
  * file holds nothing for this one; a cache read with the fused gate_up
  * expected lacks its lines: no buckets. */
 Test(tune_file, other_key_holds_nothing) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
-    free(write_full(dir, path, sizeof path, 0));
+    char path[300];
+    free(write_full(path, sizeof path, 0));
     hrmt_tune_file *f = NULL;
     cr_assert_eq(hrmt_tune_file_open(NULL, path, "NVIDIA_H100|sm_9.0", 4, 0, &f), HRMT_OK);
     cr_expect_eq(f->have_buckets, 0);
@@ -179,45 +182,43 @@ static char *edit_line(const char *text, const char *prefix, const char *with) {
     return out;
 }
 
-Test(tune_file, incomplete_parts_dropped) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
-    char *text = write_full(dir, path, sizeof path, 1);
-    /* A missing bucket line: no buckets, the exact entries kept. */
-    char *t = edit_line(text, "bucket 3 7 ", NULL);
+/* path rewritten as `text` without its line starting `prefix`, then
+ * opened with the fused gate_up's lines expected (caller frees). */
+static hrmt_tune_file *reopen_without(const char *path, const char *text, const char *prefix) {
+    char *t = edit_line(text, prefix, NULL);
     hrmt_test_spit(path, t);
-    hrmt_tune_file *f = reopen(path, 1);
+    free(t);
+    return reopen(path, 1);
+}
+
+Test(tune_file, incomplete_parts_dropped) {
+    char path[300];
+    char *text = write_full(path, sizeof path, 1);
+    /* A missing bucket line: no buckets, the exact entries kept. */
+    hrmt_tune_file *f = reopen_without(path, text, "bucket 3 7 ");
     cr_expect_eq(f->have_buckets, 0);
     cr_expect_eq(f->nexact, 3);
     expect_exact(f, 984);
     hrmt_tune_file_free(f);
-    free(t);
     /* A missing exact line: that entry dropped, the rest kept. */
-    t = edit_line(text, "exact 984 2 ", NULL);
-    hrmt_test_spit(path, t);
-    f = reopen(path, 1);
+    f = reopen_without(path, text, "exact 984 2 ");
     expect_buckets(f, 1);
     cr_expect_eq(f->nexact, 2);
     cr_expect_null(hrmt_tune_file_exact(f, 984));
     expect_exact(f, 164);
     expect_exact(f, 20992);
     hrmt_tune_file_free(f);
-    free(t);
-    t = edit_line(text, "exact_glu 20992 ", NULL);
-    hrmt_test_spit(path, t);
-    f = reopen(path, 1);
+    f = reopen_without(path, text, "exact_glu 20992 ");
     cr_expect_eq(f->nexact, 2);
     cr_expect_null(hrmt_tune_file_exact(f, 20992));
     hrmt_tune_file_free(f);
-    free(t);
     free(text);
 }
 
 /* Any malformed record: the whole file holds nothing (and is rewritten). */
 Test(tune_file, malformed_holds_nothing) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
-    char *text = write_full(dir, path, sizeof path, 1);
+    char path[300];
+    char *text = write_full(path, sizeof path, 1);
     char hex[2 * HRMT_TUNE_ALGO_BYTES + 1];
     memset(hex, 'a', sizeof hex - 1);
     hex[sizeof hex - 1] = '\0';
@@ -269,9 +270,8 @@ Test(tune_file, malformed_holds_nothing) {
 /* More distinct exact entries than a file holds, or more lines than the
  * reader takes: nothing held, no overrun. */
 Test(tune_file, too_many_holds_nothing) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
-    char *text = write_full(dir, path, sizeof path, 0);
+    char path[300];
+    char *text = write_full(path, sizeof path, 0);
     const size_t cap = strlen(text) + 100000 * 16;
     char *big = malloc(cap);
     cr_assert_not_null(big);
@@ -290,8 +290,7 @@ Test(tune_file, too_many_holds_nothing) {
 /* An empty file, another version of the format: held nothing, no error
  * (the tuner rewrites them). Another kind of file: IO, left as it was. */
 Test(tune_file, foreign_files) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
+    char path[300];
     snprintf(path, sizeof path, "%s/picks", dir);
     const char *ours[] = {"", "hrmt-gemm-tune 2\nkey x\n", "hrmt-gemm-tune 1\n"};
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
@@ -319,8 +318,7 @@ Test(tune_file, foreign_files) {
 /* A directory, a FIFO (no writer: a blocking open would hang), a file in a
  * missing directory: IO errors naming the path, at open or at write. */
 Test(tune_file, bad_paths, .timeout = 20) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
+    char path[300];
     hrmt_context_options o = hrmt_context_default_options();
     hrmt_context *ctx = NULL;
     cr_assert_eq(hrmt_context_create(&o, &ctx, NULL, 0), HRMT_OK);
@@ -363,8 +361,7 @@ Test(tune_file, bad_paths, .timeout = 20) {
 /* Exact entries: a row count put again replaces its entry; past the cap
  * the oldest goes. */
 Test(tune_file, exact_entries_capped) {
-    char dir[256], path[300];
-    fresh_dir(dir, sizeof dir);
+    char path[300];
     snprintf(path, sizeof path, "%s/picks", dir);
     hrmt_tune_file *f = reopen(path, 1);
     for (size_t r = 1; r <= HRMT_TUNE_EXACT + 6; r++) {

@@ -423,6 +423,20 @@ hrmt_status tune_open(hrmt_model *m, size_t rows, tune_ctx *t, int *skip) {
     return s;
 }
 
+/* The own shapes slot i may take of own_shapes: none for the gate_up GEMM
+ * when the fused MLP serves it (the step never calls that GEMM). */
+int slot_own_shapes(const struct hrmt_model_cuda *g, int i, int own_shapes) {
+    return g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+}
+
+/* The pick file written (the log says so). */
+hrmt_status write_picks(hrmt_model *m, int verbose) {
+    const hrmt_tune_file *c = cu_model(m)->tcache;
+    TRY(hrmt_tune_file_write(m->ctx, c));
+    if (verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", c->path);
+    return HRMT_OK;
+}
+
 /* What the picks depend on, for the pick file's key: the device, the
  * libraries, the slots' shapes and the options that change which candidates
  * are timed or how (a file made under other ones is tuned again). */
@@ -494,7 +508,7 @@ hrmt_status cached_buckets(tune_ctx *t, int own_shapes, int lt_only, int *used) 
     int ok = 1;
     for (int i = 0; i < g->nlt && ok; i++)
         for (int b = 0; b < CU_LT_BUCKETS && ok; b++) {
-            const int own = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+            const int own = slot_own_shapes(g, i, own_shapes);
             cublasLtMatmulAlgo_t al; /* copied: the file's bytes are not aligned for it */
             memcpy(&al, c->bucket[i][b].algo, sizeof al);
             TRY(cached_gemm_ok(t, &g->lt[i], &al, c->bucket[i][b].own,
@@ -529,9 +543,7 @@ hrmt_status store_buckets(tune_ctx *t, int lt_only) {
         }
     if (g->glu && !lt_only) memcpy(c->glu_shape, g->glu_shape, sizeof c->glu_shape);
     c->have_buckets = 1;
-    TRY(hrmt_tune_file_write(t->m->ctx, c));
-    if (t->verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", c->path);
-    return HRMT_OK;
+    return write_picks(t->m, t->verbose);
 }
 
 /* An exact entry from the pick file checked at its rows as cached_buckets
@@ -541,7 +553,7 @@ hrmt_status cached_exact(tune_ctx *t, const hrmt_tune_exact *e, int own_shapes, 
     struct hrmt_model_cuda *g = cu_model(t->m);
     int ok = 1;
     for (int i = 0; i < g->nlt && ok; i++) {
-        const int own = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+        const int own = slot_own_shapes(g, i, own_shapes);
         cublasLtMatmulAlgo_t al;
         memcpy(&al, e->slot[i].algo, sizeof al);
         TRY(cached_gemm_ok(t, &g->lt[i], &al, e->slot[i].own, own, e->rows, &ok));
@@ -628,8 +640,7 @@ hrmt_status cu_gemm_tune(hrmt_model *m) {
     if (s == HRMT_OK && !skip && g->tcache && g->tcache->have_buckets)
         s = cached_buckets(&t, own_shapes, lt_only, &cached);
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip && !cached; i++) {
-        /* The fused MLP never calls the gate_up GEMM: no own tiles for it. */
-        t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+        t.own_shapes = slot_own_shapes(g, i, own_shapes);
         for (int b = 0; b < CU_LT_BUCKETS && s == HRMT_OK; b++) s = tune_bucket(&t, &g->lt[i], b);
         if (s == HRMT_OK) g->lt[i].nsmall = CU_LT_BUCKETS;
     }
@@ -677,7 +688,7 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     int skip = 0;
     hrmt_status s = tune_open(m, rows, &t, &skip);
     /* The own narrow tiles where the buckets try them; never for the gate_up
-     * GEMM when the fused MLP serves it (cu_gemm_tune's rule). */
+     * GEMM when the fused MLP serves it (slot_own_shapes). */
     const int own_ok = rows <= OWN_MAX_ROWS;
     const int own_shapes = s == HRMT_OK && !skip && own_ok ? cu_wgemm_shapes(m) : 0;
     /* A pick from the pick file serves once its bits are checked. */
@@ -685,7 +696,7 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     int cached = 0;
     if (s == HRMT_OK && !skip && from) s = cached_exact(&t, from, own_shapes, &p, &cached);
     for (int i = 0; i < g->nlt && s == HRMT_OK && !skip && !cached; i++) {
-        t.own_shapes = g->glu && i == CU_LT_GATE_UP ? 0 : own_shapes;
+        t.own_shapes = slot_own_shapes(g, i, own_shapes);
         s = tune_m(&t, &g->lt[i], rows, own_ok, "=", &p.algo[i], &p.own[i]);
     }
     if (s == HRMT_OK && !skip && !cached && g->glu)
@@ -700,8 +711,7 @@ hrmt_status cu_gemm_tune_rows(hrmt_model *m, size_t rows) {
     if (g->tcache && p.tuned && !cached) {
         const hrmt_tune_exact e = to_file_entry(g, &p);
         hrmt_tune_file_put_exact(g->tcache, &e);
-        TRY(hrmt_tune_file_write(m->ctx, g->tcache));
-        if (verbose) fprintf(stderr, "hrmt gemm tuning: cache '%s': written\n", g->tcache->path);
+        TRY(write_picks(m, verbose));
     }
     return HRMT_OK;
 }

@@ -1,5 +1,6 @@
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "support/test_common.h"
+
+#include "support/run_cmd.h"
 
 #include <criterion/criterion.h>
 
@@ -75,22 +76,12 @@ int hrmt_test_cuda_required(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-void hrmt_test_temp_dir(char *dir, size_t len, const char *stem) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, len, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
-    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
-}
-
 char *hrmt_test_slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    const size_t cap = (size_t)1 << 21;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    const size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
+    char *text = hrmt_test_read_all(f);
     fclose(f);
-    return buf;
+    return text;
 }
 
 void hrmt_test_spit(const char *path, const char *text) {

@@ -30,11 +30,8 @@ float hrmt_test_uniform(hrmt_test_rng *r);
 /* Path of a file under tests/data (static buffer). */
 const char *hrmt_test_data(const char *rel);
 
-/* A fresh directory under $TMPDIR (or /tmp) named `stem`-XXXXXX, its path
- * into dir; the calling test fails when it cannot be made. */
-void hrmt_test_temp_dir(char *dir, size_t len, const char *stem);
-/* The whole of a text file of at most 2 MiB, NUL-terminated (free it);
- * NULL when it cannot be opened. */
+/* The whole of a file, NUL-terminated (free it); NULL when it cannot be
+ * opened. */
 char *hrmt_test_slurp(const char *path);
 /* Writes `text` to `path`, replacing it; the calling test fails on error. */
 void hrmt_test_spit(const char *path, const char *text);
