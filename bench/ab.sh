@@ -25,7 +25,9 @@
 # values are not compared on different GEMM kernels; leave it out for a
 # switch that changes the GEMMs or their tuning (one value's picks would
 # serve the other, or, for the options in the file's key, each run would
-# tune again and rewrite the file).
+# tune again and rewrite the file). VAR = BUILD with builds of different CUDA
+# sources: the key names the sources (cmake/HrmtSourceId.cmake), so each
+# build would tune again and rewrite a shared file: leave it out there.
 # Needs python3. Exit 0 when every run succeeded.
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then

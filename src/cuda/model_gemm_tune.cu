@@ -24,6 +24,7 @@
 
 #include "cuda/cuda_internal.cuh"
 #include "cuda/model_internal.cuh"
+#include "hrmt_cuda_source_id.h" /* generated: HRMT_CUDA_SOURCE_ID (src/CMakeLists.txt) */
 
 extern "C" {
 #include "core/gemm_tune_file.h"
@@ -449,9 +450,10 @@ void tune_key(hrmt_model *m, int lt_only, char *key, size_t len) {
     const int glu_shapes = g->glu && !lt_only ? cu_glu_shapes(m) : 0;
     for (int i = 0; i < glu_shapes && i < 32; i++)
         if (cu_glu_shape_tuned(m, i)) glu_mask |= 1u << i;
-    int n = snprintf(key, len, "%s|sm %d.%d|sms %d|cublasLt %zu|cudart %d|hrmt %d.%d.%d|T %zu",
-                     p->name, p->major, p->minor, p->multiProcessorCount, cublasLtGetVersion(), rt,
-                     HRMT_VERSION_MAJOR, HRMT_VERSION_MINOR, HRMT_VERSION_PATCH, m->T);
+    int n = snprintf(
+        key, len, "%s|sm %d.%d|sms %d|cublasLt %zu|cudart %d|hrmt %d.%d.%d|src %s|T %zu", p->name,
+        p->major, p->minor, p->multiProcessorCount, cublasLtGetVersion(), rt, HRMT_VERSION_MAJOR,
+        HRMT_VERSION_MINOR, HRMT_VERSION_PATCH, HRMT_CUDA_SOURCE_ID, m->T);
     for (int i = 0; i < g->nlt && n > 0 && (size_t)n < len; i++)
         n += snprintf(key + n, len - n, "|%zux%zu/%zu/%zu", g->lt[i].n, g->lt[i].k, g->lt[i].lda,
                       g->lt[i].ldc);
