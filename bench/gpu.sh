@@ -84,7 +84,11 @@ fi
 # with a device present. (Until session 29 ctest ran them with --jobs 1 and
 # then each binary ran again for the counts: ~245 s of a call on the H200,
 # where test_cuda_model alone takes ~73 s at 4 jobs.) The CPU suite runs last
-# (step 7) with whatever time is left.
+# (step 7) with whatever time is left. Each binary is bounded by the budget left
+# past HRMT_GPU_TEST_RESERVE_S (150 s, for the table and what follows) and
+# each case by HRMT_GPU_TEST_CASE_S (240 s): a hung kernel or a suite past the
+# call's limit ends as FAIL with the cases counted so far (--verbose prints
+# each as it ends), not as a call with no summary.
 if [ $build_rc -eq 0 ] && skip ctest; then
   record "CUDA tests" SKIP "HRMT_GPU_SKIP"
 elif [ $build_rc -eq 0 ]; then
@@ -96,15 +100,20 @@ elif [ $build_rc -eq 0 ]; then
     n=$(basename "$t")
     j=${HRMT_GPU_TEST_JOBS:-4}
     [ "$n" = test_cuda_probe ] && j=1 # its latencies and bandwidths need the GPU alone
-    HRMT_TEST_REQUIRE_CUDA=1 "$t" --verbose --jobs "$j" >"$out/tmp-$n.log" 2>&1
+    cap=$(($(left) - ${HRMT_GPU_TEST_RESERVE_S:-150}))
+    [ "$cap" -lt 30 ] && cap=30
+    HRMT_TEST_REQUIRE_CUDA=1 timeout "$cap" "$t" --verbose --jobs "$j" \
+      --timeout "${HRMT_GPU_TEST_CASE_S:-240}" >"$out/tmp-$n.log" 2>&1
     rc=$?
+    cut=""
+    [ $rc -eq 124 ] && cut="; cut after ${cap}s, the counts are partial"
     skips=$(grep -c '^\[SKIP\]' "$out/tmp-$n.log")
     passes=$(grep -c '^\[PASS\]' "$out/tmp-$n.log")
     fails=$(grep -c '^\[FAIL\]' "$out/tmp-$n.log")
     verdict=PASS
     [ "$skips" -gt 0 ] && verdict=WARN # a skip with a GPU present: look at why
     { [ $rc -ne 0 ] || [ "$passes" -eq 0 ] || [ "$fails" -gt 0 ]; } && verdict=FAIL
-    record "$n" "$verdict" "$passes passed, $fails failed, $skips skipped (exit $rc)"
+    record "$n" "$verdict" "$passes passed, $fails failed, $skips skipped (exit $rc$cut)"
     if [ "$verdict" = FAIL ]; then
       grep -E '^\[FAIL\]|\[----\]|Assertion|CRASH|Crash' "$out/tmp-$n.log" | head -n 20
       cat "$out/tmp-$n.log" >>"$out/ctest.log"
