@@ -16,6 +16,7 @@
  * test_cuda_ops and test_cuda_probe. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2382,6 +2383,49 @@ Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
     cr_expect_neq(strcmp(first, now), 0, "the file was not rewritten");
     free(now);
     free(first);
+    cache_done(dir);
+    hrmt_context_destroy(ctx);
+}
+
+/* The key names the build's CUDA sources (cmake/HrmtSourceId.cmake: 16 hex
+ * digits): a file whose picks were timed by a build of other sources (the
+ * same key but that id) is tuned again and rewritten with this build's. */
+Test(cuda_model, gemm_tune_cache_other_build_tuned_again) {
+    hrmt_context *ctx = cuda_ctx();
+    char dir[256], path[300];
+    cache_paths(dir, sizeof dir, path, sizeof path);
+    outs x[2];
+    char *log = cached_run(ctx, dir, path, 2, x);
+    free(log);
+    outs_free2(x);
+    char *file = hrmt_test_slurp(path);
+    cr_assert_not_null(file, "no file at %s", path);
+    char *id = strstr(file, "|src_");
+    cr_assert_not_null(id, "no source id in the key: %.300s", file);
+    id += 5;
+    char mine[17];
+    for (int i = 0; i < 16; i++) {
+        cr_assert(isxdigit((unsigned char)id[i]) && !isupper((unsigned char)id[i]),
+                  "the source id is not 16 hex digits: %.40s", id - 5);
+        mine[i] = id[i];
+    }
+    mine[16] = '\0';
+    cr_assert_eq(id[16], '|', "the source id is not 16 hex digits: %.40s", id - 5);
+    id[0] = id[0] == '0' ? '1' : '0'; /* another build's sources */
+    hrmt_test_spit(path, file);
+    free(file);
+    log = cached_run(ctx, dir, path, 2, x);
+    cr_expect_not_null(strstr(log, " pinned, rows"), "another build's picks served:\n%s", log);
+    cr_expect_not_null(strstr(log, "': written"), "the file was not rewritten:\n%s", log);
+    free(log);
+    expect_pinned_bits(ctx, 2, x, "after another build's file");
+    outs_free2(x);
+    file = hrmt_test_slurp(path);
+    char want[32];
+    snprintf(want, sizeof want, "|src_%s|", mine);
+    cr_expect_not_null(strstr(file, want), "not rewritten with this build's id %s: %.300s", mine,
+                       file);
+    free(file);
     cache_done(dir);
     hrmt_context_destroy(ctx);
 }
