@@ -12,7 +12,8 @@
 # session 56, a default in clusters of 8 since); session 58's
 # HRMT_CUDA_ATTN_STREAM (run in session 60, a default since); session 59's
 # HRMT_CUDA_GEMM_TUNE_GAPS (run in session 60, removed: the picks did not
-# move); each of the others is now a default or was measured.
+# move); session 61's HRMT_CUDA_TILE_LINKS (not yet run; its A/B times the
+# tiered schedule); each of the others is now a default or was measured.
 # For each: its same-bytes tests (failing, not skipping, without a device),
 # memcheck on one step with it on through `hrmt bench` at the batches it
 # serves (a plain process: Criterion's per-test children may go unchecked,
@@ -63,6 +64,7 @@ switches=(
   "HRMT_CUDA_QKV_ATTN_BULK|qkv_attn_bulk_equals_push_*|1,2,8|qkv_attn"
   "HRMT_CUDA_CLUSTER_NORM_OWNER8|cluster_norm_owner8_equals_owner_*|1,4,8,11|cluster_norm"
   "HRMT_CUDA_ATTN_STREAM|attn_stream_equals_plain_*|40,128,256|attend_mma"
+  "HRMT_CUDA_TILE_LINKS|tile_links_*|1,8,64,256|tile_|inject"
 )
 export HRMT_TEST_REQUIRE_CUDA=1
 # One bounded run of test_cuda_model: run_cases LIMIT_S WHAT [VAR=VALUE...]
@@ -123,7 +125,11 @@ for s in "${switches[@]}"; do
   fi
   if want ab; then
     stamp "$var: bench/ab.sh \"0 1\" $batches 2"
-    bash "$here/ab.sh" "$build" "$var" "0 1" "$batches" 2 || rc=1
+    # The tile links serve the tiered schedule only: its A/B times that.
+    mode=baseline
+    [ "$var" = HRMT_CUDA_TILE_LINKS ] && mode=tiered
+    bash "$here/ab.sh" "$build" "$var" "0 1" "$batches" 2 -- --backend cuda --mode "$mode" \
+      --warmup 300 --iterations 20 || rc=1
   fi
   if want ncu && ! command -v ncu >/dev/null; then
     echo "$var: ncu SKIP (no ncu on PATH)"

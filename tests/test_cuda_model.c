@@ -1253,6 +1253,42 @@ static void fused_inject_equals_adds(int hidden, int heads, int seq_len) {
 Test(cuda_model, fused_inject_equals_adds_hrm_width) { fused_inject_equals_adds(512, 8, 81); }
 Test(cuda_model, fused_inject_equals_adds_short_seq) { fused_inject_equals_adds(256, 4, 60); }
 
+/* The tiered schedule's tile links (HRMT_CUDA_TILE_LINKS, opt-in;
+ * model_inject.cu: the copy into a tile, its injection and the first L
+ * level's injection as one kernel, the copy back with the H level's
+ * injection as another) against the copies and separate injections: the
+ * same bytes over four early-halt steps, both schedules (the baseline does
+ * not use them: its bytes must not move either). One tile (batch 1), one
+ * ragged tile of two and three tiles (HRMT_CUDA_TILE_SAMPLES=3 at batches 2
+ * and 7: 3 + 3 + 1), and the default tiles at batch 40; off by default. */
+static void tile_links_equal_copies(int hidden, int heads, int seq_len) {
+    expect_switch_default("HRMT_CUDA_TILE_LINKS", HRMT_PATH_TILE_LINKS, 0, "off by default");
+    const int batches[] = {1, 40};
+    early_halt_switch_keeps_bits("HRMT_CUDA_TILE_LINKS", HRMT_PATH_TILE_LINKS, "tile links", hidden,
+                                 heads, seq_len, batches, 2);
+    const int small[] = {2, 7};
+    switch_keeps_bits_with("HRMT_CUDA_TILE_SAMPLES", "3", "HRMT_CUDA_TILE_LINKS",
+                           HRMT_PATH_TILE_LINKS, "tile links", hidden, heads, seq_len, small, 2);
+}
+Test(cuda_model, tile_links_equal_copies_hrm_width) { tile_links_equal_copies(512, 8, 81); }
+Test(cuda_model, tile_links_equal_copies_short_seq) { tile_links_equal_copies(256, 4, 60); }
+
+/* F32 models keep the copies and adds (the links are BF16 kernels): the
+ * switch is accepted and changes nothing. */
+Test(cuda_model, tile_links_keep_f32) {
+    hrmt_context *ctx = cuda_ctx();
+    hrmt_model_config cfg = small_cfg(HRMT_F32);
+    setenv("HRMT_CUDA_TILE_LINKS", "1", 1);
+    hrmt_model *m = NULL;
+    cr_assert_eq(hrmt_model_create_random(ctx, &cfg, 5, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
+    unsetenv("HRMT_CUDA_TILE_LINKS");
+    cr_expect_eq(hrmt_model_uses(m, HRMT_PATH_TILE_LINKS), 0, "F32 takes the copies");
+    hrmt_model_destroy(m);
+    const char *bad[] = {"2", "on", "", "-1"};
+    expect_bad_values(ctx, &cfg, "HRMT_CUDA_TILE_LINKS", bad, sizeof bad / sizeof bad[0]);
+    hrmt_context_destroy(ctx);
+}
+
 /* Off compute capability 9.0 the sm_90a kernels must not serve (on: the
  * path query's answer for m there): then m, ref and ctx are freed and the
  * test is skipped. */

@@ -33,7 +33,98 @@ __global__ void __launch_bounds__(INJ_THREADS)
     }
 }
 
+/* The tiered schedule's tile links (HRMT_CUDA_TILE_LINKS): tile_in makes
+ * the tile's injection inj = bf16(zH + x) and its z_L already injected, tz =
+ * bf16(zL + inj) (inject_pair's three-operand form: the bits of the copy,
+ * the add and the first L level's injection kernel it replaces); tile_out
+ * copies tz back to zL and, with HINJ, makes the H level's injection on the
+ * tile's rows, zH = bf16(zH + tz) (the injection kernel's two-operand form). */
+__global__ void __launch_bounds__(INJ_THREADS)
+    tile_in_kernel(size_t n8, const uint4 *zL, const uint4 *zH, const uint4 *x, uint4 *tz,
+                   uint4 *tinj) {
+    pdl_wait(); /* zL, zH and x are earlier kernels' */
+    pdl_trigger();
+    for (size_t i = (size_t)blockIdx.x * INJ_THREADS + threadIdx.x; i < n8;
+         i += (size_t)gridDim.x * INJ_THREADS) {
+        const uint4 vl = zL[i], vh = zH[i], vx = x[i];
+        tinj[i] = make_uint4(inject_pair<false>(vh.x, vx.x, 0), inject_pair<false>(vh.y, vx.y, 0),
+                             inject_pair<false>(vh.z, vx.z, 0), inject_pair<false>(vh.w, vx.w, 0));
+        tz[i] =
+            make_uint4(inject_pair<true>(vl.x, vh.x, vx.x), inject_pair<true>(vl.y, vh.y, vx.y),
+                       inject_pair<true>(vl.z, vh.z, vx.z), inject_pair<true>(vl.w, vh.w, vx.w));
+    }
+}
+
+template <bool HINJ>
+__global__ void __launch_bounds__(INJ_THREADS)
+    tile_out_kernel(size_t n8, const uint4 *tz, uint4 *zL, uint4 *zH) {
+    pdl_wait(); /* tz is the tile's last kernel's */
+    pdl_trigger();
+    for (size_t i = (size_t)blockIdx.x * INJ_THREADS + threadIdx.x; i < n8;
+         i += (size_t)gridDim.x * INJ_THREADS) {
+        const uint4 vt = tz[i];
+        zL[i] = vt;
+        if (HINJ) {
+            const uint4 vh = zH[i];
+            zH[i] =
+                make_uint4(inject_pair<false>(vh.x, vt.x, 0), inject_pair<false>(vh.y, vt.y, 0),
+                           inject_pair<false>(vh.z, vt.z, 0), inject_pair<false>(vh.w, vt.w, 0));
+        }
+    }
+}
+
+/* Elements of `rows` rows in 8-wide chunks and the grid over them, or 0
+ * where the 16-byte kernels do not apply (other dtypes, widths, alignment). */
+size_t chunks(const hrmt_model *m, size_t rows, uintptr_t ptrs, dim3 *grid) {
+    const size_t n = rows * m->hidden;
+    if (m->dt != HRMT_BF16 || n % 8 != 0 || n == 0 || ptrs % 16 != 0) return 0;
+    int sms = 0;
+    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
+    const size_t n8 = n / 8, want = (n8 + INJ_THREADS - 1) / INJ_THREADS,
+                 cap = (size_t)(sms > 0 ? sms : 1) * 8;
+    *grid = dim3((unsigned)(want < cap ? want : cap));
+    return n8;
+}
+
 } // namespace
+
+hrmt_status cu_tile_in(const hrmt_model *m, const void *zL, const void *zH, const void *x, void *tz,
+                       void *tinj, size_t rows, int *done) {
+    *done = 0;
+    dim3 grid;
+    const size_t n8 =
+        cu_model(m)->tile_links
+            ? chunks(m, rows,
+                     (uintptr_t)zL | (uintptr_t)zH | (uintptr_t)x | (uintptr_t)tz | (uintptr_t)tinj,
+                     &grid)
+            : 0;
+    if (!n8) return HRMT_OK;
+    const cudaError_t e = pdl_launch(tile_in_kernel, grid, dim3(INJ_THREADS), 0, cu_stream(m),
+                                     cu_model(m)->pdl, n8, (const uint4 *)zL, (const uint4 *)zH,
+                                     (const uint4 *)x, (uint4 *)tz, (uint4 *)tinj);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda tiered: tile in");
+    *done = 1;
+    return cu_check(m->ctx, "cuda tiered: tile in");
+}
+
+hrmt_status cu_tile_out(const hrmt_model *m, const void *tz, void *zL, void *zH, size_t rows,
+                        int *done) {
+    *done = 0;
+    dim3 grid;
+    const size_t n8 = cu_model(m)->tile_links
+                          ? chunks(m, rows, (uintptr_t)tz | (uintptr_t)zL | (uintptr_t)zH, &grid)
+                          : 0;
+    if (!n8) return HRMT_OK;
+    const int pdl = cu_model(m)->pdl;
+    const cudaError_t e =
+        zH ? pdl_launch(tile_out_kernel<true>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
+                        (const uint4 *)tz, (uint4 *)zL, (uint4 *)zH)
+           : pdl_launch(tile_out_kernel<false>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
+                        (const uint4 *)tz, (uint4 *)zL, (uint4 *)nullptr);
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda tiered: tile out");
+    *done = 1;
+    return cu_check(m->ctx, "cuda tiered: tile out");
+}
 
 hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b, size_t rows,
                       int *done) {

@@ -96,6 +96,7 @@ struct hrmt_model_cuda {
     int pdl;        /* HRMT_CUDA_PDL: own block kernels by programmatic dependent launch */
     int npro;       /* HRMT_CUDA_NORM_PROLOGUE: residual + RMSNorm in the next GEMM's prologue */
     int inject;     /* HRMT_CUDA_FUSED_INJECT: a level's input injection as one kernel */
+    int tile_links; /* HRMT_CUDA_TILE_LINKS: the tiered tile's copies and injections fused */
     int cnorm;      /* HRMT_CUDA_CLUSTER_NORM: projection + residual + RMSNorm over a cluster */
     int cnorm_push; /* HRMT_CUDA_CLUSTER_NORM_PUSH: its norm's exchanges by st.async / bulk copy */
     int cnorm_own;  /* HRMT_CUDA_CLUSTER_NORM_OWNER: with the pushes, each row normalised and
@@ -307,6 +308,17 @@ hrmt_status cu_glu_norm(const hrmt_model *m, size_t rows, const void *x, const v
  * launched. */
 hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b, size_t rows,
                       int *done);
+/* model_inject.cu, the tiered schedule's tile links (HRMT_CUDA_TILE_LINKS):
+ * tinj = bf16(zH + x) and tz = bf16(zL + tinj) over rows (the copy into the
+ * tile, its injection and the first L level's injection in one kernel), and
+ * zL = tz with, where zH is given, zH = bf16(zH + tz) (the copy back and the
+ * H level's injection on the tile's rows). *done = 0 (nothing launched)
+ * where they do not apply: off, not BF16, rows x hidden not 8-wide chunks
+ * or a pointer not 16-byte aligned. */
+hrmt_status cu_tile_in(const hrmt_model *m, const void *zL, const void *zH, const void *x, void *tz,
+                       void *tinj, size_t rows, int *done);
+hrmt_status cu_tile_out(const hrmt_model *m, const void *tz, void *zL, void *zH, size_t rows,
+                        int *done);
 
 /* sm90a/proj_norm_wgmma.cu: h = rmsnorm(h + a W^T) for W [hidden, k] in one
  * kernel over clusters of two CTAs per 128-row tile, the bits of cu_gemm

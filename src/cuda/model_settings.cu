@@ -26,7 +26,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
     int glu = 0, pnorm = 0, pdl = 0, inject = 0, npro = 0, cnorm = 0, teams = 0, heads = 0, qa = 0,
         slut = 0, pin = 0, reset = 0, fold = 0, prof = 0, qa_cta = 0, qa_pair = 0, fast = 0,
         nvec = 0, once = 0, mul = 0, wres = 0, cpush = 0, cown = 0, qpush = 0, qbulk = 0, early = 0,
-        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0, desc = 0, ndesc = 0, nstream = 0, astream = 0;
+        ctaw1 = 0, wres3 = 0, tstore = 0, cown8 = 0, desc = 0, ndesc = 0, nstream = 0, astream = 0,
+        tlinks = 0;
     hrmt_status s;
     if ((s = cu_env_switch(m, "HRMT_CUDA_FUSED_GLU", 1, &glu)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_FUSED_NORM", 0, &pnorm)) != HRMT_OK ||
@@ -61,7 +62,8 @@ hrmt_status cu_block_settings(hrmt_model *m) {
         (s = cu_env_switch(m, "HRMT_CUDA_ATTN_DESCEND", 1, &desc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_DESCEND", 1, &ndesc)) != HRMT_OK ||
         (s = cu_env_switch(m, "HRMT_CUDA_NORM_STREAM", 1, &nstream)) != HRMT_OK ||
-        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_STREAM", 1, &astream)) != HRMT_OK)
+        (s = cu_env_switch(m, "HRMT_CUDA_ATTN_STREAM", 1, &astream)) != HRMT_OK ||
+        (s = cu_env_switch(m, "HRMT_CUDA_TILE_LINKS", 0, &tlinks)) != HRMT_OK)
         return s;
     /* A profiler attached with its collection off from the start (ncu
      * --profile-from-start off) sees the steps' kernels only, not the GEMM
@@ -75,6 +77,13 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * for the first), same bits: one link fewer per level at small batches
      * (model_step.cu). */
     g->fold_inject = fold && m->dt == HRMT_BF16;
+    /* The tiered schedule's copy into a tile, its injection and the first L
+     * level's injection as one kernel, and the copy back with the H level's
+     * injection as another, both by programmatic dependent launch
+     * (model_inject.cu), same bits: where the copies and the row-op add cut
+     * the chain five links a tile and H cycle took two (session 61, opt-in
+     * until measured). */
+    g->tile_links = tlinks && m->dt == HRMT_BF16;
     /* A step's inputs and outputs through page-locked staging, the copies
      * asynchronous (model_mem.cu, model_step.cu): same results. */
     g->pin_io = pin;
@@ -297,6 +306,7 @@ int hrmt_cuda_model_uses(const hrmt_model *m, hrmt_model_path p) {
     case HRMT_PATH_NORM_DESCEND: return g->norm_descend != 0;
     case HRMT_PATH_NORM_STREAM: return g->norm_stream != 0;
     case HRMT_PATH_ATTN_STREAM: return g->attn_stream != 0;
+    case HRMT_PATH_TILE_LINKS: return g->tile_links != 0;
     case HRMT_PATH_GLU_MUL: return g->glu_mul != 0;
     case HRMT_PATH_ROPE_EARLY: return g->rope_early != 0;
     case HRMT_PATH_CLUSTER_NORM_PUSH: return g->cnorm_push != 0;

@@ -443,28 +443,42 @@ static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t b
     return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda tiered: tile copy");
 }
 
-/* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n). */
-static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n,
-                            hrmt_step_timing *tm) {
+/* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n). hinj:
+ * the H level's injection of the tile's rows, zH = zH + zL, made here too
+ * (the caller's H level then skips its own). With HRMT_CUDA_TILE_LINKS the
+ * copy in, the injection and the first L level's injection are one kernel
+ * and the copy back with the H injection another (cu_tile_in / _out). */
+static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n, hrmt_step_timing *tm,
+                            int hinj) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t r0 = s0 * m->T, rows = n * m->T, hb = m->hidden * m->esz, bytes = rows * hb;
-    int e0 = 0, e1 = 0, e2 = 0, e3 = 0;
+    char *zL = (char *)g->zL + r0 * hb, *zH = (char *)g->zH + r0 * hb;
+    int e0 = 0, e1 = 0, e2 = 0, e3 = 0, in = 0, out = 0;
     TRY(ev_rec(m, g, &e0));
-    TRY(d2d(m, g->tz, (char *)g->zL + r0 * hb, bytes));
-    TRY(add_rows(m, (char *)g->zH + r0 * hb, (char *)g->x + r0 * hb, g->tinj, rows));
+    TRY(cu_tile_in(m, zL, zH, (char *)g->x + r0 * hb, g->tz, g->tinj, rows, &in));
+    if (!in) {
+        TRY(d2d(m, g->tz, zL, bytes));
+        TRY(add_rows(m, zH, (char *)g->x + r0 * hb, g->tinj, rows));
+    }
     TRY(ev_rec(m, g, &e1));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
     hrmt_status s = HRMT_OK;
     for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
-        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1, 0, NULL,
-                  NULL);
+        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1, l == 0 && in,
+                  NULL, NULL);
         tm->l_level_calls++;
     }
     hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
     TRY(s);
     TRY(ev_rec(m, g, &e2));
-    TRY(d2d(m, (char *)g->zL + r0 * hb, g->tz, bytes));
+    TRY(cu_tile_out(m, g->tz, zL, hinj ? zH : NULL, rows, &out));
+    if (!out) {
+        TRY(d2d(m, zL, g->tz, bytes));
+        int done = 0;
+        if (hinj) TRY(cu_inject(m, zH, zL, NULL, rows, &done));
+        if (hinj && !done) TRY(add_rows(m, zH, zL, zH, rows));
+    }
     TRY(ev_rec(m, g, &e3));
     tm->transfers += 2;
     TRY(seg_add(m, g, e0, e1, SEG_IN, bytes));
@@ -537,11 +551,13 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     const size_t B = (size_t)c->batch, ts = g->tile_samples;
     hrmt_status s = HRMT_OK;
     if (cu_model(m)->l_persist) return tiered_persistent(m, c, tm);
+    /* With the tile links each tile makes the H level's injection of its rows. */
+    const int hinj = cu_model(m)->tile_links;
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
-            s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
+            s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm, hinj);
         const cu_part p = part_of(m, g, 0, B);
-        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1, 0, NULL, NULL);
+        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1, hinj, NULL, NULL);
     }
     return s;
 }

@@ -136,7 +136,8 @@ typedef enum hrmt_model_path {
     HRMT_PATH_ATTN_DESCEND,        /* the register attention kernel's samples in descending order */
     HRMT_PATH_NORM_DESCEND, /* the block's residual + RMSNorm kernel's rows in descending order */
     HRMT_PATH_NORM_STREAM,  /* the 16-byte norm kernel's loads as streaming (evict-first) data */
-    HRMT_PATH_ATTN_STREAM   /* the register attention kernel's q, k, v copies evict-first in L2 */
+    HRMT_PATH_ATTN_STREAM,  /* the register attention kernel's q, k, v copies evict-first in L2 */
+    HRMT_PATH_TILE_LINKS    /* the tiered tile's copies and injections fused (model_inject.cu) */
 } hrmt_model_path;
 /* 1 when the CUDA model m runs path p; 0 otherwise, and in CPU-only builds. */
 int hrmt_model_uses(const hrmt_model *m, hrmt_model_path p);
