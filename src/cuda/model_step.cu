@@ -456,7 +456,10 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n, h
     char *zL = (char *)g->zL + r0 * hb, *zH = (char *)g->zH + r0 * hb;
     int e0 = 0, e1 = 0, e2 = 0, e3 = 0, in = 0, out = 0;
     TRY(ev_rec(m, g, &e0));
-    TRY(cu_tile_in(m, zL, zH, (char *)g->x + r0 * hb, g->tz, g->tinj, rows, &in));
+    /* (The config asks for L_cycles >= 1; without a first L level there
+     * would be no injection to fold.) */
+    if (m->cfg.L_cycles > 0)
+        TRY(cu_tile_in(m, zL, zH, (char *)g->x + r0 * hb, g->tz, g->tinj, rows, &in));
     if (!in) {
         TRY(d2d(m, g->tz, zL, bytes));
         TRY(add_rows(m, zH, (char *)g->x + r0 * hb, g->tinj, rows));
