@@ -446,8 +446,10 @@ static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t b
 /* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n). hinj:
  * the H level's injection of the tile's rows, zH = zH + zL, made here too
  * (the caller's H level then skips its own). With HRMT_CUDA_TILE_LINKS the
- * copy in, the injection and the first L level's injection are one kernel
- * and the copy back with the H injection another (cu_tile_in / _out). */
+ * copy in, the injection and the first L level's injection are one kernel,
+ * the later injections are folded into the kernel before where the
+ * baseline's are, and the copy back (with the H injection where it was not
+ * folded) is another kernel (cu_tile_in / _out). */
 static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n, hrmt_step_timing *tm,
                             int hinj) {
     struct hrmt_carry_cuda *g = cu_carry(c);
@@ -467,20 +469,32 @@ static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n, h
     TRY(ev_rec(m, g, &e1));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
     hrmt_status s = HRMT_OK;
+    /* With the links, each L level's last kernel also makes the next
+     * injection where it can (the baseline's folds, on the tile's rows): the
+     * next L level's, bf16(h + tinj) in h's place, or after the last the H
+     * level's of these rows, z_H = bf16(z_H + h). */
+    const int fold = in && cu_model(m)->fold_inject;
+    int injected = in, hfolded = 0;
     for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
-        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1, l == 0 && in,
-                  NULL, NULL);
+        const int lastl = l + 1 == m->cfg.L_cycles;
+        const cu_fold f = lastl ? cu_fold{zH, NULL, zH, 0, 1} : cu_fold{g->tinj, NULL, g->tz, 1, 0};
+        int folded = 0;
+        s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1, injected,
+                  fold && (!lastl || hinj) ? &f : NULL, &folded);
+        injected = folded;
+        if (lastl) hfolded = folded;
         tm->l_level_calls++;
     }
     hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
     TRY(s);
     TRY(ev_rec(m, g, &e2));
-    TRY(cu_tile_out(m, g->tz, zL, hinj ? zH : NULL, rows, &out));
+    const int hleft = hinj && !hfolded; /* the H injection still to make for these rows */
+    TRY(cu_tile_out(m, g->tz, zL, hleft ? zH : NULL, rows, &out));
     if (!out) {
         TRY(d2d(m, zL, g->tz, bytes));
         int done = 0;
-        if (hinj) TRY(cu_inject(m, zH, zL, NULL, rows, &done));
-        if (hinj && !done) TRY(add_rows(m, zH, zL, zH, rows));
+        if (hleft) TRY(cu_inject(m, zH, zL, NULL, rows, &done));
+        if (hleft && !done) TRY(add_rows(m, zH, zL, zH, rows));
     }
     TRY(ev_rec(m, g, &e3));
     tm->transfers += 2;
