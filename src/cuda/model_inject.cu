@@ -128,16 +128,12 @@ hrmt_status cu_tile_out(const hrmt_model *m, const void *tz, void *zL, void *zH,
 
 hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b, size_t rows,
                       int *done) {
-    const size_t n = rows * m->hidden;
     *done = 0;
-    if (!cu_model(m)->inject || m->dt != HRMT_BF16 || n % 8 != 0 || n == 0 ||
-        ((uintptr_t)z | (uintptr_t)a | (uintptr_t)b) % 16 != 0)
-        return HRMT_OK;
-    int sms = 0;
-    hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
-    const size_t n8 = n / 8, want = (n8 + INJ_THREADS - 1) / INJ_THREADS,
-                 cap = (size_t)(sms > 0 ? sms : 1) * 8;
-    const dim3 grid((unsigned)(want < cap ? want : cap));
+    dim3 grid;
+    const size_t n8 = cu_model(m)->inject
+                          ? chunks(m, rows, (uintptr_t)z | (uintptr_t)a | (uintptr_t)b, &grid)
+                          : 0;
+    if (!n8) return HRMT_OK;
     const int pdl = cu_model(m)->pdl;
     cudaError_t e;
     if (b)
