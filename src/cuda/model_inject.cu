@@ -74,10 +74,12 @@ __global__ void __launch_bounds__(INJ_THREADS)
 }
 
 /* Elements of `rows` rows in 8-wide chunks and the grid over them, or 0
- * where the 16-byte kernels do not apply (other dtypes, widths, alignment). */
-size_t chunks(const hrmt_model *m, size_t rows, uintptr_t ptrs, dim3 *grid) {
+ * where the 16-byte kernels do not serve (`on` 0: switched off; other
+ * dtypes, widths, alignment of the pointers or'd in ptrs). *done = 0. */
+size_t chunks(const hrmt_model *m, int on, size_t rows, uintptr_t ptrs, dim3 *grid, int *done) {
     const size_t n = rows * m->hidden;
-    if (m->dt != HRMT_BF16 || n % 8 != 0 || n == 0 || ptrs % 16 != 0) return 0;
+    *done = 0;
+    if (!on || m->dt != HRMT_BF16 || n % 8 != 0 || n == 0 || ptrs % 16 != 0) return 0;
     int sms = 0;
     hrmt_cuda_limits(m->ctx->cuda, NULL, NULL, &sms, NULL);
     const size_t n8 = n / 8, want = (n8 + INJ_THREADS - 1) / INJ_THREADS,
@@ -86,34 +88,33 @@ size_t chunks(const hrmt_model *m, size_t rows, uintptr_t ptrs, dim3 *grid) {
     return n8;
 }
 
+/* A launch's status as the wrappers report it: *done = 1 once it is queued. */
+hrmt_status launched(const hrmt_model *m, cudaError_t e, const char *what, int *done) {
+    if (e != cudaSuccess) return cu_fail(m->ctx, e, what);
+    *done = 1;
+    return cu_check(m->ctx, what);
+}
+
 } // namespace
 
 hrmt_status cu_tile_in(const hrmt_model *m, const void *zL, const void *zH, const void *x, void *tz,
                        void *tinj, size_t rows, int *done) {
-    *done = 0;
     dim3 grid;
-    const size_t n8 =
-        cu_model(m)->tile_links
-            ? chunks(m, rows,
-                     (uintptr_t)zL | (uintptr_t)zH | (uintptr_t)x | (uintptr_t)tz | (uintptr_t)tinj,
-                     &grid)
-            : 0;
+    const uintptr_t ptrs =
+        (uintptr_t)zL | (uintptr_t)zH | (uintptr_t)x | (uintptr_t)tz | (uintptr_t)tinj;
+    const size_t n8 = chunks(m, cu_model(m)->tile_links, rows, ptrs, &grid, done);
     if (!n8) return HRMT_OK;
     const cudaError_t e = pdl_launch(tile_in_kernel, grid, dim3(INJ_THREADS), 0, cu_stream(m),
                                      cu_model(m)->pdl, n8, (const uint4 *)zL, (const uint4 *)zH,
                                      (const uint4 *)x, (uint4 *)tz, (uint4 *)tinj);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda tiered: tile in");
-    *done = 1;
-    return cu_check(m->ctx, "cuda tiered: tile in");
+    return launched(m, e, "cuda tiered: tile in", done);
 }
 
 hrmt_status cu_tile_out(const hrmt_model *m, const void *tz, void *zL, void *zH, size_t rows,
                         int *done) {
-    *done = 0;
     dim3 grid;
-    const size_t n8 = cu_model(m)->tile_links
-                          ? chunks(m, rows, (uintptr_t)tz | (uintptr_t)zL | (uintptr_t)zH, &grid)
-                          : 0;
+    const uintptr_t ptrs = (uintptr_t)tz | (uintptr_t)zL | (uintptr_t)zH;
+    const size_t n8 = chunks(m, cu_model(m)->tile_links, rows, ptrs, &grid, done);
     if (!n8) return HRMT_OK;
     const int pdl = cu_model(m)->pdl;
     const cudaError_t e =
@@ -121,18 +122,14 @@ hrmt_status cu_tile_out(const hrmt_model *m, const void *tz, void *zL, void *zH,
                         (const uint4 *)tz, (uint4 *)zL, (uint4 *)zH)
            : pdl_launch(tile_out_kernel<false>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
                         (const uint4 *)tz, (uint4 *)zL, (uint4 *)nullptr);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda tiered: tile out");
-    *done = 1;
-    return cu_check(m->ctx, "cuda tiered: tile out");
+    return launched(m, e, "cuda tiered: tile out", done);
 }
 
 hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b, size_t rows,
                       int *done) {
-    *done = 0;
     dim3 grid;
-    const size_t n8 = cu_model(m)->inject
-                          ? chunks(m, rows, (uintptr_t)z | (uintptr_t)a | (uintptr_t)b, &grid)
-                          : 0;
+    const uintptr_t ptrs = (uintptr_t)z | (uintptr_t)a | (uintptr_t)b;
+    const size_t n8 = chunks(m, cu_model(m)->inject, rows, ptrs, &grid, done);
     if (!n8) return HRMT_OK;
     const int pdl = cu_model(m)->pdl;
     cudaError_t e;
@@ -142,7 +139,5 @@ hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b
     else
         e = pdl_launch(inject_kernel<false>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
                        (const uint4 *)z, (const uint4 *)a, (const uint4 *)nullptr, (uint4 *)z);
-    if (e != cudaSuccess) return cu_fail(m->ctx, e, "cuda injection");
-    *done = 1;
-    return cu_check(m->ctx, "cuda injection");
+    return launched(m, e, "cuda injection", done);
 }
