@@ -78,11 +78,12 @@ hrmt_status cu_block_settings(hrmt_model *m) {
      * (model_step.cu). */
     g->fold_inject = fold && m->dt == HRMT_BF16;
     /* The tiered schedule's copy into a tile, its injection and the first L
-     * level's injection as one kernel, and the copy back with the H level's
-     * injection as another, both by programmatic dependent launch
-     * (model_inject.cu), same bits: where the copies and the row-op add cut
-     * the chain five links a tile and H cycle took two (session 61, opt-in
-     * until measured). */
+     * level's injection as one kernel, the later injections folded as the
+     * baseline's are, and the copy back (with the H level's injection where
+     * it was not folded) as another, both by programmatic dependent launch
+     * (model_inject.cu, model_step.cu), same bits: at batch 1 two links a
+     * tile and H cycle instead of six, three of which cut the PDL chain
+     * (session 61, opt-in until measured). */
     g->tile_links = tlinks && m->dt == HRMT_BF16;
     /* A step's inputs and outputs through page-locked staging, the copies
      * asynchronous (model_mem.cu, model_step.cu): same results. */
