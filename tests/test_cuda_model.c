@@ -2202,18 +2202,23 @@ static void cache_env(const char *path) {
         unsetenv("HRMT_CUDA_GEMM_TUNE_CACHE");
 }
 
-/* The end of a cache test: its environment unset, its directory removed. */
-static void cache_done(const char *dir) {
+/* The end of a cache test: its environment unset, its directory removed,
+ * its context destroyed. */
+static void cache_done(hrmt_context *ctx, const char *dir) {
     const char *v[] = {"HRMT_CUDA_GEMM_TUNE", "HRMT_CUDA_CLUSTER_NORM", "HRMT_CUDA_GEMM_TUNE_LOG",
                        "HRMT_CUDA_GEMM_TUNE_CACHE"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) unsetenv(v[i]);
     hrmt_test_rmtree(dir);
+    hrmt_context_destroy(ctx);
 }
 
-/* A fresh directory for a test's files, and the pick file's path in it. */
-static void cache_paths(char *dir, size_t dl, char *path, size_t pl) {
+/* The start of a cache test: a CUDA context (skips without a device), a
+ * fresh directory for its files and the pick file's path in it. */
+static hrmt_context *cache_start(char *dir, size_t dl, char *path, size_t pl) {
+    hrmt_context *ctx = cuda_ctx();
     hrmt_test_mkdtemp(dir, dl, "tune_cache");
     snprintf(path, pl, "%s/picks", dir);
+    return ctx;
 }
 
 /* stderr into `path` until capture_end (the tuner's log is what shows
@@ -2277,12 +2282,32 @@ static void outs_free2(outs *x) {
     outs_free(&x[1]);
 }
 
+/* A fresh pick file from one tuned load and a batch-2 step; its text
+ * (caller frees). */
+static char *first_picks(hrmt_context *ctx, const char *dir, const char *path) {
+    outs x[2];
+    free(cached_run(ctx, dir, path, 2, x));
+    outs_free2(x);
+    char *file = hrmt_test_slurp(path);
+    cr_assert_not_null(file, "no file at %s", path);
+    return file;
+}
+
+/* A load and a batch-B step (outputs in x) that timed candidates and
+ * wrote the file; `what` names the case in the messages. */
+static void expect_tuned(hrmt_context *ctx, const char *dir, const char *path, int B, outs *x,
+                         const char *what) {
+    char *log = cached_run(ctx, dir, path, B, x);
+    cr_expect_not_null(strstr(log, " pinned, rows"), "%s: nothing timed:\n%s", what, log);
+    cr_expect_not_null(strstr(log, "': written"), "%s: the file was not written:\n%s", what, log);
+    free(log);
+}
+
 /* A second load with the file takes every pick from it (no candidate timed,
  * at load or at the step's exact rows), checked, and gives the pinned bits. */
 Test(cuda_model, gemm_tune_cache_reuses_picks) {
-    hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300], want[64];
-    cache_paths(dir, sizeof dir, path, sizeof path);
+    hrmt_context *ctx = cache_start(dir, sizeof dir, path, sizeof path);
     hrmt_model_config cfg = small_cfg(HRMT_BF16);
     hrmt_model *probe = NULL;
     setenv("HRMT_CUDA_GEMM_TUNE", "0", 1);
@@ -2290,11 +2315,8 @@ Test(cuda_model, gemm_tune_cache_reuses_picks) {
     const size_t rows = 2 * probe->T;
     hrmt_model_destroy(probe);
     outs x[2];
-    char *log = cached_run(ctx, dir, path, 2, x);
-    cr_expect_not_null(strstr(log, " pinned, rows"), "the first load timed nothing:\n%s", log);
-    cr_expect_not_null(strstr(log, "': written"), "%s", log);
+    expect_tuned(ctx, dir, path, 2, x, "the first load");
     outs_free2(x);
-    free(log);
     char *file = hrmt_test_slurp(path);
     cr_assert_not_null(file, "no file at %s", path);
     cr_expect_eq(strncmp(file, "hrmt-gemm-tune 1\nkey ", 21), 0, "%.200s", file);
@@ -2302,7 +2324,7 @@ Test(cuda_model, gemm_tune_cache_reuses_picks) {
     snprintf(want, sizeof want, "\nexact %zu 0 ", rows);
     cr_expect_not_null(strstr(file, want), "no '%s' in the file", want + 1);
     free(file);
-    log = cached_run(ctx, dir, path, 2, x);
+    char *log = cached_run(ctx, dir, path, 2, x);
     cr_expect_not_null(strstr(log, "buckets read and checked"), "%s", log);
     snprintf(want, sizeof want, "rows = %zu read and checked", rows);
     cr_expect_not_null(strstr(log, want), "no '%s' in the log:\n%s", want, log);
@@ -2312,22 +2334,17 @@ Test(cuda_model, gemm_tune_cache_reuses_picks) {
     free(log);
     expect_pinned_bits(ctx, 2, x, "picks from the file");
     outs_free2(x);
-    cache_done(dir);
-    hrmt_context_destroy(ctx);
+    cache_done(ctx, dir);
 }
 
 /* Picks the file names that cuBLASLt refuses, or own shapes out of range,
  * are tuned again: the load works, the bits are the pinned ones and the
  * file is rewritten; so are files with malformed records. */
 Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
-    hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    cache_paths(dir, sizeof dir, path, sizeof path);
+    hrmt_context *ctx = cache_start(dir, sizeof dir, path, sizeof path);
     outs x[2];
-    free(cached_run(ctx, dir, path, 2, x));
-    outs_free2(x);
-    char *good = hrmt_test_slurp(path);
-    cr_assert_not_null(good);
+    char *good = first_picks(ctx, dir, path);
     /* Every algorithm's first 16 hex digits to f (an id cuBLASLt has not)
      * and every own shape to 99. */
     char *bad = strdup(good);
@@ -2371,10 +2388,9 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
                            ""};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         hrmt_test_spit(path, texts[i]);
-        log = cached_run(ctx, dir, path, 1, x);
-        cr_expect_not_null(strstr(log, " pinned, rows"), "file %zu: nothing timed:\n%s", i, log);
-        cr_expect_not_null(strstr(log, "': written"), "file %zu: %s", i, log);
-        free(log);
+        char what[32];
+        snprintf(what, sizeof what, "file %zu", i);
+        expect_tuned(ctx, dir, path, 1, x, what);
         outs_free2(x);
     }
     char *longl = malloc(4096);
@@ -2392,16 +2408,14 @@ Test(cuda_model, gemm_tune_cache_bad_picks_tuned_again) {
     free(longl);
     free(bad);
     free(good);
-    cache_done(dir);
-    hrmt_context_destroy(ctx);
+    cache_done(ctx, dir);
 }
 
 /* A file made for another model (another key) is tuned again and rewritten
  * for this one. */
 Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
-    hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    cache_paths(dir, sizeof dir, path, sizeof path);
+    hrmt_context *ctx = cache_start(dir, sizeof dir, path, sizeof path);
     cache_env(path);
     hrmt_model_config wide = sized_cfg(256, 4, 81);
     hrmt_model *m = NULL;
@@ -2419,23 +2433,16 @@ Test(cuda_model, gemm_tune_cache_other_model_tuned_again) {
     cr_expect_neq(strcmp(first, now), 0, "the file was not rewritten");
     free(now);
     free(first);
-    cache_done(dir);
-    hrmt_context_destroy(ctx);
+    cache_done(ctx, dir);
 }
 
 /* The key names the build's CUDA sources (cmake/HrmtSourceId.cmake: 16 hex
  * digits): a file whose picks were timed by a build of other sources (the
  * same key but that id) is tuned again and rewritten with this build's. */
 Test(cuda_model, gemm_tune_cache_other_build_tuned_again) {
-    hrmt_context *ctx = cuda_ctx();
     char dir[256], path[300];
-    cache_paths(dir, sizeof dir, path, sizeof path);
-    outs x[2];
-    char *log = cached_run(ctx, dir, path, 2, x);
-    free(log);
-    outs_free2(x);
-    char *file = hrmt_test_slurp(path);
-    cr_assert_not_null(file, "no file at %s", path);
+    hrmt_context *ctx = cache_start(dir, sizeof dir, path, sizeof path);
+    char *file = first_picks(ctx, dir, path);
     char *id = strstr(file, "|src_");
     cr_assert_not_null(id, "no source id in the key: %.300s", file);
     id += 5;
@@ -2450,10 +2457,8 @@ Test(cuda_model, gemm_tune_cache_other_build_tuned_again) {
     id[0] = id[0] == '0' ? '1' : '0'; /* another build's sources */
     hrmt_test_spit(path, file);
     free(file);
-    log = cached_run(ctx, dir, path, 2, x);
-    cr_expect_not_null(strstr(log, " pinned, rows"), "another build's picks served:\n%s", log);
-    cr_expect_not_null(strstr(log, "': written"), "the file was not rewritten:\n%s", log);
-    free(log);
+    outs x[2];
+    expect_tuned(ctx, dir, path, 2, x, "another build's file");
     expect_pinned_bits(ctx, 2, x, "after another build's file");
     outs_free2(x);
     file = hrmt_test_slurp(path);
@@ -2462,8 +2467,7 @@ Test(cuda_model, gemm_tune_cache_other_build_tuned_again) {
     cr_expect_not_null(strstr(file, want), "not rewritten with this build's id %s: %.300s", mine,
                        file);
     free(file);
-    cache_done(dir);
-    hrmt_context_destroy(ctx);
+    cache_done(ctx, dir);
 }
 
 /* A path that is another kind of file is refused, and left as it was; a
@@ -2499,8 +2503,7 @@ Test(cuda_model, gemm_tune_cache_bad_paths) {
     hrmt_model *m = NULL;
     cr_expect_eq(hrmt_model_create_random(ctx, &cfg, 11, &m), HRMT_OK, "%s", hrmt_last_error(ctx));
     hrmt_model_destroy(m);
-    cache_done(dir);
-    hrmt_context_destroy(ctx);
+    cache_done(ctx, dir);
 }
 
 Test(cuda_model, bad_gemm_tune_setting) {

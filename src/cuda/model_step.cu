@@ -234,6 +234,20 @@ static hrmt_status add_rows(const hrmt_model *m, const void *a, const void *b, v
     return row_check(m, "cuda add");
 }
 
+/* z = z + inj (+ inj2, the inner sum rounded first, into inj_out on the
+ * row-op path) over `rows` rows: the injection kernel, else the row-op adds. */
+static hrmt_status inject(const hrmt_model *m, void *z, const void *inj, const void *inj2,
+                          void *inj_out, size_t rows) {
+    int done = 0;
+    TRY(cu_inject(m, z, inj, inj2, rows, &done));
+    if (done) return HRMT_OK;
+    if (inj2) {
+        TRY(add_rows(m, inj, inj2, inj_out, rows));
+        inj = inj_out;
+    }
+    return add_rows(m, z, inj, z, rows);
+}
+
 /* ReasoningModule: z = z + injection, then each layer in order. The
  * injection is inj, or bf16(inj + inj2) when inj2 is given (the L level's
  * z_H + x), rounded as two adds would round it. `injected`: the kernel
@@ -244,16 +258,8 @@ static hrmt_status level(const hrmt_model *m, const hrmt_block_weights *blocks, 
                          void *z, const void *inj, const void *inj2, void *inj_out, size_t n,
                          const cu_level_ws *ws, int sram, int injected, const cu_fold *next,
                          int *folded) {
-    int done = injected;
     if (folded) *folded = 0;
-    if (!done) TRY(cu_inject(m, z, inj, inj2, n * m->T, &done));
-    if (!done) {
-        if (inj2) {
-            TRY(add_rows(m, inj, inj2, inj_out, n * m->T));
-            inj = inj_out;
-        }
-        TRY(add_rows(m, z, inj, z, n * m->T));
-    }
+    if (!injected) TRY(inject(m, z, inj, inj2, inj_out, n * m->T));
     const void *pend = NULL;
     for (int i = 0; i < nlayers; i++)
         TRY(block(m, &blocks[i], z, n, ws, sram, i + 1 == nlayers, &pend, next, folded));
@@ -443,58 +449,49 @@ static hrmt_status d2d(const hrmt_model *m, void *dst, const void *src, size_t b
     return e == cudaSuccess ? HRMT_OK : cu_fail(m->ctx, e, "cuda tiered: tile copy");
 }
 
-/* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n). hinj:
- * the H level's injection of the tile's rows, zH = zH + zL, made here too
- * (the caller's H level then skips its own). With HRMT_CUDA_TILE_LINKS the
- * copy in, the injection and the first L level's injection are one kernel,
- * the later injections are folded into the kernel before where the
- * baseline's are, and the copy back (with the H injection where it was not
- * folded) is another kernel (cu_tile_in / _out). */
-static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n, hrmt_step_timing *tm,
-                            int hinj) {
+/* All L_cycles x L_layers of one H cycle on samples [s0, s0 + n). With
+ * HRMT_CUDA_TILE_LINKS the copy in, the injection and the first L level's
+ * injection are one kernel, the later injections are folded into the
+ * kernel before where the baseline's are (next_fold on the tile's rows),
+ * and the copy back is another kernel; the tile also makes the H level's
+ * injection of its rows, zH = zH + zL (fold or copy back), so the caller's
+ * H level skips its own (cu_tile_in / _out). */
+static hrmt_status run_tile(hrmt_model *m, hrmt_carry *c, size_t s0, size_t n,
+                            hrmt_step_timing *tm) {
     struct hrmt_carry_cuda *g = cu_carry(c);
     hrmt_tiers *tiers = hrmt_context_tiers(m->ctx);
     const size_t r0 = s0 * m->T, rows = n * m->T, hb = m->hidden * m->esz, bytes = rows * hb;
-    char *zL = (char *)g->zL + r0 * hb, *zH = (char *)g->zH + r0 * hb;
+    cu_part tp = part_of(m, g, s0, n); /* the tile's rows of z_H and x; its z_L the tile's */
+    tp.zL = g->tz;
+    char *zL = (char *)g->zL + r0 * hb, *zH = (char *)tp.zH;
+    const int hinj = cu_model(m)->tile_links;
     int e0 = 0, e1 = 0, e2 = 0, e3 = 0, in = 0, out = 0;
     TRY(ev_rec(m, g, &e0));
-    /* (The config asks for L_cycles >= 1; without a first L level there
-     * would be no injection to fold.) */
-    if (m->cfg.L_cycles > 0)
-        TRY(cu_tile_in(m, zL, zH, (char *)g->x + r0 * hb, g->tz, g->tinj, rows, &in));
+    TRY(cu_tile_in(m, zL, zH, tp.x, g->tz, g->tinj, rows, &in));
     if (!in) {
         TRY(d2d(m, g->tz, zL, bytes));
-        TRY(add_rows(m, zH, (char *)g->x + r0 * hb, g->tinj, rows));
+        TRY(add_rows(m, zH, tp.x, g->tinj, rows));
     }
     TRY(ev_rec(m, g, &e1));
     hrmt_tiers_scope_begin(tiers, HRMT_TIER_SRAM);
     hrmt_status s = HRMT_OK;
-    /* With the links, each L level's last kernel also makes the next
-     * injection where it can (the baseline's folds, on the tile's rows): the
-     * next L level's, bf16(h + tinj) in h's place, or after the last the H
-     * level's of these rows, z_H = bf16(z_H + h). */
     const int fold = in && cu_model(m)->fold_inject;
-    int injected = in, hfolded = 0;
+    int injected = in, folded = 0;
+    cu_fold f;
     for (int l = 0; l < m->cfg.L_cycles && s == HRMT_OK; l++) {
-        const int lastl = l + 1 == m->cfg.L_cycles;
-        const cu_fold f = lastl ? cu_fold{zH, NULL, zH, 0, 1} : cu_fold{g->tinj, NULL, g->tz, 1, 0};
-        int folded = 0;
         s = level(m, m->L, m->cfg.L_layers, g->tz, g->tinj, NULL, NULL, n, &g->ws, 1, injected,
-                  fold && (!lastl || hinj) ? &f : NULL, &folded);
+                  next_fold(m, &tp, 0, l, fold, &f), &folded);
         injected = folded;
-        if (lastl) hfolded = folded;
         tm->l_level_calls++;
     }
     hrmt_tiers_scope_end(tiers, HRMT_TIER_SRAM);
     TRY(s);
     TRY(ev_rec(m, g, &e2));
-    const int hleft = hinj && !hfolded; /* the H injection still to make for these rows */
+    const int hleft = hinj && !folded; /* the H injection still to make for these rows */
     TRY(cu_tile_out(m, g->tz, zL, hleft ? zH : NULL, rows, &out));
     if (!out) {
         TRY(d2d(m, zL, g->tz, bytes));
-        int done = 0;
-        if (hleft) TRY(cu_inject(m, zH, zL, NULL, rows, &done));
-        if (hleft && !done) TRY(add_rows(m, zH, zL, zH, rows));
+        if (hleft) TRY(inject(m, zH, zL, NULL, NULL, rows));
     }
     TRY(ev_rec(m, g, &e3));
     tm->transfers += 2;
@@ -568,13 +565,12 @@ static hrmt_status tiered(hrmt_model *m, hrmt_carry *c, hrmt_step_timing *tm) {
     const size_t B = (size_t)c->batch, ts = g->tile_samples;
     hrmt_status s = HRMT_OK;
     if (cu_model(m)->l_persist) return tiered_persistent(m, c, tm);
-    /* With the tile links each tile makes the H level's injection of its rows. */
-    const int hinj = cu_model(m)->tile_links;
     for (int h = 0; h < m->cfg.H_cycles && s == HRMT_OK; h++) {
         for (size_t s0 = 0; s0 < B && s == HRMT_OK; s0 += ts)
-            s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm, hinj);
+            s = run_tile(m, c, s0, B - s0 < ts ? B - s0 : ts, tm);
         const cu_part p = part_of(m, g, 0, B);
-        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1, hinj, NULL, NULL);
+        /* With the tile links each tile made the H injection of its rows. */
+        if (s == HRMT_OK) s = h_level(m, c, tm, &p, NULL, 1, cu_model(m)->tile_links, NULL, NULL);
     }
     return s;
 }
