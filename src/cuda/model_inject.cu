@@ -116,12 +116,9 @@ hrmt_status cu_tile_out(const hrmt_model *m, const void *tz, void *zL, void *zH,
     const uintptr_t ptrs = (uintptr_t)tz | (uintptr_t)zL | (uintptr_t)zH;
     const size_t n8 = chunks(m, cu_model(m)->tile_links, rows, ptrs, &grid, done);
     if (!n8) return HRMT_OK;
-    const int pdl = cu_model(m)->pdl;
     const cudaError_t e =
-        zH ? pdl_launch(tile_out_kernel<true>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
-                        (const uint4 *)tz, (uint4 *)zL, (uint4 *)zH)
-           : pdl_launch(tile_out_kernel<false>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
-                        (const uint4 *)tz, (uint4 *)zL, (uint4 *)nullptr);
+        pdl_launch(zH ? tile_out_kernel<true> : tile_out_kernel<false>, grid, dim3(INJ_THREADS), 0,
+                   cu_stream(m), cu_model(m)->pdl, n8, (const uint4 *)tz, (uint4 *)zL, (uint4 *)zH);
     return launched(m, e, "cuda tiered: tile out", done);
 }
 
@@ -131,13 +128,8 @@ hrmt_status cu_inject(const hrmt_model *m, void *z, const void *a, const void *b
     const uintptr_t ptrs = (uintptr_t)z | (uintptr_t)a | (uintptr_t)b;
     const size_t n8 = chunks(m, cu_model(m)->inject, rows, ptrs, &grid, done);
     if (!n8) return HRMT_OK;
-    const int pdl = cu_model(m)->pdl;
-    cudaError_t e;
-    if (b)
-        e = pdl_launch(inject_kernel<true>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
-                       (const uint4 *)z, (const uint4 *)a, (const uint4 *)b, (uint4 *)z);
-    else
-        e = pdl_launch(inject_kernel<false>, grid, dim3(INJ_THREADS), 0, cu_stream(m), pdl, n8,
-                       (const uint4 *)z, (const uint4 *)a, (const uint4 *)nullptr, (uint4 *)z);
+    const cudaError_t e = pdl_launch(
+        b ? inject_kernel<true> : inject_kernel<false>, grid, dim3(INJ_THREADS), 0, cu_stream(m),
+        cu_model(m)->pdl, n8, (const uint4 *)z, (const uint4 *)a, (const uint4 *)b, (uint4 *)z);
     return launched(m, e, "cuda injection", done);
 }
